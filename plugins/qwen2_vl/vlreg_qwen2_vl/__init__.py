@@ -1,0 +1,42 @@
+"""vlreg-qwen2-vl: the Qwen2-VL family, declared against `vlreg.plugin`.
+
+Qwen2VLForConditionalGeneration holds the text model at ``model.language_model`` and
+the Qwen ViT at ``model.visual``; its forward scatters the merger's output into the
+token embeddings with ``inputs_embeds.masked_scatter(image_mask, image_embeds)``.
+"""
+
+from vlreg.plugin import Attention, Claim, Layer, Mlp, hookimpl
+
+WRAPPER_RENAME = {
+    "model.language_model.layers": "layers",
+    "model.language_model.embed_tokens": "embed_tokens",
+    "model.language_model.norm": "norm",
+}
+
+
+@hookimpl
+def vlreg_claims():
+    return [Claim("wrapper", "qwen2_vl"), Claim("text", "qwen2_vl_text"), Claim("vision", "qwen2_vl_vision")]
+
+
+@hookimpl
+def vlreg_rename(part):
+    if part.kind == "wrapper":
+        return WRAPPER_RENAME
+    return None
+
+
+@hookimpl
+def vlreg_envoys(part):
+    from transformers.models.qwen2_vl import modeling_qwen2_vl as qwen2_vl
+
+    if part.kind == "text":
+        return {qwen2_vl.Qwen2VLDecoderLayer: Layer, qwen2_vl.Qwen2VLAttention: Attention, qwen2_vl.Qwen2MLP: Mlp}
+    return None
+
+
+@hookimpl
+def vlreg_checkpoints():
+    from .checkpoints import build_qwen2_vl
+
+    return {"qwen2_vl": build_qwen2_vl}

@@ -1,0 +1,139 @@
+"""Qwen2-VL checkpoints for tests: tiny, or a real geometry at reduced depth."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from vlreg.testing import reduce_depth, tokenizer
+
+SPECIAL_TOKENS = (
+    "<|endoftext|>",
+    "<|im_start|>",
+    "<|im_end|>",
+    "<|vision_start|>",
+    "<|vision_end|>",
+    "<|vision_pad|>",
+    "<|image_pad|>",
+    "<|video_pad|>",
+)
+
+#: The Instruct checkpoints' chat format: a default system turn when the
+#: conversation has none, each image as <|vision_start|><|image_pad|><|vision_end|>.
+CHAT_TEMPLATE = (
+    "{% for message in messages %}"
+    "{% if loop.first and message['role'] != 'system' %}"
+    "<|im_start|>system\nYou are a helpful assistant.<|im_end|>\n"
+    "{% endif %}"
+    "<|im_start|>{{ message['role'] }}\n"
+    "{% if message['content'] is string %}{{ message['content'] }}"
+    "{% else %}{% for item in message['content'] %}"
+    "{% if item['type'] == 'image' or 'image' in item or 'image_url' in item %}"
+    "<|vision_start|><|image_pad|><|vision_end|>"
+    "{% elif item['type'] == 'video' or 'video' in item %}"
+    "<|vision_start|><|video_pad|><|vision_end|>"
+    "{% elif 'text' in item %}{{ item['text'] }}"
+    "{% endif %}{% endfor %}{% endif %}"
+    "<|im_end|>\n"
+    "{% endfor %}"
+    "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
+)
+
+#: Pixels a tiny checkpoint's processor resizes an image between: 2 x 2 to 6 x 6
+#: image tokens of 28 x 28 pixels.
+MIN_PIXELS, MAX_PIXELS = 56 * 56, 168 * 168
+
+
+def build_qwen2_vl(path: Path, *, source: str | Path | None = None, **overrides: Any) -> Path:
+    """Write a random-weight Qwen2VLForConditionalGeneration checkpoint to ``path``.
+
+    Tiny by default (text 64 wide, 4 query heads over 2 KV heads, mrope_section
+    [2, 3, 3]; vision 32 wide; 2 blocks each), tied embeddings like 2B. With
+    ``source``, a real checkpoint's metadata folder, the real config, tokenizer,
+    processor and template at the depth ``overrides`` give (2 and 2 by default), in
+    bfloat16. ``overrides``: ``text_config`` and ``vision_config`` dicts, other fields
+    of the top-level config.
+    """
+    from transformers import (
+        AutoConfig,
+        AutoModelForImageTextToText,
+        AutoProcessor,
+        GenerationConfig,
+        Qwen2VLConfig,
+        Qwen2VLForConditionalGeneration,
+        Qwen2VLImageProcessor,
+        Qwen2VLProcessor,
+    )
+    from transformers.models.qwen2_vl.video_processing_qwen2_vl import Qwen2VLVideoProcessor
+
+    path = Path(path)
+    text = dict(overrides.pop("text_config", {}))
+    vision = dict(overrides.pop("vision_config", {}))
+    if source is not None:
+        config = AutoConfig.from_pretrained(source, **overrides)
+        reduce_depth(config.text_config, {"num_hidden_layers": text.pop("num_hidden_layers", 2), **text})
+        reduce_depth(config.vision_config, {"depth": vision.pop("depth", 2), **vision})
+        model = AutoModelForImageTextToText.from_config(config, dtype=torch.bfloat16)
+        model.save_pretrained(path)
+        AutoProcessor.from_pretrained(source).save_pretrained(path)
+        if (Path(source) / "generation_config.json").exists():
+            shutil.copy(Path(source) / "generation_config.json", path / "generation_config.json")
+        return path
+
+    tok = tokenizer(SPECIAL_TOKENS, eos_token="<|im_end|>", pad_token="<|endoftext|>")
+    ids = dict(zip(SPECIAL_TOKENS, tok.convert_tokens_to_ids(list(SPECIAL_TOKENS))))
+    size = dict(min_pixels=MIN_PIXELS, max_pixels=MAX_PIXELS)
+    processor = Qwen2VLProcessor(
+        image_processor=Qwen2VLImageProcessor(**size),
+        video_processor=Qwen2VLVideoProcessor(**size),
+        tokenizer=tok,
+        chat_template=CHAT_TEMPLATE,
+    )
+    config = Qwen2VLConfig(
+        text_config={
+            "vocab_size": len(tok),
+            "hidden_size": 64,
+            "intermediate_size": 128,
+            "num_hidden_layers": 2,
+            "num_attention_heads": 4,
+            "num_key_value_heads": 2,
+            "max_position_embeddings": 1024,
+            "rope_scaling": {"type": "mrope", "mrope_section": [2, 3, 3], "rope_theta": 1e6},
+            "tie_word_embeddings": True,
+            "bos_token_id": None,
+            "eos_token_id": ids["<|im_end|>"],
+            "pad_token_id": ids["<|endoftext|>"],
+            **text,
+        },
+        vision_config={
+            "depth": 2,
+            "embed_dim": 32,
+            "num_heads": 4,
+            "mlp_ratio": 2,
+            "hidden_size": 64,
+            "patch_size": 14,
+            "spatial_merge_size": 2,
+            "temporal_patch_size": 2,
+            **vision,
+        },
+        image_token_id=ids["<|image_pad|>"],
+        video_token_id=ids["<|video_pad|>"],
+        vision_start_token_id=ids["<|vision_start|>"],
+        vision_end_token_id=ids["<|vision_end|>"],
+        tie_word_embeddings=True,
+        bos_token_id=None,
+        eos_token_id=ids["<|im_end|>"],
+        pad_token_id=ids["<|endoftext|>"],
+        **overrides,
+    )
+    torch.manual_seed(0)
+    model = Qwen2VLForConditionalGeneration(config).eval()
+    model.save_pretrained(path)
+    processor.save_pretrained(path)
+    GenerationConfig(
+        eos_token_id=[ids["<|im_end|>"], ids["<|endoftext|>"]], pad_token_id=ids["<|endoftext|>"]
+    ).save_pretrained(path)
+    return path

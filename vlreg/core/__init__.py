@@ -1,0 +1,1 @@
+"""The host and the tracing core. Plugins import from `vlreg.plugin`, not from here."""

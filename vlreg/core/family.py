@@ -1,0 +1,131 @@
+"""From a checkpoint's config to the `Family` that serves it.
+
+`resolve` splits the config into its parts (wrapper, text, vision), finds the plugin
+that claimed each, and merges what they contribute into one ``rename``, one
+``envoys`` map, one scatter location and one table of availability predicates, which
+is all `StandardizedTransformer` needs to build.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from attrs import frozen
+
+from . import plugins
+from .errors import NoFamily
+from .parts import Part, Scatter
+
+#: Where the families vlreg's own repository ships come from, for the error that
+#: tells a user what to install. A third-party family is found the same way, through
+#: its entry point; it just cannot be suggested before it is installed.
+KNOWN_DISTRIBUTIONS = {
+    "qwen2_vl": ("vlreg-qwen2-vl", "plugins/qwen2_vl"),
+    "qwen2_5_vl": ("vlreg-qwen2-5-vl", "plugins/qwen2_5_vl"),
+    "llava": ("vlreg-llava", "plugins/llava"),
+    "llava_next": ("vlreg-llava", "plugins/llava"),
+}
+
+Predicate = Callable[[Any], "str | None"]
+
+
+@frozen
+class Family:
+    """What serves one checkpoint: the plugin per part and their merged contributions.
+
+    ``name`` is the name of the plugin that claimed the wrapper, which is the family;
+    the text and vision parts may come from other plugins (``plugins``).
+    """
+
+    name: str
+    parts: dict[str, Part]
+    plugins: dict[str, Any]
+    rename: dict
+    envoys: dict
+    scatter: Scatter | None
+    unavailable: dict[str, tuple[Predicate, ...]]
+
+    @property
+    def plugin(self) -> Any:
+        """The plugin that claimed the wrapper part."""
+        return self.plugins["wrapper"]
+
+    def __repr__(self) -> str:
+        served = ", ".join(
+            f"{kind}={part.model_type!r} by {plugins.describe(self.plugins[kind])}"
+            for kind, part in self.parts.items()
+        )
+        return f"Family({self.name!r}: {served})"
+
+
+def parts_of(config: Any) -> dict[str, Part]:
+    """The parts of ``config``: always a wrapper and a text part, a vision part if any.
+
+    A text-only config is its own text part.
+    """
+    text = config.get_text_config()
+    parts = {
+        "wrapper": Part("wrapper", config.model_type, config, config),
+        "text": Part("text", text.model_type, text, config),
+    }
+    vision = getattr(config, "vision_config", None)
+    if vision is not None:
+        parts["vision"] = Part("vision", vision.model_type, vision, config)
+    return parts
+
+
+def resolve(config: Any) -> Family:
+    """The family serving ``config``; raises `NoFamily` naming what to install."""
+    parts = parts_of(config)
+    served: dict[str, Any] = {}
+    for kind, part in parts.items():
+        plugin = plugins.claimant(kind, part.model_type)
+        if plugin is None:
+            raise NoFamily(_unclaimed(part, served))
+        served[kind] = plugin
+
+    rename: dict = {}
+    envoys: dict = {}
+    unavailable: dict[str, tuple[Predicate, ...]] = {}
+    for kind, part in parts.items():
+        plugin = served[kind]
+        for key, alias in (plugins.call(plugin, "vlreg_rename", part=part) or {}).items():
+            if rename.setdefault(key, alias) != alias:
+                raise ValueError(
+                    f"{plugins.describe(plugin)} renames {key!r} to {alias!r} for the {kind} part, "
+                    f"but another part of {config.model_type!r} renames it to {rename[key]!r}."
+                )
+        envoys.update(plugins.call(plugin, "vlreg_envoys", part=part) or {})
+        prefix = "vision." if kind == "vision" else ""
+        for row, predicate in (plugins.call(plugin, "vlreg_unavailable", part=part) or {}).items():
+            unavailable[prefix + row] = unavailable.get(prefix + row, ()) + (predicate,)
+    scatter = plugins.call(served["wrapper"], "vlreg_scatter", part=parts["wrapper"]) if "vision" in parts else None
+
+    return Family(
+        name=plugins.plugin_manager().get_name(served["wrapper"]),
+        parts=parts,
+        plugins=served,
+        rename=rename,
+        envoys=envoys,
+        scatter=scatter,
+        unavailable=unavailable,
+    )
+
+
+def _unclaimed(part: Part, served: dict[str, Any]) -> str:
+    families = sorted(model_type for (kind, model_type) in plugins.claims() if kind == "wrapper")
+    installed = ", ".join(families) or "none"
+    if part.kind == "wrapper":
+        what = f"No installed vlreg plugin serves model_type {part.model_type!r}"
+    else:
+        what = (
+            f"The {part.root.model_type!r} checkpoint is served by "
+            f"{plugins.describe(served['wrapper'])}, but no installed plugin serves its "
+            f"{part.kind} model, model_type {part.model_type!r}"
+        )
+    known = KNOWN_DISTRIBUTIONS.get(part.model_type)
+    if known is not None:
+        fix = f"install the {known[0]} distribution (from the vlreg repository: pip install ./{known[1]})"
+    else:
+        fix = "no known plugin serves it; docs/writing-a-plugin.md shows how to write one"
+    return f"{what}. Installed families: {installed}. To load it, {fix}."

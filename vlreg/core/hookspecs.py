@@ -1,0 +1,96 @@
+"""Every hook a vlreg plugin can implement, on one page.
+
+A checkpoint's config has up to three *parts*, and each is served by the plugin that
+claims its ``model_type``:
+
+* ``"wrapper"``: the top-level config (``Qwen2VLForConditionalGeneration`` is
+  ``qwen2_vl``, ``LlavaForConditionalGeneration`` is ``llava``). It knows where the text
+  model, the vision tower and the projector sit, and where the image features are
+  scattered into the embeddings. The plugin that claims it is the model's *family*.
+* ``"text"``: ``config.text_config`` (``qwen2_vl_text``, ``qwen2``, ``llama``): the blocks.
+* ``"vision"``: ``config.vision_config`` (``qwen2_vl_vision``, ``siglip_vision_model``): the tower.
+
+The parts are claimed separately so that one plugin's text or tower adapter serves
+another plugin's wrapper: LLaVA pairs a SigLIP tower with a Qwen2 text model, and a
+third-party Gemma 3 plugin can reuse that SigLIP adapter without copying it.
+
+The host calls every hook but `vlreg_claims` and `vlreg_checkpoints` only on the
+plugin that claimed the part, passing the `Part` (its kind, model_type and config).
+Each returns ``None`` for what it does not contribute. Paths and keys are relative to
+the part: the wrapper's to the model root, the text part's to a text block, the
+vision part's to the tower.
+"""
+
+from __future__ import annotations
+
+import pluggy
+
+PROJECT = "vlreg"
+
+hookspec = pluggy.HookspecMarker(PROJECT)
+hookimpl = pluggy.HookimplMarker(PROJECT)
+
+
+@hookspec
+def vlreg_claims():
+    """The config parts this plugin serves: a list of `Claim(kind, model_type)`.
+
+    Called once per plugin when it is registered. Two plugins claiming the same
+    (kind, model_type) is an error, so what serves a checkpoint is never a matter of
+    load order.
+    """
+
+
+@hookspec(firstresult=True)
+def vlreg_rename(part):
+    """nnsight ``rename`` entries for a claimed part: ``{native path: standard name}``.
+
+    * wrapper: from the model root, the standard mounts ``layers``, ``embed_tokens``,
+      ``norm`` (and ``vision``, ``projector`` on a vision-language model), e.g.
+      ``{"model.language_model.layers": "layers", "model.visual": "vision"}``.
+    * text: names inside a block, e.g. ``{"attn": "self_attn"}``. A single name binds on
+      every module that has it, so never use one a tower block has too.
+    * vision: from the tower, e.g. ``{"blocks": "layers", "attn": "self_attn"}``. Never a
+      name a text block also has (``mlp``): it would bind there as well.
+    """
+
+
+@hookspec(firstresult=True)
+def vlreg_envoys(part):
+    """nnsight ``envoys`` entries for a claimed part: ``{module class: envoy class}``.
+
+    Keys are the part's module classes; values are vlreg's standard envoy classes
+    (`Layer`, `Attention`, `Mlp`, `Vision`, `VisionLayer`, ...) or subclasses of them,
+    which is where a part serves a value from a different place.
+    """
+
+
+@hookspec(firstresult=True)
+def vlreg_scatter(part):
+    """Where the wrapper writes the image features into the embeddings: a `Scatter`.
+
+    Only asked of the wrapper part. ``None`` means images never reach this model
+    (every vision value is then `Unavailable`).
+    """
+
+
+@hookspec(firstresult=True)
+def vlreg_unavailable(part):
+    """Why a value cannot be served on some loads: ``{row: predicate}``.
+
+    A row is named as `StandardizedTransformer.support` names it, relative to the
+    part (``"self_attn.attention_probabilities"`` on the text part means every text
+    block's). A predicate takes the envoy the value is read on and returns ``None``
+    when it can be served, else the reason, one sentence saying what would help.
+    These add to the predicates the standard classes carry themselves.
+    """
+
+
+@hookspec
+def vlreg_checkpoints():
+    """Builders of small random-weight checkpoints, for tests: ``{name: builder}``.
+
+    A builder is called as ``builder(path, **overrides)`` and writes a checkpoint
+    folder (config, weights, tokenizer, processor, chat template) that
+    ``from_pretrained`` loads, the way a real checkpoint is loaded. See `vlreg.testing`.
+    """

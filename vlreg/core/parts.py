@@ -1,0 +1,54 @@
+"""The small declarations plugins hand the host: `Claim`, `Part`, `Scatter`."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from attrs import field, frozen
+
+Kind = Literal["wrapper", "text", "vision"]
+KINDS: tuple[Kind, ...] = ("wrapper", "text", "vision")
+
+
+def _kind(instance: Any, attribute: Any, value: str) -> None:
+    if value not in KINDS:
+        raise ValueError(f"{attribute.name} must be one of {KINDS}, not {value!r}")
+
+
+@frozen
+class Claim:
+    """A plugin serves the config part of this kind whose ``model_type`` is this."""
+
+    kind: Kind = field(validator=_kind)
+    model_type: str
+
+
+@frozen
+class Part:
+    """One part of a checkpoint's config, as the hooks are asked about it.
+
+    ``config`` is the part's own config (``config.text_config`` for the text part);
+    ``root`` is the whole checkpoint's config.
+    """
+
+    kind: Kind = field(validator=_kind)
+    model_type: str
+    config: Any = field(eq=False, repr=False)
+    root: Any = field(eq=False, repr=False)
+
+
+@frozen
+class Scatter:
+    """Where a wrapper writes the image features into the token embeddings.
+
+    ``host`` is the module (path from the model root, ``""`` for the root) whose
+    forward makes the call; ``operation`` is nnsight's name for the call in that
+    forward (``inputs_embeds_masked_scatter_0``); ``argument`` is the position of the
+    features among its arguments. The host's forward is source-instrumented when the
+    model is built, because the tower runs inside it: first touching it after reading
+    a tower value would ask for a place the model has already passed.
+    """
+
+    host: str
+    operation: str
+    argument: int = 1

@@ -1,0 +1,30 @@
+"""The public plugin API: everything a family plugin declares itself with.
+
+A plugin is a module (registered through the ``vlreg`` entry-point group) that
+implements some of the hooks in `vlreg.core.hookspecs` with `hookimpl`, returning the
+declarations below. Nothing else in vlreg is promised to plugins.
+"""
+
+from .core.envoys import Attention, Layer, Mlp, Standard, eager_only
+from .core.errors import Unavailable
+from .core.hookspecs import hookimpl
+from .core.parts import Claim, Part, Scatter
+from .core.values import argument, first, returned, value, with_first
+
+__all__ = [
+    "hookimpl",
+    "Claim",
+    "Part",
+    "Scatter",
+    "Standard",
+    "Layer",
+    "Attention",
+    "Mlp",
+    "value",
+    "argument",
+    "returned",
+    "first",
+    "with_first",
+    "eager_only",
+    "Unavailable",
+]

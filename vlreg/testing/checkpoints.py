@@ -1,0 +1,108 @@
+"""Small checkpoints on disk, loaded by tests the way a real checkpoint is loaded.
+
+There is no model hub in vlreg's tests: each family plugin contributes builders
+(`vlreg_checkpoints`) that write a random-weight checkpoint folder: config, weights,
+a tokenizer with the family's special tokens, the family's real processor and its chat
+template. `build` finds a builder by name and caches what it wrote for the session.
+
+`shared_checkpoint` finds the real checkpoints' metadata (configs, tokenizers,
+templates, no weights) in ``../shared/checkpoints`` beside the repository, from which
+a builder can make a model with the real widths and token ids at reduced depth.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+from typing import Any, Callable, Iterable
+
+from ..core import plugins
+
+#: Sentences the tiny tokenizers are trained on: enough merges for the prompts the
+#: tests and the spec use, byte fallback for the rest.
+CORPUS = (
+    "You are a helpful assistant.",
+    "What is in this image? Describe the picture.",
+    "A photo of a red square and a blue circle on a white table.",
+    "The quick brown fox jumps over the lazy dog.",
+    "The Eiffel Tower is in Paris. The capital of France is Paris.",
+)
+
+_built: dict[tuple, Path] = {}
+
+
+def builders() -> dict[str, Callable[..., Path]]:
+    """Every checkpoint builder the installed plugins contribute, by name."""
+    found: dict[str, Callable[..., Path]] = {}
+    for contribution in plugins.plugin_manager().hook.vlreg_checkpoints():
+        found.update(contribution or {})
+    return found
+
+
+def build(name: str, path: str | os.PathLike | None = None, **overrides: Any) -> Path:
+    """Write the checkpoint ``name`` (into ``path``, else a cached temporary folder).
+
+    ``overrides`` go to the builder (config fields such as ``num_hidden_layers``).
+    Without a ``path`` the same (name, overrides) is built once per process.
+    """
+    available = builders()
+    if name not in available:
+        raise KeyError(f"no plugin builds a checkpoint named {name!r}; installed: {sorted(available)}")
+    key = (name, tuple(sorted(overrides.items(), key=lambda item: item[0])))
+    if path is None and key in _built:
+        return _built[key]
+    folder = Path(path) if path is not None else Path(tempfile.mkdtemp(prefix=f"vlreg-{name}-"))
+    available[name](folder, **overrides)
+    if path is None:
+        _built[key] = folder
+    return folder
+
+
+def shared_checkpoint(name: str) -> Path | None:
+    """The real checkpoint metadata folder ``name`` from ``../shared/checkpoints``.
+
+    ``None`` where it is absent (a user's fresh clone has no ``../shared``).
+    ``VLREG_SHARED`` names another place for the ``shared`` folder.
+    """
+    root = Path(os.environ.get("VLREG_SHARED", Path(__file__).resolve().parents[2].parent / "shared"))
+    folder = root / "checkpoints" / name
+    return folder if folder.is_dir() else None
+
+
+def tokenizer(special_tokens: Iterable[str], corpus: Iterable[str] = CORPUS, **roles: str) -> Any:
+    """A small byte-level BPE tokenizer with ``special_tokens`` added whole.
+
+    ``roles`` names special tokens by role (``eos_token="<|im_end|>"``). The special
+    tokens get the first ids, in order, so the text vocabulary follows them.
+    """
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import PreTrainedTokenizerFast
+
+    special_tokens = list(special_tokens)
+    bpe = Tokenizer(models.BPE())
+    bpe.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    bpe.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(
+        vocab_size=320,
+        special_tokens=special_tokens,
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        show_progress=False,
+    )
+    bpe.train_from_iterator(list(corpus), trainer)
+    named = set(roles.values())
+    return PreTrainedTokenizerFast(
+        tokenizer_object=bpe,
+        additional_special_tokens=[token for token in special_tokens if token not in named],
+        **roles,
+    )
+
+
+def reduce_depth(config: Any, fields: dict[str, int]) -> None:
+    """Cut ``config``'s depth fields (``{"num_hidden_layers": 2}``) and what lists per
+    layer with them (``layer_types``), for a real geometry built shallow."""
+    for name, depth in fields.items():
+        setattr(config, name, depth)
+        layer_types = getattr(config, "layer_types", None)
+        if name == "num_hidden_layers" and layer_types is not None:
+            config.layer_types = list(layer_types)[:depth]
