@@ -10,6 +10,7 @@ from .core.errors import Unavailable
 from .core.hookspecs import hookimpl
 from .core.parts import Claim, Part, Scatter
 from .core.values import argument, first, returned, value, with_first
+from .core.vision import Patches, Vision, VisionAttention, VisionLayer, VisionMlp, as_patches, patches, variable_resolution
 
 __all__ = [
     "hookimpl",
@@ -20,6 +21,14 @@ __all__ = [
     "Layer",
     "Attention",
     "Mlp",
+    "Vision",
+    "VisionLayer",
+    "VisionAttention",
+    "VisionMlp",
+    "Patches",
+    "as_patches",
+    "patches",
+    "variable_resolution",
     "value",
     "argument",
     "returned",

@@ -20,8 +20,8 @@ class Standard(Envoy):
     """Base of vlreg's envoys: standard values that refuse, with a reason, to be read
     where this load cannot serve them.
 
-    ``_row`` (the prefix of this envoy's rows in the model's `support` table) and
-    ``_name`` (how a message names it) are set when the model is built.
+    ``_row`` (the prefix of this envoy's rows in the model's `support` table),
+    ``_name`` (how a message names it) and ``_tower`` are set when the model is built.
     """
 
     #: Standard children walked by `support`: attribute -> prefix of their rows.
@@ -32,6 +32,9 @@ class Standard(Envoy):
 
     _row = ""
     _name = ""
+    #: The `Vision` this envoy is part of (None on the text side): its availability
+    #: gates every value under it.
+    _tower: Any = None
 
     @classmethod
     def values(cls) -> list[str]:
@@ -45,6 +48,10 @@ class Standard(Envoy):
 
     def why_unavailable(self, name: str) -> str | None:
         """``None`` if this load can serve ``name`` here, else the reason."""
+        if self._tower is not None:
+            reason = self._tower.no_images()
+            if reason:
+                return reason
         own = getattr(type(self), name).unavailable
         family = getattr(self.root, "family", None)
         extra = family.unavailable.get(self._row + name, ()) if family is not None else ()

@@ -16,6 +16,7 @@ from . import plugins
 from .envoys import Standard
 from .family import Family, resolve
 from .values import returned
+from .vision import Vision
 
 IMAGE_TEXT = "image-text-to-text"
 TEXT = "text-generation"
@@ -148,16 +149,30 @@ class StandardizedTransformer(Standard, TransformersModel):
                 )
         for envoy, row, name in _standard_tree(self, "", ""):
             envoy._row, envoy._name = row, name
+            if isinstance(envoy, Vision):
+                tower = envoy
+            if row.startswith("vision."):
+                envoy._tower = tower
         self._instrument()
 
     def _instrument(self) -> None:
+        """Source-instrument every forward a value is read inside of.
+
+        Done at build (and again when the weights arrive), not on first read: a value
+        inside a forward that is already running when it is first asked for (the
+        scatter, in the forward the tower runs in) would otherwise never be served.
+        """
         for envoy, _, _ in _standard_tree(self, "", ""):
             if envoy.sourced:
                 install_source(envoy)
+        scatter = self.family.scatter
+        vision = self.__dict__.get("vision")
+        if scatter is not None and isinstance(vision, Vision) and vision.no_images() is None:
+            install_source(self.get(scatter.host) if scatter.host else self)
 
 
 def _standard_tree(envoy: Standard, row: str, name: str) -> Iterator[tuple[Standard, str, str]]:
-    """Every standard envoy under ``envoy``, with its row prefix and its name."""
+    """Every standard envoy under ``envoy`` (itself first), with its row prefix and name."""
     yield envoy, row, name
     for attribute, prefix in envoy.standard_children.items():
         child = envoy.__dict__.get(attribute)

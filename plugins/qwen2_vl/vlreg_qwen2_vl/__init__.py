@@ -5,12 +5,24 @@ the Qwen ViT at ``model.visual``; its forward scatters the merger's output into 
 token embeddings with ``inputs_embeds.masked_scatter(image_mask, image_embeds)``.
 """
 
-from vlreg.plugin import Attention, Claim, Layer, Mlp, hookimpl
+from vlreg.plugin import Attention, Claim, Layer, Mlp, Scatter, VisionLayer, VisionMlp, hookimpl
+
+from .vit import QwenVision, QwenVisionAttention
 
 WRAPPER_RENAME = {
     "model.language_model.layers": "layers",
     "model.language_model.embed_tokens": "embed_tokens",
     "model.language_model.norm": "norm",
+    "model.visual": "vision",
+    "model.visual.merger": "projector",
+}
+
+#: The Qwen ViT's names, from the tower: none is a name a text block has.
+TOWER_RENAME = {
+    "blocks": "layers",
+    "attn": "self_attn",
+    "norm1": "input_layernorm",
+    "norm2": "post_attention_layernorm",
 }
 
 
@@ -21,9 +33,7 @@ def vlreg_claims():
 
 @hookimpl
 def vlreg_rename(part):
-    if part.kind == "wrapper":
-        return WRAPPER_RENAME
-    return None
+    return {"wrapper": WRAPPER_RENAME, "vision": TOWER_RENAME}.get(part.kind)
 
 
 @hookimpl
@@ -32,7 +42,19 @@ def vlreg_envoys(part):
 
     if part.kind == "text":
         return {qwen2_vl.Qwen2VLDecoderLayer: Layer, qwen2_vl.Qwen2VLAttention: Attention, qwen2_vl.Qwen2MLP: Mlp}
+    if part.kind == "vision":
+        return {
+            qwen2_vl.Qwen2VisionTransformerPretrainedModel: QwenVision,
+            qwen2_vl.Qwen2VLVisionBlock: VisionLayer,
+            qwen2_vl.VisionAttention: QwenVisionAttention,
+            qwen2_vl.VisionMlp: VisionMlp,
+        }
     return None
+
+
+@hookimpl
+def vlreg_scatter(part):
+    return Scatter(host="model", operation="inputs_embeds_masked_scatter_0", argument=1)
 
 
 @hookimpl

@@ -1,0 +1,96 @@
+"""The Qwen ViT, shared by every Qwen vision-language line that uses it.
+
+The tower runs on ``[patches, vision_hidden_size]`` with every image of the invoke in
+one row, in merge-block order, and its attention computes queries, keys and values for
+the whole row, then calls the attention function once per image (once per window on
+Qwen2.5-VL's windowed blocks) and concatenates the results. So the queries, keys,
+values and head outputs are served whole, and there is no one pattern to serve.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from vlreg.plugin import returned, value
+from vlreg.plugin import Vision, VisionAttention, variable_resolution
+
+PER_CALL = (
+    "the attention runs once per image (once per window on a windowed block), so no one "
+    "tensor is the block's pattern; split attention_queries and attention_keys at "
+    "self_attn.inputs[1]['cu_seqlens'], which self_attn.patterns(queries, keys, cu_seqlens) does"
+)
+
+
+def _per_call(attention: Any) -> str:
+    return PER_CALL
+
+
+def _not_flash(attention: Any) -> str | None:
+    if "flash" in (attention.root.attn_implementation or ""):
+        return (
+            "flash attention runs one call over cu_seqlens, with no per-image outputs to "
+            "join; load with attn_implementation='eager' or 'sdpa'"
+        )
+    return None
+
+
+class QwenVision(Vision):
+    """The Qwen ViT tower. Its config names the width ``embed_dim`` on Qwen2-VL (where
+    ``hidden_size`` is the merger's output) and ``hidden_size`` on Qwen2.5-VL."""
+
+    image_size = property(variable_resolution)
+
+    @property
+    def vision_hidden_size(self) -> int:
+        config = self._vision_config
+        return getattr(config, "embed_dim", None) or config.hidden_size
+
+    @property
+    def num_heads(self) -> int:
+        return self._vision_config.num_heads
+
+    @property
+    def intermediate_size(self) -> int:
+        config = self._vision_config
+        size = getattr(config, "intermediate_size", None)
+        return size if size is not None else int(config.embed_dim * config.mlp_ratio)
+
+    @property
+    def spatial_merge_size(self) -> int:
+        """The side of the block of patches the merger folds into one image token."""
+        return self._vision_config.spatial_merge_size
+
+    @property
+    def window_size(self) -> int | None:
+        """The side of an attention window in pixels (Qwen2.5-VL), else None."""
+        return getattr(self._vision_config, "window_size", None)
+
+
+class QwenVisionAttention(VisionAttention):
+    """Queries, keys and values whole, ``[1, heads, patches, head_dim]`` (queries and keys
+    after the rotary embedding), read where their preparation ends; head outputs
+    ``[1, patches, heads, head_dim]`` where the calls' outputs are joined."""
+
+    attention_queries = returned("source.unsqueeze_0.output")
+    attention_keys = returned("source.unsqueeze_1.output")
+    attention_values = returned("source.unsqueeze_2.output")
+    attention_head_outputs = returned("source.torch_cat_0.output", unavailable=_not_flash)
+    attention_scores = value("output", unavailable=_per_call)(lambda envoy, raw: None)
+    attention_probabilities = value("output", unavailable=_per_call)(lambda envoy, raw: None)
+
+    def patterns(
+        self, queries: torch.Tensor, keys: torch.Tensor, cu_seqlens: torch.Tensor
+    ) -> list[torch.Tensor]:
+        """The pattern of each attention call, ``[heads, n, n]`` for a call over ``n``
+        patches, from values saved in a trace: ``softmax(q k^T / sqrt(head_dim))`` over
+        each slice ``cu_seqlens[j]:cu_seqlens[j + 1]``, computed as the eager attention
+        computes it, so each pattern times that slice's values is its head outputs."""
+        scale = queries.shape[-1] ** -0.5
+        found = []
+        for start, end in zip(cu_seqlens[:-1].tolist(), cu_seqlens[1:].tolist()):
+            q, k = queries[:, :, start:end], keys[:, :, start:end]
+            scores = torch.matmul(q, k.transpose(2, 3)) * scale
+            found.append(scores.softmax(-1, dtype=torch.float32).to(q.dtype)[0])
+        return found

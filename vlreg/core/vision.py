@@ -1,0 +1,215 @@
+"""The vision interface every family shares: `Vision` and its block classes.
+
+The tower is ``model.vision`` and its blocks ``model.vision.layers[i]``; the projector is
+``model.projector``, the last module before the scatter. Two values sit where the image
+meets the text model and are read outside the tower: `Vision.image_token_mask`, off
+the model's inputs, and `Vision.image_features`, at the call that writes the features
+into the token embeddings (the family's `Scatter`), so that
+``layers[0].input[image_token_mask] == image_features`` on every family, whatever the
+projector's output looked like before.
+
+Tower values are `Patches`, ``[images, patches, vision_hidden_size]``. A tower that runs
+on ``[patches, vision_hidden_size]`` with every image in one row (the Qwen ViT) is
+served through the same classes: `as_patches` gives the native tensor a leading axis
+of 1 as a view, so in-place edits land, and an assignment is reshaped back to the
+native layout. Block ``input`` and ``output`` stay native.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import torch
+
+from .envoys import Attention, Layer, Mlp, Standard
+from .errors import Unavailable
+from .values import first, value, with_first
+
+Patches = torch.Tensor
+"""``[images, patches, vision_hidden_size]``; ``[1, patches, vision_hidden_size]`` on a
+tower that packs every image into one row."""
+
+
+def as_patches(tensor: torch.Tensor) -> Patches:
+    """A packed ``[patches, hidden]`` tensor as ``[1, patches, hidden]`` (a view)."""
+    return tensor.unsqueeze(0) if tensor.dim() == 2 else tensor
+
+
+def patches(
+    at: "str | Callable[[Any], str]" = "output",
+    read: Callable[[Any], torch.Tensor] = first,
+    put: Callable[[Any, torch.Tensor], Any] = lambda raw, new: with_first(None, raw, new),
+    **options: Any,
+) -> value:
+    """A tower stream value: ``read(raw)`` served as `Patches`; an assignment is reshaped
+    to the native layout and handed to ``put(raw, new)``, which returns what the model
+    should hold."""
+    return value(at, **options)(lambda envoy, raw: as_patches(read(raw))).writes(
+        lambda envoy, raw, new: put(raw, new.reshape(read(raw).shape))
+    )
+
+
+def _last_hidden_state(raw: Any) -> torch.Tensor:
+    return raw.last_hidden_state if hasattr(raw, "last_hidden_state") else first(raw)
+
+
+def _put_last_hidden_state(raw: Any, new: torch.Tensor) -> Any:
+    if hasattr(raw, "last_hidden_state"):
+        raw["last_hidden_state"] = new
+        return raw
+    return with_first(None, raw, new)
+
+
+def _scatter_call(vision: "Vision") -> str:
+    scatter = vision.root.family.scatter
+    host = vision.root.path + (f".{scatter.host}" if scatter.host else "")
+    return f"{host}.source.{scatter.operation}.input"
+
+
+def _scattered(vision: "Vision", raw: Any) -> torch.Tensor:
+    argument = vision.root.family.scatter.argument
+    args, kwargs = raw
+    features = kwargs[argument] if isinstance(argument, str) else args[argument]
+    return features.reshape(-1, features.shape[-1])
+
+
+def _scatter_back(vision: "Vision", raw: Any, new: torch.Tensor) -> Any:
+    argument = vision.root.family.scatter.argument
+    args, kwargs = raw
+    if isinstance(argument, str):
+        return args, {**kwargs, argument: new.reshape(kwargs[argument].shape)}
+    native = args[argument]
+    return (*args[:argument], new.reshape(native.shape), *args[argument + 1 :]), kwargs
+
+
+def _input_ids(raw: Any) -> torch.Tensor:
+    args, kwargs = raw
+    ids = kwargs.get("input_ids", args[0] if args else None)
+    if ids is None:
+        raise Unavailable(
+            "vision.image_token_mask is unavailable: the model was called with no input_ids "
+            "(inputs_embeds only), so the image tokens cannot be found"
+        )
+    return ids
+
+
+class Vision(Standard):
+    """The vision tower, and the two values where the image meets the text model.
+
+    Sizes are read off the tower's own config; a family whose config names them
+    differently overrides the properties. They shadow the root's on purpose: a tower
+    value's axes are the tower's sizes.
+    """
+
+    standard_children = {"layers": ""}
+
+    @value(lambda vision: f"{vision.patch_embed.path}.output")
+    def patch_embeddings(self, raw: torch.Tensor) -> Patches:
+        """The patch embedding's output, one row per patch (a convolution's grid flattened
+        to rows, as a view)."""
+        return raw.flatten(2).transpose(1, 2) if raw.dim() == 4 else as_patches(raw)
+
+    @patch_embeddings.writes
+    def patch_embeddings(self, raw: torch.Tensor, new: Patches) -> torch.Tensor:
+        if raw.dim() == 4:
+            return new.transpose(1, 2).reshape(raw.shape)
+        return new.reshape(raw.shape)
+
+    tower_output = patches(
+        "output",
+        read=_last_hidden_state,
+        put=_put_last_hidden_state,
+        description="the last block's stream after the tower's final norm, before pooling or projection",
+    )
+
+    @value(lambda vision: f"{vision.root.path}.input")
+    def image_token_mask(self, raw: Any) -> torch.Tensor:
+        """``[batch, seq]``, True at the image tokens (read it before the tower runs)."""
+        return _input_ids(raw) == self.root._module.config.image_token_id
+
+    image_features = value(_scatter_call, description="the features as the text model receives them")(
+        _scattered
+    ).writes(_scatter_back)
+
+    def no_images(self) -> str | None:
+        """``None`` when images reach the model, else why not (then every vision value is
+        `Unavailable` with that reason)."""
+        model = self.root
+        if model.family.scatter is None:
+            return (
+                f"the {model.family.name!r} family names no projector for "
+                f"{type(model._module).__name__}, so no image reaches the text model"
+            )
+        if model.processor is None:
+            return (
+                "a text-only load: no processor, so no image reaches the model; "
+                "load with task='image-text-to-text'"
+            )
+        return None
+
+    def support(self) -> dict[str, str | None]:
+        return {} if self.no_images() else super().support()
+
+    # -- sizes, off the tower's config ------------------------------------------
+
+    @property
+    def _vision_config(self) -> Any:
+        return self._module.config
+
+    @property
+    def num_layers(self) -> int:
+        return len(self.layers)
+
+    @property
+    def vision_hidden_size(self) -> int:
+        return self._vision_config.hidden_size
+
+    @property
+    def num_heads(self) -> int:
+        return self._vision_config.num_attention_heads
+
+    @property
+    def head_dim(self) -> int:
+        return self.vision_hidden_size // self.num_heads
+
+    @property
+    def intermediate_size(self) -> int:
+        return self._vision_config.intermediate_size
+
+    @property
+    def patch_size(self) -> int:
+        return self._vision_config.patch_size
+
+    @property
+    def image_size(self) -> int:
+        return self._vision_config.image_size
+
+
+def variable_resolution(vision: Vision) -> int:
+    """`Vision.image_size` for a tower with no fixed resolution."""
+    raise Unavailable(
+        "vision.image_size is unavailable: the processor cuts each image into its own grid "
+        "of patches; each image's grid is in the processor's output (image_grid_thw)"
+    )
+
+
+class VisionLayer(Layer):
+    """A tower block: the text block's values over patches."""
+
+    layer_output = patches()
+
+
+class VisionAttention(Attention):
+    """A tower block's attention: the text attention's values over patches.
+
+    The interior is inherited: ``attention_probabilities`` is a pattern over the
+    patches, with no causal mask.
+    """
+
+    attention_output = patches()
+
+
+class VisionMlp(Mlp):
+    """A tower block's MLP over patches."""
+
+    mlp_output = patches()
