@@ -16,7 +16,7 @@ from . import plugins
 from .envoys import Standard
 from .family import Family, resolve
 from .values import returned
-from .vision import Vision
+from .vision import Vision, scatter_host
 
 IMAGE_TEXT = "image-text-to-text"
 TEXT = "text-generation"
@@ -165,10 +165,9 @@ class StandardizedTransformer(Standard, TransformersModel):
         for envoy, _, _ in _standard_tree(self, "", ""):
             if envoy.sourced:
                 install_source(envoy)
-        scatter = self.family.scatter
         vision = self.__dict__.get("vision")
-        if scatter is not None and isinstance(vision, Vision) and vision.no_images() is None:
-            install_source(self.get(scatter.host) if scatter.host else self)
+        if isinstance(vision, Vision) and vision.no_images() is None:
+            install_source(scatter_host(self)[1])
 
 
 def _standard_tree(envoy: Standard, row: str, name: str) -> Iterator[tuple[Standard, str, str]]:

@@ -60,10 +60,23 @@ def _put_last_hidden_state(raw: Any, new: torch.Tensor) -> Any:
     return with_first(None, raw, new)
 
 
+def scatter_host(model: Any) -> tuple[str, Any]:
+    """The module whose forward writes the features in: its path from the root
+    (``""`` for the root itself) and its envoy."""
+    host = model.family.scatter.host
+    return host, (model.get(host) if host else model)
+
+
+def scatter_call(model: Any) -> tuple[str, int | str]:
+    """The call that writes the features in, from the root, and the features' argument:
+    ``("model.source.inputs_embeds_masked_scatter_0", 1)`` on Qwen2-VL."""
+    scatter = model.family.scatter
+    host = f"{scatter.host}." if scatter.host else ""
+    return f"{host}source.{scatter.operation}", scatter.argument
+
+
 def _scatter_call(vision: "Vision") -> str:
-    scatter = vision.root.family.scatter
-    host = vision.root.path + (f".{scatter.host}" if scatter.host else "")
-    return f"{host}.source.{scatter.operation}.input"
+    return f"{vision.root.path}.{scatter_call(vision.root)[0]}.input"
 
 
 def _scattered(vision: "Vision", raw: Any) -> torch.Tensor:

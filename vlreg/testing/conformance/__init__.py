@@ -1,0 +1,16 @@
+"""The conformance suite a family's tests subclass.
+
+    from vlreg.testing.conformance import VisionConformance
+
+    class TestQwen2VL(VisionConformance):
+        checkpoint = "qwen2_vl"
+        native = {"layers": "model.language_model.layers", "vision": "model.visual"}
+
+Every ``test_*`` method then runs against that family's checkpoint, loaded through
+``from_pretrained`` as a user's would be. Requires pytest.
+"""
+
+from .text import TextConformance
+from .vision import VisionConformance, image
+
+__all__ = ["TextConformance", "VisionConformance", "image"]

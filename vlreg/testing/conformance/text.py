@@ -1,0 +1,229 @@
+"""The text side of the conformance suite: names, sizes, identities, edits, support."""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any, ClassVar
+
+import pytest
+import torch
+
+from ...core.envoys import Attention, Layer, Mlp
+from ...core.errors import Unavailable
+from ...core.model import StandardizedTransformer
+from ..checkpoints import build
+
+INTERIOR = (
+    "attention_queries",
+    "attention_keys",
+    "attention_values",
+    "attention_scores",
+    "attention_probabilities",
+    "attention_head_outputs",
+)
+
+
+class TextConformance:
+    """What every family's text model promises. Subclass it in a ``Test*`` class and set:
+
+    * ``checkpoint``: the name of a checkpoint builder (`vlreg_checkpoints`);
+    * ``build_options``: overrides for the builder;
+    * ``native``: standard names (dotted, from the root) and the native paths they must
+      resolve to, e.g. ``{"layers": "model.language_model.layers"}``;
+    * ``unavailable``: rows of ``support()`` expected unavailable on an eager image load,
+      each with a fragment its reason must contain;
+    * ``plain_sum``: whether ``input + attention_output + mlp_output == layer_output`` on
+      the family's blocks (a pre-norm block);
+    * ``o_proj``: the attention's output projection, which maps the head outputs to the
+      attention output;
+    * ``load_options``: extra keyword arguments for every load.
+    """
+
+    checkpoint: ClassVar[str]
+    build_options: ClassVar[dict] = {}
+    load_options: ClassVar[dict] = {}
+    native: ClassVar[dict[str, str]] = {}
+    unavailable: ClassVar[dict[str, str]] = {}
+    plain_sum: ClassVar[bool] = True
+    o_proj: ClassVar[str] = "o_proj"
+    text: ClassVar[str] = "The quick brown fox jumps over the lazy dog."
+
+    # -- fixtures -------------------------------------------------------------
+
+    @pytest.fixture(scope="class")
+    @classmethod
+    def path(cls) -> str:
+        return str(build(cls.checkpoint, **cls.build_options))
+
+    @classmethod
+    def load(cls, path: str, **options: Any) -> StandardizedTransformer:
+        options = {"task": "image-text-to-text", "dispatch": True, "device": "cpu", **cls.load_options, **options}
+        return StandardizedTransformer(path, **options)
+
+    @pytest.fixture(scope="class")
+    @classmethod
+    def model(cls, path: str) -> StandardizedTransformer:
+        return cls.load(path, attn_implementation="eager")
+
+    @pytest.fixture(scope="class")
+    @classmethod
+    def sdpa_model(cls, path: str) -> StandardizedTransformer:
+        return cls.load(path, attn_implementation="sdpa")
+
+    def text_prompt(self, model: StandardizedTransformer) -> str:
+        messages = [{"role": "user", "content": [{"type": "text", "text": self.text}]}]
+        return model.processor.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
+
+    # -- names and sizes ----------------------------------------------------
+
+    def test_standard_names_resolve_to_native_paths(self, model):
+        for name, native in self.native.items():
+            assert model.get(name).path == f"model.{native}", name
+
+    def test_blocks_are_standard(self, model):
+        for block in model.layers:
+            assert isinstance(block, Layer)
+            assert isinstance(block.self_attn, Attention)
+            assert isinstance(block.mlp, Mlp)
+
+    def test_sizes_agree_with_the_weights(self, model):
+        assert model.num_layers == len(model.layers._module)
+        assert tuple(model.embed_tokens.weight.shape) == (model.vocab_size, model.hidden_size)
+        assert model.lm_head.weight.shape[0] == model.vocab_size
+        o_proj = getattr(model.layers[0].self_attn, self.o_proj)
+        assert o_proj.weight.shape[1] == model.num_heads * model.head_dim
+        assert model.num_heads % model.num_kv_heads == 0
+
+    # -- values ---------------------------------------------------------------
+
+    def test_block_identity(self, model):
+        if not self.plain_sum:
+            pytest.skip("this family's blocks norm their sublayers' outputs (not a plain sum)")
+        rows = []  # made outside the trace: names first bound inside one do not leave it
+        with model.trace(self.text_prompt(model)):
+            for block in model.layers:
+                rows.append((block.input.save(), block.self_attn.attention_output.save(),
+                             block.mlp.mlp_output.save(), block.layer_output.save()))
+        for x, attn, mlp, out in rows:
+            torch.testing.assert_close(x + attn + mlp, out)
+
+    def test_in_place_edit_of_layer_output_reaches_the_next_block(self, model):
+        prompt = self.text_prompt(model)
+        with model.trace(prompt):
+            model.layers[0].layer_output[:] = 0
+            after = model.layers[1].input.save()
+        assert after.abs().max() == 0
+
+    def test_assigned_layer_output_reaches_the_next_block(self, model):
+        prompt = self.text_prompt(model)
+        with model.trace(prompt):
+            out = model.layers[0].layer_output
+            model.layers[0].layer_output = out * 2
+            after = model.layers[1].input.save()
+        with model.trace(prompt):
+            plain = model.layers[0].layer_output.save()
+        torch.testing.assert_close(after, plain * 2)
+
+    def test_logits_are_the_readout(self, model):
+        with model.trace(self.text_prompt(model)):
+            logits = model.logits.save()
+            readout = model.lm_head.output.save()
+        assert torch.equal(logits, readout)
+        assert logits.shape[-1] == model.vocab_size
+
+    def test_token_embeddings_are_the_embedding(self, model):
+        prompt = self.text_prompt(model)
+        ids = model.tokenizer(prompt, return_tensors="pt")["input_ids"]
+        with model.trace(prompt):
+            embeddings = model.token_embeddings.save()
+        assert torch.equal(embeddings, model.embed_tokens._module(ids))
+
+    def test_attention_interior_under_eager(self, model):
+        block = model.layers[-1]
+        with model.trace(self.text_prompt(model)):
+            queries = block.self_attn.attention_queries.save()
+            keys = block.self_attn.attention_keys.save()
+            values = block.self_attn.attention_values.save()
+            scores = block.self_attn.attention_scores.save()
+            pattern = block.self_attn.attention_probabilities.save()
+            heads = block.self_attn.attention_head_outputs.save()
+            output = block.self_attn.attention_output.save()
+        batch, seq = output.shape[:2]
+        assert tuple(queries.shape) == (batch, model.num_heads, seq, model.head_dim)
+        assert tuple(keys.shape) == tuple(values.shape) == (batch, model.num_kv_heads, seq, model.head_dim)
+        assert tuple(scores.shape) == tuple(pattern.shape) == (batch, model.num_heads, seq, seq)
+        torch.testing.assert_close(pattern.sum(-1), torch.ones(batch, model.num_heads, seq))
+        assert pattern.triu(1).abs().max() == 0, "a token attends to a later one"
+        assert tuple(heads.shape) == (batch, seq, model.num_heads, model.head_dim)
+        o_proj = getattr(block.self_attn, self.o_proj)._module
+        torch.testing.assert_close(o_proj(heads.reshape(batch, seq, -1)), output)
+
+    def test_editing_the_pattern_changes_the_attention_output(self, model):
+        block = model.layers[-1]
+        prompt = self.text_prompt(model)
+        with model.trace(prompt):
+            plain = block.self_attn.attention_output.save()
+        with model.trace(prompt):
+            block.self_attn.attention_probabilities[:] = 0
+            zeroed = block.self_attn.attention_output.save()
+        assert not torch.equal(plain, zeroed)
+        bias = getattr(getattr(block.self_attn, self.o_proj)._module, "bias", None)
+        expected = torch.zeros_like(zeroed) if bias is None else bias.expand_as(zeroed)
+        torch.testing.assert_close(zeroed, expected)
+
+    def test_interior_is_unavailable_without_eager(self, sdpa_model):
+        model = sdpa_model
+        rows = model.support()
+        for name in INTERIOR:
+            assert "attn_implementation='eager'" in rows[f"self_attn.{name}"]
+            with pytest.raises(Unavailable, match="attn_implementation='eager'"):
+                with model.trace(self.text_prompt(model)):
+                    getattr(model.layers[0].self_attn, name).save()
+
+    def test_support_lists_every_value(self, model):
+        rows = model.support()
+        for row in ("token_embeddings", "logits", "input", "output", "layer_output",
+                    "self_attn.attention_output", "mlp.mlp_output"):
+            assert rows[row] is None, row
+        for name in INTERIOR:
+            assert f"self_attn.{name}" in rows
+        for row, reason in rows.items():
+            if row in self.unavailable:
+                assert reason is not None and self.unavailable[row] in reason, row
+            else:
+                assert reason is None, f"{row}: {reason}"
+
+    def test_a_trace_that_edits_leaves_the_weights_alone(self, model):
+        before = {name: tensor.clone() for name, tensor in model._module.state_dict().items()}
+        with model.trace(self.text_prompt(model)):
+            model.layers[0].layer_output[:] = 0
+            model.layers[-1].self_attn.attention_probabilities[:] = 0
+            model.logits.save()
+        after = model._module.state_dict()
+        assert before.keys() == after.keys()
+        for name, tensor in before.items():
+            assert torch.equal(tensor, after[name]), name
+
+    def test_lazy_build_binds_the_same_names_then_dispatches(self, path, model):
+        lazy = self.load(path, dispatch=False, attn_implementation="eager")
+        assert not lazy.dispatched
+        assert lazy.embed_tokens.weight.device.type == "meta"
+        assert lazy._aliases == model._aliases
+        prompt = self.text_prompt(model)
+        with lazy.trace(prompt):
+            pattern = lazy.layers[-1].self_attn.attention_probabilities.save()
+            logits = lazy.logits.save()
+        with model.trace(prompt):
+            expected = model.logits.save()
+        assert lazy.dispatched
+        assert pattern.shape[-1] == logits.shape[1]
+        assert torch.equal(logits, expected)
+
+    def test_device_map_auto_keeps_the_names(self, path, model):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            sharded = self.load(path, device="auto")
+        assert sharded._aliases == model._aliases
+        with sharded.trace(self.text_prompt(model)):
+            out = sharded.layers[-1].layer_output.save()
+        assert out.shape[-1] == model.hidden_size

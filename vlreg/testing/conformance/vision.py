@@ -1,0 +1,178 @@
+"""The vision side of the conformance suite: the tower, the projector and the scatter."""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any, ClassVar
+
+import pytest
+import torch
+
+from ...core.errors import Unavailable
+from ...core.vision import Vision, VisionAttention, VisionLayer, VisionMlp
+from .text import TextConformance
+
+
+def image(width: int, height: int, seed: int = 0) -> Any:
+    """A random RGB image of this size."""
+    from PIL import Image
+
+    generator = torch.Generator().manual_seed(seed)
+    pixels = torch.randint(0, 256, (height, width, 3), generator=generator, dtype=torch.uint8)
+    return Image.fromarray(pixels.numpy())
+
+
+class VisionConformance(TextConformance):
+    """What every vision-language family promises, on top of `TextConformance`.
+
+    Also set:
+
+    * ``image_sizes``: (width, height) of the images the tests use, one image a prompt;
+    * ``projector_output_is_features``: whether ``projector.output`` is what the
+      scatter writes (not on LLaVA-NeXT, which unpads it and adds newline rows);
+    * ``tower_plain_sum``: ``plain_sum`` for the tower's blocks;
+    * ``tower_o_proj``: the tower attention's output projection.
+    """
+
+    image_sizes: ClassVar[tuple[tuple[int, int], ...]] = ((112, 84),)
+    projector_output_is_features: ClassVar[bool] = True
+    tower_plain_sum: ClassVar[bool] = True
+    question: ClassVar[str] = "What is in this image?"
+
+    def image_prompt(self, model: Any, images: int = 1) -> str:
+        content = [{"type": "image"}] * images + [{"type": "text", "text": self.question}]
+        messages = [{"role": "user", "content": content}]
+        return model.processor.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
+
+    def images(self) -> list:
+        return [image(width, height, seed) for seed, (width, height) in enumerate(self.image_sizes)]
+
+    # -- names ----------------------------------------------------------------
+
+    def test_tower_is_standard(self, model):
+        assert isinstance(model.vision, Vision)
+        assert model.vision.no_images() is None
+        assert model.vision.num_layers == len(model.vision.layers) > 0
+        for block in model.vision.layers:
+            assert isinstance(block, VisionLayer)
+            assert isinstance(block.self_attn, VisionAttention)
+            assert isinstance(block.mlp, VisionMlp)
+
+    def test_tower_keys_bind_only_in_the_tower(self, model):
+        tower_aliases = set(model.vision.layers[0]._aliases) | set(model.vision._aliases)
+        for block in model.layers:
+            assert not set(block._aliases) & (tower_aliases - {"self_attn"}), "a tower key bound on a text block"
+
+    # -- the scatter ----------------------------------------------------------
+
+    def test_features_are_what_block_0_receives_at_the_image_tokens(self, model):
+        with model.trace(self.image_prompt(model), images=self.images()[:1]):
+            mask = model.vision.image_token_mask.save()
+            embeddings = model.token_embeddings.save()
+            features = model.vision.image_features.save()
+            first = model.layers[0].input.save()
+        assert mask.dtype == torch.bool and mask.shape == first.shape[:2]
+        assert int(mask.sum()) == features.shape[0] > 0
+        assert features.shape[1] == model.hidden_size
+        assert torch.equal(first[mask], features)
+        assert torch.equal(first[~mask], embeddings[~mask])
+
+    def test_projector_output_is_the_features(self, model):
+        with model.trace(self.image_prompt(model), images=self.images()[:1]):
+            projected = model.projector.output.save()
+            features = model.vision.image_features.save()
+        if self.projector_output_is_features:
+            assert torch.equal(projected.reshape(features.shape), features)
+        else:
+            assert projected.numel() != features.numel() or not torch.equal(projected.reshape(features.shape), features)
+
+    def test_zeroing_the_features_ablates_the_image(self, model):
+        prompt, images = self.image_prompt(model), self.images()[:1]
+        with model.trace(prompt, images=images):
+            mask = model.vision.image_token_mask.save()
+            plain = model.logits.save()
+        with model.trace(prompt, images=images):
+            model.vision.image_features[:] = 0
+            first = model.layers[0].input.save()
+            ablated = model.logits.save()
+        assert first[mask].abs().max() == 0
+        assert not torch.equal(plain, ablated)
+
+    def test_assigned_features_reach_block_0(self, model):
+        prompt, images = self.image_prompt(model), self.images()[:1]
+        with model.trace(prompt, images=images):
+            mask = model.vision.image_token_mask.save()
+            features = model.vision.image_features
+            model.vision.image_features = torch.ones_like(features)
+            first = model.layers[0].input.save()
+        assert torch.equal(first[mask], torch.ones_like(first[mask]))
+
+    # -- the tower ------------------------------------------------------------
+
+    def test_tower_block_identity(self, model):
+        if not self.tower_plain_sum:
+            pytest.skip("this tower's blocks norm their sublayers' outputs (not a plain sum)")
+        rows = []  # made outside the trace: names first bound inside one do not leave it
+        with model.trace(self.image_prompt(model), images=self.images()[:1]):
+            for block in model.vision.layers:
+                rows.append((block.input.save(), block.self_attn.attention_output.save(),
+                             block.mlp.mlp_output.save(), block.layer_output.save()))
+        for x, attn, mlp, out in rows:
+            assert out.dim() == 3
+            torch.testing.assert_close(x + attn + mlp, out)
+
+    def test_in_place_edit_of_a_tower_block_reaches_the_next(self, model):
+        if model.vision.num_layers < 2:
+            pytest.skip("the tower has one block")
+        with model.trace(self.image_prompt(model), images=self.images()[:1]):
+            model.vision.layers[0].layer_output[:] = 0
+            after = model.vision.layers[1].input.save()
+        assert after.abs().max() == 0
+
+    def test_tower_values_are_patches(self, model):
+        with model.trace(self.image_prompt(model), images=self.images()[:1]):
+            embedded = model.vision.patch_embeddings.save()
+            out = model.vision.layers[-1].layer_output.save()
+        assert embedded.dim() == out.dim() == 3
+        assert embedded.shape[-1] == out.shape[-1] == model.vision.vision_hidden_size
+
+    def test_vision_rows_in_support(self, model):
+        rows = model.support()
+        for row in ("vision.patch_embeddings", "vision.tower_output", "vision.image_token_mask",
+                    "vision.image_features", "vision.layer_output", "vision.self_attn.attention_output",
+                    "vision.self_attn.attention_probabilities", "vision.mlp.mlp_output"):
+            assert row in rows, row
+        assert model.vision.support() == {
+            row.removeprefix("vision."): reason for row, reason in rows.items() if row.startswith("vision.")
+        }
+
+    def test_text_prompt_on_an_image_load(self, model):
+        with model.trace(self.text_prompt(model)):
+            mask = model.vision.image_token_mask.save()
+            out = model.layers[-1].layer_output.save()
+            logits = model.logits.save()
+        assert not mask.any()
+        assert logits.shape[:2] == out.shape[:2]
+
+    # -- availability ---------------------------------------------------------
+
+    def test_text_only_load_has_no_images(self, path):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            text_only = self.load(path, task=None)
+        assert text_only.processor is None
+        assert any("task='image-text-to-text'" in str(w.message) for w in caught)
+        reason = text_only.vision.no_images()
+        assert "no processor" in reason and "task='image-text-to-text'" in reason
+        assert not [row for row in text_only.support() if row.startswith("vision")]
+        assert text_only.vision.support() == {}
+        with pytest.raises(Unavailable, match="no processor"):
+            with text_only.trace(self.text):
+                text_only.vision.image_features.save()
+        with text_only.trace(self.text):
+            logits = text_only.logits.save()
+        assert logits.shape[-1] == text_only.vocab_size
+
+    def test_lazy_text_only_build_is_refused_with_the_fix(self, path):
+        with pytest.raises(ValueError, match="image-text-to-text"):
+            self.load(path, task=None, dispatch=False)
