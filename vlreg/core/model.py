@@ -20,6 +20,7 @@ from .vision import Vision, scatter_host
 
 IMAGE_TEXT = "image-text-to-text"
 TEXT = "text-generation"
+MEDIA = frozenset({"images", "videos"})
 
 
 class StandardizedTransformer(Standard, TransformersModel):
@@ -127,6 +128,25 @@ class StandardizedTransformer(Standard, TransformersModel):
     @property
     def _text_config(self) -> Any:
         return self._module.config.get_text_config()
+
+    # -- running --------------------------------------------------------------
+
+    def _batch(self, invokes: list, fn: Any) -> tuple:
+        """Pad several prompts that carry images in one invoke.
+
+        nnsight hands the processor only the prompts and the media, so prompts of
+        different lengths fail to stack; the processor pads them here instead (on the
+        tokenizer's side, the left for these decoders).
+        """
+        if len(invokes) == 1 and self.processor is not None:
+            inputs, kwargs = invokes[0]
+            prompts = inputs[0] if inputs else kwargs.get("text")
+            if isinstance(prompts, (list, tuple)) and len(prompts) > 1 and kwargs.keys() & MEDIA:
+                call = {key: value for key, value in kwargs.items() if key in MEDIA}
+                rest = {key: value for key, value in kwargs.items() if key not in MEDIA | {"text"}}
+                encoding = self.processor(text=list(prompts), **call, padding=True, return_tensors="pt")
+                invokes = [((), {**encoding, **rest})]
+        return super()._batch(invokes, fn)
 
     # -- building -------------------------------------------------------------
 

@@ -1,0 +1,171 @@
+"""One test per hookspec: a throwaway plugin serves Qwen2-VL with one contribution
+changed, registered by hand in place of the built-in plugin, and the change shows."""
+
+import inspect
+
+import pytest
+import torch
+
+import vlreg_qwen2_vl as qwen2_vl
+from vlreg import StandardizedTransformer, Unavailable, hookimpl
+from vlreg.core import hookspecs
+from vlreg.plugin import Layer, value
+from vlreg.testing import build, builders, registered
+from vlreg.testing.conformance import image
+
+
+@pytest.fixture(scope="module")
+def path():
+    return str(build("qwen2_vl"))
+
+
+class Qwen2VLAgain:
+    """Serves what the built-in plugin serves; tests override one hook each."""
+
+    @hookimpl
+    def vlreg_claims(self):
+        return qwen2_vl.vlreg_claims()
+
+    @hookimpl
+    def vlreg_rename(self, part):
+        return qwen2_vl.vlreg_rename(part)
+
+    @hookimpl
+    def vlreg_envoys(self, part):
+        return qwen2_vl.vlreg_envoys(part)
+
+    @hookimpl
+    def vlreg_scatter(self, part):
+        return qwen2_vl.vlreg_scatter(part)
+
+
+def load(path, **options):
+    return StandardizedTransformer(path, task="image-text-to-text", dispatch=True, device="cpu", **options)
+
+
+def prompt(model):
+    messages = [{"role": "user", "content": [{"type": "image"}, {"type": "text", "text": "What is in this image?"}]}]
+    return model.processor.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
+
+
+def test_every_hookspec_is_documented_and_tested():
+    specs = [name for name, _ in inspect.getmembers(hookspecs, inspect.isfunction) if name.startswith("vlreg_")]
+    assert specs
+    source = inspect.getsource(inspect.getmodule(test_every_hookspec_is_documented_and_tested))
+    for name in specs:
+        assert inspect.getdoc(getattr(hookspecs, name)), f"{name} has no docstring"
+        assert f"def test_{name}" in source, f"{name} has no test here"
+
+
+def test_vlreg_claims(path):
+    class Again(Qwen2VLAgain):
+        pass
+
+    with registered(Again(), name="again", replacing=[qwen2_vl]):
+        model = load(path)
+        assert model.family.name == "again"
+        assert set(model.family.plugins) == {"wrapper", "text", "vision"}
+    assert load(path).family.name == "qwen2_vl"
+
+
+def test_vlreg_rename(path):
+    class Renamed(Qwen2VLAgain):
+        @hookimpl
+        def vlreg_rename(self, part):
+            rename = dict(qwen2_vl.vlreg_rename(part) or {})
+            if part.kind == "wrapper":
+                rename["model.language_model.rotary_emb"] = "rotary"
+            return rename
+
+    with registered(Renamed(), name="renamed", replacing=[qwen2_vl]):
+        model = load(path)
+        assert model.rotary.path == "model.model.language_model.rotary_emb"
+        assert model._aliases["rotary"] == "model.language_model.rotary_emb"
+    assert "rotary" not in load(path)._aliases
+
+
+class NormedLayer(Layer):
+    """A block serving one more value: its output's norm per token."""
+
+    @value("output")
+    def output_norm(self, raw):
+        return raw.norm(dim=-1)
+
+
+def test_vlreg_envoys(path):
+    class Envoys(Qwen2VLAgain):
+        @hookimpl
+        def vlreg_envoys(self, part):
+            envoys = dict(qwen2_vl.vlreg_envoys(part) or {})
+            if part.kind == "text":
+                from transformers.models.qwen2_vl.modeling_qwen2_vl import Qwen2VLDecoderLayer
+
+                envoys[Qwen2VLDecoderLayer] = NormedLayer
+            return envoys
+
+    with registered(Envoys(), name="envoys", replacing=[qwen2_vl]):
+        model = load(path)
+        with model.trace("Hello"):
+            out = model.layers[1].layer_output.save()
+            norms = model.layers[1].output_norm.save()
+        torch.testing.assert_close(norms, out.norm(dim=-1))
+        assert model.support()["output_norm"] is None
+
+
+def test_vlreg_scatter(path):
+    class NoScatter(Qwen2VLAgain):
+        @hookimpl
+        def vlreg_scatter(self, part):
+            return None
+
+    with registered(NoScatter(), name="no-scatter", replacing=[qwen2_vl]):
+        model = load(path)
+        assert "names no projector" in model.vision.no_images()
+        assert not [row for row in model.support() if row.startswith("vision")]
+        with pytest.raises(Unavailable, match="names no projector"):
+            with model.trace("Hello"):
+                model.vision.image_features.save()
+
+
+def test_vlreg_unavailable(path):
+    def second_block_only(envoy):
+        return "this block is out of service; read layers[0] instead" if envoy._name.startswith("layers[1]") else None
+
+    class Limited(Qwen2VLAgain):
+        @hookimpl
+        def vlreg_unavailable(self, part):
+            return {"mlp.mlp_output": second_block_only} if part.kind == "text" else None
+
+    with registered(Limited(), name="limited", replacing=[qwen2_vl]):
+        model = load(path)
+        rows = model.support()
+        assert "mlp.mlp_output" not in rows
+        assert rows["layers.0.mlp.mlp_output"] is None
+        assert "out of service" in rows["layers.1.mlp.mlp_output"]
+        before = {name: tensor.clone() for name, tensor in model._module.state_dict().items()}
+        with pytest.raises(Unavailable, match=r"layers\[1\]\.mlp\.mlp_output is unavailable: this block"):
+            with model.trace(prompt(model), images=[image(56, 56)]):
+                model.layers[0].mlp.mlp_output[:] = 0
+                model.layers[1].mlp.mlp_output.save()
+        after = model._module.state_dict()
+        assert all(torch.equal(tensor, after[name]) for name, tensor in before.items())
+
+
+def test_vlreg_checkpoints(tmp_path):
+    written = []
+
+    def tiny(path, **overrides):
+        written.append((path, overrides))
+        return path
+
+    class Builder:
+        @hookimpl
+        def vlreg_checkpoints(self):
+            return {"nothing": tiny}
+
+    with registered(Builder(), name="builder"):
+        assert "nothing" in builders() and "qwen2_vl" in builders()
+        assert build("nothing", tmp_path / "out", depth=3) == tmp_path / "out"
+        assert written == [(tmp_path / "out", {"depth": 3})]
+    with pytest.raises(KeyError, match="no plugin builds a checkpoint named 'nothing'"):
+        build("nothing")

@@ -1,0 +1,105 @@
+"""The plugin host: entry points, claims, validation, and the error for an unserved config."""
+
+import importlib.metadata
+import json
+import shutil
+
+import pluggy
+import pytest
+
+import vlreg_qwen2_vl as qwen2_vl
+from vlreg import NoFamily, StandardizedTransformer, hookimpl
+from vlreg.core import plugins
+from vlreg.plugin import Claim
+from vlreg.testing import build, registered
+
+
+@pytest.fixture(scope="module")
+def path():
+    return str(build("qwen2_vl"))
+
+
+def test_builtin_families_load_through_the_entry_point_group():
+    entry_points = {ep.name: ep for ep in importlib.metadata.entry_points(group="vlreg")}
+    assert entry_points["qwen2_vl"].value == "vlreg_qwen2_vl"
+    assert plugins.plugin_manager().get_plugin("qwen2_vl") is qwen2_vl
+    assert plugins.distribution(qwen2_vl).name == "vlreg-qwen2-vl"
+    assert plugins.claimant("wrapper", "qwen2_vl") is qwen2_vl
+
+
+def test_an_unserved_config_names_its_model_type_the_families_and_what_to_install(path, tmp_path):
+    config_only = tmp_path / "config-only"
+    config_only.mkdir()
+    shutil.copy(f"{path}/config.json", config_only / "config.json")  # no weights: nothing may be read
+    with registered(replacing=[qwen2_vl]):
+        with pytest.raises(NoFamily) as caught:
+            StandardizedTransformer(str(config_only), task="image-text-to-text", dispatch=True)
+    message = str(caught.value)
+    assert "'qwen2_vl'" in message
+    assert "Installed families:" in message
+    assert "vlreg-qwen2-vl" in message and "plugins/qwen2_vl" in message
+    assert StandardizedTransformer(path, task="image-text-to-text").family.plugin is qwen2_vl
+
+
+def test_an_unserved_text_model_names_the_part(path, tmp_path):
+    folder = tmp_path / "odd-text"
+    folder.mkdir()
+    config = json.loads(open(f"{path}/config.json").read())
+    config["text_config"]["model_type"] = "qwen3"
+    (folder / "config.json").write_text(json.dumps(config))
+
+    class WrapperOnly:
+        @hookimpl
+        def vlreg_claims(self):
+            return [Claim("wrapper", "qwen2_vl"), Claim("vision", "qwen2_vl_vision")]
+
+    with registered(WrapperOnly(), name="wrapper-only", replacing=[qwen2_vl]):
+        with pytest.raises(NoFamily, match="text model, model_type 'qwen3'"):
+            StandardizedTransformer(str(folder), task="image-text-to-text")
+
+
+def test_a_second_claim_on_a_part_is_refused_naming_both():
+    class Impostor:
+        @hookimpl
+        def vlreg_claims(self):
+            return [Claim("wrapper", "qwen2_vl")]
+
+    impostor = Impostor()
+    with pytest.raises(ValueError, match="'impostor'.*'qwen2_vl' \\(vlreg-qwen2-vl"):
+        plugins.register(impostor, name="impostor")
+    assert not plugins.plugin_manager().is_registered(impostor)
+    assert plugins.claimant("wrapper", "qwen2_vl") is qwen2_vl
+
+
+def test_a_misspelled_hook_fails_loudly():
+    class Misspelled:
+        @hookimpl
+        def vlreg_rename_paths(self, part):
+            return {}
+
+    misspelled = Misspelled()
+    with pytest.raises(pluggy.PluginValidationError, match="vlreg_rename_paths"):
+        plugins.register(misspelled, name="misspelled")
+    assert not plugins.plugin_manager().is_registered(misspelled)
+
+
+def test_a_hook_asking_for_an_argument_the_spec_lacks_fails_loudly():
+    class WrongArgument:
+        @hookimpl
+        def vlreg_rename(self, part, model):
+            return {}
+
+    with pytest.raises(pluggy.PluginValidationError):
+        plugins.register(WrongArgument(), name="wrong-argument")
+
+
+def test_a_plugin_registered_by_hand_is_removed_after(path):
+    class Quiet:
+        @hookimpl
+        def vlreg_checkpoints(self):
+            return {}
+
+    quiet = Quiet()
+    with registered(quiet, name="quiet"):
+        assert plugins.plugin_manager().get_plugin("quiet") is quiet
+    assert plugins.plugin_manager().get_plugin("quiet") is None
