@@ -21,7 +21,7 @@ class Standard(Envoy):
     where this load cannot serve them.
 
     ``_row`` (the prefix of this envoy's rows in the model's `support` table),
-    ``_name`` (how a message names it) and ``_tower`` are set when the model is built.
+    ``_label`` (how a message names it) and ``_tower`` are set when the model is built.
     """
 
     #: Standard children walked by `support`: attribute -> prefix of their rows.
@@ -31,7 +31,7 @@ class Standard(Envoy):
     sourced: ClassVar[bool] = False
 
     _row = ""
-    _name = ""
+    _label = ""
     #: The `Vision` this envoy is part of (None on the text side): its availability
     #: gates every value under it.
     _tower: Any = None
@@ -65,7 +65,7 @@ class Standard(Envoy):
         """Raise `Unavailable` if ``name`` cannot be served here."""
         reason = self.why_unavailable(name)
         if reason is not None:
-            where = f"{self._name}.{name}" if self._name else name
+            where = f"{self._label}.{name}" if self._label else name
             raise Unavailable(f"{where} is unavailable: {reason}")
 
     def support(self) -> dict[str, str | None]:

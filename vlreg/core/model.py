@@ -168,7 +168,7 @@ class StandardizedTransformer(Standard, TransformersModel):
                     f"must name the module that is the model's {name}."
                 )
         for envoy, row, name in _standard_tree(self, "", ""):
-            envoy._row, envoy._name = row, name
+            envoy._row, envoy._label = row, name
             if isinstance(envoy, Vision):
                 tower = envoy
             if row.startswith("vision."):
