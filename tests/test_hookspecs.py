@@ -8,7 +8,7 @@ import torch
 
 import vlreg_qwen2_vl as qwen2_vl
 from vlreg import StandardizedTransformer, Unavailable, hookimpl
-from vlreg.core import hookspecs
+from vlreg.core import hookspecs, plugins
 from vlreg.plugin import Layer, value
 from vlreg.testing import build, builders, registered
 from vlreg.testing.conformance import image
@@ -169,3 +169,23 @@ def test_vlreg_checkpoints(tmp_path):
         assert written == [(tmp_path / "out", {"depth": 3})]
     with pytest.raises(KeyError, match="no plugin builds a checkpoint named 'nothing'"):
         build("nothing")
+
+
+def test_vlreg_plugin_api():
+    class Future:
+        @hookimpl
+        def vlreg_plugin_api(self):
+            return hookspecs.PLUGIN_API + 1
+
+    class Current:
+        @hookimpl
+        def vlreg_plugin_api(self):
+            return hookspecs.PLUGIN_API
+
+    future = Future()
+    with pytest.raises(ValueError, match=f"written for vlreg plugin API {hookspecs.PLUGIN_API + 1}"):
+        with registered(future, name="future"):
+            pass
+    assert not plugins.plugin_manager().is_registered(future)
+    with registered(Current(), name="current"):
+        assert plugins.plugin_manager().get_plugin("current") is not None

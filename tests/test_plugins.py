@@ -103,3 +103,32 @@ def test_a_plugin_registered_by_hand_is_removed_after(path):
     with registered(quiet, name="quiet"):
         assert plugins.plugin_manager().get_plugin("quiet") is quiet
     assert plugins.plugin_manager().get_plugin("quiet") is None
+
+
+def test_a_claim_that_overrides_the_holder_takes_the_part(path):
+    class Patched:
+        @hookimpl
+        def vlreg_claims(self):
+            return [Claim(kind, claim.model_type, overrides="qwen2_vl") for claim in qwen2_vl.vlreg_claims() for kind in [claim.kind]]
+
+        @hookimpl
+        def vlreg_rename(self, part):
+            return qwen2_vl.vlreg_rename(part)
+
+        @hookimpl
+        def vlreg_envoys(self, part):
+            return qwen2_vl.vlreg_envoys(part)
+
+        @hookimpl
+        def vlreg_scatter(self, part):
+            return qwen2_vl.vlreg_scatter(part)
+
+    with registered(Patched(), name="patched"):
+        assert plugins.claimant("wrapper", "qwen2_vl").__class__ is Patched
+        assert StandardizedTransformer(path, task="image-text-to-text").family.name == "patched"
+    assert plugins.claimant("wrapper", "qwen2_vl") is qwen2_vl
+
+
+def test_two_plugins_of_one_name_are_refused_naming_both():
+    with pytest.raises(ValueError, match="two plugins are named 'qwen2_vl'.*vlreg-qwen2-vl"):
+        plugins.register(object(), name="qwen2_vl")

@@ -27,8 +27,21 @@ import pluggy
 
 PROJECT = "vlreg"
 
+#: The version of this set of hooks and of `vlreg.plugin`. It changes when a plugin
+#: written for the previous one would no longer work.
+PLUGIN_API = 1
+
 hookspec = pluggy.HookspecMarker(PROJECT)
 hookimpl = pluggy.HookimplMarker(PROJECT)
+
+
+@hookspec(firstresult=True)
+def vlreg_plugin_api():
+    """The vlreg plugin API this plugin was written for (`PLUGIN_API` when it was).
+
+    A plugin that answers another version is refused at registration, with a message
+    naming both; one that does not implement this hook is taken to speak this one.
+    """
 
 
 @hookspec
@@ -37,7 +50,7 @@ def vlreg_claims():
 
     Called once per plugin when it is registered. Two plugins claiming the same
     (kind, model_type) is an error, so what serves a checkpoint is never a matter of
-    load order.
+    load order, unless one claims it with ``overrides=`` the other plugin's name.
     """
 
 

@@ -17,10 +17,15 @@ def _kind(instance: Any, attribute: Any, value: str) -> None:
 
 @frozen
 class Claim:
-    """A plugin serves the config part of this kind whose ``model_type`` is this."""
+    """A plugin serves the config part of this kind whose ``model_type`` is this.
+
+    ``overrides`` names the plugin this claim replaces where both claim the part (a
+    patched build of a family, say); without it, two claims on one part are an error.
+    """
 
     kind: Kind = field(validator=_kind)
     model_type: str
+    overrides: str | None = None
 
 
 @frozen

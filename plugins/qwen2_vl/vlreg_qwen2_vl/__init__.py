@@ -17,6 +17,9 @@ WRAPPER_RENAME = {
     "model.visual.merger": "projector",
 }
 
+#: The merger's output is written into the embeddings in Qwen2VLModel.forward.
+SCATTER = Scatter(host="model", operation="inputs_embeds_masked_scatter_0", argument=1)
+
 #: The Qwen ViT's names, from the tower: none is a name a text block has.
 TOWER_RENAME = {
     "blocks": "layers",
@@ -24,6 +27,11 @@ TOWER_RENAME = {
     "norm1": "input_layernorm",
     "norm2": "post_attention_layernorm",
 }
+
+
+@hookimpl
+def vlreg_plugin_api():
+    return 1
 
 
 @hookimpl
@@ -54,7 +62,7 @@ def vlreg_envoys(part):
 
 @hookimpl
 def vlreg_scatter(part):
-    return Scatter(host="model", operation="inputs_embeds_masked_scatter_0", argument=1)
+    return SCATTER
 
 
 @hookimpl

@@ -1,0 +1,130 @@
+"""Qwen2.5-VL checkpoints for tests: tiny, or a real geometry at reduced depth.
+
+The tokenizer's special tokens, the chat template and the processor's pixel bounds are
+Qwen2-VL's (the Instruct templates are the same text; a test checks it against the
+real one), so they come from that plugin.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from vlreg.testing import reduce_depth, tokenizer
+from vlreg_qwen2_vl.checkpoints import CHAT_TEMPLATE, MAX_PIXELS, MIN_PIXELS, SPECIAL_TOKENS
+
+#: The tiny tower's window: 56 pixels, 2 x 2 merge blocks, so a 112 x 168 image
+#: (4 x 6 merge blocks) has six windows.
+TINY_WINDOW = 56
+#: Tower depth of the real geometry when none is asked for: enough to keep the
+#: checkpoint's last full-attention block of the first group (7 of 7, 15, 23, 31).
+REAL_TOWER_DEPTH = 8
+
+
+def build_qwen2_5_vl(path: Path, *, source: str | Path | None = None, **overrides: Any) -> Path:
+    """Write a random-weight Qwen2_5_VLForConditionalGeneration checkpoint to ``path``.
+
+    Tiny by default: text 64 wide, 4 query heads over 2 KV heads, mrope_section
+    [2, 3, 3], untied embeddings like 7B; tower 32 wide, 2 blocks, windows of 56 pixels,
+    block 1 full-attention. With ``source``, a real checkpoint's metadata folder: its
+    config, tokenizer, processor and template, 2 text blocks and `REAL_TOWER_DEPTH` tower
+    blocks unless ``overrides`` say otherwise, ``fullatt_block_indexes`` cut to the
+    blocks that remain, in bfloat16. ``overrides``: ``text_config`` and
+    ``vision_config`` dicts, other fields of the top-level config.
+    """
+    path = Path(path)
+    text = dict(overrides.pop("text_config", {}))
+    vision = dict(overrides.pop("vision_config", {}))
+    if source is not None:
+        return _from_source(path, Path(source), text, vision, overrides)
+    return _tiny(path, text, vision, overrides)
+
+
+def _from_source(path: Path, source: Path, text: dict, vision: dict, overrides: dict) -> Path:
+    from transformers import AutoConfig, AutoModelForImageTextToText, AutoProcessor
+
+    config = AutoConfig.from_pretrained(source, **overrides)
+    reduce_depth(config.text_config, {"num_hidden_layers": text.pop("num_hidden_layers", 2), **text})
+    depth = vision.pop("depth", REAL_TOWER_DEPTH)
+    kept = [index for index in config.vision_config.fullatt_block_indexes if index < depth]
+    reduce_depth(config.vision_config, {"depth": depth})
+    config.vision_config.fullatt_block_indexes = vision.pop("fullatt_block_indexes", kept)
+    for name, setting in vision.items():
+        setattr(config.vision_config, name, setting)
+    model = AutoModelForImageTextToText.from_config(config, dtype=torch.bfloat16)
+    model.save_pretrained(path)
+    AutoProcessor.from_pretrained(source).save_pretrained(path)
+    if (source / "generation_config.json").exists():
+        shutil.copy(source / "generation_config.json", path / "generation_config.json")
+    return path
+
+
+def _tiny(path: Path, text: dict, vision: dict, overrides: dict) -> Path:
+    from transformers import (
+        GenerationConfig,
+        Qwen2_5_VLConfig,
+        Qwen2_5_VLForConditionalGeneration,
+        Qwen2_5_VLProcessor,
+        Qwen2VLImageProcessor,
+    )
+    from transformers.models.qwen2_vl.video_processing_qwen2_vl import Qwen2VLVideoProcessor
+
+    tok = tokenizer(SPECIAL_TOKENS, eos_token="<|im_end|>", pad_token="<|endoftext|>")
+    ids = dict(zip(SPECIAL_TOKENS, tok.convert_tokens_to_ids(list(SPECIAL_TOKENS))))
+    pixels = dict(min_pixels=MIN_PIXELS, max_pixels=MAX_PIXELS)
+    processor = Qwen2_5_VLProcessor(
+        image_processor=Qwen2VLImageProcessor(**pixels),
+        video_processor=Qwen2VLVideoProcessor(**pixels),
+        tokenizer=tok,
+        chat_template=CHAT_TEMPLATE,
+    )
+    eos, pad = ids["<|im_end|>"], ids["<|endoftext|>"]
+    text = {
+        "vocab_size": len(tok),
+        "hidden_size": 64,
+        "intermediate_size": 128,
+        "num_hidden_layers": 2,
+        "num_attention_heads": 4,
+        "num_key_value_heads": 2,
+        "max_position_embeddings": 1024,
+        "rope_scaling": {"type": "mrope", "mrope_section": [2, 3, 3], "rope_theta": 1e6},
+        "bos_token_id": None,
+        "eos_token_id": eos,
+        "pad_token_id": pad,
+        **text,
+    }
+    vision = {
+        "depth": 2,
+        "hidden_size": 32,
+        "intermediate_size": 64,
+        "num_heads": 4,
+        "out_hidden_size": text["hidden_size"],
+        "patch_size": 14,
+        "spatial_merge_size": 2,
+        "temporal_patch_size": 2,
+        "window_size": TINY_WINDOW,
+        "fullatt_block_indexes": [1],
+        **vision,
+    }
+    config = Qwen2_5_VLConfig(
+        text_config=text,
+        vision_config=vision,
+        image_token_id=ids["<|image_pad|>"],
+        video_token_id=ids["<|video_pad|>"],
+        vision_start_token_id=ids["<|vision_start|>"],
+        vision_end_token_id=ids["<|vision_end|>"],
+        tie_word_embeddings=False,
+        bos_token_id=None,
+        eos_token_id=eos,
+        pad_token_id=pad,
+        **overrides,
+    )
+    torch.manual_seed(0)
+    model = Qwen2_5_VLForConditionalGeneration(config).eval()
+    model.save_pretrained(path)
+    processor.save_pretrained(path)
+    GenerationConfig(eos_token_id=[eos, pad], pad_token_id=pad).save_pretrained(path)
+    return path

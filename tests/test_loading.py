@@ -1,0 +1,84 @@
+"""Which plugins load, in a fresh process: the allow and block lists, and a host that
+survives a plugin that cannot be imported."""
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+REPORT = textwrap.dedent(
+    """
+    import json, warnings
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        from vlreg.core import plugins
+        manager = plugins.plugin_manager()
+    print(json.dumps({
+        "loaded": sorted(name for name, _ in manager.list_name_plugin()),
+        "skipped": plugins.skipped,
+        "warnings": [str(w.message) for w in caught if "vlreg" in str(w.message)],
+    }))
+    """
+)
+
+
+def run(tmp_path=None, **environment):
+    env = {**os.environ, **environment}
+    if tmp_path is not None:
+        env["PYTHONPATH"] = os.pathsep.join([str(tmp_path), env.get("PYTHONPATH", "")])
+    done = subprocess.run([sys.executable, "-c", REPORT], env=env, capture_output=True, text=True, timeout=300)
+    if done.returncode != 0:
+        return done
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+@pytest.fixture
+def broken(tmp_path):
+    """A distribution whose ``vlreg`` entry point names a module that does not exist."""
+    info = tmp_path / "vlreg_broken_example-0.1.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: vlreg-broken-example\nVersion: 0.1\n")
+    (info / "entry_points.txt").write_text("[vlreg]\nbroken = vlreg_module_that_is_not_there\n")
+    return tmp_path
+
+
+def test_a_plugin_that_fails_to_import_is_named_once_and_the_rest_load(broken):
+    report = run(broken)
+    assert "qwen2_vl" in report["loaded"] and "broken" not in report["loaded"]
+    assert len(report["warnings"]) == 1
+    assert "'broken' (vlreg-broken-example 0.1)" in report["warnings"][0]
+    assert "vlreg_module_that_is_not_there" in report["warnings"][0]
+    assert report["skipped"]["broken"].startswith("failed: ModuleNotFoundError")
+
+
+def test_strict_loading_makes_the_failure_an_error(broken):
+    done = run(broken, VLREG_STRICT_PLUGINS="1")
+    assert done.returncode != 0
+    assert "vlreg plugin 'broken' (vlreg-broken-example 0.1) failed to load" in done.stderr
+
+
+def test_the_allowlist_loads_only_what_it_names():
+    assert run(VLREG_LOAD_PLUGINS="qwen2_vl")["loaded"] == ["qwen2_vl"]
+    report = run(VLREG_LOAD_PLUGINS="")
+    assert report["loaded"] == []
+    assert report["skipped"]["qwen2_vl"] == "not in VLREG_LOAD_PLUGINS"
+
+
+def test_the_blocklist_leaves_out_what_it_names():
+    report = run(VLREG_DISABLE_PLUGINS="qwen2_vl")
+    assert "qwen2_vl" not in report["loaded"]
+    assert report["skipped"]["qwen2_vl"] == "disabled by VLREG_DISABLE_PLUGINS"
+
+
+def test_without_the_plugin_a_load_names_what_to_install(tmp_path):
+    from vlreg.testing import build
+
+    code = f"from vlreg import StandardizedTransformer\nStandardizedTransformer({str(build('qwen2_vl'))!r}, task='image-text-to-text')"
+    env = {**os.environ, "VLREG_DISABLE_PLUGINS": "qwen2_vl,qwen2_5_vl"}
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode != 0
+    assert "NoFamily: No installed vlreg plugin serves model_type 'qwen2_vl'" in done.stderr
+    assert "vlreg-qwen2-vl" in done.stderr
