@@ -2,6 +2,7 @@
 changed, registered by hand in place of the built-in plugin, and the change shows."""
 
 import inspect
+from pathlib import Path
 
 import pytest
 import torch
@@ -52,8 +53,10 @@ def test_every_hookspec_is_documented_and_tested():
     specs = [name for name, _ in inspect.getmembers(hookspecs, inspect.isfunction) if name.startswith("vlreg_")]
     assert specs
     source = inspect.getsource(inspect.getmodule(test_every_hookspec_is_documented_and_tested))
+    guide = (Path(__file__).resolve().parents[1] / "docs" / "writing-a-plugin.md").read_text()
     for name in specs:
         assert inspect.getdoc(getattr(hookspecs, name)), f"{name} has no docstring"
+        assert f"### `{name}(" in guide, f"{name} has no section in docs/writing-a-plugin.md"
         assert f"def test_{name}" in source, f"{name} has no test here"
 
 

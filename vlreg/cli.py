@@ -1,19 +1,161 @@
-"""The ``vlreg`` command."""
+"""The ``vlreg`` command: ``plugins``, ``inspect``, ``demo``, ``new-plugin``."""
 
 from __future__ import annotations
 
 import argparse
-from typing import Sequence
+import json
+import sys
+from typing import Any, Sequence
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="vlreg", description="vlreg: standardized tracing of vision-language models")
+    parser = argparse.ArgumentParser(prog="vlreg", description="Standardized tracing of vision-language models.")
     commands = parser.add_subparsers(dest="command", required=True)
+
+    listing = commands.add_parser("plugins", help="the installed plugins and the families they serve")
+    listing.add_argument("--all", action="store_true", help="also the parts and hooks, and plugins not loaded")
+    listing.add_argument("--json", action="store_true", help="print JSON")
+
+    inspect = commands.add_parser("inspect", help="which plugin serves a checkpoint, its names, sizes and support()")
+    inspect.add_argument("checkpoint", help="a checkpoint folder")
+    inspect.add_argument("--task", default="image-text-to-text", help="the load's task (default: image-text-to-text)")
+    inspect.add_argument("--attn-implementation", default=None, help="e.g. eager, to see the attention interior's rows")
+    inspect.add_argument("--json", action="store_true", help="print JSON")
+
     demo = commands.add_parser("demo", help="build a small checkpoint, trace it, print what was read")
     demo.add_argument("--checkpoint", default="qwen2_vl", help="a checkpoint builder's name (default: qwen2_vl)")
+
+    new = commands.add_parser("new-plugin", help="write a plugin skeleton for a checkpoint's family")
+    new.add_argument("name", help="the plugin's name, e.g. the family's model_type")
+    new.add_argument("--from", dest="source", required=True,
+                     help="a checkpoint folder of the family (config, tokenizer, processor; no weights needed)")
+    new.add_argument("--out", default=".", help="where to write the plugin folder (default: here)")
+
     arguments = parser.parse_args(argv)
+    if arguments.command == "plugins":
+        return _plugins(arguments.all, arguments.json)
+    if arguments.command == "inspect":
+        return _inspect(arguments.checkpoint, arguments.task, arguments.attn_implementation, arguments.json)
     if arguments.command == "demo":
         from .demo import run
 
         run(arguments.checkpoint)
+        return 0
+    from .template import write_plugin
+
+    print(f"wrote {write_plugin(arguments.name, arguments.out, arguments.source)}")
     return 0
+
+
+def plugin_rows(everything: bool = False) -> list[dict[str, Any]]:
+    """One row per plugin: name, distribution, version, families, and with
+    ``everything`` the parts it serves, the hooks it implements and the plugins that
+    were not loaded, with why."""
+    from .core import plugins
+
+    manager = plugins.plugin_manager()
+    served = plugins.claims()
+    rows = []
+    for name, plugin in sorted(manager.list_name_plugin(), key=lambda item: item[0]):
+        dist = plugins.distribution(plugin)
+        parts = sorted((kind, model_type) for (kind, model_type), holder in served.items() if holder is plugin)
+        row = {
+            "name": name,
+            "distribution": dist.name if dist else None,
+            "version": dist.version if dist else None,
+            "families": [model_type for kind, model_type in parts if kind == "wrapper"],
+        }
+        if everything:
+            row["parts"] = {kind: [m for k, m in parts if k == kind] for kind in ("wrapper", "text", "vision")}
+            row["hooks"] = sorted(caller.name for caller in manager.get_hookcallers(plugin) or [])
+        rows.append(row)
+    if everything:
+        rows += [{"name": name, "not loaded": why} for name, why in sorted(plugins.skipped.items())]
+    return rows
+
+
+def _plugins(everything: bool, as_json: bool) -> int:
+    rows = plugin_rows(everything)
+    if as_json:
+        print(json.dumps(rows, indent=2))
+        return 0
+    for row in rows:
+        if "not loaded" in row:
+            print(f"{row['name']}: not loaded ({row['not loaded']})")
+            continue
+        source = f"{row['distribution']} {row['version']}" if row["distribution"] else "registered by hand"
+        print(f"{row['name']} ({source}): families {', '.join(row['families']) or 'none'}")
+        if everything:
+            for kind, model_types in row["parts"].items():
+                if model_types:
+                    print(f"  {kind}: {', '.join(model_types)}")
+            print(f"  hooks: {', '.join(row['hooks'])}")
+    return 0
+
+
+def _inspect(checkpoint: str, task: str, attn_implementation: str | None, as_json: bool) -> int:
+    """Built on the meta device from the config: no weights are read."""
+    import warnings
+
+    from . import StandardizedTransformer
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = StandardizedTransformer(checkpoint, task=task, dispatch=False, attn_implementation=attn_implementation)
+    vision = model.__dict__.get("vision")
+    report = {
+        "family": model.family.name,
+        "parts": {kind: {"model_type": part.model_type, "plugin": _plugin_name(model.family.plugins[kind])}
+                  for kind, part in model.family.parts.items()},
+        "class": type(model._module).__name__,
+        "aliases": {"model": model._aliases, "layers[0]": model.layers[0]._aliases},
+        "sizes": {name: getattr(model, name) for name in ("num_layers", "hidden_size", "num_heads", "num_kv_heads", "head_dim", "vocab_size")},
+        "support": model.support(),
+    }
+    if vision is not None:
+        report["aliases"]["vision"] = vision._aliases
+        if len(vision.layers):
+            report["aliases"]["vision.layers[0]"] = vision.layers[0]._aliases
+        report["vision sizes"] = _sizes(vision)
+        report["no_images"] = vision.no_images()
+    if as_json:
+        print(json.dumps(report, indent=2))
+        return 0
+    print(f"{checkpoint}: {report['class']}, family {report['family']!r}")
+    for kind, part in report["parts"].items():
+        print(f"  {kind}: {part['model_type']} served by {part['plugin']}")
+    for where, aliases in report["aliases"].items():
+        print(f"aliases on {where}: {aliases}")
+    print("sizes: " + ", ".join(f"{k} {v}" for k, v in report["sizes"].items()))
+    if "vision sizes" in report:
+        print("vision sizes: " + ", ".join(f"{k} {v}" for k, v in report["vision sizes"].items()))
+    print("support():")
+    from .demo import format_support
+
+    print(format_support(report["support"]))
+    return 0
+
+
+def _sizes(vision: Any) -> dict[str, Any]:
+    from .core.errors import Unavailable
+
+    sizes = {}
+    for name in ("num_layers", "vision_hidden_size", "num_heads", "head_dim", "intermediate_size",
+                 "patch_size", "image_size", "spatial_merge_size", "window_size"):
+        try:
+            sizes[name] = getattr(type(vision), name).__get__(vision)
+        except Unavailable:
+            sizes[name] = "variable (per image)"
+        except AttributeError:
+            continue
+    return sizes
+
+
+def _plugin_name(plugin: Any) -> str:
+    from .core import plugins
+
+    return plugins.describe(plugin)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,48 @@
+"""The ``vlreg`` command."""
+
+import json
+import subprocess
+import sys
+
+from vlreg.cli import main
+from vlreg.testing import build
+
+
+def test_plugins_json_lists_the_builtin_families(capsys):
+    assert main(["plugins", "--json"]) == 0
+    rows = {row["name"]: row for row in json.loads(capsys.readouterr().out)}
+    assert rows["qwen2_vl"]["distribution"] == "vlreg-qwen2-vl" and rows["qwen2_vl"]["families"] == ["qwen2_vl"]
+    assert rows["qwen2_5_vl"]["distribution"] == "vlreg-qwen2-5-vl" and rows["qwen2_5_vl"]["families"] == ["qwen2_5_vl"]
+    assert rows["llava"]["distribution"] == "vlreg-llava" and rows["llava"]["families"] == ["llava", "llava_next"]
+
+
+def test_plugins_all_lists_parts_and_hooks(capsys):
+    assert main(["plugins", "--all", "--json"]) == 0
+    rows = {row["name"]: row for row in json.loads(capsys.readouterr().out)}
+    assert "siglip_vision_model" in rows["llava"]["parts"]["vision"]
+    assert "vlreg_scatter" in rows["qwen2_vl"]["hooks"]
+
+
+def test_inspect_reads_the_config_and_prints_the_support_table(capsys):
+    checkpoint = build("llava_interleave")
+    assert main(["inspect", str(checkpoint), "--attn-implementation", "eager"]) == 0
+    out = capsys.readouterr().out
+    assert "LlavaForConditionalGeneration, family 'llava'" in out
+    assert "vision: siglip_vision_model served by plugin 'llava'" in out
+    assert "'projector': 'model.multi_modal_projector'" in out
+    row = next(line for line in out.splitlines() if "vision.image_features" in line)
+    assert row.split()[-1] == "yes"
+
+
+def test_inspect_json(capsys):
+    assert main(["inspect", str(build("qwen2_vl")), "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["family"] == "qwen2_vl"
+    assert report["support"]["vision.image_features"] is None
+    assert "attn_implementation='eager'" in report["support"]["self_attn.attention_probabilities"]
+    assert report["vision sizes"]["image_size"] == "variable (per image)"
+
+
+def test_the_console_script_is_installed():
+    done = subprocess.run([sys.executable, "-m", "vlreg", "--help"], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0 and "new-plugin" in done.stdout

@@ -1,0 +1,42 @@
+"""``vlreg new-plugin`` writes a plugin that installs and passes its own generated test."""
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from vlreg.testing import build
+
+pytest.importorskip("vlreg_llava", reason="the template is proven on a LLaVA checkpoint: install plugins/llava")
+
+
+def test_a_generated_plugin_installs_and_passes_its_own_test(tmp_path):
+    source = build("llava_interleave")
+    env = {**os.environ, "VLREG_DISABLE_PLUGINS": "llava"}  # the family the new plugin will serve
+    vlreg = [sys.executable, "-m", "vlreg"]
+    written = subprocess.run(
+        [*vlreg, "new-plugin", "llava_copy", "--from", str(source), "--out", str(tmp_path)],
+        env=env, capture_output=True, text=True, timeout=600,
+    )
+    assert written.returncode == 0, written.stderr
+    folder = tmp_path / "vlreg-llava-copy"
+    assert (folder / "pyproject.toml").exists() and (folder / "vlreg_llava_copy" / "__init__.py").exists()
+
+    target = tmp_path / "installed"
+    installed = subprocess.run(
+        [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(target), str(folder)],
+        capture_output=True, text=True, timeout=600,
+    )
+    assert installed.returncode == 0, installed.stderr
+    env["PYTHONPATH"] = os.pathsep.join([str(target), env.get("PYTHONPATH", "")])
+
+    listed = subprocess.run([*vlreg, "plugins"], env=env, capture_output=True, text=True, timeout=600)
+    assert "llava_copy (vlreg-llava-copy 0.1.0): families llava" in listed.stdout
+
+    tested = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(folder / "tests")],
+        env=env, capture_output=True, text=True, timeout=900, cwd=tmp_path,
+    )
+    assert tested.returncode == 0, tested.stdout[-3000:]
+    assert " passed" in tested.stdout and "failed" not in tested.stdout
