@@ -147,7 +147,8 @@ class TextConformance:
             scores = block.self_attn.attention_scores.save()
             pattern = block.self_attn.attention_probabilities.save()
             heads = block.self_attn.attention_head_outputs.save()
-            output = block.self_attn.attention_output.save()
+            output = block.self_attn.output.save()
+        output = output[0] if isinstance(output, tuple) else output
         batch, seq = output.shape[:2]
         assert tuple(queries.shape) == (batch, model.num_heads, seq, model.head_dim)
         assert tuple(keys.shape) == tuple(values.shape) == (batch, model.num_kv_heads, seq, model.head_dim)
@@ -162,10 +163,10 @@ class TextConformance:
         block = model.layers[-1]
         prompt = self.text_prompt(model)
         with model.trace(prompt):
-            plain = block.self_attn.attention_output.save()
+            plain = block.self_attn.output[0].save()
         with model.trace(prompt):
             block.self_attn.attention_probabilities[:] = 0
-            zeroed = block.self_attn.attention_output.save()
+            zeroed = block.self_attn.output[0].save()
         assert not torch.equal(plain, zeroed)
         bias = getattr(getattr(block.self_attn, self.o_proj)._module, "bias", None)
         expected = torch.zeros_like(zeroed) if bias is None else bias.expand_as(zeroed)

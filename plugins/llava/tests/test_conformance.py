@@ -1,0 +1,43 @@
+"""The three LLaVA shapes against the conformance suite the core ships."""
+
+from vlreg.testing.conformance import VisionConformance
+
+WRAPPER = {
+    "layers": "model.language_model.layers",
+    "embed_tokens": "model.language_model.embed_tokens",
+    "norm": "model.language_model.norm",
+    "lm_head": "lm_head",
+    "vision": "model.vision_tower",
+    "projector": "model.multi_modal_projector",
+}
+TOWER = {
+    "vision.layers": "model.vision_tower.encoder.layers",
+    "vision.patch_embed": "model.vision_tower.embeddings.patch_embedding",
+    "vision.layers.0.self_attn": "model.vision_tower.encoder.layers.0.self_attn",
+    "vision.layers.0.mlp": "model.vision_tower.encoder.layers.0.mlp",
+    "vision.layers.0.input_layernorm": "model.vision_tower.encoder.layers.0.layer_norm1",
+    "vision.layers.0.post_attention_layernorm": "model.vision_tower.encoder.layers.0.layer_norm2",
+}
+
+
+class TestLlavaInterleave(VisionConformance):
+    """SigLIP on Qwen2: the tower's post_layernorm norms the patches, so it is ``norm``."""
+
+    checkpoint = "llava_interleave"
+    native = {**WRAPPER, **TOWER, "vision.norm": "model.vision_tower.post_layernorm"}
+
+
+class TestLlava15(VisionConformance):
+    """CLIP on Llama: CLIP's post_layernorm norms the pooled CLS row, so no ``norm``."""
+
+    checkpoint = "llava_1_5"
+    native = {**WRAPPER, **TOWER}
+
+
+class TestLlavaNext(VisionConformance):
+    """CLIP on Mistral, with crops: the scatter receives the projector's output unpadded
+    and with newline rows, so the projector's output is not the features."""
+
+    checkpoint = "llava_next"
+    native = {**WRAPPER, **TOWER}
+    projector_output_is_features = False

@@ -1,0 +1,50 @@
+"""vlreg-llava: LLaVA and LLaVA-NeXT, declared against `vlreg.plugin`.
+
+The plugin serves three kinds of part, each from its own module, so each adapter is in
+one place and serves any wrapper whose config names its model_type:
+
+* wrappers (`wrappers`): ``llava`` (LlavaForConditionalGeneration: llava-interleave,
+  LLaVA-1.5) and ``llava_next`` (LlavaNextForConditionalGeneration);
+* text models (`texts`): ``qwen2``, ``llama``, ``mistral``;
+* towers (`towers`): ``siglip_vision_model``, ``clip_vision_model``.
+
+`checkpoints` builds small random-weight checkpoints of each shape for tests.
+"""
+
+from vlreg.plugin import Claim, hookimpl
+
+from . import texts, towers, wrappers
+
+PARTS = {"wrapper": wrappers, "text": texts, "vision": towers}
+
+
+@hookimpl
+def vlreg_plugin_api():
+    return 1
+
+
+@hookimpl
+def vlreg_claims():
+    return [Claim(kind, model_type) for kind, module in PARTS.items() for model_type in module.MODEL_TYPES]
+
+
+@hookimpl
+def vlreg_rename(part):
+    return PARTS[part.kind].rename(part)
+
+
+@hookimpl
+def vlreg_envoys(part):
+    return PARTS[part.kind].envoys(part)
+
+
+@hookimpl
+def vlreg_scatter(part):
+    return wrappers.scatter(part)
+
+
+@hookimpl
+def vlreg_checkpoints():
+    from . import checkpoints
+
+    return checkpoints.BUILDERS

@@ -1,0 +1,258 @@
+"""LLaVA checkpoints for tests: three tiny shapes, or a real geometry at reduced depth.
+
+Each tiny builder writes what a hub checkpoint holds: the config, random weights, a
+tokenizer with ``<image>``, the real processor class with its image processor, and a
+chat template in the prompt format of the checkpoints the shape stands for:
+
+* ``llava_interleave``: a SigLIP tower (no CLS) on a Qwen2 text model, the last
+  block's stream before ``post_layernorm`` projected whole (``vision_feature_layer``
+  -1, strategy "full");
+* ``llava_1_5``: a CLIP tower with a CLS row on a Llama text model, block -2's stream
+  projected without the CLS row (-2, "default");
+* ``llava_next``: LlavaNextForConditionalGeneration, a CLIP tower on a Mistral text
+  model, each image cut into crops on a grid (anyres), unpadded, with newline rows.
+
+Every builder takes ``source``, a real checkpoint's metadata folder (config, tokenizer,
+processor, template; no weights): the checkpoint is then that geometry at the depth the
+overrides give (2 text and 2 tower blocks by default), in bfloat16.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from vlreg.testing import reduce_depth, tokenizer
+
+IMAGE = "<image>"
+
+#: llava-interleave's format (Qwen's im_start turns): a turn's images first, then each
+#: of its texts on a line of its own.
+INTERLEAVE_TEMPLATE = (
+    "{% for turn in messages %}"
+    "<|im_start|>{{ turn['role'] }}\n"
+    "{% if turn['content'] is string %}{{ '\\n' ~ turn['content'] }}{% else %}"
+    "{% for part in turn['content'] if part['type'] == 'image' %}<image>{% endfor %}"
+    "{% for part in turn['content'] if part['type'] == 'text' %}{{ '\\n' ~ part['text'] }}{% endfor %}"
+    "{% endif %}"
+    "<|im_end|>\n"
+    "{% endfor %}"
+    "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
+)
+
+#: Sets ``texts`` to a turn's texts, whether its content is a string or a list of parts.
+_TEXTS = (
+    "{% if turn['content'] is string %}{% set texts = [turn['content']] %}"
+    "{% else %}{% set texts = turn['content'] | selectattr('type', 'equalto', 'text') | map(attribute='text') | list %}"
+    "{% endif %}"
+)
+#: Each image part of a turn as "<image>" on a line of its own.
+_IMAGE_LINES = (
+    "{% if turn['content'] is not string %}"
+    "{% for part in turn['content'] if part['type'] == 'image' %}<image>\n{% endfor %}{% endif %}"
+)
+
+#: LLaVA-1.5's format: "USER: <image>\n<text> ASSISTANT: <answer></s>", a system turn's
+#: text with no role before it.
+LLAVA_1_5_TEMPLATE = (
+    "{{ bos_token }}{% for turn in messages %}" + _TEXTS
+    + "{% if turn['role'] != 'system' %}{{ turn['role'] | upper }}: {% endif %}" + _IMAGE_LINES
+    + "{{ texts | join(' ') }}{% if turn['role'] == 'assistant' %}{{ eos_token }}{% else %} {% endif %}"
+    "{% endfor %}{% if add_generation_prompt %}ASSISTANT:{% endif %}"
+)
+
+#: LLaVA-NeXT on Mistral's format: "[INST] <image>\n<text> [/INST] <answer></s>", a system
+#: turn's text opening the next user turn.
+LLAVA_NEXT_TEMPLATE = (
+    "{{ bos_token }}{% set held = namespace(system='') %}{% for turn in messages %}" + _TEXTS
+    + "{% if turn['role'] == 'system' %}{% set held.system = texts | join(' ') ~ '\\n\\n' %}"
+    "{% elif turn['role'] == 'user' %}[INST] {{ held.system }}{% set held.system = '' %}" + _IMAGE_LINES
+    + "{{ texts | join(' ') }} [/INST]"
+    "{% else %} {{ texts | join(' ') }}{{ eos_token }}{% endif %}"
+    "{% endfor %}"
+)
+
+QWEN_TOKENS = ("<|endoftext|>", "<|im_start|>", "<|im_end|>", IMAGE)
+QWEN_ROLES = {"eos_token": "<|im_end|>", "pad_token": "<|endoftext|>"}
+LLAMA_TOKENS = ("<unk>", "<s>", "</s>", "<pad>", IMAGE)
+LLAMA_ROLES = {"unk_token": "<unk>", "bos_token": "<s>", "eos_token": "</s>", "pad_token": "<pad>"}
+
+#: The tiny towers' side and patch: a 56 x 56 image is 4 x 4 = 16 patches.
+IMAGE_SIZE, PATCH_SIZE = 56, 14
+#: LLaVA-NeXT's grid of crops, in pixels, a multiple of the tower's side.
+GRID_PINPOINTS = [[56, 112], [112, 56], [112, 112]]
+
+TEXT = {
+    "hidden_size": 64,
+    "intermediate_size": 128,
+    "num_hidden_layers": 2,
+    "num_attention_heads": 4,
+    "num_key_value_heads": 2,
+    "max_position_embeddings": 1024,
+}
+TOWER = {
+    "hidden_size": 32,
+    "intermediate_size": 64,
+    "num_hidden_layers": 2,
+    "num_attention_heads": 4,
+    "image_size": IMAGE_SIZE,
+    "patch_size": PATCH_SIZE,
+}
+
+
+def build_llava_interleave(path: Path, *, source: str | Path | None = None, **overrides: Any) -> Path:
+    """Write a llava-interleave-like checkpoint: SigLIP tower, Qwen2 text model, tied
+    embeddings. ``overrides``: ``text_config`` and ``vision_config`` dicts, other fields
+    of the top-level config."""
+    if source is not None:
+        return from_source(path, source, **overrides)
+    from transformers import LlavaConfig, LlavaProcessor, SiglipImageProcessor
+
+    tok = tokenizer(QWEN_TOKENS, **QWEN_ROLES)
+    ids = _ids(tok, QWEN_TOKENS)
+    processor = LlavaProcessor(
+        image_processor=SiglipImageProcessor(
+            size={"height": IMAGE_SIZE, "width": IMAGE_SIZE}, image_mean=[0.5] * 3, image_std=[0.5] * 3
+        ),
+        tokenizer=tok,
+        patch_size=PATCH_SIZE,
+        vision_feature_select_strategy="full",
+        num_additional_image_tokens=0,
+        chat_template=INTERLEAVE_TEMPLATE,
+    )
+    special = {"bos_token_id": None, "eos_token_id": ids["<|im_end|>"], "pad_token_id": ids["<|endoftext|>"]}
+    text = overrides.pop("text_config", {})
+    vision = overrides.pop("vision_config", {})
+    config = LlavaConfig(
+        text_config={"model_type": "qwen2", "vocab_size": len(tok), **TEXT, "tie_word_embeddings": True, **special, **text},
+        vision_config={"model_type": "siglip_vision_model", **TOWER, "vision_use_head": False, **vision},
+        image_token_index=ids[IMAGE],
+        image_seq_length=(IMAGE_SIZE // PATCH_SIZE) ** 2,
+        vision_feature_layer=-1,
+        vision_feature_select_strategy="full",
+        tie_word_embeddings=True,
+        **special,
+        **overrides,
+    )
+    return _save(path, config, processor, special)
+
+
+def build_llava_1_5(path: Path, *, source: str | Path | None = None, **overrides: Any) -> Path:
+    """Write a LLaVA-1.5-like checkpoint: CLIP tower with a CLS row, Llama text model,
+    untied readout. ``overrides`` as for `build_llava_interleave`; the tower is 3 blocks
+    deep by default, so block -2 is neither the first nor the last."""
+    if source is not None:
+        return from_source(path, source, **overrides)
+    from transformers import CLIPImageProcessor, LlavaConfig, LlavaProcessor
+
+    tok = tokenizer(LLAMA_TOKENS, **LLAMA_ROLES)
+    ids = _ids(tok, LLAMA_TOKENS)
+    processor = LlavaProcessor(
+        image_processor=_clip_image_processor(CLIPImageProcessor),
+        tokenizer=tok,
+        patch_size=PATCH_SIZE,
+        vision_feature_select_strategy="default",
+        num_additional_image_tokens=1,
+        chat_template=LLAVA_1_5_TEMPLATE,
+    )
+    special = {"bos_token_id": ids["<s>"], "eos_token_id": ids["</s>"], "pad_token_id": ids["<pad>"]}
+    text = overrides.pop("text_config", {})
+    vision = overrides.pop("vision_config", {})
+    config = LlavaConfig(
+        text_config={"model_type": "llama", "vocab_size": len(tok), **TEXT, **special, **text},
+        vision_config={"model_type": "clip_vision_model", **TOWER, "num_hidden_layers": 3, **vision},
+        image_token_index=ids[IMAGE],
+        image_seq_length=(IMAGE_SIZE // PATCH_SIZE) ** 2,
+        vision_feature_layer=-2,
+        vision_feature_select_strategy="default",
+        **special,
+        **overrides,
+    )
+    return _save(path, config, processor, special)
+
+
+def build_llava_next(path: Path, *, source: str | Path | None = None, **overrides: Any) -> Path:
+    """Write a LLaVA-NeXT-like checkpoint: CLIP tower (3 blocks), Mistral text model,
+    crops on `GRID_PINPOINTS`. ``overrides`` as for `build_llava_interleave`."""
+    if source is not None:
+        return from_source(path, source, **overrides)
+    from transformers import LlavaNextConfig, LlavaNextImageProcessor, LlavaNextProcessor
+
+    tok = tokenizer(LLAMA_TOKENS, **LLAMA_ROLES)
+    ids = _ids(tok, LLAMA_TOKENS)
+    processor = LlavaNextProcessor(
+        image_processor=_clip_image_processor(LlavaNextImageProcessor, image_grid_pinpoints=GRID_PINPOINTS),
+        tokenizer=tok,
+        patch_size=PATCH_SIZE,
+        vision_feature_select_strategy="default",
+        num_additional_image_tokens=1,
+        chat_template=LLAVA_NEXT_TEMPLATE,
+    )
+    special = {"bos_token_id": ids["<s>"], "eos_token_id": ids["</s>"], "pad_token_id": ids["<pad>"]}
+    text = overrides.pop("text_config", {})
+    vision = overrides.pop("vision_config", {})
+    config = LlavaNextConfig(
+        text_config={"model_type": "mistral", "vocab_size": len(tok), **TEXT, "sliding_window": None, **special, **text},
+        vision_config={"model_type": "clip_vision_model", **TOWER, "num_hidden_layers": 3, **vision},
+        image_token_index=ids[IMAGE],
+        image_grid_pinpoints=GRID_PINPOINTS,
+        vision_feature_layer=-2,
+        vision_feature_select_strategy="default",
+        **special,
+        **overrides,
+    )
+    return _save(path, config, processor, special)
+
+
+def from_source(path: Path, source: str | Path, **overrides: Any) -> Path:
+    """A real LLaVA or LLaVA-NeXT checkpoint's geometry at reduced depth, in bfloat16,
+    with its own tokenizer, processor and chat template. ``overrides``:
+    ``text_config`` and ``vision_config`` dicts (``num_hidden_layers``, 2 by default),
+    other fields of the top-level config."""
+    from transformers import AutoConfig, AutoModelForImageTextToText, AutoProcessor
+
+    path, source = Path(path), Path(source)
+    text = dict(overrides.pop("text_config", {}))
+    vision = dict(overrides.pop("vision_config", {}))
+    config = AutoConfig.from_pretrained(source, **overrides)
+    reduce_depth(config.text_config, {"num_hidden_layers": text.pop("num_hidden_layers", 2), **text})
+    reduce_depth(config.vision_config, {"num_hidden_layers": vision.pop("num_hidden_layers", 2), **vision})
+    torch.manual_seed(0)
+    model = AutoModelForImageTextToText.from_config(config, dtype=torch.bfloat16).eval()
+    model.save_pretrained(path)
+    AutoProcessor.from_pretrained(source).save_pretrained(path)
+    if (source / "generation_config.json").exists():
+        shutil.copy(source / "generation_config.json", path / "generation_config.json")
+    return path
+
+
+def _clip_image_processor(cls: type, **options: Any) -> Any:
+    return cls(
+        size={"shortest_edge": IMAGE_SIZE}, crop_size={"height": IMAGE_SIZE, "width": IMAGE_SIZE}, **options
+    )
+
+
+def _ids(tok: Any, tokens: tuple[str, ...]) -> dict[str, int]:
+    return dict(zip(tokens, tok.convert_tokens_to_ids(list(tokens))))
+
+
+def _save(path: Path, config: Any, processor: Any, special: dict[str, int | None]) -> Path:
+    from transformers import AutoModelForImageTextToText, GenerationConfig
+
+    path = Path(path)
+    torch.manual_seed(0)
+    model = AutoModelForImageTextToText.from_config(config).eval()
+    model.save_pretrained(path)
+    processor.save_pretrained(path)
+    GenerationConfig(**{k: v for k, v in special.items() if v is not None}).save_pretrained(path)
+    return path
+
+
+BUILDERS = {
+    "llava_interleave": build_llava_interleave,
+    "llava_1_5": build_llava_1_5,
+    "llava_next": build_llava_next,
+}
