@@ -12,6 +12,7 @@ a builder can make a model with the real widths and token ids at reduced depth.
 
 from __future__ import annotations
 
+import json
 import os
 import tempfile
 from pathlib import Path
@@ -49,7 +50,7 @@ def build(name: str, path: str | os.PathLike | None = None, **overrides: Any) ->
     available = builders()
     if name not in available:
         raise KeyError(f"no plugin builds a checkpoint named {name!r}; installed: {sorted(available)}")
-    key = (name, tuple(sorted(overrides.items(), key=lambda item: item[0])))
+    key = (name, json.dumps(overrides, sort_keys=True, default=str))
     if path is None and key in _built:
         return _built[key]
     folder = Path(path) if path is not None else Path(tempfile.mkdtemp(prefix=f"vlreg-{name}-"))

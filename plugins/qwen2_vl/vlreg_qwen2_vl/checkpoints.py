@@ -47,7 +47,9 @@ CHAT_TEMPLATE = (
 MIN_PIXELS, MAX_PIXELS = 56 * 56, 168 * 168
 
 
-def build_qwen2_vl(path: Path, *, source: str | Path | None = None, **overrides: Any) -> Path:
+def build_qwen2_vl(
+    path: Path, *, source: str | Path | None = None, pixels: tuple[int, int] = (MIN_PIXELS, MAX_PIXELS), **overrides: Any
+) -> Path:
     """Write a random-weight Qwen2VLForConditionalGeneration checkpoint to ``path``.
 
     Tiny by default (text 64 wide, 4 query heads over 2 KV heads, mrope_section
@@ -85,7 +87,7 @@ def build_qwen2_vl(path: Path, *, source: str | Path | None = None, **overrides:
 
     tok = tokenizer(SPECIAL_TOKENS, eos_token="<|im_end|>", pad_token="<|endoftext|>")
     ids = dict(zip(SPECIAL_TOKENS, tok.convert_tokens_to_ids(list(SPECIAL_TOKENS))))
-    size = dict(min_pixels=MIN_PIXELS, max_pixels=MAX_PIXELS)
+    size = dict(min_pixels=pixels[0], max_pixels=pixels[1])
     processor = Qwen2VLProcessor(
         image_processor=Qwen2VLImageProcessor(**size),
         video_processor=Qwen2VLVideoProcessor(**size),

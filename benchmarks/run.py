@@ -1,0 +1,255 @@
+"""What vlreg costs over raw nnsight and plain transformers (``make bench``).
+
+Per geometry, three copies of one checkpoint are loaded: plain transformers, raw nnsight
+(``TransformersModel``) and vlreg (``StandardizedTransformer``). Each workload runs on
+all three interleaved (A B C, A B C, ...) after a warm-up, and the ratios are the medians
+of each round's pairwise ratios, so drift in the machine's speed cancels. Then: the time
+to build each wrapper on the meta device for the full 28-layer geometry, the time to
+import each stack, and the peak memory of the all-blocks workload, each in fresh
+processes. Prints a table and writes JSON.
+
+    python benchmarks/run.py                 # the full run (minutes)
+    python benchmarks/run.py --smoke         # a tiny geometry, a few rounds: checks the script
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import statistics
+import subprocess
+import sys
+import time
+import warnings
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from workloads import WORKLOADS, Native, geometry, plain_forward, saved_bytes  # noqa: E402
+
+HERE = Path(__file__).resolve().parent
+TARGETS = {"vlreg / nnsight": 1.03, "vlreg / transformers": 1.10, "build (s over nnsight)": 0.3, "import (s over nnsight + transformers)": 0.2}
+
+
+def load(path: Path, runners=("transformers", "nnsight", "vlreg")) -> dict:
+    """The checkpoint as each runner loads it, in float32 on the CPU, eager attention."""
+    from nnsight import TransformersModel
+    from transformers import AutoModelForImageTextToText
+
+    from vlreg import StandardizedTransformer
+
+    options = {"attn_implementation": "eager", "dtype": torch.float32}
+    loaders = {
+        "transformers": lambda: AutoModelForImageTextToText.from_pretrained(path, device_map="cpu", **options).eval(),
+        "nnsight": lambda: Native(TransformersModel(str(path), task="image-text-to-text", dispatch=True, device_map="cpu", **options)),
+        "vlreg": lambda: StandardizedTransformer(str(path), task="image-text-to-text", dispatch=True, device="cpu", **options),
+    }
+    return {runner: loaders[runner]() for runner in runners}
+
+
+def encoding(path: Path, size: int) -> dict:
+    """The processor's encoding of one prompt and one ``size`` x ``size`` image, which every
+    runner is given as it is, so none pays for preprocessing."""
+    from PIL import Image
+    from transformers import AutoProcessor
+
+    processor = AutoProcessor.from_pretrained(path)
+    messages = [{"role": "user", "content": [{"type": "image"}, {"type": "text", "text": "What is in this image?"}]}]
+    prompt = processor.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
+    image = Image.fromarray((torch.rand(size, size, 3, generator=torch.Generator().manual_seed(0)) * 255).byte().numpy())
+    return dict(processor(text=prompt, images=[image], return_tensors="pt"))
+
+
+def timed(fn, *args) -> float:
+    start = time.perf_counter()
+    with torch.no_grad():
+        fn(*args)
+    return time.perf_counter() - start
+
+
+def compare(models: dict, inputs, rounds: int, warmup: int) -> list[dict]:
+    plain, native, standard = models["transformers"], models["nnsight"], models["vlreg"]
+    rows = []
+    for workload, (native_run, standard_run) in WORKLOADS.items():
+        print(f"  {workload} ...", flush=True)
+        runs = (lambda: plain_forward(plain, inputs), lambda: native_run(native, inputs), lambda: standard_run(standard, inputs))
+        for _ in range(warmup):
+            for run in runs:
+                timed(run)
+        times = [[timed(run) for run in runs] for _ in range(rounds)]
+        rows.append({
+            "workload": workload,
+            "transformers_s": statistics.median(t[0] for t in times),
+            "nnsight_s": statistics.median(t[1] for t in times),
+            "vlreg_s": statistics.median(t[2] for t in times),
+            "vlreg / nnsight": statistics.median(t[2] / t[1] for t in times),
+            "vlreg / transformers": statistics.median(t[2] / t[0] for t in times),
+            "nnsight / transformers": statistics.median(t[1] / t[0] for t in times),
+        })
+    return rows
+
+
+def in_fresh_process(code: str, repeats: int) -> list[float]:
+    """Seconds ``code`` reports (it prints one float), run ``repeats`` times, each in a new process."""
+    found = []
+    for _ in range(repeats):
+        done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+        found.append(float(done.stdout.strip().splitlines()[-1]))
+    return found
+
+
+IMPORT_STACK = "import time; t = time.perf_counter(); import nnsight, transformers; print(time.perf_counter() - t)"
+IMPORT_VLREG = (
+    "import time; t = time.perf_counter(); import vlreg\n"
+    "from vlreg.core.plugins import plugin_manager; plugin_manager(); print(time.perf_counter() - t)"
+)
+BUILD = """
+import time, warnings
+warnings.simplefilter("ignore")
+from {module} import {cls}
+{cls}({path!r}, task="image-text-to-text", dispatch=False{extra})  # the first build loads what builds need
+t = time.perf_counter()
+{cls}({path!r}, task="image-text-to-text", dispatch=False{extra})
+print(time.perf_counter() - t)
+"""
+
+
+def startup(path: Path, repeats: int) -> dict:
+    stack, with_vlreg, nnsight_build, vlreg_build = [], [], [], []
+    for _ in range(repeats):  # interleaved, so both see the same machine
+        stack += in_fresh_process(IMPORT_STACK, 1)
+        with_vlreg += in_fresh_process(IMPORT_VLREG, 1)
+        nnsight_build += in_fresh_process(BUILD.format(module="nnsight", cls="TransformersModel", path=str(path), extra=f", processor={str(path)!r}"), 1)
+        vlreg_build += in_fresh_process(BUILD.format(module="vlreg", cls="StandardizedTransformer", path=str(path), extra=""), 1)
+    return {
+        "import nnsight + transformers (s)": statistics.median(stack),
+        "import vlreg + plugins (s)": statistics.median(with_vlreg),
+        "build nnsight, meta (s)": statistics.median(nnsight_build),
+        "build vlreg, meta (s)": statistics.median(vlreg_build),
+    }
+
+
+MEMORY = """
+import sys, torch, warnings
+warnings.simplefilter("ignore")
+sys.path.insert(0, {here!r})
+import run, workloads
+
+def status(field):
+    line = next(line for line in open("/proc/self/status") if line.startswith(field))
+    return int(line.split()[1]) * 1024
+
+model = run.load({path!r}, [{runner!r}])[{runner!r}]
+inputs = run.encoding({path!r}, {size})
+open("/proc/self/clear_refs", "w").write("5")  # the peak so far was the load's: start it again
+before = status("VmRSS")
+with torch.no_grad():
+    saved = {call}
+print(status("VmHWM") - before, workloads.saved_bytes(saved if isinstance(saved, list) else [saved]))
+"""
+
+
+def peak_memory(path: Path, size: int) -> dict:
+    """Peak resident memory the all-blocks workload adds over the loaded model, per
+    runner, each in a fresh process (Linux's /proc peak, reset after the load)."""
+    calls = {
+        "transformers": "workloads.plain_forward(model, inputs)",
+        "nnsight": "workloads.native_all_blocks(model, inputs)",
+        "vlreg": "workloads.standard_all_blocks(model, inputs)",
+    }
+    found = {}
+    for runner, call in calls.items():
+        code = MEMORY.format(here=str(HERE), path=str(path), size=size, call=call, runner=runner)
+        done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+        peak, saved = map(int, done.stdout.split()[-2:])
+        found[runner] = {"peak_added_bytes": peak, "saved_bytes": saved}
+    return found
+
+
+def table(results: dict) -> str:
+    lines = ["| geometry | workload | transformers | raw nnsight | vlreg | vlreg / nnsight | vlreg / transformers |",
+             "|---|---|---|---|---|---|---|"]
+    for name, run in results["geometries"].items():
+        for row in run["workloads"]:
+            lines.append(
+                f"| {name} | {row['workload']} | {row['transformers_s'] * 1000:.0f} ms | {row['nnsight_s'] * 1000:.0f} ms | "
+                f"{row['vlreg_s'] * 1000:.0f} ms | {row['vlreg / nnsight']:.3f} | {row['vlreg / transformers']:.3f} |"
+            )
+    start = results["startup"]
+    lines += [
+        "",
+        f"import: nnsight + transformers {start['import nnsight + transformers (s)']:.2f} s, "
+        f"vlreg + plugins {start['import vlreg + plugins (s)']:.2f} s "
+        f"(+{start['import vlreg + plugins (s)'] - start['import nnsight + transformers (s)']:.2f} s)",
+        f"build on meta ({results['build geometry']}): nnsight {start['build nnsight, meta (s)']:.2f} s, "
+        f"vlreg {start['build vlreg, meta (s)']:.2f} s "
+        f"(+{start['build vlreg, meta (s)'] - start['build nnsight, meta (s)']:.2f} s)",
+    ]
+    for name, memory in results.get("memory", {}).items():
+        mib = {runner: memory[runner]["peak_added_bytes"] / 2**20 for runner in memory}
+        saved = memory["vlreg"]["saved_bytes"] / 2**20
+        lines.append(
+            f"peak memory, all blocks ({name}): transformers forward +{mib['transformers']:.0f} MiB; "
+            f"raw nnsight +{mib['nnsight']:.0f} MiB; vlreg +{mib['vlreg']:.0f} MiB, against "
+            f"transformers + saved values {mib['transformers'] + saved:.0f} MiB"
+        )
+    return "\n".join(lines)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--smoke", action="store_true", help="a tiny geometry and a few rounds: checks the script works")
+    parser.add_argument("--rounds", type=int, default=None)
+    parser.add_argument("--out", default=None, help="where to write the JSON (default: benchmarks/results.json)")
+    arguments = parser.parse_args(argv)
+    warnings.simplefilter("ignore")
+    from transformers.utils import logging
+
+    logging.disable_progress_bar()
+    smoke = arguments.smoke
+    rounds = arguments.rounds or (2 if smoke else 9)
+    names = ["tiny"] if smoke else ["qwen2-vl-2b", "llava-interleave"]
+    results = {"machine": {"python": platform.python_version(), "torch": torch.__version__,
+                           "threads": torch.get_num_threads(), "cpu": platform.processor() or platform.machine()},
+               "rounds": rounds, "geometries": {}, "memory": {}}
+    for name in names:
+        try:
+            path, origin = geometry(name, text_layers=4, tower_layers=4)
+        except LookupError as missing:
+            print(f"skipping {name}: {missing}")
+            continue
+        print(f"{name}: {origin}", flush=True)
+        size = 56 if smoke else 448
+        models = load(path)
+        rows = compare(models, encoding(path, size), rounds, warmup=1 if smoke else 2)
+        results["geometries"][name] = {"source": origin, "image": f"{size} x {size}", "workloads": rows}
+        del models
+        print("  peak memory ...", flush=True)
+        results["memory"][name] = peak_memory(path, size)
+    full, origin = geometry("tiny", 0, 0) if smoke else _full_geometry()
+    results["build geometry"] = "tiny" if smoke else origin
+    print("import and build times ...", flush=True)
+    results["startup"] = startup(full, 1 if smoke else 5)
+    results["targets"] = TARGETS
+    print(table(results))
+    out = Path(arguments.out) if arguments.out else HERE / "results.json"
+    out.write_text(json.dumps(results, indent=2))
+    print(f"\nwrote {out}")
+    return 0
+
+
+def _full_geometry() -> tuple[Path, str]:
+    """Qwen2-VL-2B-Instruct's full 28-layer config and processor (built on meta, never loaded)."""
+    from vlreg.testing import shared_checkpoint
+
+    source = shared_checkpoint("Qwen2-VL-2B-Instruct")
+    if source is not None:
+        return source, "Qwen2-VL-2B-Instruct, 28 + 32 layers"
+    path, _ = geometry("qwen2-vl-2b", text_layers=28, tower_layers=32)
+    return path, "Qwen2-VL-2B widths, 28 + 32 layers"
+
+
+if __name__ == "__main__":
+    sys.exit(main())

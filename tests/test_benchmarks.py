@@ -1,0 +1,26 @@
+"""``make bench`` still runs: a smoke run at tiny size (no timing is asserted)."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "run.py"
+
+
+def test_the_benchmark_script_runs_and_reports_every_row(tmp_path):
+    out = tmp_path / "results.json"
+    done = subprocess.run([sys.executable, str(SCRIPT), "--smoke", "--out", str(out)],
+                          capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stderr[-3000:]
+    results = json.loads(out.read_text())
+    workloads = [row["workload"] for row in results["geometries"]["tiny"]["workloads"]]
+    assert workloads == ["logits", "all blocks + logits", "image_features + edit", "attention pattern (eager)"]
+    for row in results["geometries"]["tiny"]["workloads"]:
+        assert row["vlreg / nnsight"] > 0 and row["vlreg / transformers"] > 0
+    assert set(results["startup"]) == {"import nnsight + transformers (s)", "import vlreg + plugins (s)",
+                                       "build nnsight, meta (s)", "build vlreg, meta (s)"}
+    assert set(results["memory"]["tiny"]) == {"transformers", "nnsight", "vlreg"}
+    for workload in workloads:
+        assert f"| tiny | {workload} |" in done.stdout
+    assert "import:" in done.stdout and "build on meta" in done.stdout and "peak memory" in done.stdout
