@@ -10,7 +10,7 @@ import torch
 import vlreg_qwen2_vl as qwen2_vl
 from vlreg import StandardizedTransformer, Unavailable, hookimpl
 from vlreg.core import hookspecs, plugins
-from vlreg.plugin import Layer, value
+from vlreg.plugin import ImageGrid, Layer, value
 from vlreg.testing import build, builders, registered
 from vlreg.testing.conformance import image
 
@@ -128,6 +128,50 @@ def test_vlreg_scatter(path):
         with pytest.raises(Unavailable, match="names no projector"):
             with model.trace("Hello"):
                 model.vision.image_features.save()
+
+
+def test_vlreg_image_grids(path):
+    def one_row(encoding, images, processor):
+        """Every image as one row of tokens, each over a vertical strip of the image."""
+        grids = []
+        for (t, h, w), picture in zip(encoding["image_grid_thw"].tolist(), images):
+            n, width = h * w // 4, picture.size[0]
+            boxes = [(width * i / n, 0, width * (i + 1) / n, picture.size[1]) for i in range(n)]
+            grids.append(ImageGrid(1, n, boxes, label="strips"))
+        return grids
+
+    class Strips(Qwen2VLAgain):
+        @hookimpl
+        def vlreg_image_grids(self, part):
+            assert part.kind == "wrapper"
+            return one_row
+
+    class Undeclared(Qwen2VLAgain):
+        @hookimpl
+        def vlreg_image_grids(self, part):
+            return None
+
+    class Miscounted(Qwen2VLAgain):
+        @hookimpl
+        def vlreg_image_grids(self, part):
+            return lambda encoding, images, processor: [ImageGrid(1, 1, [(0, 0, 1, 1)]) for _ in images]
+
+    picture = image(112, 84)
+    with registered(Strips(), name="strips", replacing=[qwen2_vl]):
+        model = load(path)
+        (seen,) = model.vision.geometry(prompt(model), [picture])
+        assert (seen.grids[0].label, seen.grids[0].rows, seen.grids[0].columns) == ("strips", 1, 12)
+        assert seen.boxes[-1].tolist() == [112 - 112 / 12, 0, 112, 84]
+    with registered(Undeclared(), name="undeclared", replacing=[qwen2_vl]):
+        model = load(path)
+        with pytest.raises(Unavailable, match="declares no image grids"):
+            model.vision.geometry(prompt(model), [picture])
+    with registered(Miscounted(), name="miscounted", replacing=[qwen2_vl]):
+        model = load(path)
+        with pytest.raises(ValueError, match=r"grids give \[1\] tokens per image .* put 12 image tokens"):
+            model.vision.geometry(prompt(model), [picture])
+    model = load(path)
+    assert model.vision.geometry(prompt(model), [picture])[0].grids[0].label == "image"
 
 
 def test_vlreg_unavailable(path):

@@ -24,6 +24,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     demo = commands.add_parser("demo", help="build a small checkpoint, trace it, print what was read")
     demo.add_argument("--checkpoint", default="qwen2_vl", help="a checkpoint builder's name (default: qwen2_vl)")
+    demo.add_argument("--out", default=None, help="also draw the analysis helpers' scores on the image, as PNGs in this folder")
 
     new = commands.add_parser("new-plugin", help="write a plugin skeleton for a checkpoint's family")
     new.add_argument("name", help="the plugin's name, e.g. the family's model_type")
@@ -39,7 +40,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if arguments.command == "demo":
         from .demo import run
 
-        run(arguments.checkpoint)
+        run(arguments.checkpoint, arguments.out)
         return 0
     from .template import write_plugin
 

@@ -7,6 +7,7 @@ declarations below. Nothing else in vlreg is promised to plugins.
 
 from .core.envoys import Attention, Layer, Mlp, Standard, eager_only
 from .core.errors import Unavailable
+from .core.geometry import ImageGrid, box_grid, clip_boxes
 from .core.hookspecs import hookimpl
 from .core.parts import Claim, Part, Scatter
 from .core.values import argument, first, returned, value, with_first
@@ -36,4 +37,7 @@ __all__ = [
     "with_first",
     "eager_only",
     "Unavailable",
+    "ImageGrid",
+    "box_grid",
+    "clip_boxes",
 ]

@@ -44,6 +44,8 @@ class Family:
     envoys: dict
     scatter: Scatter | None
     unavailable: dict[str, tuple[Predicate, ...]]
+    #: The wrapper's `vlreg_image_grids` function, or None.
+    image_grids: Callable | None = None
 
     @property
     def plugin(self) -> Any:
@@ -100,6 +102,7 @@ def resolve(config: Any) -> Family:
         for row, predicate in (plugins.call(plugin, "vlreg_unavailable", part=part) or {}).items():
             unavailable[prefix + row] = unavailable.get(prefix + row, ()) + (predicate,)
     scatter = plugins.call(served["wrapper"], "vlreg_scatter", part=parts["wrapper"]) if "vision" in parts else None
+    grids = plugins.call(served["wrapper"], "vlreg_image_grids", part=parts["wrapper"]) if "vision" in parts else None
 
     return Family(
         name=plugins.plugin_manager().get_name(served["wrapper"]),
@@ -109,6 +112,7 @@ def resolve(config: Any) -> Family:
         envoys=envoys,
         scatter=scatter,
         unavailable=unavailable,
+        image_grids=grids,
     )
 
 

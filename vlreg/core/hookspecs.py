@@ -88,6 +88,22 @@ def vlreg_scatter(part):
 
 
 @hookspec(firstresult=True)
+def vlreg_image_grids(part):
+    """How the wrapper lays each image's tokens out: a function ``grids(encoding, images,
+    processor)``.
+
+    Only asked of the wrapper part. The host calls the function with the processor's
+    encoding of a prompt (``return_tensors="pt"``), the original images in order and the
+    processor; it returns, per image, its `ImageGrid` (or several, in sequence order: a
+    base image, then tiles), each ``rows`` x ``columns`` tokens in raster order with the
+    box ``(x0, y0, x1, y1)`` each covers in the original image, NaN for a token that covers
+    no pixels. The tokens of an image's grids must add up to its image tokens in the
+    encoding; `vision.geometry` checks it. ``None``: the family declares no geometry, and
+    `vision.geometry` is `Unavailable`.
+    """
+
+
+@hookspec(firstresult=True)
 def vlreg_unavailable(part):
     """Why a value cannot be served on some loads: ``{row: predicate}``.
 

@@ -79,9 +79,10 @@ class StandardizedTransformer(Standard, TransformersModel):
             kwargs["dtype"] = dtype
         if attn_implementation is not None:
             kwargs["attn_implementation"] = attn_implementation
-        if task == IMAGE_TEXT and not dispatch and isinstance(checkpoint, str):
-            # nnsight's lazy build cannot infer the processor from a meta model.
-            kwargs.setdefault("processor", checkpoint)
+        if not dispatch and isinstance(checkpoint, str):
+            # nnsight's lazy build cannot infer the processor (or, for text
+            # generation, the tokenizer) from a meta model.
+            kwargs.setdefault("processor" if task == IMAGE_TEXT else "tokenizer", checkpoint)
         with quiet:
             super().__init__(
                 checkpoint,
@@ -230,29 +231,40 @@ def _config(checkpoint: Any, kwargs: dict) -> Any:
 
 
 def _text_task_fallback(config: Any, task: str, dispatch: bool) -> contextlib.AbstractContextManager:
-    """Refuse or warn about a text-generation load of a config with no causal-LM class.
+    """Refuse or warn about a text-generation load that no image can reach.
 
-    transformers' text-generation pipeline then loads the wrapper itself, with a
-    tokenizer and no processor. Returns a context that silences the pipeline's own
-    complaint, which lists every causal-LM class and says nothing useful here.
+    Where transformers has no causal-LM class for the config, its text-generation
+    pipeline loads the wrapper itself, with a tokenizer and no processor; that cannot
+    be built lazily. Where the causal-LM class of a vision-language config is the
+    wrapper (Gemma 3's), the load is the same but can be lazy. Either way it is
+    warned about. Returns a context that silences the pipeline's own complaint about
+    a missing class, which lists every causal-LM class and says nothing useful here.
     """
     from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING
 
-    if task != TEXT or type(config) in MODEL_FOR_CAUSAL_LM_MAPPING:
+    if task != TEXT:
         return contextlib.nullcontext()
-    if not dispatch:
+    quiet: contextlib.AbstractContextManager = contextlib.nullcontext()
+    if type(config) in MODEL_FOR_CAUSAL_LM_MAPPING:
+        if getattr(config, "vision_config", None) is None:
+            return quiet
+        loaded = MODEL_FOR_CAUSAL_LM_MAPPING[type(config)].__name__
+        what = f"{TEXT!r} loads {config.model_type!r} as {loaded}"
+    elif not dispatch:
         raise ValueError(
             f"transformers has no text-only class for {config.model_type!r}, so it cannot "
             f"be built lazily for {TEXT!r}: load with task={IMAGE_TEXT!r} (the wrapper "
             f"with its processor), or with dispatch=True (the wrapper, text prompts only)."
         )
+    else:
+        what = f"transformers has no text-only class for {config.model_type!r}: loading the wrapper"
+        quiet = _silenced(logging.getLogger("transformers.pipelines.base"))
     warnings.warn(
-        f"transformers has no text-only class for {config.model_type!r}: loading the "
-        f"wrapper with a tokenizer and no processor, so no image reaches the model. "
+        f"{what} with a tokenizer and no processor, so no image reaches the model. "
         f"Load with task={IMAGE_TEXT!r} to trace images.",
         stacklevel=3,
     )
-    return _silenced(logging.getLogger("transformers.pipelines.base"))
+    return quiet
 
 
 @contextlib.contextmanager

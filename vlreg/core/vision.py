@@ -144,6 +144,15 @@ class Vision(Standard):
         _scattered
     ).writes(_scatter_back)
 
+    def geometry(self, prompt: Any, images: Any) -> list:
+        """Each image of ``prompt`` as the text model sees it, in the order given: its batch
+        row, its image tokens' positions, its token grids and the pixel box each token
+        covers in the original image (`ImageGeometry`). Runs the processor, not the model,
+        so it needs no trace; the family declares the grids (`vlreg_image_grids`)."""
+        from .geometry import image_geometry
+
+        return image_geometry(self.root, prompt, images)
+
     def no_images(self) -> str | None:
         """``None`` when images reach the model, else why not (then every vision value is
         `Unavailable` with that reason)."""

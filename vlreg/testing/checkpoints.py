@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import tempfile
 from pathlib import Path
 from typing import Any, Callable, Iterable
@@ -99,11 +100,49 @@ def tokenizer(special_tokens: Iterable[str], corpus: Iterable[str] = CORPUS, **r
     )
 
 
-def reduce_depth(config: Any, fields: dict[str, int]) -> None:
-    """Cut ``config``'s depth fields (``{"num_hidden_layers": 2}``) and what lists per
-    layer with them (``layer_types``), for a real geometry built shallow."""
-    for name, depth in fields.items():
-        setattr(config, name, depth)
+def reduce_depth(config: Any, fields: dict[str, Any]) -> None:
+    """Set ``fields`` on ``config`` (``{"num_hidden_layers": 2}``), cutting what lists
+    per layer (``layer_types``) to a new depth, for a real geometry built shallow."""
+    for name, value in fields.items():
+        setattr(config, name, value)
         layer_types = getattr(config, "layer_types", None)
         if name == "num_hidden_layers" and layer_types is not None:
-            config.layer_types = list(layer_types)[:depth]
+            config.layer_types = list(layer_types)[:value]
+
+
+def save(path: str | os.PathLike, config: Any, processor: Any, generation: Any = None, dtype: Any = None) -> Path:
+    """Write a checkpoint folder: random weights for ``config`` (seeded, so a builder
+    writes the same weights each time), the processor with its tokenizer and chat
+    template, and the generation config (a `GenerationConfig`, or a file to copy)."""
+    import torch
+    from transformers import AutoModelForImageTextToText
+
+    path = Path(path)
+    torch.manual_seed(0)
+    options = {"dtype": dtype} if dtype is not None else {}
+    AutoModelForImageTextToText.from_config(config, **options).eval().save_pretrained(path)
+    processor.save_pretrained(path)
+    if isinstance(generation, (str, os.PathLike)):
+        if Path(generation).exists():
+            shutil.copy(generation, path / "generation_config.json")
+    elif generation is not None:
+        generation.save_pretrained(path)
+    return path
+
+
+def from_source(
+    path: str | os.PathLike, source: str | os.PathLike, *, text: dict, vision: dict, dtype: Any = "bfloat16", **overrides: Any
+) -> Path:
+    """A real checkpoint's geometry with random weights: its config (``overrides`` on the
+    top level, ``text`` and ``vision`` fields on those parts, e.g. shallower depths), its
+    tokenizer, processor, chat template and generation config. ``source`` is its
+    metadata folder; no weights are read."""
+    import torch
+    from transformers import AutoConfig, AutoProcessor
+
+    source = Path(source)
+    config = AutoConfig.from_pretrained(source, **overrides)
+    reduce_depth(config.get_text_config(), text)
+    reduce_depth(config.vision_config, vision)
+    dtype = getattr(torch, dtype) if isinstance(dtype, str) else dtype
+    return save(path, config, AutoProcessor.from_pretrained(source), source / "generation_config.json", dtype)

@@ -8,11 +8,8 @@ folder needs no weights, so a hub checkpoint's metadata is enough.
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 from typing import Any
-
-import torch
 
 #: Config fields set on a text config, where it has them.
 TEXT = {
@@ -56,14 +53,10 @@ def _set(config: Any, fields: dict) -> None:
 
 def small_copy(source: str | Path, path: str | Path, *, text: dict | None = None, vision: dict | None = None) -> Path:
     """Write a small random-weight copy of the checkpoint folder ``source`` to ``path``."""
-    from transformers import AutoConfig, AutoModelForImageTextToText, AutoProcessor
+    from transformers import AutoConfig, AutoProcessor
 
-    source, path = Path(source), Path(path)
+    from .checkpoints import save
+
+    source = Path(source)
     config = shrink(AutoConfig.from_pretrained(source), text, vision)
-    torch.manual_seed(0)
-    model = AutoModelForImageTextToText.from_config(config).eval()
-    model.save_pretrained(path)
-    AutoProcessor.from_pretrained(source).save_pretrained(path)
-    if (source / "generation_config.json").exists():
-        shutil.copy(source / "generation_config.json", path / "generation_config.json")
-    return path
+    return save(path, config, AutoProcessor.from_pretrained(source), source / "generation_config.json")

@@ -44,6 +44,13 @@ def vlreg_scatter(part):
 
 
 @hookimpl
+def vlreg_image_grids(part):
+    from .geometry import llava_image_grids
+
+    return llava_image_grids(part.config)
+
+
+@hookimpl
 def vlreg_checkpoints():
     from . import checkpoints
 

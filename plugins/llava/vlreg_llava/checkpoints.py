@@ -19,13 +19,10 @@ overrides give (2 text and 2 tower blocks by default), in bfloat16.
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 from typing import Any
 
-import torch
-
-from vlreg.testing import reduce_depth, tokenizer
+from vlreg.testing import from_source, save, tokenizer
 
 IMAGE = "<image>"
 
@@ -108,7 +105,7 @@ def build_llava_interleave(path: Path, *, source: str | Path | None = None, **ov
     embeddings. ``overrides``: ``text_config`` and ``vision_config`` dicts, other fields
     of the top-level config."""
     if source is not None:
-        return from_source(path, source, **overrides)
+        return real_geometry(path, source, **overrides)
     from transformers import LlavaConfig, LlavaProcessor, SiglipImageProcessor
 
     tok = tokenizer(QWEN_TOKENS, **QWEN_ROLES)
@@ -145,7 +142,7 @@ def build_llava_1_5(path: Path, *, source: str | Path | None = None, **overrides
     untied readout. ``overrides`` as for `build_llava_interleave`; the tower is 3 blocks
     deep by default, so block -2 is neither the first nor the last."""
     if source is not None:
-        return from_source(path, source, **overrides)
+        return real_geometry(path, source, **overrides)
     from transformers import CLIPImageProcessor, LlavaConfig, LlavaProcessor
 
     tok = tokenizer(LLAMA_TOKENS, **LLAMA_ROLES)
@@ -178,7 +175,7 @@ def build_llava_next(path: Path, *, source: str | Path | None = None, **override
     """Write a LLaVA-NeXT-like checkpoint: CLIP tower (3 blocks), Mistral text model,
     crops on `GRID_PINPOINTS`. ``overrides`` as for `build_llava_interleave`."""
     if source is not None:
-        return from_source(path, source, **overrides)
+        return real_geometry(path, source, **overrides)
     from transformers import LlavaNextConfig, LlavaNextImageProcessor, LlavaNextProcessor
 
     tok = tokenizer(LLAMA_TOKENS, **LLAMA_ROLES)
@@ -207,26 +204,14 @@ def build_llava_next(path: Path, *, source: str | Path | None = None, **override
     return _save(path, config, processor, special)
 
 
-def from_source(path: Path, source: str | Path, **overrides: Any) -> Path:
+def real_geometry(path: Path, source: str | Path, **overrides: Any) -> Path:
     """A real LLaVA or LLaVA-NeXT checkpoint's geometry at reduced depth, in bfloat16,
     with its own tokenizer, processor and chat template. ``overrides``:
     ``text_config`` and ``vision_config`` dicts (``num_hidden_layers``, 2 by default),
     other fields of the top-level config."""
-    from transformers import AutoConfig, AutoModelForImageTextToText, AutoProcessor
-
-    path, source = Path(path), Path(source)
-    text = dict(overrides.pop("text_config", {}))
-    vision = dict(overrides.pop("vision_config", {}))
-    config = AutoConfig.from_pretrained(source, **overrides)
-    reduce_depth(config.text_config, {"num_hidden_layers": text.pop("num_hidden_layers", 2), **text})
-    reduce_depth(config.vision_config, {"num_hidden_layers": vision.pop("num_hidden_layers", 2), **vision})
-    torch.manual_seed(0)
-    model = AutoModelForImageTextToText.from_config(config, dtype=torch.bfloat16).eval()
-    model.save_pretrained(path)
-    AutoProcessor.from_pretrained(source).save_pretrained(path)
-    if (source / "generation_config.json").exists():
-        shutil.copy(source / "generation_config.json", path / "generation_config.json")
-    return path
+    text = {"num_hidden_layers": 2, **overrides.pop("text_config", {})}
+    vision = {"num_hidden_layers": 2, **overrides.pop("vision_config", {})}
+    return from_source(path, source, text=text, vision=vision, **overrides)
 
 
 def _clip_image_processor(cls: type, **options: Any) -> Any:
@@ -240,15 +225,9 @@ def _ids(tok: Any, tokens: tuple[str, ...]) -> dict[str, int]:
 
 
 def _save(path: Path, config: Any, processor: Any, special: dict[str, int | None]) -> Path:
-    from transformers import AutoModelForImageTextToText, GenerationConfig
+    from transformers import GenerationConfig
 
-    path = Path(path)
-    torch.manual_seed(0)
-    model = AutoModelForImageTextToText.from_config(config).eval()
-    model.save_pretrained(path)
-    processor.save_pretrained(path)
-    GenerationConfig(**{k: v for k, v in special.items() if v is not None}).save_pretrained(path)
-    return path
+    return save(path, config, processor, GenerationConfig(**{k: v for k, v in special.items() if v is not None}))
 
 
 BUILDERS = {

@@ -61,6 +61,13 @@ def vlreg_scatter(part):
 
 
 @hookimpl
+def vlreg_image_grids(part):
+    from vlreg_qwen2_vl.geometry import qwen_image_grids
+
+    return qwen_image_grids
+
+
+@hookimpl
 def vlreg_checkpoints():
     from .checkpoints import build_qwen2_5_vl
 

@@ -7,13 +7,10 @@ real one), so they come from that plugin.
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 from typing import Any
 
-import torch
-
-from vlreg.testing import reduce_depth, tokenizer
+from vlreg.testing import from_source, save, tokenizer
 from vlreg_qwen2_vl.checkpoints import CHAT_TEMPLATE, MAX_PIXELS, MIN_PIXELS, SPECIAL_TOKENS
 
 #: The tiny tower's window: 56 pixels, 2 x 2 merge blocks, so a 112 x 168 image
@@ -44,29 +41,19 @@ def build_qwen2_5_vl(path: Path, *, source: str | Path | None = None, **override
 
 
 def _from_source(path: Path, source: Path, text: dict, vision: dict, overrides: dict) -> Path:
-    from transformers import AutoConfig, AutoModelForImageTextToText, AutoProcessor
+    from transformers import AutoConfig
 
-    config = AutoConfig.from_pretrained(source, **overrides)
-    reduce_depth(config.text_config, {"num_hidden_layers": text.pop("num_hidden_layers", 2), **text})
-    depth = vision.pop("depth", REAL_TOWER_DEPTH)
-    kept = [index for index in config.vision_config.fullatt_block_indexes if index < depth]
-    reduce_depth(config.vision_config, {"depth": depth})
-    config.vision_config.fullatt_block_indexes = vision.pop("fullatt_block_indexes", kept)
-    for name, setting in vision.items():
-        setattr(config.vision_config, name, setting)
-    model = AutoModelForImageTextToText.from_config(config, dtype=torch.bfloat16)
-    model.save_pretrained(path)
-    AutoProcessor.from_pretrained(source).save_pretrained(path)
-    if (source / "generation_config.json").exists():
-        shutil.copy(source / "generation_config.json", path / "generation_config.json")
-    return path
+    depth = vision.setdefault("depth", REAL_TOWER_DEPTH)
+    full = AutoConfig.from_pretrained(source).vision_config.fullatt_block_indexes
+    vision.setdefault("fullatt_block_indexes", [index for index in full if index < depth])
+    text.setdefault("num_hidden_layers", 2)
+    return from_source(path, source, text=text, vision=vision, **overrides)
 
 
 def _tiny(path: Path, text: dict, vision: dict, overrides: dict) -> Path:
     from transformers import (
         GenerationConfig,
         Qwen2_5_VLConfig,
-        Qwen2_5_VLForConditionalGeneration,
         Qwen2_5_VLProcessor,
         Qwen2VLImageProcessor,
     )
@@ -122,9 +109,4 @@ def _tiny(path: Path, text: dict, vision: dict, overrides: dict) -> Path:
         pad_token_id=pad,
         **overrides,
     )
-    torch.manual_seed(0)
-    model = Qwen2_5_VLForConditionalGeneration(config).eval()
-    model.save_pretrained(path)
-    processor.save_pretrained(path)
-    GenerationConfig(eos_token_id=[eos, pad], pad_token_id=pad).save_pretrained(path)
-    return path
+    return save(path, config, processor, GenerationConfig(eos_token_id=[eos, pad], pad_token_id=pad))

@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 from typing import Any
 
-import torch
-
-from vlreg.testing import reduce_depth, tokenizer
+from vlreg.testing import from_source, save, tokenizer
 
 SPECIAL_TOKENS = (
     "<|endoftext|>",
@@ -56,34 +53,19 @@ def build_qwen2_vl(
     [2, 3, 3]; vision 32 wide; 2 blocks each), tied embeddings like 2B. With
     ``source``, a real checkpoint's metadata folder, the real config, tokenizer,
     processor and template at the depth ``overrides`` give (2 and 2 by default), in
-    bfloat16. ``overrides``: ``text_config`` and ``vision_config`` dicts, other fields
-    of the top-level config.
+    bfloat16. ``pixels``: the least and most pixels the tiny processor resizes an image
+    to. ``overrides``: ``text_config`` and ``vision_config`` dicts, other fields of the
+    top-level config.
     """
-    from transformers import (
-        AutoConfig,
-        AutoModelForImageTextToText,
-        AutoProcessor,
-        GenerationConfig,
-        Qwen2VLConfig,
-        Qwen2VLForConditionalGeneration,
-        Qwen2VLImageProcessor,
-        Qwen2VLProcessor,
-    )
+    from transformers import GenerationConfig, Qwen2VLConfig, Qwen2VLImageProcessor, Qwen2VLProcessor
     from transformers.models.qwen2_vl.video_processing_qwen2_vl import Qwen2VLVideoProcessor
 
-    path = Path(path)
     text = dict(overrides.pop("text_config", {}))
     vision = dict(overrides.pop("vision_config", {}))
     if source is not None:
-        config = AutoConfig.from_pretrained(source, **overrides)
-        reduce_depth(config.text_config, {"num_hidden_layers": text.pop("num_hidden_layers", 2), **text})
-        reduce_depth(config.vision_config, {"depth": vision.pop("depth", 2), **vision})
-        model = AutoModelForImageTextToText.from_config(config, dtype=torch.bfloat16)
-        model.save_pretrained(path)
-        AutoProcessor.from_pretrained(source).save_pretrained(path)
-        if (Path(source) / "generation_config.json").exists():
-            shutil.copy(Path(source) / "generation_config.json", path / "generation_config.json")
-        return path
+        text.setdefault("num_hidden_layers", 2)
+        vision.setdefault("depth", 2)
+        return from_source(path, source, text=text, vision=vision, **overrides)
 
     tok = tokenizer(SPECIAL_TOKENS, eos_token="<|im_end|>", pad_token="<|endoftext|>")
     ids = dict(zip(SPECIAL_TOKENS, tok.convert_tokens_to_ids(list(SPECIAL_TOKENS))))
@@ -131,11 +113,5 @@ def build_qwen2_vl(
         pad_token_id=ids["<|endoftext|>"],
         **overrides,
     )
-    torch.manual_seed(0)
-    model = Qwen2VLForConditionalGeneration(config).eval()
-    model.save_pretrained(path)
-    processor.save_pretrained(path)
-    GenerationConfig(
-        eos_token_id=[ids["<|im_end|>"], ids["<|endoftext|>"]], pad_token_id=ids["<|endoftext|>"]
-    ).save_pretrained(path)
-    return path
+    generation = GenerationConfig(eos_token_id=[ids["<|im_end|>"], ids["<|endoftext|>"]], pad_token_id=ids["<|endoftext|>"])
+    return save(path, config, processor, generation)

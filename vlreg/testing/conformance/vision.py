@@ -173,6 +173,31 @@ class VisionConformance(TextConformance):
             logits = text_only.logits.save()
         assert logits.shape[-1] == text_only.vocab_size
 
-    def test_lazy_text_only_build_is_refused_with_the_fix(self, path):
-        with pytest.raises(ValueError, match="image-text-to-text"):
-            self.load(path, task=None, dispatch=False)
+    def test_lazy_text_only_build(self, path, model):
+        """Refused, naming the fix, where transformers has no text-generation class for
+        the config (it could only fall back to the wrapper, which needs the weights);
+        where the class is the wrapper itself (Gemma 3), built lazily with no images."""
+        if _text_generation_class(path) is None:
+            with pytest.raises(ValueError, match="image-text-to-text"):
+                self.load(path, task=None, dispatch=False)
+            return
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            lazy = self.load(path, task=None, dispatch=False)
+        assert not lazy.dispatched and lazy.processor is None
+        assert any("task='image-text-to-text'" in str(w.message) for w in caught)
+        assert lazy._aliases == model._aliases
+        assert "no processor" in lazy.vision.no_images()
+        with lazy.trace(self.text):
+            logits = lazy.logits.save()
+        assert lazy.dispatched and logits.shape[-1] == lazy.vocab_size
+
+
+def _text_generation_class(path: str) -> type | None:
+    """The class transformers loads this checkpoint as for text generation, if any
+    (Gemma 3's is the wrapper itself; LLaVA and Qwen2-VL have none)."""
+    from transformers import AutoConfig
+    from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING
+
+    config = AutoConfig.from_pretrained(path)
+    return MODEL_FOR_CAUSAL_LM_MAPPING[type(config)] if type(config) in MODEL_FOR_CAUSAL_LM_MAPPING else None

@@ -1,0 +1,182 @@
+"""Where a LLaVA or LLaVA-NeXT image token sits in its image (`vlreg_image_grids`).
+
+The tower sees a fixed square of pixels, made by the image processor from the original
+image with a chain of steps each of which maps coordinates linearly: LLaVA's optional pad
+to a square, a resize (to a fixed size, or the shortest edge to a size, keeping the
+aspect), a centre crop. A `Frame` is that chain run backwards, so a patch's box on the
+tower's square maps back to the original image exactly; the sizes each step produces are
+computed with transformers' own helpers, as the processor computes them.
+
+* LLaVA: one grid, the tower's patch grid, after the tokens the strategy keeps in front of
+  it (CLIP's CLS row under "full"; "default" drops it). Under a centre crop the boxes cover
+  only the cropped part of the image.
+* LLaVA-NeXT: the base image (the whole image squeezed to the tower's square) as one grid;
+  then the tiles: the image is resized into the best of ``image_grid_pinpoints`` keeping its
+  aspect, centred on that canvas over padding and cut into tower-sized tiles; the model
+  lays the tiles' patch grids side by side, drops the token rows (or columns) it counts as
+  padding, and ends every row with a newline token, which covers no pixels. Tokens the
+  model keeps but that lie wholly on the processor's padding cover no pixels either.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import numpy as np
+import torch
+from attrs import frozen
+
+from vlreg.plugin import ImageGrid, box_grid, clip_boxes
+
+
+@frozen
+class Frame:
+    """Coordinates on a processed canvas mapped back to the canvas before the steps:
+    ``x_before = x * x_scale + left``, ``y_before = y * y_scale + top``."""
+
+    x_scale: float = 1.0
+    y_scale: float = 1.0
+    left: float = 0.0
+    top: float = 0.0
+
+    def then(self, later: "Frame") -> "Frame":
+        """The frame of this step followed by ``later`` (``later`` maps back first)."""
+        return Frame(
+            later.x_scale * self.x_scale,
+            later.y_scale * self.y_scale,
+            later.left * self.x_scale + self.left,
+            later.top * self.y_scale + self.top,
+        )
+
+    def back(self, boxes: torch.Tensor) -> torch.Tensor:
+        scale = torch.tensor([self.x_scale, self.y_scale, self.x_scale, self.y_scale], dtype=boxes.dtype)
+        shift = torch.tensor([self.left, self.top, self.left, self.top], dtype=boxes.dtype)
+        return boxes * scale + shift
+
+
+def _shape(height: int, width: int) -> np.ndarray:
+    return np.broadcast_to(np.zeros((), dtype=np.uint8), (1, height, width))
+
+
+def resized(size: Any, height: int, width: int) -> tuple[int, int]:
+    """The (height, width) the processor's ``resize`` gives an image of this size."""
+    from transformers.image_transforms import get_resize_output_image_size, get_size_with_aspect_ratio
+    from transformers.image_utils import ChannelDimension, get_image_size_for_max_height_width
+
+    if size.shortest_edge and size.longest_edge:
+        return tuple(get_size_with_aspect_ratio((height, width), size.shortest_edge, size.longest_edge))
+    if size.shortest_edge:
+        return tuple(get_resize_output_image_size(
+            _shape(height, width), size=size.shortest_edge, default_to_square=False, input_data_format=ChannelDimension.FIRST
+        ))
+    if size.max_height and size.max_width:
+        return tuple(get_image_size_for_max_height_width((height, width), size.max_height, size.max_width))
+    return size.height, size.width
+
+
+def resize_and_crop(processor: Any, height: int, width: int) -> tuple[Frame, int, int]:
+    """The processor's resize then centre crop, as LLaVA's and NeXT's image processors run
+    them (each if switched on): the frame back to the input and the output's size."""
+    frame = Frame()
+    if processor.do_resize:
+        new_height, new_width = resized(processor.size, height, width)
+        frame = Frame(width / new_width, height / new_height)
+        height, width = new_height, new_width
+    if getattr(processor, "do_center_crop", False):
+        crop_height, crop_width = processor.crop_size.height, processor.crop_size.width
+        pad_left = (crop_width - width) // 2 if crop_width > width else 0
+        pad_top = (crop_height - height) // 2 if crop_height > height else 0
+        left = int((max(width, crop_width) - crop_width) / 2.0) - pad_left
+        top = int((max(height, crop_height) - crop_height) / 2.0) - pad_top
+        frame = frame.then(Frame(left=left, top=top))
+        height, width = crop_height, crop_width
+    return frame, height, width
+
+
+def _square(processor: Any, height: int, width: int) -> tuple[Frame, int, int]:
+    """LlavaImageProcessor's pad to a square, centred (when ``do_pad``)."""
+    if not (getattr(processor, "do_pad", False) and hasattr(processor, "pad_to_square")) or height == width:
+        return Frame(), height, width
+    side = max(height, width)
+    return Frame(left=-((side - width) // 2), top=-((side - height) // 2)), side, side
+
+
+def _leading(processor: Any) -> list[ImageGrid]:
+    """The tokens in front of the patch grid the strategy keeps (CLIP's CLS under "full")."""
+    extra = processor.num_additional_image_tokens - (processor.vision_feature_select_strategy == "default")
+    return [ImageGrid(1, extra, torch.full((extra, 4), float("nan")), label="cls")] if extra > 0 else []
+
+
+def _patches(frame: Frame, height: int, width: int, patch: int, image: Any) -> torch.Tensor:
+    """The tower's patch boxes on a ``height`` x ``width`` canvas, mapped back through
+    ``frame`` to the original image and cut to it."""
+    boxes = box_grid(height // patch, width // patch, patch, patch)
+    return clip_boxes(frame.back(boxes), *image.size)
+
+
+def llava_image_grids(config: Any):
+    """``vlreg_image_grids`` for LLaVA (``llava``) and LLaVA-NeXT (``llava_next``)."""
+    patch = config.vision_config.patch_size
+
+    def plain(encoding: Any, images: Sequence[Any], processor: Any) -> list[list[ImageGrid]]:
+        vision = processor.image_processor
+        found = []
+        for image in images:
+            width, height = image.size
+            padded, height, width = _square(vision, height, width)
+            cropped, height, width = resize_and_crop(vision, height, width)
+            boxes = _patches(padded.then(cropped), height, width, patch, image)
+            found.append(_leading(processor) + [ImageGrid(height // patch, width // patch, boxes)])
+        return found
+
+    def next_(encoding: Any, images: Sequence[Any], processor: Any) -> list[list[ImageGrid]]:
+        return [_next_grids(config, processor, image, patch) for image in images]
+
+    return next_ if config.model_type == "llava_next" else plain
+
+
+def _next_grids(config: Any, processor: Any, image: Any, patch: int) -> list[ImageGrid]:
+    from transformers.image_processing_utils import get_patch_output_size, select_best_resolution
+    from transformers.image_utils import ChannelDimension
+
+    vision = processor.image_processor
+    width, height = image.size
+    size = vision.size
+    square = (size.height, size.width) if size.height and size.width else (size.shortest_edge, size.shortest_edge)
+    squeeze = Frame(width / square[1], height / square[0])
+    cropped, side_h, side_w = resize_and_crop(vision, *square)
+    base_boxes = _patches(squeeze.then(cropped), side_h, side_w, patch, image)
+    base = ImageGrid(side_h // patch, side_w // patch, base_boxes, label="base")
+
+    best_h, best_w = select_best_resolution((height, width), vision.image_grid_pinpoints)
+    fit_h, fit_w = get_patch_output_size(_shape(height, width), (best_h, best_w), ChannelDimension.FIRST)
+    x_scale, y_scale = width / fit_w, height / fit_h
+    fitted = Frame(x_scale, y_scale, -((best_w - fit_w) // 2) * x_scale, -((best_h - fit_h) // 2) * y_scale)
+    tile = vision.crop_size.height if vision.crop_size and vision.crop_size.height else (size.height or size.shortest_edge)
+    in_tile, tile_h, tile_w = resize_and_crop(vision, tile, tile)
+    per_tile = config.vision_config.image_size // patch
+    tiles_h, tiles_w = best_h // config.vision_config.image_size, best_w // config.vision_config.image_size
+    rows, columns = _unpadded(height, width, tiles_h * per_tile, tiles_w * per_tile)
+    r = torch.tensor(rows, dtype=torch.float64)[:, None].expand(len(rows), len(columns))
+    c = torch.tensor(columns, dtype=torch.float64)[None, :].expand(len(rows), len(columns))
+    cell_h, cell_w = tile_h / per_tile, tile_w / per_tile
+    y, x = (r % per_tile) * cell_h, (c % per_tile) * cell_w
+    on_tile = in_tile.back(torch.stack([x, y, x + cell_w, y + cell_h], -1).reshape(-1, 4))
+    ty, tx = (r // per_tile).reshape(-1) * tile, (c // per_tile).reshape(-1) * tile
+    on_canvas = on_tile + torch.stack([tx, ty, tx, ty], -1)
+    boxes = clip_boxes(fitted.back(on_canvas), width, height).reshape(len(rows), len(columns), 4)
+    boxes = torch.cat([boxes, torch.full((len(rows), 1, 4), float("nan"), dtype=torch.float64)], 1)
+    tiles = ImageGrid(len(rows), len(columns) + 1, boxes.reshape(-1, 4), label="tiles")
+    return _leading(processor) + [base, tiles]
+
+
+def _unpadded(height: int, width: int, grid_h: int, grid_w: int) -> tuple[range, range]:
+    """The token rows and columns of the tiles' grid the model keeps, as its
+    ``unpad_image`` decides from the original size."""
+    if width / height > grid_w / grid_h:
+        kept = int(round(height * (grid_w / width), 7))
+        pad = (grid_h - kept) // 2
+        return range(pad, grid_h - pad), range(grid_w)
+    kept = int(round(width * (grid_h / height), 7))
+    pad = (grid_w - kept) // 2
+    return range(grid_h), range(pad, grid_w - pad)

@@ -1,0 +1,35 @@
+"""Seeing into the image: analyses over image tokens, on the standard names of any family.
+
+Each helper runs its traces itself and returns tensors laid out per image, with an axis
+over that image's tokens in sequence order, and the `ImageGeometry` that maps those tokens
+to pixels, so any per-token score can be drawn with `vlreg.pictures.overlay`. A prompt
+carries its images in one invoke (nnsight batches no images across invokes), so every
+helper takes one prompt, or a list of prompts, with its images, as ``model.trace`` does.
+
+* `logit_lens` (`lens`): the readout at every image token after each block;
+* `ablate_image`, `occlusion`, `patch_image` (`edits`): the image's features replaced,
+  token by token, or a block's output at its tokens taken from a run on another image;
+* `attention_to_images`, `tower_patterns` (`attention`): a text token's attention to each
+  image's tokens, and the tower's own pattern on the image's token grid.
+"""
+
+from .attention import ImageAttention, TowerPatterns, attention_to_images, tower_patterns
+from .edits import Ablation, Occlusion, Patching, ablate_image, occlusion, patch_image
+from .lens import LogitLens, logit_lens
+from .tokens import token_id
+
+__all__ = [
+    "LogitLens",
+    "logit_lens",
+    "Ablation",
+    "ablate_image",
+    "Occlusion",
+    "occlusion",
+    "Patching",
+    "patch_image",
+    "ImageAttention",
+    "attention_to_images",
+    "TowerPatterns",
+    "tower_patterns",
+    "token_id",
+]

@@ -1,0 +1,127 @@
+"""Attention over image tokens: a text token's, and the tower's own."""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import torch
+from attrs import frozen
+
+from ..core.geometry import ImageGeometry, encode
+from .tokens import _images, _layers
+
+
+@frozen
+class ImageAttention:
+    """How much the text token at ``position`` of batch row ``row`` attends to each image
+    token, block by block: per image, ``weights`` ``[layers, heads, tokens]`` (rows of
+    the eager pattern, so each block's weights over the whole sequence sum to 1)."""
+
+    layers: tuple[int, ...]
+    row: int
+    position: int
+    weights: list[torch.Tensor]
+    geometry: list[ImageGeometry]
+
+    def mass(self) -> torch.Tensor:
+        """``[images, layers]``: the attention each image gets, averaged over heads."""
+        return torch.stack([w.sum(-1).mean(-1) for w in self.weights])
+
+
+def attention_to_images(
+    model: Any,
+    prompt: Any,
+    images: Any,
+    *,
+    position: int = -1,
+    layers: Sequence[int] | None = None,
+    row: int | None = None,
+) -> ImageAttention:
+    """Read the text blocks' attention patterns at one query token (loads with
+    ``attn_implementation="eager"`` only: the pattern is formed there). ``row`` defaults
+    to the first image's batch row."""
+    images = _images(images)
+    geometry = model.vision.geometry(prompt, images)
+    layers = _layers(model, layers)
+    row = geometry[0].row if row is None else row
+    rows: list = []
+    with torch.no_grad(), model.trace(prompt, images=images):
+        for layer in layers:
+            rows.append(model.layers[layer].self_attn.attention_probabilities[row, :, position].save())
+    pattern = torch.stack([saved.detach().float() for saved in rows])
+    weights = [pattern[..., image.positions] if image.row == row else pattern[..., :0] for image in geometry]
+    return ImageAttention(layers, row, position, weights, geometry)
+
+
+@frozen
+class TowerPatterns:
+    """The tower's attention in block ``layer`` at image-token granularity: per image,
+    ``patterns`` ``[heads, tokens, tokens]`` over the tokens of its grid ``grids[i]``
+    (query, key). On the Qwen ViT a token is a merge block: its queries' rows averaged,
+    its keys' columns summed, so each row still sums to 1. On a tower with a CLS row the
+    CLS columns are left out, so a row sums to less than 1."""
+
+    layer: int
+    patterns: list[torch.Tensor]
+    grids: list[int]
+    geometry: list[ImageGeometry]
+
+    def from_token(self, image: int, token: int, head: int | None = None) -> torch.Tensor:
+        """Where one token of image ``image``'s grid looks: ``[tokens]`` (mean over heads
+        unless ``head``)."""
+        rows = self.patterns[image][:, token]
+        return rows.mean(0) if head is None else rows[head]
+
+
+def tower_patterns(model: Any, prompt: Any, images: Any, *, layer: int = -1) -> TowerPatterns:
+    """The attention pattern of tower block ``layer``, per image.
+
+    A tower whose attention calls once per image or window (the Qwen ViT) is read as its
+    queries, keys and ``cu_seqlens`` and the patterns are computed with
+    ``self_attn.patterns``; any other tower serves ``attention_probabilities`` (eager).
+    Where the tower runs on several crops per image (LLaVA-NeXT), one image at a time
+    is supported, and its pattern is the base image's."""
+    images = _images(images)
+    geometry = model.vision.geometry(prompt, images)
+    layer = range(model.vision.num_layers)[layer]
+    attention = model.vision.layers[layer].self_attn
+    if hasattr(attention, "patterns"):
+        patterns = _merged_patterns(model, attention, prompt, images, geometry)
+        return TowerPatterns(layer, patterns, [len(image.grids) - 1 for image in geometry], geometry)
+    with torch.no_grad(), model.trace(prompt, images=images):
+        pattern = attention.attention_probabilities.save()
+    pattern = pattern.detach().float()
+    if pattern.shape[0] != len(images) and len(images) != 1:
+        raise ValueError(f"the tower ran on {pattern.shape[0]} crops for {len(images)} images: pass one image at a time")
+    patterns, grids = [], []
+    for index, image in enumerate(geometry):
+        grid = next(i for i, g in enumerate(image.grids) if bool(g.covered.all()))
+        extra = pattern.shape[-1] - image.grids[grid].tokens
+        patterns.append(pattern[index, :, extra:, extra:])
+        grids.append(grid)
+    return TowerPatterns(layer, patterns, grids, geometry)
+
+
+def _merged_patterns(model, attention, prompt, images, geometry) -> list[torch.Tensor]:
+    """Each image's pattern from the per-call patterns, in merge-block order, folded to tokens."""
+    with torch.no_grad(), model.trace(prompt, images=images):
+        bounds = attention.inputs[1]["cu_seqlens"].save()
+        queries = attention.attention_queries.save()
+        keys = attention.attention_keys.save()
+    calls = attention.patterns(queries.detach().float(), keys.detach().float(), bounds)
+    heads, patches = queries.shape[1], queries.shape[2]
+    whole = torch.zeros(heads, patches, patches)
+    for start, end, call in zip(bounds[:-1].tolist(), bounds[1:].tolist(), calls):
+        whole[:, start:end, start:end] = call
+    vision = model.vision
+    if hasattr(vision, "to_scatter_order"):
+        grid_thw = encode(model.processor, prompt, images)["image_grid_thw"]
+        whole = vision.to_scatter_order(vision.to_scatter_order(whole, grid_thw, dim=-2), grid_thw, dim=-1)
+    unit = vision.spatial_merge_size**2
+    found, start = [], 0
+    for image in geometry:
+        n = image.tokens
+        block = whole[:, start : start + n * unit, start : start + n * unit]
+        found.append(block.reshape(heads, n, unit, n, unit).sum(-1).mean(2))
+        start += n * unit
+    return found

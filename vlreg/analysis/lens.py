@@ -1,0 +1,66 @@
+"""The logit lens over image tokens."""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import torch
+from attrs import frozen
+
+from ..core.geometry import ImageGeometry
+from .tokens import _images, _layers, _split, _where, token_id
+
+
+@frozen
+class LogitLens:
+    """The readout (``norm``, then ``lm_head``) applied to the stream at every image token
+    after each block in ``layers``. Per image, ``top_ids`` and ``top_probabilities`` are
+    ``[layers, tokens, top]``, and with a ``target`` ``target_probabilities`` is
+    ``[layers, tokens]``."""
+
+    layers: tuple[int, ...]
+    top_ids: list[torch.Tensor]
+    top_probabilities: list[torch.Tensor]
+    target: int | None
+    target_probabilities: list[torch.Tensor] | None
+    geometry: list[ImageGeometry]
+
+    def top_tokens(self, tokenizer: Any, image: int = 0, layer: int = -1) -> list[str]:
+        """The most likely token at each of an image's tokens after ``layers[layer]``."""
+        return tokenizer.convert_ids_to_tokens(self.top_ids[image][layer, :, 0].tolist())
+
+
+def logit_lens(
+    model: Any,
+    prompt: Any,
+    images: Any,
+    *,
+    layers: Sequence[int] | None = None,
+    top: int = 5,
+    target: "int | str | None" = None,
+) -> LogitLens:
+    """Read every image token out through the final norm and the readout, block by block.
+
+    The streams are read in one trace and read out after it, with the model's own
+    ``norm`` and ``lm_head`` modules, so the trace edits nothing."""
+    images = _images(images)
+    geometry = model.vision.geometry(prompt, images)
+    layers = _layers(model, layers)
+    rows, positions = _where(geometry)
+    streams: list = []
+    with torch.no_grad(), model.trace(prompt, images=images):
+        for layer in layers:
+            streams.append(model.layers[layer].layer_output[rows, positions].save())
+    with torch.no_grad():
+        stream = torch.stack([saved.detach() for saved in streams])
+        probabilities = model.lm_head._module(model.norm._module(stream)).float().softmax(-1)
+    best = probabilities.topk(top, dim=-1)
+    wanted = None if target is None else token_id(model, target)
+    return LogitLens(
+        layers=layers,
+        top_ids=_split(best.indices, geometry, dim=1),
+        top_probabilities=_split(best.values, geometry, dim=1),
+        target=wanted,
+        target_probabilities=None if wanted is None else _split(probabilities[..., wanted], geometry),
+        geometry=geometry,
+    )

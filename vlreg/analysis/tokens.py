@@ -1,0 +1,60 @@
+"""What every analysis shares: the image tokens' rows and positions, per-image splits,
+layers in forward order, token ids, and copies of a prompt in one batch."""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import torch
+
+from ..core.geometry import ImageGeometry
+
+
+def _images(images: Any) -> list:
+    return list(images) if isinstance(images, (list, tuple)) else [images]
+
+
+def _where(geometry: Sequence[ImageGeometry]) -> tuple[torch.Tensor, torch.Tensor]:
+    """Batch rows and positions of every image token, in ``image_features`` order."""
+    rows = torch.cat([torch.full_like(image.positions, image.row) for image in geometry])
+    return rows, torch.cat([image.positions for image in geometry])
+
+
+def _split(tensor: torch.Tensor, geometry: Sequence[ImageGeometry], dim: int = -1) -> list[torch.Tensor]:
+    """``tensor``'s axis ``dim`` (every image token) cut into one piece per image."""
+    return list(tensor.split([image.tokens for image in geometry], dim=dim))
+
+
+def _layers(model: Any, layers: Sequence[int] | None) -> tuple[int, ...]:
+    """Text blocks in forward order: values are served in the order the model makes them."""
+    chosen = range(model.num_layers) if layers is None else layers
+    return tuple(sorted({range(model.num_layers)[i] for i in chosen}))
+
+
+def token_id(model: Any, token: "int | str") -> int:
+    """A token id, from an id or from a string that is one token."""
+    if isinstance(token, int):
+        return token
+    ids = model.tokenizer.encode(token, add_special_tokens=False)
+    if len(ids) != 1:
+        raise ValueError(f"{token!r} is {len(ids)} tokens here, not one; pass a token id")
+    return ids[0]
+
+
+def _logits(model: Any, prompt: Any, images: list, row: int, position: int) -> torch.Tensor:
+    with torch.no_grad(), model.trace(prompt, images=images):
+        logits = model.logits[row, position].save()
+    return logits.detach()
+
+
+def _copies(model: Any, prompt: Any, images: list, count: int) -> tuple[list, list, list[ImageGeometry]]:
+    """``count`` copies of a one-row prompt with its images, a copy a batch row, and the
+    batch's geometry: image ``j`` of copy ``k`` is ``geometry[k * len(images) + j]``."""
+    if not isinstance(prompt, str):
+        raise ValueError("one token at a time runs copies of one prompt in a batch: pass the prompt as a string")
+    prompts, pictures = [prompt] * count, images * count
+    return prompts, pictures, model.vision.geometry(prompts, pictures)
+
+
+def _chunks(count: int, size: int) -> list[list[int]]:
+    return [list(range(start, min(count, start + size))) for start in range(0, count, size)]
