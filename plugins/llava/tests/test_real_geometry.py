@@ -15,6 +15,7 @@ import torch
 from PIL import Image
 
 from vlreg import StandardizedTransformer, Unavailable
+from vlreg.core.vision import scatter_call, scatter_host
 from vlreg.plugin import Scatter
 from vlreg.testing import build, shared_checkpoint
 
@@ -73,6 +74,9 @@ def test_spec_example(model):
     assert model.family.scatter == Scatter(host="model", operation="inputs_embeds_masked_scatter_0", argument=1)
     location = type(model.vision).image_features.location(model.vision)
     assert location == "model.model.source.inputs_embeds_masked_scatter_0.input"
+    host, envoy = scatter_host(model)
+    assert host == "model" and envoy is model.model
+    assert scatter_call(model) == ("model.source.inputs_embeds_masked_scatter_0", 1)
 
     with model.trace(spec_prompt(model), images=[spec_image()]):
         mask = model.vision.image_token_mask.save()
