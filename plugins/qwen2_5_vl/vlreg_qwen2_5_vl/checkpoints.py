@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from vlreg.testing import from_source, save, tokenizer
-from vlreg_qwen2_vl.checkpoints import CHAT_TEMPLATE, MAX_PIXELS, MIN_PIXELS, SPECIAL_TOKENS
+from vlreg_qwen2_vl.checkpoints import CHAT_TEMPLATE, MAX_PIXELS, MIN_PIXELS, SPECIAL_TOKENS, TINY_TEXT
 
 #: The tiny tower's window: 56 pixels, 2 x 2 merge blocks, so a 112 x 168 image
 #: (4 x 6 merge blocks) has six windows.
@@ -71,13 +71,7 @@ def _tiny(path: Path, text: dict, vision: dict, overrides: dict) -> Path:
     eos, pad = ids["<|im_end|>"], ids["<|endoftext|>"]
     text = {
         "vocab_size": len(tok),
-        "hidden_size": 64,
-        "intermediate_size": 128,
-        "num_hidden_layers": 2,
-        "num_attention_heads": 4,
-        "num_key_value_heads": 2,
-        "max_position_embeddings": 1024,
-        "rope_scaling": {"type": "mrope", "mrope_section": [2, 3, 3], "rope_theta": 1e6},
+        **TINY_TEXT,
         "bos_token_id": None,
         "eos_token_id": eos,
         "pad_token_id": pad,

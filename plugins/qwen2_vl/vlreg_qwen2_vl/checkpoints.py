@@ -43,6 +43,18 @@ CHAT_TEMPLATE = (
 #: image tokens of 28 x 28 pixels.
 MIN_PIXELS, MAX_PIXELS = 56 * 56, 168 * 168
 
+#: The tiny text model of the Qwen VL lines: 64 wide, 4 query heads over 2 KV heads of
+#: 16, its 8 rotary frequencies in M-RoPE sections of 2, 3 and 3.
+TINY_TEXT = {
+    "hidden_size": 64,
+    "intermediate_size": 128,
+    "num_hidden_layers": 2,
+    "num_attention_heads": 4,
+    "num_key_value_heads": 2,
+    "max_position_embeddings": 1024,
+    "rope_scaling": {"type": "mrope", "mrope_section": [2, 3, 3], "rope_theta": 1e6},
+}
+
 
 def build_qwen2_vl(
     path: Path, *, source: str | Path | None = None, pixels: tuple[int, int] = (MIN_PIXELS, MAX_PIXELS), **overrides: Any
@@ -79,13 +91,7 @@ def build_qwen2_vl(
     config = Qwen2VLConfig(
         text_config={
             "vocab_size": len(tok),
-            "hidden_size": 64,
-            "intermediate_size": 128,
-            "num_hidden_layers": 2,
-            "num_attention_heads": 4,
-            "num_key_value_heads": 2,
-            "max_position_embeddings": 1024,
-            "rope_scaling": {"type": "mrope", "mrope_section": [2, 3, 3], "rope_theta": 1e6},
+            **TINY_TEXT,
             "tie_word_embeddings": True,
             "bos_token_id": None,
             "eos_token_id": ids["<|im_end|>"],
