@@ -82,3 +82,36 @@ def test_without_the_plugin_a_load_names_what_to_install(tmp_path):
     assert done.returncode != 0
     assert "NoFamily: No installed vlreg plugin serves model_type 'qwen2_vl'" in done.stderr
     assert "vlreg-qwen2-vl" in done.stderr
+
+
+ALONE = textwrap.dedent(
+    """
+    import torch
+    from PIL import Image
+    from vlreg import StandardizedTransformer
+    from vlreg.core import plugins
+    from vlreg.testing import build
+
+    assert [name for name, _ in plugins.plugin_manager().list_name_plugin()] == [{plugin!r}]
+    model = StandardizedTransformer(str(build({checkpoint!r})), task="image-text-to-text", dispatch=True, device="cpu")
+    messages = [{{"role": "user", "content": [{{"type": "image"}}, {{"type": "text", "text": "What is in this image?"}}]}}]
+    prompt = model.processor.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
+    with model.trace(prompt, images=[Image.new("RGB", (64, 64), "red")]):
+        mask = model.vision.image_token_mask.save()
+        features = model.vision.image_features.save()
+        first = model.layers[0].input.save()
+    assert torch.equal(first[mask], features)
+    print("served by", model.family.name)
+    """
+)
+
+
+@pytest.mark.parametrize(
+    "plugin, checkpoint", [("qwen2_vl", "qwen2_vl"), ("qwen2_5_vl", "qwen2_5_vl"), ("llava", "llava_interleave")]
+)
+def test_each_builtin_family_works_alone(plugin, checkpoint):
+    env = {**os.environ, "VLREG_LOAD_PLUGINS": plugin}
+    code = ALONE.format(plugin=plugin, checkpoint=checkpoint)
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert f"served by {plugin}" in done.stdout
