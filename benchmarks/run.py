@@ -27,7 +27,7 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from workloads import WORKLOADS, Native, geometry, plain_forward, saved_bytes  # noqa: E402
+from workloads import WORKLOADS, Native, geometry, plain_forward  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 TARGETS = {"vlreg / nnsight": 1.03, "vlreg / transformers": 1.10, "build (s over nnsight)": 0.3, "import (s over nnsight + transformers)": 0.2}
