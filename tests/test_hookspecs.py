@@ -8,7 +8,7 @@ import pytest
 import torch
 
 import vlreg_qwen2_vl as qwen2_vl
-from vlreg import StandardizedTransformer, Unavailable, hookimpl
+from vlreg import ReadOnly, StandardizedTransformer, Unavailable, hookimpl
 from vlreg.core import hookspecs, plugins
 from vlreg.plugin import ImageGrid, Layer, value
 from vlreg.testing import build, builders, registered
@@ -196,6 +196,34 @@ def test_vlreg_unavailable(path):
                 model.layers[1].mlp.mlp_output.save()
         after = model._module.state_dict()
         assert all(torch.equal(tensor, after[name]) for name, tensor in before.items())
+
+
+def test_vlreg_read_only(path):
+    def frozen_second_block(envoy):
+        return "layers[1] is frozen; edit layers[0]" if envoy._block == 1 else None
+
+    class Frozen(Qwen2VLAgain):
+        @hookimpl
+        def vlreg_read_only(self, part):
+            return {"mlp.*": frozen_second_block} if part.kind == "text" else None
+
+    with registered(Frozen(), name="frozen", replacing=[qwen2_vl]):
+        model = load(path)
+        assert model.read_only()["layers.1.mlp.mlp_output"] == "layers[1] is frozen; edit layers[0]"
+        assert "layers.0.mlp.mlp_output" not in model.read_only()
+        text = prompt(model)
+        for write in ("assign", "in place"):
+            with pytest.raises(ReadOnly, match=r"layers\[1\]\.mlp\.mlp_output cannot be written: layers\[1\] is frozen"):
+                with model.trace(text, images=[image(56, 56)]):
+                    if write == "assign":
+                        model.layers[1].mlp.mlp_output = torch.zeros(1)
+                    else:
+                        model.layers[1].mlp.mlp_output[:] = 0
+        with model.trace(text, images=[image(56, 56)]):
+            model.layers[0].mlp.mlp_output[:] = 0
+            read = model.layers[1].mlp.mlp_output.save()  # reading stays allowed
+        read[:] = 1  # and the saved tensor is the user's after the trace
+        assert bool((read == 1).all())
 
 
 def test_vlreg_checkpoints(tmp_path):

@@ -73,15 +73,28 @@ def test_the_blocklist_leaves_out_what_it_names():
     assert report["skipped"]["qwen2_vl"] == "disabled by VLREG_DISABLE_PLUGINS"
 
 
-def test_without_the_plugin_a_load_names_what_to_install(tmp_path):
+@pytest.mark.parametrize(
+    "variable, value, why",
+    [("VLREG_DISABLE_PLUGINS", "qwen2_vl,qwen2_5_vl", "disabled by VLREG_DISABLE_PLUGINS"),
+     ("VLREG_LOAD_PLUGINS", "llava", "not in VLREG_LOAD_PLUGINS")],
+)
+def test_a_disabled_plugin_is_named_as_installed_and_disabled(variable, value, why):
     from vlreg.testing import build
 
     code = f"from vlreg import StandardizedTransformer\nStandardizedTransformer({str(build('qwen2_vl'))!r}, task='image-text-to-text')"
-    env = {**os.environ, "VLREG_DISABLE_PLUGINS": "qwen2_vl,qwen2_5_vl"}
-    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
+    env = {key: item for key, item in os.environ.items() if not key.startswith("VLREG_")}
+    done = subprocess.run([sys.executable, "-c", code], env={**env, variable: value}, capture_output=True, text=True, timeout=300)
     assert done.returncode != 0
-    assert "NoFamily: No installed vlreg plugin serves model_type 'qwen2_vl'" in done.stderr
-    assert "vlreg-qwen2-vl" in done.stderr
+    assert "NoFamily: No loaded vlreg plugin serves model_type 'qwen2_vl'" in done.stderr
+    assert f"was not loaded: 'qwen2_vl' ({why})" in done.stderr
+    assert "pip install" not in done.stderr
+
+
+def test_a_name_no_plugin_has_is_warned_about():
+    report = run(VLREG_DISABLE_PLUGINS="qwen2-vl", VLREG_LOAD_PLUGINS="qwen2_vl,llava,lava")
+    warned = " ".join(report["warnings"])
+    assert "VLREG_DISABLE_PLUGINS names 'qwen2-vl'" in warned and "VLREG_LOAD_PLUGINS names 'lava'" in warned
+    assert "qwen2_vl" in report["loaded"]
 
 
 ALONE = textwrap.dedent(

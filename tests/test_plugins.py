@@ -2,7 +2,10 @@
 
 import importlib.metadata
 import json
+import os
 import shutil
+import subprocess
+import sys
 
 import pluggy
 import pytest
@@ -58,17 +61,64 @@ def test_an_unserved_text_model_names_the_part(path, tmp_path):
             StandardizedTransformer(str(folder), task="image-text-to-text")
 
 
-def test_a_second_claim_on_a_part_is_refused_naming_both():
+def test_a_second_claim_leaves_only_that_part_contested_naming_both(path):
     class Impostor:
         @hookimpl
         def vlreg_claims(self):
-            return [Claim("wrapper", "qwen2_vl")]
+            return [Claim("wrapper", "qwen2_vl"), Claim("wrapper", "impostor_vl")]
 
     impostor = Impostor()
-    with pytest.raises(ValueError, match="'impostor'.*'qwen2_vl' \\(vlreg-qwen2-vl"):
+    with pytest.warns(UserWarning, match="'qwen2_vl' is claimed by plugin 'qwen2_vl' \\(vlreg-qwen2-vl"):
         plugins.register(impostor, name="impostor")
-    assert not plugins.plugin_manager().is_registered(impostor)
+    try:
+        assert plugins.claimant("wrapper", "qwen2_vl") is None
+        assert set(plugins.contenders("wrapper", "qwen2_vl")) == {qwen2_vl, impostor}
+        assert plugins.claimant("text", "qwen2_vl_text") is qwen2_vl  # its other claims stand
+        assert plugins.claimant("wrapper", "impostor_vl") is impostor
+        with pytest.raises(NoFamily, match="VLREG_DISABLE_PLUGINS=.*overrides="):
+            StandardizedTransformer(path, task="image-text-to-text")
+    finally:
+        plugins.unregister(impostor)
     assert plugins.claimant("wrapper", "qwen2_vl") is qwen2_vl
+
+
+IMPOSTOR = """
+from vlreg import hookimpl
+from vlreg.plugin import Claim
+
+@hookimpl
+def vlreg_claims():
+    return [Claim("wrapper", "qwen2_vl")]
+"""
+
+REPORT = """
+import warnings
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    from vlreg.core import plugins
+    served = {key: plugins.plugin_manager().get_name(p) for key, p in plugins.claims().items()}
+print(sorted(plugins.plugin_manager().get_name(p) for p in plugins.contenders("wrapper", "qwen2_vl")))
+print(served.get(("text", "qwen2_vl_text")), served.get(("vision", "qwen2_vl_vision")), ("wrapper", "qwen2_vl") in served)
+print(" | ".join(str(w.message) for w in caught))
+"""
+
+
+@pytest.mark.parametrize("entry_point", ["aaa_impostor", "zzz_impostor"])
+def test_a_conflicting_entry_point_is_settled_the_same_whatever_its_name(entry_point, tmp_path):
+    (tmp_path / "impostor_vl.py").write_text(IMPOSTOR)
+    info = tmp_path / "impostor_vl-0.1.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: impostor-vl\nVersion: 0.1\n")
+    (info / "entry_points.txt").write_text(f"[vlreg]\n{entry_point} = impostor_vl\n")
+    env = {**os.environ, "PYTHONPATH": str(tmp_path)}
+    env.pop("VLREG_LOAD_PLUGINS", None)
+    env.pop("VLREG_DISABLE_PLUGINS", None)
+    done = subprocess.run([sys.executable, "-c", REPORT], env=env, capture_output=True, text=True, check=True)
+    contenders, served, warned = done.stdout.splitlines()
+    assert contenders == str(sorted([entry_point, "qwen2_vl"]))
+    assert served == "qwen2_vl qwen2_vl False"  # only the contested part is lost
+    assert "vlreg-qwen2-vl" in warned and "impostor-vl 0.1" in warned
+    assert "VLREG_DISABLE_PLUGINS=" in warned and "overrides=" in warned
 
 
 def test_a_misspelled_hook_fails_loudly():

@@ -8,9 +8,9 @@
 Families are plugins (see `vlreg.plugin` and docs/writing-a-plugin.md).
 """
 
-from .core.errors import NoFamily, Unavailable
+from .core.errors import NoFamily, OutOfOrder, ReadOnly, Unavailable
 from .core.hookspecs import hookimpl
 from .core.model import StandardizedTransformer
 
-__all__ = ["StandardizedTransformer", "Unavailable", "NoFamily", "hookimpl"]
+__all__ = ["StandardizedTransformer", "Unavailable", "ReadOnly", "OutOfOrder", "NoFamily", "hookimpl"]
 __version__ = "0.1.0"

@@ -6,7 +6,7 @@ declarations below. Nothing else in vlreg is promised to plugins.
 """
 
 from .core.envoys import Attention, Layer, Mlp, Standard, eager_only
-from .core.errors import Unavailable
+from .core.errors import ReadOnly, Unavailable
 from .core.geometry import ImageGrid, box_grid, clip_boxes
 from .core.hookspecs import hookimpl
 from .core.parts import Claim, Part, Scatter
@@ -37,6 +37,7 @@ __all__ = [
     "with_first",
     "eager_only",
     "Unavailable",
+    "ReadOnly",
     "ImageGrid",
     "box_grid",
     "clip_boxes",

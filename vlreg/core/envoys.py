@@ -2,7 +2,8 @@
 
 A plugin maps its module classes onto these (`vlreg_envoys`), and every family then
 answers to the same names. `Standard` is their base: it knows which of its values this
-load can serve and lists them in `support`.
+load can serve and which it can write, and lists them in `support` in the order the
+forward computes them.
 """
 
 from __future__ import annotations
@@ -18,14 +19,18 @@ from .values import argument, returned, value
 
 class Standard(Envoy):
     """Base of vlreg's envoys: standard values that refuse, with a reason, to be read
-    where this load cannot serve them.
+    where this load cannot serve them, or written where a write would not land.
 
     ``_row`` (the prefix of this envoy's rows in the model's `support` table),
-    ``_label`` (how a message names it) and ``_tower`` are set when the model is built.
+    ``_label`` (how a message names it), ``_tower`` and ``_block`` (the index of the
+    block it is part of) are set when the model is built.
     """
 
     #: Standard children walked by `support`: attribute -> prefix of their rows.
     standard_children: ClassVar[dict[str, str]] = {}
+    #: Values and children in the order the forward computes them; `support` lists
+    #: rows in this order (what it leaves out follows).
+    order: ClassVar[tuple[str, ...]] = ()
     #: Whether the module's forward must be source-instrumented at build, because a
     #: value is read at an operation inside it.
     sourced: ClassVar[bool] = False
@@ -35,16 +40,22 @@ class Standard(Envoy):
     #: The `Vision` this envoy is part of (None on the text side): its availability
     #: gates every value under it.
     _tower: Any = None
+    _block: int | None = None
 
     @classmethod
     def values(cls) -> list[str]:
-        """The names of this class's standard values, base classes' first."""
+        """The names of this class's standard values, in forward order."""
         names: dict[str, None] = {}
         for klass in reversed(cls.__mro__):
             for name, attribute in vars(klass).items():
                 if isinstance(attribute, value):
                     names[name] = None
-        return list(names)
+        ordered = [name for name in cls.order if name in names]
+        return ordered + [name for name in names if name not in ordered]
+
+    def label(self, name: str) -> str:
+        """How a message names value ``name`` here (``layers[1].self_attn.attention_output``)."""
+        return f"{self._label}.{name}" if self._label else name
 
     def why_unavailable(self, name: str) -> str | None:
         """``None`` if this load can serve ``name`` here, else the reason."""
@@ -52,9 +63,17 @@ class Standard(Envoy):
             reason = self._tower.no_images()
             if reason:
                 return reason
-        own = getattr(type(self), name).unavailable
+        return self._ask(name, "unavailable")
+
+    def why_read_only(self, name: str) -> str | None:
+        """``None`` if a write to ``name`` here reaches the model, else why not and what
+        to edit instead."""
+        return self._ask(name, "read_only")
+
+    def _ask(self, name: str, table: str) -> str | None:
+        own = getattr(getattr(type(self), name), table)
         family = getattr(self.root, "family", None)
-        extra = family.unavailable.get(self._row + name, ()) if family is not None else ()
+        extra = family.predicates(table, self._row + name) if family is not None else ()
         for predicate in ((own,) if own else ()) + extra:
             reason = predicate(self)
             if reason:
@@ -62,31 +81,54 @@ class Standard(Envoy):
         return None
 
     def refuse(self, name: str) -> None:
-        """Raise `Unavailable` if ``name`` cannot be served here."""
+        """Raise `Unavailable` if ``name`` cannot be served here, by this load or on this
+        trace's input (a tower value on a prompt that carries no image)."""
         reason = self.why_unavailable(name)
+        if reason is None and self._tower is not None and getattr(type(self), name).needs_images:
+            reason = self.root.no_images_in_this_run()
         if reason is not None:
-            where = f"{self._label}.{name}" if self._label else name
-            raise Unavailable(f"{where} is unavailable: {reason}")
+            raise Unavailable(f"{self.label(name)} is unavailable: {reason}")
 
     def support(self) -> dict[str, str | None]:
-        """Every standard value here and below: ``None`` if served, else why not.
+        """Every standard value here and below, in forward order: ``None`` if served,
+        else why not.
 
         Blocks share rows (``"self_attn.attention_probabilities"``); where blocks
         disagree, each gets its own row (``"layers.3.self_attn.attention_probabilities"``).
         """
-        rows = {name: self.why_unavailable(name) for name in self.values()}
-        for attribute, prefix in self.standard_children.items():
-            for row, reason in _child_rows(self.__dict__.get(attribute)).items():
-                rows[prefix + row] = reason
+        return self._rows(lambda envoy, name: envoy.why_unavailable(name))
+
+    def read_only(self) -> dict[str, str]:
+        """The values here and below that can be read but not written, with why and what
+        to edit instead (the rows of `support` that refuse writes)."""
+        served = self.support()
+        rows = self._rows(lambda envoy, name: envoy.why_read_only(name))
+        return {row: reason for row, reason in rows.items() if reason is not None and served.get(row) is None}
+
+    def _rows(self, ask: Callable[[Any, str], "str | None"]) -> dict[str, str | None]:
+        own = {name: ask(self, name) for name in self.values()}
+        children = {
+            attribute: {prefix + row: reason for row, reason in _child_rows(self.__dict__.get(attribute), ask).items()}
+            for attribute, prefix in self.standard_children.items()
+        }
+        rows: dict[str, str | None] = {}
+        for entry in (*self.order, *own, *children):
+            head, _, rest = entry.partition(".")
+            if entry in own:
+                rows.setdefault(entry, own[entry])
+            elif entry in children:
+                rows.update({row: reason for row, reason in children[entry].items() if row not in rows})
+            elif rest and head in children and entry in children[head]:
+                rows[entry] = children[head][entry]
         return rows
 
 
-def _child_rows(child: Any) -> dict[str, str | None]:
+def _child_rows(child: Any, ask: Callable[[Any, str], "str | None"]) -> dict[str, str | None]:
     if child is None:
         return {}
     if isinstance(child, Standard):
-        return child.support()
-    blocks = [block.support() for block in child]
+        return child._rows(ask)
+    blocks = [block._rows(ask) for block in child]
     rows: dict[str, str | None] = {}
     for row in dict.fromkeys(row for block in blocks for row in block):
         reasons = [block.get(row) for block in blocks]
@@ -108,6 +150,18 @@ def eager_only(attention: Standard) -> str | None:
     )
 
 
+def _size(envoy: Standard, what: str, *sources: tuple[Any, str]) -> int:
+    """The first of ``sources`` (object, attribute) that is set, else `Unavailable`."""
+    for owner, attribute in sources:
+        found = getattr(owner, attribute, None)
+        if found is not None:
+            return int(found)
+    raise Unavailable(
+        f"{envoy.label(what)} is unavailable: {type(envoy._module).__name__} keeps no "
+        f"{what}; its family's envoy class can say where it is"
+    )
+
+
 class Layer(Standard):
     """A block of the residual stream: ``input`` in, ``output`` out.
 
@@ -117,6 +171,7 @@ class Layer(Standard):
     """
 
     standard_children = {"self_attn": "self_attn.", "mlp": "mlp."}
+    order = ("input", "self_attn", "mlp", "output", "layer_output")
 
     @value("input")
     def input(self, raw: Any) -> Any:
@@ -130,7 +185,7 @@ class Layer(Standard):
         """What the block returns, as it returns it."""
         return raw
 
-    layer_output = returned()
+    layer_output = returned(description="the stream leaving the block")
 
 
 def _call(attention: Any) -> str:
@@ -161,26 +216,66 @@ class Attention(Standard):
     ``attention_head_outputs`` ``[batch, seq, heads, head_dim]`` as returned, and
     inside the eager function ``attention_scores`` (before the softmax, mask added)
     and ``attention_probabilities`` (the pattern that weights the values).
+
+    Its sizes are the module's own: ``num_heads``, ``num_kv_heads``, ``head_dim``.
     """
 
     sourced = True
     #: nnsight's name for the call to the attention function in the forward.
     interface: ClassVar[str] = "attention_interface_1"
 
-    attention_output = returned()
-    attention_queries = argument(1, lambda a: f"{_call(a)}.input", unavailable=eager_only)
-    attention_keys = argument(2, lambda a: f"{_call(a)}.input", unavailable=eager_only)
-    attention_values = argument(3, lambda a: f"{_call(a)}.input", unavailable=eager_only)
+    attention_queries = argument(
+        1, lambda a: f"{_call(a)}.input", unavailable=eager_only, description="the queries, after the rotary embedding"
+    )
+    attention_keys = argument(
+        2, lambda a: f"{_call(a)}.input", unavailable=eager_only, description="the keys, after the rotary embedding"
+    )
+    attention_values = argument(3, lambda a: f"{_call(a)}.input", unavailable=eager_only, description="the values")
     attention_scores = argument(
-        0, _inside_call("nn_functional_softmax_0.input"), unavailable=eager_only
+        0, _inside_call("nn_functional_softmax_0.input"), unavailable=eager_only,
+        description="query-key scores before the softmax, mask added",
     )
     attention_probabilities = returned(
-        _inside_call("nn_functional_dropout_0.output"), unavailable=eager_only
+        _inside_call("nn_functional_dropout_0.output"), unavailable=eager_only,
+        description="the pattern that weights the values",
     )
-    attention_head_outputs = returned(lambda a: f"{_call(a)}.output", unavailable=eager_only)
+    attention_head_outputs = returned(
+        lambda a: f"{_call(a)}.output", unavailable=eager_only, description="each head's output, before o_proj"
+    )
+    attention_output = returned(description="what the attention adds to the stream")
+
+    @property
+    def num_heads(self) -> int:
+        """Query heads."""
+        module = self._module
+        return _size(self, "num_heads", (module, "num_heads"), (getattr(module, "config", None), "num_attention_heads"))
+
+    @property
+    def num_kv_heads(self) -> int:
+        """Key/value heads (fewer than `num_heads` under grouped-query attention)."""
+        groups = getattr(self._module, "num_key_value_groups", None)
+        return self.num_heads // groups if groups else self.num_heads
+
+    @property
+    def head_dim(self) -> int:
+        """The width of one head."""
+        return _size(self, "head_dim", (self._module, "head_dim"))
 
 
 class Mlp(Standard):
     """A block's MLP; ``mlp_output`` is what it adds to the stream."""
 
-    mlp_output = returned()
+    mlp_output = returned(description="what the MLP adds to the stream")
+
+    #: The module's first projections, whose width is the hidden width.
+    _widening = ("gate_proj", "up_proj", "fc1", "linear_fc1")
+
+    @property
+    def intermediate_size(self) -> int:
+        """The MLP's hidden width."""
+        module = self._module
+        found = getattr(module, "intermediate_size", None)
+        if found is not None:
+            return int(found)
+        widening = [(getattr(module, name, None), "out_features") for name in self._widening]
+        return _size(self, "intermediate_size", *widening)

@@ -1,6 +1,8 @@
-"""The two errors a vlreg user meets by name."""
+"""The errors a vlreg user meets by name."""
 
 from __future__ import annotations
+
+from nnsight.intervention.interleaver import OutOfOrderError
 
 
 class Unavailable(Exception):
@@ -15,9 +17,27 @@ class Unavailable(Exception):
     """
 
 
+class ReadOnly(Unavailable):
+    """The value can be read here, but a write to it would not reach the model.
+
+    Raised by an assignment, and by an in-place edit of the tensor the value served
+    inside a trace, before anything is handed to the model. The message names what to
+    edit instead ("edit vision.layers[-1].layer_output, the stream the projector reads").
+    """
+
+
+class OutOfOrder(OutOfOrderError):
+    """A standard value was read after the forward had passed the place it is made.
+
+    nnsight serves values in the order the forward computes them; this names the
+    value, the one read before it, and that order in vlreg's names. A subclass of
+    nnsight's `OutOfOrderError`, so code that catches that still does.
+    """
+
+
 class NoFamily(LookupError):
     """No installed plugin serves (part of) this checkpoint's config.
 
     Raised before any weight is read, naming the model_type that is unclaimed, the
-    families that are installed, and what to install.
+    families that are installed, and what to install (or enable).
     """

@@ -2,12 +2,14 @@
 
 `resolve` splits the config into its parts (wrapper, text, vision), finds the plugin
 that claimed each, and merges what they contribute into one ``rename``, one
-``envoys`` map, one scatter location and one table of availability predicates, which
-is all `StandardizedTransformer` needs to build.
+``envoys`` map, one scatter location and two tables of predicates (values this load
+cannot serve, values it cannot write), which is all `StandardizedTransformer` needs to
+build.
 """
 
 from __future__ import annotations
 
+from fnmatch import fnmatchcase
 from typing import Any, Callable
 
 from attrs import frozen
@@ -46,6 +48,16 @@ class Family:
     unavailable: dict[str, tuple[Predicate, ...]]
     #: The wrapper's `vlreg_image_grids` function, or None.
     image_grids: Callable | None = None
+    read_only: dict[str, tuple[Predicate, ...]] = {}
+
+    def predicates(self, table: str, row: str) -> tuple[Predicate, ...]:
+        """The predicates of ``table`` (``"unavailable"`` or ``"read_only"``) on ``row``;
+        a table's keys are rows or ``fnmatch`` patterns of rows (``"vision.*"``)."""
+        found: tuple[Predicate, ...] = ()
+        for pattern, predicates in getattr(self, table).items():
+            if pattern == row or fnmatchcase(row, pattern):
+                found += predicates
+        return found
 
     @property
     def plugin(self) -> Any:
@@ -88,7 +100,7 @@ def resolve(config: Any) -> Family:
 
     rename: dict = {}
     envoys: dict = {}
-    unavailable: dict[str, tuple[Predicate, ...]] = {}
+    tables: dict[str, dict[str, tuple[Predicate, ...]]] = {"unavailable": {}, "read_only": {}}
     for kind, part in parts.items():
         plugin = served[kind]
         for key, alias in (plugins.call(plugin, "vlreg_rename", part=part) or {}).items():
@@ -99,8 +111,9 @@ def resolve(config: Any) -> Family:
                 )
         envoys.update(plugins.call(plugin, "vlreg_envoys", part=part) or {})
         prefix = "vision." if kind == "vision" else ""
-        for row, predicate in (plugins.call(plugin, "vlreg_unavailable", part=part) or {}).items():
-            unavailable[prefix + row] = unavailable.get(prefix + row, ()) + (predicate,)
+        for name, table in tables.items():
+            for row, predicate in (plugins.call(plugin, f"vlreg_{name}", part=part) or {}).items():
+                table[prefix + row] = table.get(prefix + row, ()) + (predicate,)
     scatter = plugins.call(served["wrapper"], "vlreg_scatter", part=parts["wrapper"]) if "vision" in parts else None
     grids = plugins.call(served["wrapper"], "vlreg_image_grids", part=parts["wrapper"]) if "vision" in parts else None
 
@@ -111,21 +124,32 @@ def resolve(config: Any) -> Family:
         rename=rename,
         envoys=envoys,
         scatter=scatter,
-        unavailable=unavailable,
+        unavailable=tables["unavailable"],
         image_grids=grids,
+        read_only=tables["read_only"],
     )
 
 
 def _unclaimed(part: Part, served: dict[str, Any]) -> str:
+    if plugins.contenders(part.kind, part.model_type):
+        return f"{part.root.model_type!r} cannot load: {plugins.contested_message(part.kind, part.model_type)}"
     families = sorted(model_type for (kind, model_type) in plugins.claims() if kind == "wrapper")
     installed = ", ".join(families) or "none"
+    held_back = plugins.not_loaded_serving(part.kind, part.model_type)
+    which = "loaded" if held_back else "installed"
     if part.kind == "wrapper":
-        what = f"No installed vlreg plugin serves model_type {part.model_type!r}"
+        what = f"No {which} vlreg plugin serves model_type {part.model_type!r}"
     else:
         what = (
             f"The {part.root.model_type!r} checkpoint is served by "
-            f"{plugins.describe(served['wrapper'])}, but no installed plugin serves its "
+            f"{plugins.describe(served['wrapper'])}, but no {which} plugin serves its "
             f"{part.kind} model, model_type {part.model_type!r}"
+        )
+    if held_back:
+        named = ", ".join(f"{name!r} ({why})" for name, why in held_back)
+        return (
+            f"{what}. An installed plugin that serves it was not loaded: {named}. Enable it "
+            f"(take it out of VLREG_DISABLE_PLUGINS, or add it to VLREG_LOAD_PLUGINS) to load this checkpoint."
         )
     known = KNOWN_DISTRIBUTIONS.get(part.model_type)
     if known is not None:

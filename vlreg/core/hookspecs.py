@@ -48,9 +48,11 @@ def vlreg_plugin_api():
 def vlreg_claims():
     """The config parts this plugin serves: a list of `Claim(kind, model_type)`.
 
-    Called once per plugin when it is registered. Two plugins claiming the same
-    (kind, model_type) is an error, so what serves a checkpoint is never a matter of
-    load order, unless one claims it with ``overrides=`` the other plugin's name.
+    Called once per plugin when it is registered. What serves a part is settled from
+    every claim on it, never from load order: a claim with ``overrides=`` another
+    plugin's name beats that plugin's claim; two claims where neither overrides the
+    other leave that part contested, served by neither (a warning, and loading such a
+    checkpoint, name both plugins and the ways out); the plugins' other claims stand.
     """
 
 
@@ -112,6 +114,21 @@ def vlreg_unavailable(part):
     block's). A predicate takes the envoy the value is read on and returns ``None``
     when it can be served, else the reason, one sentence saying what would help.
     These add to the predicates the standard classes carry themselves.
+    """
+
+
+@hookspec(firstresult=True)
+def vlreg_read_only(part):
+    """Values this part serves but cannot take a write to: ``{row: predicate}``.
+
+    Rows (or ``fnmatch`` patterns of rows, ``"vision.*"``) as in `vlreg_unavailable`;
+    the wrapper part's are from the root, so it can speak of the tower it hosts
+    (``"vision.tower_output"``). A predicate takes the envoy and returns ``None`` when a
+    write there reaches the text model, else why not and what to edit instead
+    ("the projector reads vision.layers[22].layer_output; edit that"). A read-only value
+    refuses assignments and in-place edits with `vlreg.ReadOnly`. Declare every value
+    whose write would land nowhere: the conformance suite writes each value and checks
+    that the logits move.
     """
 
 

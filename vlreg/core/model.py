@@ -2,25 +2,22 @@
 
 from __future__ import annotations
 
-import contextlib
-import logging
-import warnings
+import threading
 from typing import Any, Iterator
 
 import torch
 from nnsight import TransformersModel
 from nnsight.intervention.envoy import Envoy
 from nnsight.intervention.source import install_source
+from nnsight.intervention.tracer import InterleavingTracer, ScanningTracer
 
 from . import plugins
 from .envoys import Standard
 from .family import Family, resolve
+from .inputs import MEDIA, check_invokes
+from .loading import IMAGE_TEXT, TEXT, config_of, text_task_fallback
 from .values import returned
 from .vision import Vision, scatter_host
-
-IMAGE_TEXT = "image-text-to-text"
-TEXT = "text-generation"
-MEDIA = frozenset({"images", "videos"})
 
 
 class StandardizedTransformer(Standard, TransformersModel):
@@ -49,6 +46,7 @@ class StandardizedTransformer(Standard, TransformersModel):
     """
 
     standard_children = {"layers": "", "vision": "vision."}
+    order = ("vision.image_token_mask", "token_embeddings", "vision", "layers", "logits")
 
     token_embeddings = returned(
         lambda model: f"{model.embed_tokens.path}.output",
@@ -68,9 +66,11 @@ class StandardizedTransformer(Standard, TransformersModel):
         **kwargs: Any,
     ) -> None:
         task = task or TEXT
-        config = _config(checkpoint, kwargs)
+        config = config_of(checkpoint, kwargs)
         self.family: Family = resolve(config)
-        quiet = _text_task_fallback(config, task, dispatch)
+        quiet = text_task_fallback(config, task, dispatch)
+        self._lock = threading.RLock()
+        self._images_in_run: bool | None = None
         if device is not None:
             if "device_map" in kwargs:
                 raise ValueError("pass either device= or device_map=, not both")
@@ -122,6 +122,11 @@ class StandardizedTransformer(Standard, TransformersModel):
         return getattr(self._text_config, "head_dim", None) or self.hidden_size // self.num_heads
 
     @property
+    def intermediate_size(self) -> int:
+        """The hidden width of the text blocks' MLPs."""
+        return self._text_config.intermediate_size
+
+    @property
     def vocab_size(self) -> int:
         """The number of rows of the readout."""
         return self._text_config.vocab_size
@@ -132,13 +137,26 @@ class StandardizedTransformer(Standard, TransformersModel):
 
     # -- running --------------------------------------------------------------
 
-    def _batch(self, invokes: list, fn: Any) -> tuple:
-        """Pad several prompts that carry images in one invoke.
+    def trace(self, *inputs: Any, **kwargs: Any) -> Any:
+        kwargs.setdefault("tracer_cls", _Tracer)
+        return super().trace(*inputs, **kwargs)
 
-        nnsight hands the processor only the prompts and the media, so prompts of
-        different lengths fail to stack; the processor pads them here instead (on the
-        tokenizer's side, the left for these decoders).
+    def scan(self, *inputs: Any, fn: Any = None, backend: Any = None, **kwargs: Any) -> Any:
+        return _Scanner(self, fn or self._call, *inputs, backend=backend, **kwargs)
+
+    def interleave(self, fn: Any, *args: Any, **kwargs: Any) -> Any:
+        with self._lock:
+            return super().interleave(fn, *args, **kwargs)
+
+    def _batch(self, invokes: list, fn: Any) -> tuple:
+        """Check the trace's input, then pad several prompts that carry images in one invoke.
+
+        Images no image can reach, or that would reach it wrong, are refused here,
+        before the model runs. nnsight hands the processor only the prompts and the
+        media, so prompts of different lengths fail to stack; the processor pads them
+        here instead (on the tokenizer's side, the left for these decoders).
         """
+        self._images_in_run = check_invokes(self, invokes)
         if len(invokes) == 1 and self.processor is not None:
             inputs, kwargs = invokes[0]
             prompts = inputs[0] if inputs else kwargs.get("text")
@@ -148,6 +166,16 @@ class StandardizedTransformer(Standard, TransformersModel):
                 encoding = self.processor(text=list(prompts), **call, padding=True, return_tensors="pt")
                 invokes = [((), {**encoding, **rest})]
         return super()._batch(invokes, fn)
+
+    def no_images_in_this_run(self) -> str | None:
+        """Inside a trace whose input carries no image, why the tower's values and the
+        features are absent; else ``None``. Decided from the input, before the model runs."""
+        if self._images_in_run is False:
+            return (
+                "this trace's input carries no images, so the tower does not run and no features "
+                "are scattered; pass images=[...] with a prompt that has the image placeholder"
+            )
+        return None
 
     # -- building -------------------------------------------------------------
 
@@ -168,8 +196,8 @@ class StandardizedTransformer(Standard, TransformersModel):
                     f"{type(self._module).__name__}: its vlreg_rename for the wrapper part "
                     f"must name the module that is the model's {name}."
                 )
-        for envoy, row, name in _standard_tree(self, "", ""):
-            envoy._row, envoy._label = row, name
+        for envoy, row, name, block in _standard_tree(self, "", "", None):
+            envoy._row, envoy._label, envoy._block = row, name, block
             if isinstance(envoy, Vision):
                 tower = envoy
             if row.startswith("vision."):
@@ -183,7 +211,7 @@ class StandardizedTransformer(Standard, TransformersModel):
         inside a forward that is already running when it is first asked for (the
         scatter, in the forward the tower runs in) would otherwise never be served.
         """
-        for envoy, _, _ in _standard_tree(self, "", ""):
+        for envoy, *_ in _standard_tree(self, "", "", None):
             if envoy.sourced:
                 install_source(envoy)
         vision = self.__dict__.get("vision")
@@ -191,23 +219,26 @@ class StandardizedTransformer(Standard, TransformersModel):
             install_source(scatter_host(self)[1])
 
 
-def _standard_tree(envoy: Standard, row: str, name: str) -> Iterator[tuple[Standard, str, str]]:
-    """Every standard envoy under ``envoy`` (itself first), with its row prefix and name."""
-    yield envoy, row, name
+def _standard_tree(
+    envoy: Standard, row: str, name: str, block: int | None
+) -> Iterator[tuple[Standard, str, str, int | None]]:
+    """Every standard envoy under ``envoy`` (itself first), with its row prefix, its
+    name and the index of the block it is part of."""
+    yield envoy, row, name, block
     for attribute, prefix in envoy.standard_children.items():
         child = envoy.__dict__.get(attribute)
         if child is None:
             continue
         where = f"{name}.{attribute}" if name else attribute
         if isinstance(child, Standard):
-            yield from _standard_tree(child, row + prefix, where)
+            yield from _standard_tree(child, row + prefix, where, block)
             continue
         if not isinstance(child._module, torch.nn.ModuleList):
             raise TypeError(_unmapped(envoy, where, child))
-        for index, block in enumerate(child):
-            if not isinstance(block, Standard):
-                raise TypeError(_unmapped(envoy, f"{where}[{index}]", block))
-            yield from _standard_tree(block, row + prefix, f"{where}[{index}]")
+        for index, entry in enumerate(child):
+            if not isinstance(entry, Standard):
+                raise TypeError(_unmapped(envoy, f"{where}[{index}]", entry))
+            yield from _standard_tree(entry, row + prefix, f"{where}[{index}]", index)
 
 
 def _unmapped(envoy: Standard, where: str, child: Envoy) -> str:
@@ -219,59 +250,19 @@ def _unmapped(envoy: Standard, where: str, child: Envoy) -> str:
     )
 
 
-def _config(checkpoint: Any, kwargs: dict) -> Any:
-    if isinstance(checkpoint, torch.nn.Module):
-        return checkpoint.config
-    if kwargs.get("config") is not None:
-        return kwargs["config"]
-    from transformers import AutoConfig
+class _Serialized:
+    """A tracer that holds its model's lock from collecting its invokes to the end of
+    the run: nnsight keeps one interleaver per model, so two traces running at once on
+    one model (two threads) would serve each other's values. They take turns instead."""
 
-    options = {k: kwargs[k] for k in ("revision", "trust_remote_code", "token") if k in kwargs}
-    return AutoConfig.from_pretrained(checkpoint, **options)
-
-
-def _text_task_fallback(config: Any, task: str, dispatch: bool) -> contextlib.AbstractContextManager:
-    """Refuse or warn about a text-generation load that no image can reach.
-
-    Where transformers has no causal-LM class for the config, its text-generation
-    pipeline loads the wrapper itself, with a tokenizer and no processor; that cannot
-    be built lazily. Where the causal-LM class of a vision-language config is the
-    wrapper (Gemma 3's), the load is the same but can be lazy. Either way it is
-    warned about. Returns a context that silences the pipeline's own complaint about
-    a missing class, which lists every causal-LM class and says nothing useful here.
-    """
-    from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING
-
-    if task != TEXT:
-        return contextlib.nullcontext()
-    quiet: contextlib.AbstractContextManager = contextlib.nullcontext()
-    if type(config) in MODEL_FOR_CAUSAL_LM_MAPPING:
-        if getattr(config, "vision_config", None) is None:
-            return quiet
-        loaded = MODEL_FOR_CAUSAL_LM_MAPPING[type(config)].__name__
-        what = f"{TEXT!r} loads {config.model_type!r} as {loaded}"
-    elif not dispatch:
-        raise ValueError(
-            f"transformers has no text-only class for {config.model_type!r}, so it cannot "
-            f"be built lazily for {TEXT!r}: load with task={IMAGE_TEXT!r} (the wrapper "
-            f"with its processor), or with dispatch=True (the wrapper, text prompts only)."
-        )
-    else:
-        what = f"transformers has no text-only class for {config.model_type!r}: loading the wrapper"
-        quiet = _silenced(logging.getLogger("transformers.pipelines.base"))
-    warnings.warn(
-        f"{what} with a tokenizer and no processor, so no image reaches the model. "
-        f"Load with task={IMAGE_TEXT!r} to trace images.",
-        stacklevel=3,
-    )
-    return quiet
+    def execute(self, code: Any) -> None:
+        with self.envoy.root._lock:
+            super().execute(code)
 
 
-@contextlib.contextmanager
-def _silenced(logger: logging.Logger) -> Iterator[None]:
-    level = logger.level
-    logger.setLevel(logging.CRITICAL)
-    try:
-        yield
-    finally:
-        logger.setLevel(level)
+class _Tracer(_Serialized, InterleavingTracer):
+    pass
+
+
+class _Scanner(_Serialized, ScanningTracer):
+    pass

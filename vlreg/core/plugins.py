@@ -9,12 +9,16 @@ Loading survives bad plugins: each entry point loads on its own, and one that fa
 to import or register is named in a single warning while the rest load
 (``VLREG_STRICT_PLUGINS=1`` makes that an error). ``VLREG_LOAD_PLUGINS`` (a comma-
 separated allowlist of entry-point names; empty loads none) and
-``VLREG_DISABLE_PLUGINS`` (a blocklist) choose what loads.
+``VLREG_DISABLE_PLUGINS`` (a blocklist) choose what loads; a name in either that no
+installed plugin has is warned about.
 
 Every registration is validated at once: a hook implementation whose name or
-arguments match no hookspec fails (pluggy's ``check_pending``), a plugin written for
-another plugin API is refused, and a claim another plugin already holds fails, naming
-both, unless one of the two claims says it overrides the other plugin.
+arguments match no hookspec fails (pluggy's ``check_pending``) and a plugin written for
+another plugin API is refused. Who serves a part is settled from every claim on it,
+never from the order plugins load in: one claim serves it; a claim that says it
+``overrides`` another plugin beats that plugin's; two claims where neither overrides
+the other leave that one part *contested*, served by neither (a warning names both
+and the ways out), while every other claim of both plugins stands.
 """
 
 from __future__ import annotations
@@ -32,14 +36,14 @@ from .parts import Claim
 ENTRY_POINT_GROUP = hookspecs.PROJECT
 
 _manager: pluggy.PluginManager | None = None
-#: (kind, model_type) -> (the plugin serving it, its claim)
-_claims: dict[tuple[str, str], tuple[Any, Claim]] = {}
+#: (kind, model_type) -> every (plugin, claim) on that part, in registration order
+_claims: dict[tuple[str, str], list[tuple[Any, Claim]]] = {}
 #: id(plugin) -> the distribution that installed it (None for one registered by hand)
 _distributions: dict[int, importlib.metadata.Distribution | None] = {}
-#: registered plugins in registration order, which is the order claims are settled in
-_registered: list[Any] = []
 #: entry-point name -> why it is not loaded (disabled, not allowed, or the error)
 skipped: dict[str, str] = {}
+DISABLED = "disabled by VLREG_DISABLE_PLUGINS"
+NOT_ALLOWED = "not in VLREG_LOAD_PLUGINS"
 
 
 def plugin_manager() -> pluggy.PluginManager:
@@ -57,16 +61,22 @@ def _names(variable: str) -> set[str] | None:
     return None if value is None else {name.strip() for name in value.split(",") if name.strip()}
 
 
+def _entry_points() -> list[importlib.metadata.EntryPoint]:
+    return sorted(importlib.metadata.entry_points(group=ENTRY_POINT_GROUP), key=lambda ep: ep.name)
+
+
 def _load_entry_points() -> None:
     allowed, disabled = _names("VLREG_LOAD_PLUGINS"), _names("VLREG_DISABLE_PLUGINS") or set()
+    entry_points = _entry_points()
+    _warn_unknown_names(entry_points, allowed, disabled)
     failures = []
-    for entry_point in sorted(importlib.metadata.entry_points(group=ENTRY_POINT_GROUP), key=lambda ep: ep.name):
+    for entry_point in entry_points:
         where = f"{entry_point.name!r} ({_dist_name(entry_point.dist)})"
         if entry_point.name in disabled:
-            skipped[entry_point.name] = "disabled by VLREG_DISABLE_PLUGINS"
+            skipped[entry_point.name] = DISABLED
             continue
         if allowed is not None and entry_point.name not in allowed:
-            skipped[entry_point.name] = "not in VLREG_LOAD_PLUGINS"
+            skipped[entry_point.name] = NOT_ALLOWED
             continue
         try:
             register(entry_point.load(), name=entry_point.name, distribution=entry_point.dist)
@@ -83,12 +93,26 @@ def _load_entry_points() -> None:
         )
 
 
+def _warn_unknown_names(entry_points: list, allowed: set[str] | None, disabled: set[str]) -> None:
+    installed = {entry_point.name for entry_point in entry_points}
+    for variable, names in (("VLREG_LOAD_PLUGINS", allowed or set()), ("VLREG_DISABLE_PLUGINS", disabled)):
+        unknown = sorted(names - installed)
+        if unknown:
+            warnings.warn(
+                f"{variable} names {', '.join(map(repr, unknown))}, which no installed vlreg plugin is "
+                f"called; the installed plugins are {', '.join(sorted(installed)) or 'none'} "
+                f"(`vlreg plugins --all` lists them).",
+                stacklevel=4,
+            )
+
+
 def register(plugin: Any, name: str | None = None, distribution: Any = None) -> str:
     """Register ``plugin`` (a module or object with hook implementations).
 
-    Raises if a hook implementation matches no hookspec, if the plugin was written
-    for another plugin API, or if it claims a part another plugin already serves and
-    neither claim overrides the other; the plugin is then not registered.
+    Raises if a hook implementation matches no hookspec or if the plugin was written
+    for another plugin API; the plugin is then not registered. A claim on a part
+    another plugin claims too, with neither overriding the other, does not fail the
+    registration: that part becomes contested, served by neither, with a warning.
     """
     manager = plugin_manager()
     holder = manager.get_plugin(name) if name is not None else None
@@ -102,14 +126,22 @@ def register(plugin: Any, name: str | None = None, distribution: Any = None) -> 
     try:
         manager.check_pending()
         _check_api(plugin, name)
-        taken = _take_claims(plugin, name)
+        made = [_as_claim(claim) for claim in call(plugin, "vlreg_claims") or []]
     except Exception:
         manager.unregister(plugin)
         _distributions.pop(id(plugin), None)
         raise
-    _claims.update(taken)
-    _registered.append(plugin)
+    for claim in dict.fromkeys(made):
+        _claims.setdefault((claim.kind, claim.model_type), []).append((plugin, claim))
+    for claim in dict.fromkeys(made):
+        key = (claim.kind, claim.model_type)
+        if contenders(*key):
+            warnings.warn(contested_message(*key), stacklevel=2)
     return name
+
+
+def _as_claim(claim: Any) -> Claim:
+    return claim if isinstance(claim, Claim) else Claim(*claim)
 
 
 def _check_api(plugin: Any, name: str) -> None:
@@ -122,37 +154,83 @@ def _check_api(plugin: Any, name: str) -> None:
         )
 
 
-def _take_claims(plugin: Any, name: str) -> dict:
-    taken = {}
-    for claim in call(plugin, "vlreg_claims") or []:
-        claim = claim if isinstance(claim, Claim) else Claim(*claim)
-        key = (claim.kind, claim.model_type)
-        held = _claims.get(key)
-        if held is None or held[0] is plugin or claim.overrides == _name(held[0]):
-            taken[key] = (plugin, claim)
-        elif held[1].overrides == name:
-            continue  # the holder replaces this plugin here
-        else:
-            raise ValueError(
-                f"{describe(plugin, name)} claims the {claim.kind} part {claim.model_type!r}, which "
-                f"{describe(held[0])} already serves: uninstall one of them, or have one claim "
-                f"it with overrides=<the other plugin's name>."
-            )
-    return taken
+def _standing(kind: str, model_type: str) -> list[Any]:
+    """The plugins whose claim on the part no other claim on it overrides."""
+    entries = _claims.get((kind, model_type), [])
+    names = {id(plugin): _name(plugin) for plugin, _ in entries}
+    overridden = {claim.overrides for _, claim in entries if claim.overrides is not None}
+    standing = {id(plugin): plugin for plugin, _ in entries if names[id(plugin)] not in overridden}
+    return list(standing.values())
+
+
+def claimant(kind: str, model_type: str) -> Any | None:
+    """The plugin that serves this part, or ``None`` (unclaimed, or contested)."""
+    plugin_manager()
+    standing = _standing(kind, model_type)
+    return standing[0] if len(standing) == 1 else None
+
+
+def contenders(kind: str, model_type: str) -> list[Any]:
+    """The plugins contesting this part (none where one plugin serves it or none claims it)."""
+    plugin_manager()
+    standing = _standing(kind, model_type)
+    if len(standing) == 1:
+        return []
+    if standing:
+        return standing
+    return list({id(p): p for p, _ in _claims.get((kind, model_type), [])}.values())
+
+
+def contested_message(kind: str, model_type: str) -> str:
+    """Why a contested part is served by no plugin, and the two ways out."""
+    rivals = contenders(kind, model_type)
+    named = " and ".join(describe(plugin) for plugin in rivals)
+    names = [_name(plugin) for plugin in rivals]
+    return (
+        f"the {kind} part {model_type!r} is claimed by {named}, and neither claim overrides "
+        f"the other, so neither serves it (their other claims stand). Disable one "
+        f"(VLREG_DISABLE_PLUGINS={names[0]}, or uninstall it), or have one claim it with "
+        f"overrides={names[-1]!r}."
+    )
 
 
 def unregister(plugin: Any) -> None:
-    """Take ``plugin`` out of the host; a part it served by overriding another plugin
-    goes back to that plugin."""
-    manager = plugin_manager()
-    names = {id(p): manager.get_name(p) for p in manager.get_plugins()}
-    manager.unregister(plugin)
+    """Take ``plugin`` out of the host, with its claims; a part it served by
+    overriding another plugin goes back to that plugin."""
+    plugin_manager().unregister(plugin)
     _distributions.pop(id(plugin), None)
-    _claims.clear()
-    for other in _registered:
-        if other is not plugin:
-            _claims.update(_take_claims(other, names[id(other)]))
-    _registered.remove(plugin)
+    for key in list(_claims):
+        _claims[key] = [(p, claim) for p, claim in _claims[key] if p is not plugin]
+        if not _claims[key]:
+            del _claims[key]
+
+
+def claims() -> dict[tuple[str, str], Any]:
+    """Every part served: ``{(kind, model_type): plugin}`` (contested parts left out)."""
+    plugin_manager()
+    served = {key: claimant(*key) for key in _claims}
+    return {key: plugin for key, plugin in served.items() if plugin is not None}
+
+
+def not_loaded_serving(kind: str, model_type: str) -> list[tuple[str, str]]:
+    """Installed plugins that would serve this part but were not loaded by choice
+    (disabled, or left out of ``VLREG_LOAD_PLUGINS``): ``[(entry point, why)]``.
+
+    Only asked when a load finds no plugin: their claims are read off the module,
+    which is imported for that, and never registered.
+    """
+    found = []
+    for entry_point in _entry_points():
+        why = skipped.get(entry_point.name)
+        if why not in (DISABLED, NOT_ALLOWED):
+            continue
+        try:
+            made = getattr(entry_point.load(), "vlreg_claims")() or []
+        except Exception:  # a plugin that cannot say is not named
+            continue
+        if (kind, model_type) in {(claim.kind, claim.model_type) for claim in map(_as_claim, made)}:
+            found.append((entry_point.name, why))
+    return found
 
 
 def call(plugin: Any, hook: str, **kwargs: Any) -> Any:
@@ -167,19 +245,6 @@ def call(plugin: Any, hook: str, **kwargs: Any) -> Any:
     if isinstance(result, list):  # a hook that is not firstresult
         return result[0] if result else None
     return result
-
-
-def claimant(kind: str, model_type: str) -> Any | None:
-    """The plugin that serves this part, or ``None``."""
-    plugin_manager()
-    held = _claims.get((kind, model_type))
-    return held[0] if held else None
-
-
-def claims() -> dict[tuple[str, str], Any]:
-    """Every part served: ``{(kind, model_type): plugin}``."""
-    plugin_manager()
-    return {key: plugin for key, (plugin, _) in _claims.items()}
 
 
 def distribution(plugin: Any) -> importlib.metadata.Distribution | None:

@@ -1,25 +1,37 @@
 """`value`: how a standard name is served.
 
-A standard value is an nnsight `eproperty` with two additions:
+A standard value is an nnsight `eproperty` with three additions:
 
 * its location is computed from the envoy it is read on (``at``), so one class serves
   every family: the logits are wherever this model's ``lm_head`` is, the pattern is
   inside whichever function the attention calls;
-* it refuses with `vlreg.Unavailable` when this load cannot serve it, before the model is
-  asked for anything.
+* it refuses with `vlreg.Unavailable` when this load (or this trace's input) cannot
+  serve it, before the model is asked for anything;
+* it refuses writes with `vlreg.ReadOnly` where a write would not reach the model (the
+  image-token mask is derived from the prompt; a tower output the projector does not
+  read), both assignments and in-place edits of the served tensor.
 
 What the user reads is a view of what the model holds (the tensor itself, an element
 of a tuple, a reshape), so in-place edits land. An assignment is mapped back to the
 model's layout by the value's ``writes`` function, which is handed the raw value at
 the location and the new one.
+
+A read the forward has already passed raises `vlreg.OutOfOrder`, naming the value, the
+one read before it and the order the forward computes them in.
 """
 
 from __future__ import annotations
 
 from typing import Any, Callable
 
+import torch
+from greenlet import getcurrent
 from nnsight.intervention.eproperty import eproperty
-from nnsight.intervention.interleaver import Mediator
+from nnsight.intervention.interleaver import Mediator, OutOfOrderError
+
+from .errors import OutOfOrder, ReadOnly
+
+Predicate = Callable[[Any], "str | None"]
 
 
 class value(eproperty):
@@ -32,24 +44,36 @@ class value(eproperty):
             in the trace, in forward order, like the read itself.
         unavailable: A predicate on the envoy: ``None`` when the value can be served,
             else the reason, one sentence that says what would help.
-        description: Shown beside the value in the envoy's repr.
+        read_only: A predicate on the envoy: ``None`` when a write reaches the model,
+            else why it would not and what to edit instead.
+        needs_images: On a tower envoy, whether the value exists only when the trace's
+            input carries images (all the tower computes, and the scatter; not the
+            image-token mask, which is all False on a text prompt).
+        description: One line shown beside the value in the envoy's repr (default: the
+            first line of the preprocess's docstring).
     """
 
     def __init__(
         self,
         at: "str | Callable[[Any], str]" = "output",
         *,
-        unavailable: Callable[[Any], "str | None"] | None = None,
+        unavailable: Predicate | None = None,
+        read_only: Predicate | None = None,
+        needs_images: bool = True,
         description: str | None = None,
     ) -> None:
         super().__init__(key=at if isinstance(at, str) else None, description=description)
         self.at = at
         self.unavailable = unavailable
+        self.read_only = read_only
+        self.needs_images = needs_images
 
     def __call__(self, preprocess: Callable) -> "value":
         key = self.key
         super().__call__(preprocess)
         self.key = key  # the location is ``at``, never the stub's name
+        if self.description is None and preprocess.__doc__:
+            self.description = preprocess.__doc__.strip().splitlines()[0]
         return self
 
     def __set_name__(self, owner: type, name: str) -> None:
@@ -84,11 +108,128 @@ class value(eproperty):
         if obj is None:
             return self
         obj.refuse(self.name)
-        return super().__get__(obj, owner)
+        label = obj.label(self.name)
+        with _in_order(obj, label):
+            served = super().__get__(obj, owner)
+        reason = obj.why_read_only(self.name)
+        if reason is not None and isinstance(served, torch.Tensor):
+            return read_only_view(served, f"{label} cannot be written: {reason}")
+        return served
 
     def __set__(self, obj: Any, new: Any) -> None:
         obj.refuse(self.name)
-        super().__set__(obj, new)
+        reason = obj.why_read_only(self.name)
+        if reason is not None:
+            raise ReadOnly(f"{obj.label(self.name)} cannot be written: {reason}")
+        with _in_order(obj, obj.label(self.name)):
+            super().__set__(obj, new)
+
+
+class _in_order:
+    """Around a read or write in a trace: remember it as the worker's last one, and turn
+    nnsight's `OutOfOrderError` for it into `OutOfOrder` in vlreg's names."""
+
+    def __init__(self, envoy: Any, label: str) -> None:
+        self.envoy, self.label = envoy, label
+        self.mediator = Mediator.current(label)
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, kind: Any, error: Any, traceback: Any) -> bool:
+        if error is None:
+            self.mediator.vlreg_last_read = self.label
+            return False
+        # Under tracer.iter a location never reached ends a loop that outran the run,
+        # which nnsight turns into a warning; only a plain read is out of order.
+        if isinstance(error, OutOfOrderError) and self.mediator.iteration == 0:
+            previous = getattr(self.mediator, "vlreg_last_read", None)
+            raise OutOfOrder(_out_of_order(self.envoy.root, self.label, previous)) from error
+        return False
+
+
+def _out_of_order(model: Any, label: str, previous: str | None) -> str:
+    after, than = (f" after {previous}", f" than {previous}") if previous else ("", "")
+    return (
+        f"{label} was read{after}, but the forward computes it earlier{than}, so it had already "
+        f"passed it (or this input never makes it). The forward computes the standard values in "
+        f"this order: {forward_order(model)}. Read {label} before {previous or 'the values after it'}, "
+        f"or in a trace of its own."
+    )
+
+
+def forward_order(model: Any) -> str:
+    """The order a forward computes the standard values in, in words."""
+    vision = model.__dict__.get("vision")
+    images = vision is not None and vision.no_images() is None
+    steps = ["vision.image_token_mask (off the inputs)"] if images else []
+    steps.append("token_embeddings")
+    if images:
+        last = len(vision.layers) - 1
+        tower = f"vision.layers[0] to vision.layers[{last}], " if last >= 0 else ""
+        steps.append(f"the tower (vision.patch_embeddings, {tower}vision.tower_output) and model.projector")
+        steps.append("vision.image_features (where the features enter the embeddings)")
+    steps.append(
+        f"layers[0] to layers[{model.num_layers - 1}], each as input, self_attn's values, "
+        f"mlp.mlp_output, layer_output"
+    )
+    steps.append("logits")
+    return ", then ".join(steps)
+
+
+def _tracing() -> bool:
+    """Whether this code runs as a trace's intervention (in an nnsight worker)."""
+    return getattr(getcurrent(), "mediator", None) is not None
+
+
+#: Tensor methods whose name ends in "_" that change no values.
+_NOT_EDITS = frozenset({"requires_grad_", "retain_grad", "share_memory_", "pin_memory", "detach_"})
+_AUGMENTED = frozenset(
+    f"__i{op}__"
+    for op in ("add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "and", "or", "xor", "lshift", "rshift", "matmul")
+)
+
+
+def _edits(func: Any, args: tuple, kwargs: dict) -> bool:
+    """Whether ``func(*args, **kwargs)`` writes into ``args[0]`` (or into ``out=``)."""
+    if isinstance(kwargs.get("out"), ReadOnlyTensor):
+        return True
+    if not args or not isinstance(args[0], ReadOnlyTensor):
+        return False
+    name = getattr(func, "__name__", "")
+    if name == "__setitem__" or name in _AUGMENTED:
+        return True
+    return name.endswith("_") and not name.startswith("_") and name not in _NOT_EDITS
+
+
+class ReadOnlyTensor(torch.Tensor):
+    """A served value whose writes would not reach the model.
+
+    It shares the storage of what the model holds (no copy). Inside a trace an in-place
+    edit of it raises `ReadOnly` with the value's reason; everything else, and anything
+    after the trace, behaves as the plain tensor (results are plain tensors).
+    """
+
+    _vlreg_reason = "this value cannot be written"
+
+    @classmethod
+    def __torch_function__(cls, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
+        kwargs = kwargs or {}
+        if _edits(func, args, kwargs) and _tracing():
+            target = kwargs.get("out") if isinstance(kwargs.get("out"), ReadOnlyTensor) else args[0]
+            raise ReadOnly(target._vlreg_reason)
+        with torch._C.DisableTorchFunctionSubclass():
+            return func(*args, **kwargs)
+
+    def __repr__(self, *, tensor_contents: Any = None) -> str:
+        return repr(self.as_subclass(torch.Tensor))
+
+
+def read_only_view(tensor: torch.Tensor, reason: str) -> ReadOnlyTensor:
+    """``tensor`` as a `ReadOnlyTensor` (same storage) that refuses edits with ``reason``."""
+    view = tensor.as_subclass(ReadOnlyTensor)
+    view._vlreg_reason = reason
+    return view
 
 
 def first(raw: Any) -> Any:
@@ -115,4 +256,3 @@ def argument(index: int, at: "str | Callable[[Any], str]", **options: Any) -> va
 def returned(at: "str | Callable[[Any], str]" = "output", **options: Any) -> value:
     """A value that is a module's or call's output, or its first element if a tuple."""
     return value(at, **options)(lambda envoy, raw: first(raw)).writes(with_first)
-

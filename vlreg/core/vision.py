@@ -95,6 +95,14 @@ def _scatter_back(vision: "Vision", raw: Any, new: torch.Tensor) -> Any:
     return (*args[:argument], new.reshape(native.shape), *args[argument + 1 :]), kwargs
 
 
+def _derived_mask(vision: "Vision") -> str:
+    return (
+        "it is derived from the prompt's tokens (input_ids == the image token id), and the model "
+        "finds the image tokens from input_ids itself; to move or drop image tokens, edit the "
+        "prompt, and to change what an image contributes, edit vision.image_features"
+    )
+
+
 def _input_ids(raw: Any) -> torch.Tensor:
     args, kwargs = raw
     ids = kwargs.get("input_ids", args[0] if args else None)
@@ -115,6 +123,12 @@ class Vision(Standard):
     """
 
     standard_children = {"layers": ""}
+    order = ("image_token_mask", "patch_embeddings", "layers", "tower_output", "image_features")
+
+    @value(lambda vision: f"{vision.root.path}.input", needs_images=False, read_only=_derived_mask)
+    def image_token_mask(self, raw: Any) -> torch.Tensor:
+        """``[batch, seq]``, True at the image tokens (read it before the tower runs)."""
+        return _input_ids(raw) == self.root._module.config.image_token_id
 
     @value(lambda vision: f"{vision.patch_embed.path}.output")
     def patch_embeddings(self, raw: torch.Tensor) -> Patches:
@@ -134,11 +148,6 @@ class Vision(Standard):
         put=_put_last_hidden_state,
         description="the last block's stream after the tower's final norm, before pooling or projection",
     )
-
-    @value(lambda vision: f"{vision.root.path}.input")
-    def image_token_mask(self, raw: Any) -> torch.Tensor:
-        """``[batch, seq]``, True at the image tokens (read it before the tower runs)."""
-        return _input_ids(raw) == self.root._module.config.image_token_id
 
     image_features = value(_scatter_call, description="the features as the text model receives them")(
         _scattered
@@ -169,8 +178,8 @@ class Vision(Standard):
             )
         return None
 
-    def support(self) -> dict[str, str | None]:
-        return {} if self.no_images() else super().support()
+    def _rows(self, ask: Any) -> dict[str, str | None]:
+        return {} if self.no_images() else super()._rows(ask)
 
     # -- sizes, off the tower's config ------------------------------------------
 
@@ -218,7 +227,7 @@ def variable_resolution(vision: Vision) -> int:
 class VisionLayer(Layer):
     """A tower block: the text block's values over patches."""
 
-    layer_output = patches()
+    layer_output = patches(description="the stream leaving the block, [images, patches, hidden]")
 
 
 class VisionAttention(Attention):
@@ -228,10 +237,10 @@ class VisionAttention(Attention):
     patches, with no causal mask.
     """
 
-    attention_output = patches()
+    attention_output = patches(description="what the attention adds to the stream, [images, patches, hidden]")
 
 
 class VisionMlp(Mlp):
     """A tower block's MLP over patches."""
 
-    mlp_output = patches()
+    mlp_output = patches(description="what the MLP adds to the stream, [images, patches, hidden]")

@@ -40,7 +40,8 @@ class Gemma3ByHand:
 
     @hookimpl
     def vlreg_claims(self):
-        return [Claim("wrapper", "gemma3"), Claim("text", "gemma3_text")]
+        # Overrides the Gemma 3 example where it is installed too (examples/ collected).
+        return [Claim("wrapper", "gemma3", overrides="gemma3"), Claim("text", "gemma3_text", overrides="gemma3")]
 
     @hookimpl
     def vlreg_rename(self, part):

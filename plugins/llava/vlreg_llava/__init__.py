@@ -44,6 +44,11 @@ def vlreg_scatter(part):
 
 
 @hookimpl
+def vlreg_read_only(part):
+    return wrappers.read_only(part) if part.kind == "wrapper" else None
+
+
+@hookimpl
 def vlreg_image_grids(part):
     from .geometry import llava_image_grids
 

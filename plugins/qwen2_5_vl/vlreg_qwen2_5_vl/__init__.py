@@ -8,7 +8,7 @@ biased SwiGLU MLP and windowed attention, served by `WindowedQwenVision`.
 """
 
 from vlreg.plugin import Attention, Claim, Layer, Mlp, VisionLayer, VisionMlp, hookimpl
-from vlreg_qwen2_vl import SCATTER, TOWER_RENAME, WRAPPER_RENAME
+from vlreg_qwen2_vl import READ_ONLY, SCATTER, TOWER_RENAME, WRAPPER_RENAME
 from vlreg_qwen2_vl.vit import QwenVisionAttention
 
 from .windows import WindowedQwenVision, window_layout
@@ -58,6 +58,11 @@ def vlreg_envoys(part):
 @hookimpl
 def vlreg_scatter(part):
     return SCATTER
+
+
+@hookimpl
+def vlreg_read_only(part):
+    return READ_ONLY if part.kind == "wrapper" else None
 
 
 @hookimpl

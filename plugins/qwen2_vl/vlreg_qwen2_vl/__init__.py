@@ -20,6 +20,16 @@ WRAPPER_RENAME = {
 #: The merger's output is written into the embeddings in Qwen2VLModel.forward.
 SCATTER = Scatter(host="model", operation="inputs_embeds_masked_scatter_0", argument=1)
 
+#: The merger runs inside the tower's forward, before the tower returns: a write to
+#: the tower's output reaches nothing. The same stream, before the merger, is the last
+#: block's output.
+READ_ONLY = {
+    "vision.tower_output": lambda vision: (
+        "the merger (model.projector) runs inside the tower and has read the stream before the "
+        "tower returns it; edit vision.layers[-1].layer_output, the same stream before the merger"
+    )
+}
+
 #: The Qwen ViT's names, from the tower: none is a name a text block has.
 TOWER_RENAME = {
     "blocks": "layers",
@@ -63,6 +73,11 @@ def vlreg_envoys(part):
 @hookimpl
 def vlreg_scatter(part):
     return SCATTER
+
+
+@hookimpl
+def vlreg_read_only(part):
+    return READ_ONLY if part.kind == "wrapper" else None
 
 
 @hookimpl

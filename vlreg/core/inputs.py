@@ -1,0 +1,98 @@
+"""What a trace checks of its input before the model runs.
+
+An image the model would never see must not pass silently: images given to a load with
+no processor, an empty or malformed ``images=``, float pixels in 0..1 that the image
+processor would divide by 255 again. Each is refused with what to pass instead.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Iterator
+
+import torch
+
+MEDIA = frozenset({"images", "videos"})
+
+ACCEPTED = (
+    "images= takes a PIL image, a numpy array (height x width x 3, uint8) or a torch tensor "
+    "(3 x height x width), one per image placeholder in the prompt, as a list (a list per "
+    "prompt when several prompts carry images)"
+)
+
+
+def check_invokes(model: Any, invokes: list) -> bool:
+    """Refuse what no image can reach or what would reach it wrong; return whether the
+    trace's input carries images at all."""
+    carried = False
+    for inputs, kwargs in invokes:
+        media = {key for key in kwargs.keys() & MEDIA if kwargs[key] is not None}
+        if media and model.processor is None:
+            raise ValueError(
+                f"{' and '.join(sorted(media))}= given to a model loaded without a processor "
+                f"(task={model.task!r}), so no image can reach it and the result would be the "
+                f"text-only one: load with task='image-text-to-text' to trace images"
+            )
+        if kwargs.get("images") is not None:
+            check_images(kwargs["images"], model.processor)
+            carried = True
+        carried = carried or _has_pixels(kwargs) or bool(inputs and _has_pixels(inputs[0]))
+    return carried
+
+
+def _has_pixels(encoding: Any) -> bool:
+    return isinstance(encoding, Mapping) and encoding.get("pixel_values") is not None
+
+
+def check_images(images: Any, processor: Any) -> None:
+    """Refuse an ``images=`` that the processor would fail on deep inside, or misread."""
+    if isinstance(images, (list, tuple)) and not any(True for _ in _leaves(images)):
+        raise ValueError(f"images={images!r} holds no image: leave images= out for a text-only prompt; {ACCEPTED}")
+    rescale = getattr(getattr(processor, "image_processor", None), "do_rescale", False)
+    for where, image in _indexed(images, "images"):
+        if not _is_image(image):
+            raise TypeError(f"{where} is {type(image).__name__}, not an image: {ACCEPTED}")
+        if rescale and _unit_floats(image):
+            raise ValueError(
+                f"{where} is a float array with values in [0, 1], and the image processor divides "
+                f"pixel values by 255 as if they ran 0..255, which would feed the model an all but "
+                f"black image: pass uint8 values 0..255 (e.g. (array * 255).round().astype('uint8')) "
+                f"or a PIL image"
+            )
+
+
+def _leaves(images: Any) -> Iterator[Any]:
+    for _, image in _indexed(images, ""):
+        yield image
+
+
+def _indexed(images: Any, where: str) -> Iterator[tuple[str, Any]]:
+    if isinstance(images, (list, tuple)):
+        for index, item in enumerate(images):
+            yield from _indexed(item, f"{where}[{index}]")
+    else:
+        yield where, images
+
+
+def _is_image(image: Any) -> bool:
+    from PIL import Image
+
+    if isinstance(image, Image.Image):
+        return True
+    if isinstance(image, torch.Tensor):
+        return image.dim() in (2, 3)
+    try:
+        import numpy
+    except ImportError:  # pragma: no cover - numpy comes with torch
+        return False
+    return isinstance(image, numpy.ndarray) and image.ndim in (2, 3)
+
+
+def _unit_floats(image: Any) -> bool:
+    """Float pixels, some above 0 and none above 1: a 0..1 image."""
+    tensor = image if isinstance(image, torch.Tensor) else None
+    if tensor is None and hasattr(image, "dtype") and getattr(image.dtype, "kind", "") == "f":
+        tensor = torch.as_tensor(image)
+    if tensor is None or not tensor.is_floating_point() or tensor.numel() == 0:
+        return False
+    return bool(tensor.min() >= 0 and 0 < tensor.max() <= 1)
