@@ -126,7 +126,9 @@ class Patching:
     """The ``target`` logit at ``position`` of the target run when a block's output at
     image ``image``'s tokens is taken from the source run: ``effects`` is patched minus
     ``clean``, ``[layers]``, or ``[layers, tokens]`` patching one token at a time.
-    ``source`` is the target logit on the source run."""
+    ``source`` is the target logit on the source run. ``patched`` holds the patched runs'
+    whole logits at ``position``, ``[layers, vocab]`` (what the model now answers), or
+    None when patching one token at a time."""
 
     image: int
     layers: tuple[int, ...]
@@ -136,6 +138,7 @@ class Patching:
     source: float
     effects: torch.Tensor
     geometry: list[ImageGeometry]
+    patched: torch.Tensor | None = None
 
 
 def patch_image(
@@ -149,13 +152,15 @@ def patch_image(
     layers: Sequence[int] | None = None,
     target: "int | str | None" = None,
     position: int = -1,
+    tokens: Sequence[int] | None = None,
     per_token: bool = False,
     batch: int = 16,
 ) -> Patching:
     """Patch ``layers[i].layer_output`` at image ``image``'s tokens from a run on
     ``source_images`` (and ``source_prompt``, by default ``prompt``) into the run on
     ``images``, one block at a time. The two images must have the same token grid.
-    ``target`` defaults to the source run's most likely token at ``position``. With
+    ``target`` defaults to the source run's most likely token at ``position``. ``tokens``
+    (indices among the image's tokens) patches only those, in one edit. With
     ``per_token``, one token at a time: ``batch`` edits a trace, as copies of the prompt in
     one batch, measured against an unedited copy in the same batch."""
     images, source_images = _images(images), _images(source_images)
@@ -166,25 +171,28 @@ def patch_image(
     if [(g.rows, g.columns) for g in donor.grids] != [(g.rows, g.columns) for g in chosen.grids]:
         raise ValueError("the source image's token grid differs from the target's: resize one to the other's size")
     layers = _layers(model, layers)
+    chosen_tokens = torch.arange(chosen.tokens) if tokens is None else torch.as_tensor(list(tokens), dtype=torch.long)
     saved: list = []
     with torch.no_grad(), model.trace(source_prompt, images=source_images):
         for layer in layers:
-            saved.append(model.layers[layer].layer_output[donor.row, donor.positions].save())
+            saved.append(model.layers[layer].layer_output[donor.row, donor.positions[chosen_tokens]].save())
         source_logits = model.logits[donor.row, position].save()
     wanted = int(source_logits.argmax()) if target is None else token_id(model, target)
     clean = _logits(model, prompt, images, chosen.row, position)[wanted]
+    patched = None
     if per_token:
         effects = torch.stack([
-            _patch_each(model, prompt, images, image, layer, stream.detach(), wanted, position, batch)
+            _patch_each(model, prompt, images, image, layer, stream.detach(), chosen_tokens, wanted, position, batch)
             for layer, stream in zip(layers, saved)
         ])
     else:
-        effects = torch.zeros(len(layers))
-        for i, (layer, stream) in enumerate(zip(layers, saved)):
+        runs = []
+        for layer, stream in zip(layers, saved):
             with torch.no_grad(), model.trace(prompt, images=images):
-                model.layers[layer].layer_output[chosen.row, chosen.positions] = stream.detach()
-                patched = model.logits[chosen.row, position, wanted].save()
-            effects[i] = float(patched) - float(clean)
+                model.layers[layer].layer_output[chosen.row, chosen.positions[chosen_tokens]] = stream.detach()
+                runs.append(model.logits[chosen.row, position].save())
+        patched = torch.stack([run.detach() for run in runs])
+        effects = (patched[:, wanted] - clean).float()
     return Patching(
         image=image,
         layers=layers,
@@ -194,19 +202,22 @@ def patch_image(
         source=float(source_logits[wanted]),
         effects=effects,
         geometry=geometry,
+        patched=patched,
     )
 
 
-def _patch_each(model, prompt, images, image, layer, stream, wanted, position, batch) -> torch.Tensor:
-    """Effects of patching block ``layer``'s output at one image token at a time."""
+def _patch_each(model, prompt, images, image, layer, stream, chosen, wanted, position, batch) -> torch.Tensor:
+    """Effects of patching block ``layer``'s output at one of the ``chosen`` image tokens
+    at a time (``stream`` holds the source's rows of those tokens)."""
     effects = []
-    for tokens in _chunks(stream.shape[0], batch):
+    for rows_of_stream in _chunks(stream.shape[0], batch):
+        tokens = chosen[rows_of_stream].tolist()
         prompts, pictures, copies = _copies(model, prompt, images, len(tokens) + 1)
         edited = [copies[k * len(images) + image] for k in range(len(tokens))]
         rows = torch.tensor([copy.row for copy in edited])
         positions = torch.stack([copy.positions[token] for copy, token in zip(edited, tokens)])
         with torch.no_grad(), model.trace(prompts, images=pictures):
-            model.layers[layer].layer_output[rows, positions] = stream[tokens]
+            model.layers[layer].layer_output[rows, positions] = stream[rows_of_stream]
             logits = model.logits[:, position, wanted].save()
         effects.append(logits[:-1] - logits[-1])
     return torch.cat(effects).detach().float()

@@ -72,8 +72,9 @@ def shared_checkpoint(name: str) -> Path | None:
     return folder if folder.is_dir() else None
 
 
-def tokenizer(special_tokens: Iterable[str], corpus: Iterable[str] = CORPUS, **roles: str) -> Any:
-    """A small byte-level BPE tokenizer with ``special_tokens`` added whole.
+def tokenizer(special_tokens: Iterable[str], corpus: Iterable[str] = CORPUS, vocab_size: int = 320, **roles: str) -> Any:
+    """A small byte-level BPE tokenizer with ``special_tokens`` added whole, at most
+    ``vocab_size`` tokens (the 256 bytes, the special tokens, then merges).
 
     ``roles`` names special tokens by role (``eos_token="<|im_end|>"``). The special
     tokens get the first ids, in order, so the text vocabulary follows them.
@@ -86,7 +87,7 @@ def tokenizer(special_tokens: Iterable[str], corpus: Iterable[str] = CORPUS, **r
     bpe.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     bpe.decoder = decoders.ByteLevel()
     trainer = trainers.BpeTrainer(
-        vocab_size=320,
+        vocab_size=vocab_size,
         special_tokens=special_tokens,
         initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
         show_progress=False,
