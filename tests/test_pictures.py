@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
 import torch
 from PIL import Image
@@ -99,17 +98,23 @@ def test_colours_run_along_the_ramp():
     assert ends.tolist() == [low, high, low, high]
 
 
-def test_demo_out_writes_overlays_a_person_can_read(tmp_path, capsys):
+def test_demo_out_draws_the_toy_models_answer_on_its_target(tmp_path, capsys):
+    """The demo's occlusion picture is hottest on the asked shape's token: the ramp's top
+    colour blended over the scene there, at the zoomed size, and its summary says so."""
+    from vlreg.demo import ZOOM, demo_scene
+
     assert main(["demo", "--out", str(tmp_path)]) == 0
     said = capsys.readouterr().out
     assert str(tmp_path.resolve()) in said
     written = sorted(tmp_path.glob("*.png"))
     assert {path.name for path in written} >= {"logit-lens.png", "occlusion.png", "patching.png", "attention.png", "tower.png"}
-    picture = scene()
+    example = demo_scene()
+    assert f"answer: {example.answer!r}" in said and f"on the {example.shape}" in said
+    x0, y0, x1, y1 = example.target_box
+    x, y = (x0 + x1) // 2, (y0 + y1) // 2
+    under = torch.tensor(example.image.getpixel((x, y)), dtype=torch.float32)
     with Image.open(tmp_path / "occlusion.png") as drawn:
-        assert drawn.size == picture.size
-        pixels = torch.from_numpy(np.asarray(drawn.convert("RGB")).copy()).float()
-    # the picture shows through the heat: the red square stays redder than the blue circle
-    square = pixels[170:250, 90:150].mean((0, 1))
-    circle = pixels[170:250, 290:350].mean((0, 1))
-    assert square[0] - square[2] > circle[0] - circle[2] + 40
+        assert drawn.size == (example.image.width * ZOOM, example.image.height * ZOOM)
+        hot = torch.tensor(drawn.getpixel((x * ZOOM + 1, y * ZOOM + 1)), dtype=torch.float32)
+    expected = under * 0.45 + torch.tensor(RAMP[-1], dtype=torch.float32) * 0.55
+    assert (hot - expected).abs().max() <= 1

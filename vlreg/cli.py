@@ -22,8 +22,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     inspect.add_argument("--attn-implementation", default=None, help="e.g. eager, to see the attention interior's rows")
     inspect.add_argument("--json", action="store_true", help="print JSON")
 
-    demo = commands.add_parser("demo", help="build a small checkpoint, trace it, print what was read")
-    demo.add_argument("--checkpoint", default="qwen2_vl", help="a checkpoint builder's name (default: qwen2_vl)")
+    demo = commands.add_parser("demo", help="trace the toy model (trained once per machine), print what it answered and what the helpers found")
     demo.add_argument("--out", default=None, help="also draw the analysis helpers' scores on the image, as PNGs in this folder")
 
     new = commands.add_parser("new-plugin", help="write a plugin skeleton for a checkpoint's family")
@@ -40,7 +39,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if arguments.command == "demo":
         from .demo import run
 
-        run(arguments.checkpoint, arguments.out)
+        run(arguments.out)
         return 0
     from .template import write_plugin
 

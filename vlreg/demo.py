@@ -1,22 +1,16 @@
-"""``vlreg demo``: build a small checkpoint, trace an image prompt, print what was read,
-and with ``--out`` draw what the analysis helpers find onto the image."""
+"""``vlreg demo``: load the toy model (a small Qwen2-VL trained here, once per machine, to
+name the colour of one shape in a scene), trace a held-out scene, print what the model
+answered and what vlreg's helpers found, and with ``--out`` draw it onto the scene."""
 
 from __future__ import annotations
 
+import random
 from pathlib import Path
 
 import torch
 
-
-def picture(width: int = 112, height: int = 84):
-    """A synthetic photo: a colour gradient with a red square in it."""
-    from PIL import Image
-
-    x = torch.linspace(0, 1, width).expand(height, width)
-    y = torch.linspace(0, 1, height).unsqueeze(1).expand(height, width)
-    pixels = torch.stack([x, y, 1 - x], -1)
-    pixels[height // 4 : height // 2, width // 4 : width // 2] = torch.tensor([1.0, 0.0, 0.0])
-    return Image.fromarray((pixels * 255).to(torch.uint8).numpy())
+#: Pictures are drawn at this many times the toy's 168 x 168 scenes, so labels stay readable.
+ZOOM = 3
 
 
 def scene(width: int = 448, height: int = 336, swap: bool = False):
@@ -37,40 +31,122 @@ def scene(width: int = 448, height: int = 336, swap: bool = False):
     return picture
 
 
-def write_pictures(model, out: str | Path) -> list[Path]:
-    """Draw what each analysis helper finds on `scene` into ``out``; returns the files.
+def demo_scene():
+    """The demo's scene: the first held-out toy scene whose asked shape lies clear of the
+    top row and the right column, where a picture's title and colour bar are drawn."""
+    from .testing import toy
 
-    The pictures of docs/seeing-into-the-image.md are these, for the default checkpoint."""
+    return next(s for s in toy.scenes(50) if s.target_box[1] >= 2 * toy.CELL and s.target_box[2] <= toy.SIDE - toy.CELL)
+
+
+def covering(geometry, box) -> list[int]:
+    """The image tokens whose boxes overlap ``box`` ``(x0, y0, x1, y1)``."""
+    x0, y0, x1, y1 = box
+    b = geometry.boxes
+    return ((b[:, 0] < x1) & (x0 < b[:, 2]) & (b[:, 1] < y1) & (y0 < b[:, 3])).nonzero()[:, 0].tolist()
+
+
+def question(example) -> str:
+    return f"What color is the {example.shape}?"
+
+
+def findings(model, example) -> dict:
+    """What each helper finds on one toy scene: the answer, the occlusion's top token, the
+    answer with the target's token (and with a token away from every shape) mean-ablated,
+    the answer when the target's tokens are patched, block by block, from the scene with
+    the target's colour swapped for another shape's, the last token's attention share on
+    the target and the logit lens's probability of the answer there, per block."""
+    from . import analysis
+
+    prompt, image = example.prompt, example.image
+    (geometry,) = model.vision.geometry(prompt, [image])
+    target = covering(geometry, example.target_box)
+    with torch.no_grad(), model.trace(prompt, images=[image]):
+        logits = model.logits[0, -1].save()
+    probabilities = logits.float().softmax(-1)
+    answer = model.tokenizer.decode(int(probabilities.argmax()))
+    word = lambda token: model.tokenizer.decode(int(token))  # noqa: E731
+
+    occluded = analysis.occlusion(model, prompt, [image], target=answer, batch=geometry.tokens)
+    near = set(covering(geometry, tuple(v + d for v, d in zip(example.target_box, (-28, -28, 28, 28)))))
+    for _, box in example.shapes.values():
+        near |= set(covering(geometry, box))
+    far = [t for t in range(geometry.tokens) if t not in near][: len(target)]
+    ablated = {where: word(analysis.ablate_image(model, prompt, [image], mode="mean", tokens=tokens).ablated.argmax())
+               for where, tokens in (("target", target), ("away", far))}
+
+    other = sorted(set(example.shapes) - {example.shape})[0]
+    colour = example.shapes[other][0]
+    swapped = example.recoloured(colour)
+    patched = analysis.patch_image(model, prompt, [image], [swapped.image], target=colour, tokens=target)
+    per_token = analysis.patch_image(model, prompt, [image], [swapped.image], target=colour, per_token=True,
+                                     batch=geometry.tokens)
+    seen = analysis.attention_to_images(model, prompt, [image]).weights[0].mean(1)
+    lens = analysis.logit_lens(model, prompt, [image], target=answer)
+    return {
+        "geometry": geometry, "target": target, "answer": answer, "probability": float(probabilities.max()),
+        "occlusion": occluded.scores, "ablated": ablated, "away": far,
+        "swap": (other, colour, swapped), "patched": [word(t) for t in patched.patched.argmax(-1)],
+        "patch_effects": patched.effects, "patch_per_token": per_token.effects,
+        "attention": seen, "attention_share": seen[:, target].sum(-1) / seen.sum(-1),
+        "lens": lens.target_probabilities[0],
+    }
+
+
+def summary(example, found: dict) -> list[str]:
+    """The findings as sentences."""
+    target, scores = found["target"], found["occlusion"]
+    top = scores.topk(len(target)).indices.tolist()
+    other, colour, _ = found["swap"]
+    blocks = ", ".join
+    return [
+        f"scene: a {', a '.join(f'{c} {s}' for s, (c, _) in example.shapes.items())}; "
+        f"{question(example)!r} (the {example.shape} is in image token {target[0]} of {found['geometry'].tokens})",
+        f"answer: {found['answer']!r} (p {found['probability']:.2f}); the truth: {example.answer!r}",
+        f"occlusion: the token whose mean-ablation drops the {found['answer']!r} logit most is {top[0]} "
+        f"({scores[top[0]]:.2f}; the next {scores.sort(descending=True).values[len(target)]:.2f}): "
+        f"{'on' if set(top) <= set(target) else 'not on'} the {example.shape}",
+        f"ablation: mean-ablating the {example.shape}'s token, the model answers {found['ablated']['target']!r}; "
+        f"ablating token {found['away'][0]}, away from every shape, {found['ablated']['away']!r}",
+        f"patching the {example.shape}'s token from the scene where it is {colour} (the {other}'s colour): the answer "
+        f"per block {found['patched']}; effect on the {colour!r} logit {blocks(f'{e:.2f}' for e in found['patch_effects'])}",
+        f"attention: the last token's share of its image attention on the {example.shape}'s token, per block: "
+        f"{blocks(f'{s:.2f}' for s in found['attention_share'])} (chance {len(target) / found['geometry'].tokens:.2f})",
+        f"logit lens: p({found['answer']!r}) at the {example.shape}'s token per block: "
+        f"{blocks(f'{p:.2f}' for p in found['lens'][:, target].mean(-1))}, elsewhere at most "
+        f"{blocks(f'{p:.2f}' for p in found['lens'][:, [t for t in range(len(scores)) if t not in target]].max(-1).values)}",
+    ]
+
+
+def write_pictures(model, out: str | Path, example=None, found: dict | None = None) -> list[Path]:
+    """Draw what each helper finds on a toy scene into ``out``; returns the files.
+
+    The pictures of docs/seeing-into-the-image.md are these."""
     from . import analysis
     from .pictures import overlay, overlay_grid
 
+    example = demo_scene() if example is None else example
+    found = findings(model, example) if found is None else found
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    image, swapped = scene(), scene(swap=True)
-    messages = [{"role": "user", "content": [{"type": "image"}, {"type": "text", "text": "What is in this image?"}]}]
-    prompt = model.processor.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
-    layers = [f"layer {i}" for i in range(model.num_layers)]
-    pictures = {}
-
-    lens = analysis.logit_lens(model, prompt, [image])
-    pictures["logit-lens.png"] = overlay_grid(
-        image, lens.geometry[0], lens.top_probabilities[0][..., 0], titles=layers, scale=0.5
-    )
-    ablation = analysis.occlusion(model, prompt, [image])
-    pictures["occlusion.png"] = overlay(image, ablation.geometry[0], ablation.scores, title="logit drop")
-    patching = analysis.patch_image(model, prompt, [image], [swapped], per_token=True)
-    pictures["patching.png"] = overlay_grid(image, patching.geometry[0], patching.effects, titles=layers, scale=0.5)
-    attention = analysis.attention_to_images(model, prompt, [image])
-    pictures["attention.png"] = overlay_grid(
-        image, attention.geometry[0], attention.weights[0].mean(1), titles=layers, scale=0.5
-    )
-    tower = analysis.tower_patterns(model, prompt, [image], layer=-1)
-    geometry, grid = tower.geometry[0], tower.grids[0]
-    square = geometry.token_at(100, 170, grid=grid)  # over the red square
-    heads = tower.patterns[0][:, square]
-    pictures["tower.png"] = overlay_grid(
-        image, geometry, heads, grid=grid, titles=[f"head {h}" for h in range(len(heads))], scale=0.5
-    )
+    image, geometry = example.image, found["geometry"]
+    layers = [f"block {i}" for i in range(model.num_layers)]
+    asked = f"{question(example)} {found['answer']}"  # the question and the model's answer
+    _, colour, swapped = found["swap"]
+    tower = analysis.tower_patterns(model, example.prompt, [image], layer=-1)
+    heads = tower.patterns[0][:, found["target"][0]]
+    pictures = {
+        "occlusion.png": overlay(image, geometry, found["occlusion"], zoom=ZOOM,
+                                 title=f"{asked}\nocclusion: drop of {found['answer']!r}"),
+        "logit-lens.png": overlay_grid(image, geometry, found["lens"], titles=[f"{t}: p({found['answer']!r})" for t in layers],
+                                       zoom=ZOOM, scale=0.5),
+        "patching.png": overlay_grid(image, geometry, found["patch_per_token"], zoom=ZOOM, scale=0.5,
+                                     titles=[f"{t}: {colour!r} from the swap" for t in layers]),
+        "attention.png": overlay_grid(image, geometry, found["attention"], titles=[f"{t}: last token" for t in layers],
+                                      zoom=ZOOM, scale=0.5),
+        "tower.png": overlay_grid(image, geometry, heads, grid=tower.grids[0], zoom=ZOOM, scale=0.5,
+                                  titles=[f"tower head {h}: from the {example.shape}" for h in range(len(heads))]),
+    }
     written = []
     for name, picture in pictures.items():
         picture.save(out / name, optimize=True)
@@ -84,60 +160,54 @@ def format_support(rows: dict[str, str | None]) -> str:
     return "\n".join(f"  {row:<{width}}  {'yes' if reason is None else 'no: ' + reason}" for row, reason in rows.items())
 
 
-def run(checkpoint: str = "qwen2_vl", out_dir: str | Path | None = None) -> None:
-    from . import StandardizedTransformer
-    from .testing import build
+def run(out_dir: str | Path | None = None) -> None:
+    import json
 
     from transformers.utils import logging as transformers_logging
 
+    from . import StandardizedTransformer
+    from .testing import toy
+
     transformers_logging.disable_progress_bar()
-    path = build(checkpoint)
-    print(f"checkpoint: a random-weight {checkpoint!r} checkpoint written to {path}")
-    model = StandardizedTransformer(
-        str(path), task="image-text-to-text", dispatch=True, attn_implementation="eager", device="cpu"
-    )
+    cached = (toy.cache_dir() / toy.key() / "toy.json").exists()
+    if not cached:
+        print("training the toy model, once per machine (a few minutes on two CPU cores)...")
+    path = toy.build()
+    report = json.loads((path / "toy.json").read_text())
+    print(f"checkpoint: the toy model in {path} (trained in {report['train_seconds']:.0f} s, "
+          f"held-out accuracy {report['held_out_accuracy']:.0%})")
+    model = StandardizedTransformer(str(path), task="image-text-to-text", dispatch=True,
+                                    attn_implementation="eager", device="cpu")
     print(f"family: {model.family!r}")
-    print(f"aliases: {model._aliases}")
     print(
         f"text: {model.num_layers} layers, {model.hidden_size} wide, {model.num_heads} heads over "
         f"{model.num_kv_heads} KV heads of {model.head_dim}; vision: {model.vision.num_layers} layers, "
         f"{model.vision.vision_hidden_size} wide, patch {model.vision.patch_size}"
     )
-
-    image = picture()
-    messages = [{"role": "user", "content": [{"type": "image"}, {"type": "text", "text": "What is in this image?"}]}]
-    prompt = model.processor.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
-    print(f"prompt: {prompt!r} with one {image.width} x {image.height} image")
+    example = demo_scene()
     last = model.num_layers - 1
-    with model.trace(prompt, images=[image]):
+    with torch.no_grad(), model.trace(example.prompt, images=[example.image]):
         mask = model.vision.image_token_mask.save()
-        patches = model.vision.patch_embeddings.save()
         features = model.vision.image_features.save()
         first = model.layers[0].input.save()
         x = model.layers[last].input.save()
-        pattern = model.layers[last].self_attn.attention_probabilities.save()
         attn = model.layers[last].self_attn.attention_output.save()
         mlp = model.layers[last].mlp.mlp_output.save()
         out = model.layers[last].layer_output.save()
-        logits = model.logits.save()
-    with model.trace(prompt, images=[image]):
-        model.vision.image_features[:] = 0
-        ablated = model.logits.save()
-
-    print(f"read: image_token_mask {tuple(mask.shape)} with {int(mask.sum())} image tokens")
-    print(f"      vision.patch_embeddings {tuple(patches.shape)}, image_features {tuple(features.shape)}")
+    print(f"prompt: {example.prompt!r} with one {example.image.width} x {example.image.height} image")
+    print(f"read: image_token_mask {tuple(mask.shape)} with {int(mask.sum())} image tokens; "
+          f"image_features {tuple(features.shape)}")
     print(f"      layers[0].input[image_token_mask] == image_features: {torch.equal(first[mask], features)}")
     identity = torch.allclose(x + attn + mlp, out, atol=1e-5)
     print(f"      layers[{last}]: input + attention_output + mlp_output == layer_output: {identity}")
-    print(f"      layers[{last}] attention pattern {tuple(pattern.shape)}, rows sum to {pattern.sum(-1).mean():.4f}")
-    top = logits[0, -1].topk(3)
-    tokens = model.tokenizer.convert_ids_to_tokens(top.indices.tolist())
-    print(f"      next-token logits {tuple(logits.shape)}; top 3: {tokens} at {[round(v, 3) for v in top.values.tolist()]}")
-    print(f"edit: zeroing image_features moves the last logits by {(ablated - logits)[0, -1].abs().max():.4f}")
+    found = findings(model, example)
+    print("found:")
+    for line in summary(example, found):
+        print(f"  {line}")
     print("model.support():")
     print(format_support(model.support()))
     if out_dir is not None:
-        written = write_pictures(model, out_dir)
-        print(f"pictures: {len(written)} overlays of the helpers' scores on the image, in {Path(out_dir).resolve()}:")
+        written = write_pictures(model, out_dir, example, found)
+        print(f"pictures: {len(written)} overlays of the helpers' scores on the scene, in {Path(out_dir).resolve()}:")
         for path in written:
             print(f"  {path.name}")

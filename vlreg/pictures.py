@@ -92,9 +92,11 @@ def overlay(
     lines: bool = True,
     bar: bool = True,
     title: str | None = None,
+    zoom: int = 1,
 ) -> Image.Image:
     """``image`` (the original, as passed to the processor) with ``scores`` painted over
-    the boxes of ``geometry.grids[grid]``, at the image's size.
+    the boxes of ``geometry.grids[grid]``, at the image's size times ``zoom`` (a small
+    image enlarged pixel for pixel, so its labels stay readable).
 
     ``scores`` holds one value per image token or per token of that grid (NeXT's base and
     tile tokens cover the same pixels, so one grid is drawn: the tiles by default); tokens
@@ -103,6 +105,10 @@ def overlay(
     if tuple(image.size) != tuple(geometry.size):
         raise ValueError(f"the image is {image.size}, but the geometry is of a {geometry.size} image")
     boxes, scores = _grid_scores(geometry, scores, grid)
+    every = geometry.boxes * zoom
+    boxes = boxes * zoom
+    if zoom != 1:
+        image = image.resize((image.width * zoom, image.height * zoom), Image.Resampling.NEAREST)
     shown = (~boxes.isnan().any(-1)) & ~scores.isnan()
     finite = scores[shown]
     if low is None:
@@ -116,7 +122,7 @@ def overlay(
     heat = torch.zeros_like(base)
     weight = torch.zeros(base.shape[:2])
     covered = torch.zeros(base.shape[:2], dtype=torch.bool)
-    for box in geometry.boxes[~geometry.boxes.isnan().any(-1)]:
+    for box in every[~every.isnan().any(-1)]:
         x0, y0, x1, y1 = _pixels(box)
         covered[y0:y1, x0:x1] = True
     for box, colour, show in zip(boxes, paint, shown):
@@ -155,7 +161,7 @@ def overlay_grid(
 ) -> Image.Image:
     """One overlay per row of ``scores`` (``[panels, tokens]``: a score across layers,
     heads, ...), on one colour scale, ``columns`` to a row, each at ``scale`` times the
-    image's size; ``titles`` name the panels (``"layer 3"``)."""
+    image's size (times ``zoom``); ``titles`` name the panels (``"layer 3"``)."""
     rows = [torch.as_tensor(row, dtype=torch.float32).detach() for row in scores]
     values = torch.cat([row.reshape(-1) for row in rows])
     values = values[~values.isnan()]
@@ -164,7 +170,8 @@ def overlay_grid(
     panels = [
         overlay(image, geometry, row, title=titles[i] if titles else None, **options) for i, row in enumerate(rows)
     ]
-    width, height = max(1, round(image.width * scale)), max(1, round(image.height * scale))
+    zoom = options.get("zoom", 1)
+    width, height = max(1, round(image.width * zoom * scale)), max(1, round(image.height * zoom * scale))
     across = min(columns, len(panels))
     down = math.ceil(len(panels) / across)
     sheet = Image.new("RGB", (across * width + (across - 1) * gap, down * height + (down - 1) * gap), (255, 255, 255))

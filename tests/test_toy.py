@@ -1,0 +1,142 @@
+"""The toy model: trained here on scenes whose answer sits at one image token, so vlreg's
+analysis helpers are checked to find that token, not only to run.
+
+Each scene's answer is the colour of the named shape, and the shape lies inside one
+token's cell: ablating, occluding or patching that token must move the answer, and the
+same edits elsewhere must not. The figures are over `N` held-out scenes; the trained
+model is built once per machine (`toy.build` caches it).
+"""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+import torch
+
+from vlreg import StandardizedTransformer, analysis
+from vlreg.testing import toy
+
+N = 100
+
+
+@pytest.fixture(scope="module")
+def model():
+    return StandardizedTransformer(str(toy.build()), task="image-text-to-text", dispatch=True,
+                                   attn_implementation="eager", device="cpu")
+
+
+@pytest.fixture(scope="module")
+def held_out():
+    return toy.scenes(N)
+
+
+def covering(geometry, box, margin: float = 0.0) -> list[int]:
+    """The image tokens whose boxes overlap ``box`` grown by ``margin`` pixels."""
+    x0, y0, x1, y1 = box
+    b = geometry.boxes
+    hit = (b[:, 0] < x1 + margin) & (x0 - margin < b[:, 2]) & (b[:, 1] < y1 + margin) & (y0 - margin < b[:, 3])
+    return hit.nonzero()[:, 0].tolist()
+
+
+def away(geometry, scene, count: int, seed: int) -> list[int]:
+    """``count`` tokens at least a cell away from every shape."""
+    near = {t for _, box in scene.shapes.values() for t in covering(geometry, box, margin=toy.CELL)}
+    return random.Random(seed).sample([t for t in range(geometry.tokens) if t not in near], count)
+
+
+def word(model, token: int) -> str:
+    return model.tokenizer.decode(int(token))
+
+
+def test_training_sees_what_the_processor_makes(model, held_out):
+    """Training makes its pixel values by hand, in a batch: they must be the processor's."""
+    pictures = [scene.image for scene in held_out[:8]]
+    made = model.processor.image_processor(images=pictures, return_tensors="pt")["pixel_values"]
+    torch.testing.assert_close(toy.pixels(pictures, model.processor.image_processor), made)
+
+
+def test_scenes_are_fixed_and_each_target_sits_in_one_token(model, held_out):
+    again = toy.scenes(3)
+    assert [s.prompt for s in again] == [s.prompt for s in held_out[:3]]
+    assert all(a.image.tobytes() == b.image.tobytes() for a, b in zip(again, held_out))
+    assert toy.scenes(3, seed=1)[0].image.tobytes() != held_out[0].image.tobytes()
+    for scene in held_out:
+        (geometry,) = model.vision.geometry(scene.prompt, [scene.image])
+        assert len(covering(geometry, scene.target_box)) == 1
+        assert scene.answer == scene.shapes[scene.shape][0] and len(model.tokenizer.encode(scene.answer)) == 1
+
+
+def test_the_toy_loads_like_any_checkpoint_and_answers(model, held_out):
+    with torch.no_grad(), model.trace([s.prompt for s in held_out], images=[s.image for s in held_out]):
+        answers = model.logits[:, -1].argmax(-1).save()
+    accuracy = sum(word(model, a) == s.answer for a, s in zip(answers, held_out)) / N
+    print(f"held-out accuracy {accuracy:.2f}")
+    assert accuracy >= 0.95
+
+
+def test_build_is_cached_and_copies(tmp_path):
+    assert toy.build() == toy.build() == toy.cache_dir() / toy.key()
+    copy = toy.build(tmp_path / "toy")
+    assert (copy / "model.safetensors").read_bytes() == (toy.build() / "model.safetensors").read_bytes()
+
+
+def test_ablating_the_target_token_removes_the_answer(model, held_out):
+    """After Neo et al. (2024): object tokens removed, object identification fails."""
+    right = {"clean": 0, "target": 0, "away": 0}
+    for i, scene in enumerate(held_out):
+        (geometry,) = model.vision.geometry(scene.prompt, [scene.image])
+        target = covering(geometry, scene.target_box)
+        for where, tokens in (("target", target), ("away", away(geometry, scene, len(target), i))):
+            ablation = analysis.ablate_image(model, scene.prompt, [scene.image], mode="mean", tokens=tokens)
+            right[where] += word(model, ablation.ablated.argmax()) == scene.answer
+        right["clean"] += word(model, ablation.clean.argmax()) == scene.answer
+    accuracy = {where: count / N for where, count in right.items()}
+    print(f"accuracy with the tokens mean-ablated: {accuracy}")
+    assert accuracy["clean"] - accuracy["target"] >= 0.5
+    assert accuracy["clean"] - accuracy["away"] <= 0.1
+
+
+def test_occlusion_puts_the_target_on_top(model, held_out):
+    precision = 0.0
+    for scene in held_out:
+        found = analysis.occlusion(model, scene.prompt, [scene.image], target=scene.answer, batch=36)
+        target = covering(found.geometry[0], scene.target_box)
+        top = found.scores.topk(len(target)).indices.tolist()
+        precision += len(set(top) & set(target)) / len(target) / N
+    print(f"occlusion precision at k = target tokens: {precision:.2f}")
+    assert precision >= 0.8
+
+
+def test_patching_the_target_with_another_shapes_colour_flips_the_answer(model, held_out):
+    """Patch the target's tokens from the same scene with its colour swapped for another
+    shape's: at some block the answer becomes that colour, and `patch_image`'s effects
+    on that colour's logit are largest there."""
+    flips = torch.zeros(model.num_layers)
+    effects = torch.zeros(model.num_layers)
+    for i, scene in enumerate(held_out):
+        other = random.Random(i).choice(sorted(set(scene.shapes) - {scene.shape}))
+        colour = scene.shapes[other][0]
+        source = scene.recoloured(colour)
+        (geometry,) = model.vision.geometry(scene.prompt, [scene.image])
+        patched = analysis.patch_image(model, scene.prompt, [scene.image], [source.image], target=colour,
+                                       tokens=covering(geometry, scene.target_box))
+        flips += (patched.patched.argmax(-1) == patched.target).float() / N
+        effects += patched.effects / N
+    print(f"flip rate per block {flips.tolist()}, mean effect per block {effects.tolist()}")
+    best = int(flips.argmax())
+    assert flips[best] >= 0.8
+    assert int(effects.argmax()) == best
+
+
+def test_the_last_token_attends_to_the_target(model, held_out):
+    """The question's answer is read from the target's token: at some block the last
+    position's attention to the image lands there far above chance (1/36)."""
+    share = torch.zeros(model.num_layers)
+    for scene in held_out:
+        seen = analysis.attention_to_images(model, scene.prompt, [scene.image])
+        weights = seen.weights[0].mean(1)
+        target = covering(seen.geometry[0], scene.target_box)
+        share += weights[:, target].sum(-1) / weights.sum(-1) / N
+    print(f"attention share on the target per block {share.tolist()}")
+    assert share.max() >= 0.25
