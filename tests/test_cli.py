@@ -1,8 +1,11 @@
 """The ``vlreg`` command."""
 
 import json
+import shutil
 import subprocess
 import sys
+
+import pytest
 
 from vlreg.cli import main
 from vlreg.testing import build
@@ -46,3 +49,21 @@ def test_inspect_json(capsys):
 def test_the_console_script_is_installed():
     done = subprocess.run([sys.executable, "-m", "vlreg", "--help"], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0 and "new-plugin" in done.stdout
+
+
+def test_inspect_needs_no_processor_or_weights(capsys, tmp_path):
+    shutil.copy(build("qwen2_vl") / "config.json", tmp_path / "config.json")  # as Qwen2-VL-7B's folder in ../shared
+    assert main(["inspect", str(tmp_path), "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["family"] == "qwen2_vl" and "no processor files" in report["note"]
+    assert report["support"]["vision.image_features"] is None
+    assert "vision.tower_output" in report["read_only"]
+
+
+def test_an_error_is_one_line_and_debug_shows_the_traceback(capsys):
+    assert main(["inspect", "./no/such/checkpoint"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("vlreg inspect: FileNotFoundError: no checkpoint folder at './no/such/checkpoint'")
+    assert len(err.strip().splitlines()) == 1
+    with pytest.raises(FileNotFoundError):
+        main(["--debug", "inspect", "./no/such/checkpoint"])

@@ -10,6 +10,7 @@ from typing import Any, Sequence
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="vlreg", description="Standardized tracing of vision-language models.")
+    parser.add_argument("--debug", action="store_true", help="show the whole traceback of an error")
     commands = parser.add_subparsers(dest="command", required=True)
 
     listing = commands.add_parser("plugins", help="the installed plugins and the families they serve")
@@ -32,6 +33,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     new.add_argument("--out", default=".", help="where to write the plugin folder (default: here)")
 
     arguments = parser.parse_args(argv)
+    try:
+        return _run(arguments)
+    except Exception as error:  # a command's error is one line; --debug shows where it came from
+        if arguments.debug:
+            raise
+        print(f"vlreg {arguments.command}: {type(error).__name__}: {error}", file=sys.stderr)
+        return 1
+
+
+def _run(arguments: argparse.Namespace) -> int:
     if arguments.command == "plugins":
         return _plugins(arguments.all, arguments.json)
     if arguments.command == "inspect":
@@ -93,15 +104,33 @@ def _plugins(everything: bool, as_json: bool) -> int:
     return 0
 
 
+#: Files one of which a folder with a processor holds.
+PROCESSOR_FILES = ("processor_config.json", "preprocessor_config.json")
+
+
+class _NoProcessorFiles:
+    """Stands in for the processor of a folder that holds only a config, so the report
+    shows what a load with its processor serves; nothing is ever processed with it."""
+
+
 def _inspect(checkpoint: str, task: str, attn_implementation: str | None, as_json: bool) -> int:
-    """Built on the meta device from the config: no weights are read."""
+    """Built on the meta device from the config: no weights are read, and no processor
+    is needed (a folder holding only ``config.json`` is inspected as well)."""
     import warnings
+    from pathlib import Path
 
     from . import StandardizedTransformer
 
+    options: dict[str, Any] = {}
+    folder = Path(checkpoint)
+    bare = task == "image-text-to-text" and folder.is_dir() and not any((folder / f).exists() for f in PROCESSOR_FILES)
+    if bare:
+        options["processor"] = _NoProcessorFiles()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        model = StandardizedTransformer(checkpoint, task=task, dispatch=False, attn_implementation=attn_implementation)
+        model = StandardizedTransformer(
+            checkpoint, task=task, dispatch=False, attn_implementation=attn_implementation, **options
+        )
     vision = model.__dict__.get("vision")
     report = {
         "family": model.family.name,
@@ -111,7 +140,10 @@ def _inspect(checkpoint: str, task: str, attn_implementation: str | None, as_jso
         "aliases": {"model": model._aliases, "layers[0]": model.layers[0]._aliases},
         "sizes": {name: getattr(model, name) for name in ("num_layers", "hidden_size", "num_heads", "num_kv_heads", "head_dim", "vocab_size")},
         "support": model.support(),
+        "read_only": model.read_only(),
     }
+    if bare:
+        report["note"] = "the folder holds no processor files: support() is what a load with the checkpoint's processor serves"
     if vision is not None:
         report["aliases"]["vision"] = vision._aliases
         if len(vision.layers):
@@ -129,11 +161,20 @@ def _inspect(checkpoint: str, task: str, attn_implementation: str | None, as_jso
     print("sizes: " + ", ".join(f"{k} {v}" for k, v in report["sizes"].items()))
     if "vision sizes" in report:
         print("vision sizes: " + ", ".join(f"{k} {v}" for k, v in report["vision sizes"].items()))
+    if bare:
+        print(f"note: {report['note']}")
     print("support():")
-    from .demo import format_support
-
     print(format_support(report["support"]))
+    if report["read_only"]:
+        print("read_only() (served, but a write would not reach the model):")
+        print("\n".join(f"  {row}: {reason}" for row, reason in report["read_only"].items()))
     return 0
+
+
+def format_support(rows: dict[str, str | None]) -> str:
+    """``model.support()`` as a two-column table."""
+    width = max(map(len, rows), default=0)
+    return "\n".join(f"  {row:<{width}}  {'yes' if reason is None else 'no: ' + reason}" for row, reason in rows.items())
 
 
 def _sizes(vision: Any) -> dict[str, Any]:

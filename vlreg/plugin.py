@@ -10,7 +10,7 @@ from .core.errors import ReadOnly, Unavailable
 from .core.geometry import ImageGrid, box_grid, clip_boxes
 from .core.hookspecs import hookimpl
 from .core.parts import Claim, Part, Scatter
-from .core.values import argument, first, returned, value, with_first
+from .core.values import argument, copied, first, returned, value, with_first
 from .core.vision import Patches, Vision, VisionAttention, VisionLayer, VisionMlp, as_patches, patches, variable_resolution
 
 __all__ = [
@@ -33,6 +33,7 @@ __all__ = [
     "value",
     "argument",
     "returned",
+    "copied",
     "first",
     "with_first",
     "eager_only",

@@ -7,6 +7,7 @@ from typing import Any, Sequence
 import torch
 from attrs import frozen
 
+from ..core.errors import Unavailable
 from ..core.geometry import ImageGeometry, encode
 from .tokens import _images, _layers
 
@@ -57,9 +58,10 @@ def attention_to_images(
 class TowerPatterns:
     """The tower's attention in block ``layer`` at image-token granularity: per image,
     ``patterns`` ``[heads, tokens, tokens]`` over the tokens of its grid ``grids[i]``
-    (query, key). On the Qwen ViT a token is a merge block: its queries' rows averaged,
-    its keys' columns summed, so each row still sums to 1. On a tower with a CLS row the
-    CLS columns are left out, so a row sums to less than 1."""
+    (query, key). Where a token is several patches (the Qwen ViT's merge blocks, a grid's
+    ``fold``), its queries' rows are averaged and its keys' columns summed, so each row
+    still sums to 1. On a tower with class tokens (`Vision.class_tokens`) their columns
+    are left out, so a row sums to less than 1."""
 
     layer: int
     patterns: list[torch.Tensor]
@@ -94,12 +96,33 @@ def tower_patterns(model: Any, prompt: Any, images: Any, *, layer: int = -1) -> 
     if pattern.shape[0] != len(images) and len(images) != 1:
         raise ValueError(f"the tower ran on {pattern.shape[0]} crops for {len(images)} images: pass one image at a time")
     patterns, grids = [], []
+    prefix = model.vision.class_tokens
     for index, image in enumerate(geometry):
         grid = next(i for i, g in enumerate(image.grids) if bool(g.covered.all()))
-        extra = pattern.shape[-1] - image.grids[grid].tokens
-        patterns.append(pattern[index, :, extra:, extra:])
+        chosen = image.grids[grid]
+        patches = chosen.tokens * chosen.fold**2
+        if pattern.shape[-1] != prefix + patches:
+            raise Unavailable(
+                f"tower_patterns is unavailable: the tower's pattern spans {pattern.shape[-1]} positions, "
+                f"but image {index}'s grid is {chosen.rows} x {chosen.columns} tokens of {chosen.fold} x "
+                f"{chosen.fold} patches after {prefix} class tokens ({prefix + patches}): the family does "
+                f"not declare how its patches fold into tokens (ImageGrid.fold, Vision.class_tokens)"
+            )
+        patterns.append(fold(pattern[index, :, prefix:, prefix:], chosen.rows, chosen.columns, chosen.fold))
         grids.append(grid)
     return TowerPatterns(layer, patterns, grids, geometry)
+
+
+def fold(pattern: torch.Tensor, rows: int, columns: int, side: int) -> torch.Tensor:
+    """A ``[heads, patches, patches]`` pattern over a ``rows * side`` x ``columns * side``
+    raster of patches, as one over its ``rows`` x ``columns`` tokens of ``side`` x ``side``
+    patches: a token's queries averaged, its keys summed (rows keep their sums)."""
+    if side == 1:
+        return pattern
+    r, c = torch.meshgrid(torch.arange(rows * side), torch.arange(columns * side), indexing="ij")
+    token = ((r // side) * columns + c // side).reshape(-1)
+    members = torch.nn.functional.one_hot(token, rows * columns).to(pattern.dtype)  # [patches, tokens]
+    return members.T @ pattern @ members / side**2
 
 
 def _merged_patterns(model, attention, prompt, images, geometry) -> list[torch.Tensor]:

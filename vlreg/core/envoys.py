@@ -8,7 +8,7 @@ forward computes them.
 
 from __future__ import annotations
 
-from typing import Any, Callable, ClassVar
+from typing import Any, Callable, ClassVar, Iterator
 
 from nnsight.intervention.envoy import Envoy
 from nnsight.intervention.util import first_input, replace_first_input
@@ -104,6 +104,29 @@ class Standard(Envoy):
         served = self.support()
         rows = self._rows(lambda envoy, name: envoy.why_read_only(name))
         return {row: reason for row, reason in rows.items() if reason is not None and served.get(row) is None}
+
+    def walk(self) -> Iterator[tuple["Standard", str]]:
+        """Every ``(envoy, value name)`` here and below, every block's, in the order the
+        forward computes them: reading them in this order in one trace is in order.
+        Includes values this load cannot serve (`why_unavailable` says which)."""
+        done: set[tuple[int, str]] = set()
+        for envoy, name in self._walk():
+            if (id(envoy), name) not in done:
+                done.add((id(envoy), name))
+                yield envoy, name
+
+    def _walk(self) -> Iterator[tuple["Standard", str]]:
+        names = self.values()
+        for entry in (*self.order, *names, *self.standard_children):
+            head, _, rest = entry.partition(".")
+            if entry in names:
+                yield self, entry
+            elif entry in self.standard_children:
+                child = self.__dict__.get(entry)
+                for part in [child] if isinstance(child, Standard) else list(child or ()):
+                    yield from part._walk()
+            elif rest and isinstance(self.__dict__.get(head), Standard):
+                yield self.__dict__[head], rest
 
     def _rows(self, ask: Callable[[Any, str], "str | None"]) -> dict[str, str | None]:
         own = {name: ask(self, name) for name in self.values()}

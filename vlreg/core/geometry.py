@@ -40,12 +40,18 @@ class ImageGrid:
     covers, in that image's pixels (floats: a resize makes a token's edges fall between
     pixels); a row of NaN marks a token that covers no pixels (a newline token, a token
     over the processor's padding). ``label`` names the grid where an image has several.
+
+    ``fold`` is how the tower's patches become these tokens: each token is a ``fold`` x
+    ``fold`` block of the tower's raster of patches (1: a patch is a token; Gemma 3's
+    pooling, 4; a pixel shuffle by ``s``, ``s``). The tower's own values and patterns are
+    over ``rows * fold`` x ``columns * fold`` patches, after any class tokens.
     """
 
     rows: int
     columns: int
     boxes: torch.Tensor = field(converter=_as_boxes, validator=_boxes, eq=False)
     label: str = "image"
+    fold: int = 1
 
     @property
     def tokens(self) -> int:

@@ -80,6 +80,11 @@ class value(eproperty):
         # A value made by a factory has a lambda for its stub; the class attribute
         # is its name, which is what `support` rows and `Unavailable` messages use.
         self.name = name
+        # A subclass that serves a value from elsewhere serves the same value.
+        for base in owner.__mro__[1:]:
+            inherited = base.__dict__.get(name)
+            if self.description is None and isinstance(inherited, value):
+                self.description = inherited.description
 
     def writes(self, rebuild: Callable[[Any, Any, Any], Any]) -> "value":
         """Map an assigned value back into the model's layout.
@@ -256,3 +261,11 @@ def argument(index: int, at: "str | Callable[[Any], str]", **options: Any) -> va
 def returned(at: "str | Callable[[Any], str]" = "output", **options: Any) -> value:
     """A value that is a module's or call's output, or its first element if a tuple."""
     return value(at, **options)(lambda envoy, raw: first(raw)).writes(with_first)
+
+
+def copied(at: "str | Callable[[Any], str]" = "output", **options: Any) -> value:
+    """`returned`, for a tensor torch forbids editing in place (one of several views a
+    function such as ``unbind`` returns): served as a copy that is written back when the
+    trace moves on, so in-place edits land all the same."""
+    served = value(at, **options)(lambda envoy, raw: first(raw).clone()).writes(with_first)
+    return served.transform(lambda envoy, view, raw: with_first(envoy, raw, view))

@@ -124,6 +124,8 @@ class Vision(Standard):
 
     standard_children = {"layers": ""}
     order = ("image_token_mask", "patch_embeddings", "layers", "tower_output", "image_features")
+    #: Rows before the patches in the tower's own sequence (CLIP's class token: 1).
+    class_tokens: int = 0
 
     @value(lambda vision: f"{vision.root.path}.input", needs_images=False, read_only=_derived_mask)
     def image_token_mask(self, raw: Any) -> torch.Tensor:

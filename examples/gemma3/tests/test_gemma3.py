@@ -102,3 +102,60 @@ def test_an_image_is_pooled_and_its_tokens_see_each_other(model):
     positions = mask[0].nonzero().flatten()
     among_images = pattern[0][:, positions][:, :, positions]
     assert among_images.triu(1).abs().max() > 0, "an image token attends only to earlier ones"
+
+
+def test_the_pooled_grid_folds_the_towers_pattern_into_tokens(model):
+    """Each token is a 2 x 2 block of the tower's 4 x 4 patches (56-pixel images, 14-pixel
+    patches, 4 tokens): the tower's pattern folded to tokens keeps each row's sum of 1,
+    and is the pattern's block averages (queries) and block sums (keys)."""
+    from vlreg import analysis
+
+    picture = image(90, 60)
+    chat = prompt(model, {"type": "image"}, text("What is this?"))
+    (geometry,) = model.vision.geometry(chat, [picture])
+    (grid,) = geometry.grids
+    assert (grid.rows, grid.columns, grid.fold) == (2, 2, 2)
+    torch.testing.assert_close(grid.boxes[3], torch.tensor([45.0, 30.0, 90.0, 60.0], dtype=torch.float64))
+    found = analysis.tower_patterns(model, chat, [picture], layer=-1)
+    with model.trace(chat, images=[picture]):
+        pattern = model.vision.layers[-1].self_attn.attention_probabilities.save()
+    folded = found.patterns[0]
+    torch.testing.assert_close(folded.sum(-1), torch.ones(model.vision.num_heads, 4))
+    patches = pattern[0].float().reshape(-1, 2, 2, 2, 2, 2, 2, 2, 2)  # heads, (row, r, col, c) x 2
+    expected = patches.sum((6, 8)).mean((2, 4)).reshape(-1, 4, 4)
+    torch.testing.assert_close(folded, expected)
+
+
+def test_a_grid_that_does_not_say_how_patches_fold_is_refused():
+    """Declared as one patch per token, the 16 patches cannot be the 4 tokens: the helper
+    refuses rather than slicing the pattern as if 12 patches were class tokens."""
+    from attrs import evolve
+
+    from vlreg import Unavailable, analysis, hookimpl
+    from vlreg.plugin import Claim
+    from vlreg.testing import registered
+
+    class Unfolded:
+        @hookimpl
+        def vlreg_claims(self):
+            return [Claim("wrapper", "gemma3", overrides="gemma3")]
+
+        @hookimpl
+        def vlreg_rename(self, part):
+            return vlreg_gemma3.vlreg_rename(part)
+
+        @hookimpl
+        def vlreg_scatter(self, part):
+            return vlreg_gemma3.vlreg_scatter(part)
+
+        @hookimpl
+        def vlreg_image_grids(self, part):
+            declared = vlreg_gemma3.vlreg_image_grids(part)
+            return lambda *arguments: [evolve(grid, fold=1) for grid in declared(*arguments)]
+
+    with registered(Unfolded(), name="unfolded"):
+        model = StandardizedTransformer(str(build("gemma3")), task="image-text-to-text", dispatch=True,
+                                        device="cpu", attn_implementation="eager")
+        chat = prompt(model, {"type": "image"}, text("What is this?"))
+        with pytest.raises(Unavailable, match="spans 16 positions, but image 0's grid is 2 x 2 tokens of 1 x 1"):
+            analysis.tower_patterns(model, chat, [image(90, 60)])

@@ -59,6 +59,13 @@ def vlreg_scatter(part):
 
 
 @hookimpl
+def vlreg_image_grids(part):
+    from .geometry import image_grids
+
+    return image_grids(part.config)
+
+
+@hookimpl
 def vlreg_checkpoints():
     from .checkpoints import build_gemma3
 

@@ -25,6 +25,12 @@ from typing import Any
 
 from vlreg.plugin import Vision, VisionAttention, VisionLayer, VisionMlp
 
+
+class ClipVision(Vision):
+    """The CLIP tower: a class token before the patches in every block's sequence."""
+
+    class_tokens = 1
+
 SIGLIP = "siglip_vision_model"
 CLIP = "clip_vision_model"
 MODEL_TYPES = (SIGLIP, CLIP)
@@ -62,7 +68,7 @@ def envoys(part: Any) -> dict[type, type]:
     from transformers.models.clip import modeling_clip as clip
 
     return {
-        clip.CLIPVisionModel: Vision,
+        clip.CLIPVisionModel: ClipVision,
         clip.CLIPEncoderLayer: VisionLayer,
         clip.CLIPAttention: VisionAttention,
         clip.CLIPMLP: VisionMlp,

@@ -1,5 +1,7 @@
 """Qwen2-VL against the conformance suite the core ships."""
 
+import torch
+
 from vlreg.testing.conformance import VisionConformance
 
 PER_CALL = "once per image"
@@ -25,3 +27,9 @@ class TestQwen2VL(VisionConformance):
         "vision.self_attn.attention_probabilities": PER_CALL,
     }
     image_sizes = ((112, 84), (56, 112))
+
+
+class TestQwen2VLBfloat16(TestQwen2VL):
+    """The same suite on a bfloat16 load: every identity holds at bfloat16's precision."""
+
+    load_options = {"dtype": torch.bfloat16}

@@ -13,7 +13,7 @@ from typing import Any
 
 import torch
 
-from vlreg.plugin import returned, value
+from vlreg.plugin import copied, returned, value
 from vlreg.plugin import Vision, VisionAttention, variable_resolution
 
 PER_CALL = (
@@ -73,12 +73,20 @@ class QwenVisionAttention(VisionAttention):
     after the rotary embedding), read where their preparation ends; head outputs
     ``[1, patches, heads, head_dim]`` where the calls' outputs are joined."""
 
-    attention_queries = returned("source.unsqueeze_0.output")
-    attention_keys = returned("source.unsqueeze_1.output")
-    attention_values = returned("source.unsqueeze_2.output")
-    attention_head_outputs = returned("source.torch_cat_0.output", unavailable=_not_flash)
-    attention_scores = value("output", unavailable=_per_call)(lambda envoy, raw: None)
-    attention_probabilities = value("output", unavailable=_per_call)(lambda envoy, raw: None)
+    # Views of one unbind: torch refuses in-place edits of them, so they are served as
+    # copies written back.
+    attention_queries = copied("source.unsqueeze_0.output", description="the queries, after the rotary embedding")
+    attention_keys = copied("source.unsqueeze_1.output", description="the keys, after the rotary embedding")
+    attention_values = copied("source.unsqueeze_2.output", description="the values")
+    attention_head_outputs = returned(
+        "source.torch_cat_0.output", unavailable=_not_flash, description="each head's output, the calls' joined"
+    )
+    attention_scores = value("output", unavailable=_per_call, description="none: one call per image")(
+        lambda envoy, raw: None
+    )
+    attention_probabilities = value("output", unavailable=_per_call, description="none: one call per image")(
+        lambda envoy, raw: None
+    )
 
     def patterns(
         self, queries: torch.Tensor, keys: torch.Tensor, cu_seqlens: torch.Tensor

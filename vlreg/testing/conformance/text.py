@@ -8,8 +8,8 @@ from typing import Any, ClassVar
 import pytest
 import torch
 
-from ...core.envoys import Attention, Layer, Mlp
-from ...core.errors import Unavailable
+from ...core.envoys import Attention, Layer, Mlp, Standard
+from ...core.errors import ReadOnly, Unavailable
 from ...core.model import StandardizedTransformer
 from ..checkpoints import build
 
@@ -93,6 +93,58 @@ class TextConformance:
         o_proj = getattr(model.layers[0].self_attn, self.o_proj)
         assert o_proj.weight.shape[1] == model.num_heads * model.head_dim
         assert model.num_heads % model.num_kv_heads == 0
+        for block in model.layers:
+            attention = block.self_attn
+            assert (attention.num_heads, attention.num_kv_heads, attention.head_dim) == (
+                model.num_heads, model.num_kv_heads, model.head_dim
+            )
+            assert block.mlp.intermediate_size == model.intermediate_size
+
+    def test_the_repr_lists_each_standard_value_with_its_description(self, model):
+        for envoy in (model, model.layers[0], model.layers[0].self_attn, model.layers[0].mlp):
+            shown = repr(envoy)
+            for name in type(envoy).values():
+                description = getattr(type(envoy), name).description
+                assert description, f"{type(envoy).__name__}.{name} has no description"
+                assert f"({name})" in shown and description in shown, name
+
+    def test_values_read_in_walk_order_in_one_trace_are_in_order(self, model):
+        """`walk` (and `support`) list values in the order the forward computes them:
+        reading every served one in that order in one trace never reads backwards."""
+        read = []  # made outside the trace: names first bound inside one do not leave it
+        args, kwargs = self.order_input(model)
+        with model.trace(*args, **kwargs):
+            for envoy, name in model.walk():
+                if envoy.why_unavailable(name) is None:
+                    read.append(getattr(envoy, name).save())
+        assert len(read) > 10
+
+    def order_input(self, model: StandardizedTransformer) -> tuple[tuple, dict]:
+        return (self.text_prompt(model),), {}
+
+    def test_every_value_written_reaches_the_logits_or_refuses(self, model):
+        """A write to any served value either changes what the model computes (zeros,
+        on random weights, move the logits) or is refused with `ReadOnly`, by assignment
+        and in place alike: no edit lands nowhere."""
+        args, kwargs = self.order_input(model)
+        with model.trace(*args, **kwargs):
+            clean = model.logits.save()
+        for envoy, name in written(model):
+            reason = envoy.why_read_only(name)
+            for way in ("assign", "in place"):
+                with model.trace(*args, **kwargs):
+                    served = getattr(envoy, name)
+                    if reason is None:
+                        _write(envoy, name, served, way)
+                    else:
+                        with pytest.raises(ReadOnly):
+                            _write(envoy, name, served, way)
+                    out = model.logits.save()
+                label = envoy.label(name)
+                if reason is None:
+                    assert not torch.equal(out, clean), f"writing {label} ({way}) changed nothing"
+                else:
+                    assert torch.equal(out, clean), f"{label} refused the write ({way}) but something changed"
 
     # -- values ---------------------------------------------------------------
 
@@ -153,7 +205,7 @@ class TextConformance:
         assert tuple(queries.shape) == (batch, model.num_heads, seq, model.head_dim)
         assert tuple(keys.shape) == tuple(values.shape) == (batch, model.num_kv_heads, seq, model.head_dim)
         assert tuple(scores.shape) == tuple(pattern.shape) == (batch, model.num_heads, seq, seq)
-        torch.testing.assert_close(pattern.sum(-1), torch.ones(batch, model.num_heads, seq))
+        torch.testing.assert_close(pattern.sum(-1), torch.ones_like(pattern.sum(-1)))
         assert pattern.triu(1).abs().max() == 0, "a token attends to a later one"
         assert tuple(heads.shape) == (batch, seq, model.num_heads, model.head_dim)
         o_proj = getattr(block.self_attn, self.o_proj)._module
@@ -228,3 +280,32 @@ class TextConformance:
         with sharded.trace(self.text_prompt(model)):
             out = sharded.layers[-1].layer_output.save()
         assert out.shape[-1] == model.hidden_size
+
+
+def written(model: StandardizedTransformer) -> list[tuple[Standard, str]]:
+    """The served values of the root, the tower and the first and last block of each
+    stack, in forward order: where the conformance suite writes."""
+    ends: set[int] = set()
+    for stack in (model.layers, getattr(model.__dict__.get("vision"), "layers", None)):
+        if stack is not None and len(stack):
+            ends.update(id(block) for block in (stack[0], stack[-1]))
+    chosen = []
+    for envoy, name in model.walk():
+        if envoy._block is not None and id(_block_of(envoy)) not in ends:
+            continue
+        if envoy.why_unavailable(name) is None:
+            chosen.append((envoy, name))
+    return chosen
+
+
+def _block_of(envoy: Standard) -> Standard:
+    while not isinstance(envoy, Layer):
+        envoy = envoy.parent
+    return envoy
+
+
+def _write(envoy: Standard, name: str, served: torch.Tensor, way: str) -> None:
+    if way == "assign":
+        setattr(envoy, name, torch.zeros_like(served))
+    else:
+        served[:] = 0

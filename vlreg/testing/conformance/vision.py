@@ -47,6 +47,9 @@ class VisionConformance(TextConformance):
     def images(self) -> list:
         return [image(width, height, seed) for seed, (width, height) in enumerate(self.image_sizes)]
 
+    def order_input(self, model: Any) -> tuple[tuple, dict]:
+        return (self.image_prompt(model),), {"images": self.images()[:1]}
+
     # -- names ----------------------------------------------------------------
 
     def test_tower_is_standard(self, model):
@@ -57,6 +60,26 @@ class VisionConformance(TextConformance):
             assert isinstance(block, VisionLayer)
             assert isinstance(block.self_attn, VisionAttention)
             assert isinstance(block.mlp, VisionMlp)
+
+    def test_tower_sizes_agree_with_its_blocks(self, model):
+        vision = model.vision
+        assert vision.head_dim * vision.num_heads == vision.vision_hidden_size
+        for block in vision.layers:
+            attention = block.self_attn
+            assert (attention.num_heads, attention.head_dim) == (vision.num_heads, vision.head_dim)
+            assert block.mlp.intermediate_size == vision.intermediate_size
+        for envoy in (vision, vision.layers[0], vision.layers[0].self_attn, vision.layers[0].mlp):
+            shown = repr(envoy)
+            for name in type(envoy).values():
+                assert getattr(type(envoy), name).description in shown, name
+
+    def test_vision_values_are_in_forward_order(self, model):
+        assert model.vision.values()[0] == "image_token_mask"
+        assert model.vision.values()[-1] == "image_features"
+        rows = list(model.support())
+        assert rows[:2] == ["vision.image_token_mask", "token_embeddings"]
+        assert rows.index("vision.tower_output") < rows.index("vision.image_features") < rows.index("input")
+        assert rows[-1] == "logits"
 
     def test_tower_keys_bind_only_in_the_tower(self, model):
         tower_aliases = set(model.vision.layers[0]._aliases) | set(model.vision._aliases)
