@@ -253,6 +253,17 @@ TOWER_RENAME = {tower_rename}
 #: Where the wrapper writes the image features into the embeddings.
 SCATTER = {scatter}
 
+#: Values a write to would not reach the text model, refused with a reason. The survey
+#: cannot tell whether the projector reads the tower's output; a refusal is never a
+#: silently wrong answer, so it is declared read-only until checked: delete the row if
+#: the conformance suite shows that writing vision.tower_output moves the logits.
+READ_ONLY = {{
+    "vision.tower_output": lambda vision: (
+        "this plugin has not checked that the projector reads the tower's output; "
+        "edit vision.image_features, what the text model receives"
+    ),
+}}
+
 
 @hookimpl
 def vlreg_plugin_api():
@@ -282,6 +293,11 @@ def vlreg_envoys(part):
 @hookimpl
 def vlreg_scatter(part):
     return SCATTER
+
+
+@hookimpl
+def vlreg_read_only(part):
+    return READ_ONLY if part.kind == "wrapper" else None
 
 
 @hookimpl

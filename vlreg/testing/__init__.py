@@ -1,13 +1,14 @@
 """Testing support for vlreg and its plugins: checkpoints built on disk, plugins
 registered for a test, and the conformance suite (`vlreg.testing.conformance`)."""
 
-from .checkpoints import CORPUS, build, builders, from_source, reduce_depth, save, shared_checkpoint, tokenizer
+from .checkpoints import CORPUS, build, builders, forget, from_source, reduce_depth, save, shared_checkpoint, tokenizer
 from .plugins import registered
 
 __all__ = [
     "CORPUS",
     "build",
     "builders",
+    "forget",
     "from_source",
     "reduce_depth",
     "registered",

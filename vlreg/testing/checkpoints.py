@@ -12,6 +12,7 @@ a builder can make a model with the real widths and token ids at reduced depth.
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
 import shutil
@@ -34,6 +35,23 @@ CORPUS = (
 _built: dict[tuple, Path] = {}
 
 
+def _scratch(name: str) -> Path:
+    """A temporary folder removed when the process exits: what `build` writes without a
+    ``path`` (real geometries run to gigabytes) never outlives the tests that used it."""
+    folder = Path(tempfile.mkdtemp(prefix=f"vlreg-{name}-"))
+    atexit.register(shutil.rmtree, folder, ignore_errors=True)
+    return folder
+
+
+def forget(folder: str | os.PathLike) -> None:
+    """Remove a folder `build` wrote without a ``path`` now, not at exit (a module's
+    large real-geometry checkpoint, once its tests are done)."""
+    for key, built in list(_built.items()):
+        if built == Path(folder):
+            del _built[key]
+    shutil.rmtree(folder, ignore_errors=True)
+
+
 def builders() -> dict[str, Callable[..., Path]]:
     """Every checkpoint builder the installed plugins contribute, by name."""
     found: dict[str, Callable[..., Path]] = {}
@@ -43,7 +61,8 @@ def builders() -> dict[str, Callable[..., Path]]:
 
 
 def build(name: str, path: str | os.PathLike | None = None, **overrides: Any) -> Path:
-    """Write the checkpoint ``name`` (into ``path``, else a cached temporary folder).
+    """Write the checkpoint ``name`` (into ``path``, else a cached temporary folder that
+    is removed when the process exits; `forget` removes it sooner).
 
     ``overrides`` go to the builder (config fields such as ``num_hidden_layers``).
     Without a ``path`` the same (name, overrides) is built once per process.
@@ -54,7 +73,7 @@ def build(name: str, path: str | os.PathLike | None = None, **overrides: Any) ->
     key = (name, json.dumps(overrides, sort_keys=True, default=str))
     if path is None and key in _built:
         return _built[key]
-    folder = Path(path) if path is not None else Path(tempfile.mkdtemp(prefix=f"vlreg-{name}-"))
+    folder = Path(path) if path is not None else _scratch(name)
     available[name](folder, **overrides)
     if path is None:
         _built[key] = folder

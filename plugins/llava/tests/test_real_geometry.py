@@ -17,7 +17,7 @@ from PIL import Image
 from vlreg import StandardizedTransformer, Unavailable
 from vlreg.core.vision import scatter_call, scatter_host
 from vlreg.plugin import Scatter
-from vlreg.testing import build, shared_checkpoint
+from vlreg.testing import build, forget, shared_checkpoint
 
 INTERLEAVE = "llava-interleave-qwen-0.5b-hf"
 NEXT_MISTRAL = "llava-v1.6-mistral-7b-hf"
@@ -35,8 +35,10 @@ def shared(name: str):
 
 @pytest.fixture(scope="module")
 def path():
-    """The real geometry at 2 text and 2 tower blocks, bfloat16, built once."""
-    return str(build("llava_interleave", source=shared(INTERLEAVE)))
+    """The real geometry at 2 text and 2 tower blocks, bfloat16, built once, removed after."""
+    folder = build("llava_interleave", source=shared(INTERLEAVE))
+    yield str(folder)
+    forget(folder)
 
 
 @pytest.fixture(scope="module")

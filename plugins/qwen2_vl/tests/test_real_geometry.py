@@ -7,7 +7,7 @@ import torch
 from transformers import AutoProcessor
 
 from vlreg import StandardizedTransformer
-from vlreg.testing import build, shared_checkpoint
+from vlreg.testing import build, forget, shared_checkpoint
 from vlreg.testing.conformance import image
 from vlreg_qwen2_vl.checkpoints import CHAT_TEMPLATE
 
@@ -23,7 +23,8 @@ pytestmark = pytest.mark.skipif(
 @pytest.fixture(scope="module")
 def model():
     path = build("qwen2_vl", source=str(INSTRUCT))
-    return StandardizedTransformer(str(path), task="image-text-to-text", dispatch=True, attn_implementation="eager", device="cpu")
+    yield StandardizedTransformer(str(path), task="image-text-to-text", dispatch=True, attn_implementation="eager", device="cpu")
+    forget(path)
 
 
 def chat(model, *content):
