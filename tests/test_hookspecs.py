@@ -8,7 +8,7 @@ import pytest
 import torch
 
 import vlreg_qwen2_vl as qwen2_vl
-from vlreg import ReadOnly, StandardizedTransformer, Unavailable, hookimpl
+from vlreg import OutOfOrder, ReadOnly, StandardizedTransformer, Unavailable, hookimpl
 from vlreg.core import hookspecs, plugins
 from vlreg.plugin import ImageGrid, Layer, value
 from vlreg.testing import build, builders, registered
@@ -198,6 +198,45 @@ def test_vlreg_unavailable(path):
         assert all(torch.equal(tensor, after[name]) for name, tensor in before.items())
 
 
+def test_a_value_pinned_to_its_blocks_call_in_a_parents_forward(path):
+    """`value(inside=..., occurrence=...)`: the text model calls its blocks from one call
+    site in a loop, so block k's call is occurrence k of one operation in the text model's
+    forward, which is instrumented at build. Read there, it is each block's input."""
+    from vlreg.plugin import argument
+
+    def text_model(layer):
+        return layer.parent.parent
+
+    class CalledLayer(Layer):
+        called_with = argument(
+            0, lambda layer: f"{text_model(layer).path}.source.decoder_layer_0.input",
+            inside=text_model, occurrence=lambda layer: layer._block, description="what the loop passes the block",
+        )
+
+    class Pinned(Qwen2VLAgain):
+        @hookimpl
+        def vlreg_envoys(self, part):
+            envoys = dict(qwen2_vl.vlreg_envoys(part) or {})
+            return {cls: (CalledLayer if base is Layer else base) for cls, base in envoys.items()}
+
+    with registered(Pinned(), name="pinned", replacing=[qwen2_vl]):
+        model = load(path)
+        passed, entered = [], []
+        with model.trace(prompt(model), images=[image(56, 56)]):
+            for block in model.layers:  # the call's arguments, then what the block receives
+                passed.append(block.called_with.save())
+                entered.append(block.input.save())
+        assert all(torch.equal(a, b) for a, b in zip(passed, entered))
+        with model.trace(prompt(model), images=[image(56, 56)]):
+            model.layers[1].called_with = torch.zeros_like(model.layers[1].called_with)
+            zeroed = model.layers[1].input.save()
+        assert zeroed.abs().max() == 0
+        with pytest.raises(OutOfOrder, match=r"layers\[0\].called_with was read after layers\[1\].called_with"):
+            with model.trace(prompt(model), images=[image(56, 56)]):
+                model.layers[1].called_with.save()
+                model.layers[0].called_with.save()
+
+
 def test_vlreg_read_only(path):
     def frozen_second_block(envoy):
         return "layers[1] is frozen; edit layers[0]" if envoy._block == 1 else None
@@ -224,6 +263,27 @@ def test_vlreg_read_only(path):
             read = model.layers[1].mlp.mlp_output.save()  # reading stays allowed
         read[:] = 1  # and the saved tensor is the user's after the trace
         assert bool((read == 1).all())
+
+
+def test_vlreg_adapters():
+    from vlreg.plugin import adapter
+    from vlreg_qwen2_vl.vit import QwenVision, QwenVisionAttention
+
+    qwen_vit = adapter("qwen_vit")  # what Qwen2.5-VL (and Qwen3-VL) build on
+    assert qwen_vit.Vision is QwenVision and qwen_vit.Attention is QwenVisionAttention
+    assert qwen_vit.tower_rename["blocks"] == "layers" and qwen_vit.scatter.operation == "inputs_embeds_masked_scatter_0"
+    with pytest.raises(LookupError, match="no installed vlreg plugin publishes the adapter 'no_such_tower'"):
+        adapter("no_such_tower")
+
+    class Rival:
+        @hookimpl
+        def vlreg_adapters(self):
+            return {"qwen_vit": object()}
+
+    with registered(Rival(), name="rival"):
+        with pytest.raises(LookupError, match="'qwen_vit' is published by plugin .* and plugin 'rival'"):
+            adapter("qwen_vit")
+    assert adapter("qwen_vit") is qwen_vit
 
 
 def test_vlreg_checkpoints(tmp_path):

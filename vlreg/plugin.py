@@ -9,12 +9,14 @@ from .core.envoys import Attention, Layer, Mlp, Standard, eager_only
 from .core.errors import ReadOnly, Unavailable
 from .core.geometry import ImageGrid, box_grid, clip_boxes
 from .core.hookspecs import hookimpl
+from .core.plugins import adapter
 from .core.parts import Claim, Part, Scatter
 from .core.values import argument, copied, first, returned, value, with_first
 from .core.vision import Patches, Vision, VisionAttention, VisionLayer, VisionMlp, as_patches, patches, variable_resolution
 
 __all__ = [
     "hookimpl",
+    "adapter",
     "Claim",
     "Part",
     "Scatter",

@@ -133,6 +133,18 @@ def vlreg_read_only(part):
 
 
 @hookspec
+def vlreg_adapters():
+    """What this plugin offers other plugins, by name: ``{name: object}``.
+
+    The way one family reuses another's code without importing its modules: the
+    Qwen2-VL plugin publishes ``"qwen_vit"`` (the Qwen ViT's envoy classes and image
+    grids), and a Qwen3-VL plugin asks for it with ``vlreg.plugin.adapter("qwen_vit")``.
+    Whatever a plugin publishes is its public API to other plugins: keep it stable,
+    document it, and test it.
+    """
+
+
+@hookspec
 def vlreg_checkpoints():
     """Builders of small random-weight checkpoints, for tests: ``{name: builder}``.
 

@@ -17,7 +17,7 @@ from .family import Family, resolve
 from .inputs import MEDIA, check_invokes
 from .loading import IMAGE_TEXT, TEXT, config_of, text_task_fallback
 from .values import returned
-from .vision import Vision, scatter_host
+from .vision import Vision
 
 
 class StandardizedTransformer(Standard, TransformersModel):
@@ -214,9 +214,10 @@ class StandardizedTransformer(Standard, TransformersModel):
         for envoy, *_ in _standard_tree(self, "", "", None):
             if envoy.sourced:
                 install_source(envoy)
-        vision = self.__dict__.get("vision")
-        if isinstance(vision, Vision) and vision.no_images() is None:
-            install_source(scatter_host(self)[1])
+            for name in type(envoy).values():
+                inside = getattr(type(envoy), name).inside
+                if inside is not None and envoy.why_unavailable(name) is None:
+                    install_source(inside(envoy))
 
 
 def _standard_tree(

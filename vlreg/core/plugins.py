@@ -233,6 +233,45 @@ def not_loaded_serving(kind: str, model_type: str) -> list[tuple[str, str]]:
     return found
 
 
+#: Adapters of the built-in families, for the error that says what to install.
+KNOWN_ADAPTERS = {"qwen_vit": "vlreg-qwen2-vl (plugins/qwen2_vl)"}
+
+
+def adapter(name: str) -> Any:
+    """What a plugin publishes as ``name`` (`vlreg_adapters`), for another plugin to build on.
+
+    Asked at import time too: a plugin not registered yet, or disabled, is imported to
+    ask it (disabling a plugin stops what it serves, not the code other plugins build
+    on). Two plugins publishing one name is an error naming both.
+    """
+    # The host is not started from here: a plugin asking at import time may be the one
+    # the host is loading, not finished yet.
+    registered = _manager.get_plugins() if _manager is not None else set()
+    found = [(plugin, offer[name]) for plugin in registered
+             if name in (offer := call(plugin, "vlreg_adapters") or {})]
+    if not found:
+        for entry_point in _entry_points():
+            if _manager is not None and _manager.get_plugin(entry_point.name) is not None:
+                continue
+            try:
+                module = entry_point.load()
+                offer = module.vlreg_adapters() if hasattr(module, "vlreg_adapters") else {}
+            except Exception:  # a plugin that cannot say does not publish it
+                continue
+            if name in (offer or {}):
+                found.append((module, offer[name]))
+    if not found:
+        where = KNOWN_ADAPTERS.get(name)
+        raise LookupError(
+            f"no installed vlreg plugin publishes the adapter {name!r}: "
+            f"{'install ' + where if where else 'install the plugin that publishes it'}"
+        )
+    if len({id(plugin) for plugin, _ in found}) > 1:
+        named = " and ".join(describe(plugin) for plugin, _ in found)
+        raise LookupError(f"the adapter {name!r} is published by {named}: uninstall or disable one of them")
+    return found[0][1]
+
+
 def call(plugin: Any, hook: str, **kwargs: Any) -> Any:
     """Call ``hook`` on ``plugin`` alone: what it contributes, or ``None``.
 

@@ -49,6 +49,14 @@ class value(eproperty):
         needs_images: On a tower envoy, whether the value exists only when the trace's
             input carries images (all the tower computes, and the scatter; not the
             image-token mask, which is all False on a text prompt).
+        inside: A function of the envoy giving the envoy whose forward the location is
+            an operation in (``lambda layer: layer.parent.parent``, the text model), for a
+            location in a forward no standard envoy of this value owns. That forward is
+            source-instrumented when the model is built, as it must be: first touching it
+            in a trace, once it is running, would serve nothing.
+        occurrence: A function of the envoy giving which call of the location, counted
+            from 0 in the run, this value is (one call site in a loop over the blocks, run
+            once per block: block k's is call k). ``None``: the next one.
         description: One line shown beside the value in the envoy's repr (default: the
             first line of the preprocess's docstring).
     """
@@ -60,6 +68,8 @@ class value(eproperty):
         unavailable: Predicate | None = None,
         read_only: Predicate | None = None,
         needs_images: bool = True,
+        inside: Callable[[Any], Any] | None = None,
+        occurrence: Callable[[Any], int] | None = None,
         description: str | None = None,
     ) -> None:
         super().__init__(key=at if isinstance(at, str) else None, description=description)
@@ -67,6 +77,8 @@ class value(eproperty):
         self.unavailable = unavailable
         self.read_only = read_only
         self.needs_images = needs_images
+        self.inside = inside
+        self.occurrence = occurrence
 
     def __call__(self, preprocess: Callable) -> "value":
         key = self.key
@@ -114,7 +126,7 @@ class value(eproperty):
             return self
         obj.refuse(self.name)
         label = obj.label(self.name)
-        with _in_order(obj, label):
+        with _in_order(obj, label, self._pin(obj)):
             served = super().__get__(obj, owner)
         reason = obj.why_read_only(self.name)
         if reason is not None and isinstance(served, torch.Tensor):
@@ -126,28 +138,37 @@ class value(eproperty):
         reason = obj.why_read_only(self.name)
         if reason is not None:
             raise ReadOnly(f"{obj.label(self.name)} cannot be written: {reason}")
-        with _in_order(obj, obj.label(self.name)):
+        with _in_order(obj, obj.label(self.name), self._pin(obj)):
             super().__set__(obj, new)
+
+    def _pin(self, obj: Any) -> int | None:
+        return None if self.occurrence is None else self.occurrence(obj)
 
 
 class _in_order:
-    """Around a read or write in a trace: remember it as the worker's last one, and turn
-    nnsight's `OutOfOrderError` for it into `OutOfOrder` in vlreg's names."""
+    """Around a read or write in a trace: pin it to its occurrence if it has one,
+    remember it as the worker's last one, and turn nnsight's `OutOfOrderError` for it
+    into `OutOfOrder` in vlreg's names."""
 
-    def __init__(self, envoy: Any, label: str) -> None:
-        self.envoy, self.label = envoy, label
+    def __init__(self, envoy: Any, label: str, occurrence: int | None = None) -> None:
+        self.envoy, self.label, self.occurrence = envoy, label, occurrence
         self.mediator = Mediator.current(label)
+        self.iteration = self.mediator.iteration
 
     def __enter__(self) -> None:
-        return None
+        if self.occurrence is not None:
+            self.mediator.iteration = self.occurrence
 
     def __exit__(self, kind: Any, error: Any, traceback: Any) -> bool:
+        pinned = self.occurrence is not None
+        if pinned:
+            self.mediator.iteration = self.iteration
         if error is None:
             self.mediator.vlreg_last_read = self.label
             return False
         # Under tracer.iter a location never reached ends a loop that outran the run,
-        # which nnsight turns into a warning; only a plain read is out of order.
-        if isinstance(error, OutOfOrderError) and self.mediator.iteration == 0:
+        # which nnsight turns into a warning; only a plain (or pinned) read is out of order.
+        if isinstance(error, OutOfOrderError) and (pinned or self.iteration == 0):
             previous = getattr(self.mediator, "vlreg_last_read", None)
             raise OutOfOrder(_out_of_order(self.envoy.root, self.label, previous)) from error
         return False

@@ -151,9 +151,11 @@ class Vision(Standard):
         description="the last block's stream after the tower's final norm, before pooling or projection",
     )
 
-    image_features = value(_scatter_call, description="the features as the text model receives them")(
-        _scattered
-    ).writes(_scatter_back)
+    image_features = value(
+        _scatter_call,
+        inside=lambda vision: scatter_host(vision.root)[1],
+        description="the features as the text model receives them",
+    )(_scattered).writes(_scatter_back)
 
     def geometry(self, prompt: Any, images: Any) -> list:
         """Each image of ``prompt`` as the text model sees it, in the order given: its batch

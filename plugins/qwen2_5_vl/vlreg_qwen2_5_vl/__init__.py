@@ -2,16 +2,17 @@
 
 Qwen2_5_VLForConditionalGeneration has Qwen2-VL's layout (the text model at
 ``model.language_model``, the Qwen ViT at ``model.visual`` with its merger, the
-``masked_scatter`` in ``model``'s forward), so the paths and the tower's names are
-Qwen2-VL's, imported from that plugin. What differs is the tower: RMSNorm blocks, a
-biased SwiGLU MLP and windowed attention, served by `WindowedQwenVision`.
+``masked_scatter`` in ``model``'s forward), so the paths, the tower's names and its
+envoy classes are the ones vlreg-qwen2-vl publishes as the adapter ``"qwen_vit"``. What
+differs is the tower: RMSNorm blocks, a biased SwiGLU MLP and windowed attention, served
+by `WindowedQwenVision`.
 """
 
-from vlreg.plugin import Attention, Claim, Layer, Mlp, VisionLayer, VisionMlp, hookimpl
-from vlreg_qwen2_vl import READ_ONLY, SCATTER, TOWER_RENAME, WRAPPER_RENAME
-from vlreg_qwen2_vl.vit import QwenVisionAttention
+from vlreg.plugin import Attention, Claim, Layer, Mlp, VisionLayer, VisionMlp, adapter, hookimpl
 
 from .windows import WindowedQwenVision, window_layout
+
+QWEN_VIT = adapter("qwen_vit")
 
 __all__ = ["WindowedQwenVision", "window_layout"]
 
@@ -32,7 +33,7 @@ def vlreg_claims():
 
 @hookimpl
 def vlreg_rename(part):
-    return {"wrapper": WRAPPER_RENAME, "vision": TOWER_RENAME}.get(part.kind)
+    return {"wrapper": QWEN_VIT.wrapper_rename, "vision": QWEN_VIT.tower_rename}.get(part.kind)
 
 
 @hookimpl
@@ -49,7 +50,7 @@ def vlreg_envoys(part):
         return {
             qwen2_5_vl.Qwen2_5_VisionTransformerPretrainedModel: WindowedQwenVision,
             qwen2_5_vl.Qwen2_5_VLVisionBlock: VisionLayer,
-            qwen2_5_vl.Qwen2_5_VLVisionAttention: QwenVisionAttention,
+            qwen2_5_vl.Qwen2_5_VLVisionAttention: QWEN_VIT.Attention,
             qwen2_5_vl.Qwen2_5_VLMLP: VisionMlp,
         }
     return None
@@ -57,19 +58,17 @@ def vlreg_envoys(part):
 
 @hookimpl
 def vlreg_scatter(part):
-    return SCATTER
+    return QWEN_VIT.scatter
 
 
 @hookimpl
 def vlreg_read_only(part):
-    return READ_ONLY if part.kind == "wrapper" else None
+    return QWEN_VIT.read_only if part.kind == "wrapper" else None
 
 
 @hookimpl
 def vlreg_image_grids(part):
-    from vlreg_qwen2_vl.geometry import qwen_image_grids
-
-    return qwen_image_grids
+    return QWEN_VIT.image_grids
 
 
 @hookimpl

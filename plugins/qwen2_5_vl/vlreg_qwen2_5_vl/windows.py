@@ -18,7 +18,9 @@ from typing import Any
 
 import torch
 
-from vlreg_qwen2_vl.vit import QwenVision
+from vlreg.plugin import adapter
+
+QwenVision = adapter("qwen_vit").Vision
 
 
 def _grid(grid_thw: Any) -> list[tuple[int, int, int]]:

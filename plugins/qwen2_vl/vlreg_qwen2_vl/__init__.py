@@ -3,11 +3,16 @@
 Qwen2VLForConditionalGeneration holds the text model at ``model.language_model`` and
 the Qwen ViT at ``model.visual``; its forward scatters the merger's output into the
 token embeddings with ``inputs_embeds.masked_scatter(image_mask, image_embeds)``.
+
+It publishes the Qwen ViT to the other Qwen lines as the adapter ``"qwen_vit"``
+(`QwenViT`, through `vlreg_adapters`): they ask for it with
+``vlreg.plugin.adapter("qwen_vit")`` rather than importing this package's modules.
 """
 
 from vlreg.plugin import Attention, Claim, Layer, Mlp, Scatter, VisionLayer, VisionMlp, hookimpl
 
-from .vit import QwenVision, QwenVisionAttention
+from .geometry import qwen_image_grids
+from .vit import QwenViT, QwenVision, QwenVisionAttention
 
 WRAPPER_RENAME = {
     "model.language_model.layers": "layers",
@@ -37,6 +42,18 @@ TOWER_RENAME = {
     "norm1": "input_layernorm",
     "norm2": "post_attention_layernorm",
 }
+
+
+#: What the Qwen VL lines share, published as the adapter "qwen_vit".
+QWEN_VIT = QwenViT(
+    Vision=QwenVision,
+    Attention=QwenVisionAttention,
+    image_grids=qwen_image_grids,
+    wrapper_rename=WRAPPER_RENAME,
+    tower_rename=TOWER_RENAME,
+    scatter=SCATTER,
+    read_only=READ_ONLY,
+)
 
 
 @hookimpl
@@ -82,9 +99,12 @@ def vlreg_read_only(part):
 
 @hookimpl
 def vlreg_image_grids(part):
-    from .geometry import qwen_image_grids
-
     return qwen_image_grids
+
+
+@hookimpl
+def vlreg_adapters():
+    return {"qwen_vit": QWEN_VIT}
 
 
 @hookimpl

@@ -9,9 +9,10 @@ values and head outputs are served whole, and there is no one pattern to serve.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 import torch
+from attrs import frozen
 
 from vlreg.plugin import copied, returned, value
 from vlreg.plugin import Vision, VisionAttention, variable_resolution
@@ -102,3 +103,29 @@ class QwenVisionAttention(VisionAttention):
             scores = torch.matmul(q, k.transpose(2, 3)) * scale
             found.append(scores.softmax(-1, dtype=torch.float32).to(q.dtype)[0])
         return found
+
+
+@frozen
+class QwenViT:
+    """The adapter ``"qwen_vit"``: what every Qwen VL line shares, for their plugins to
+    build on (`vlreg.plugin.adapter`). A public promise of vlreg-qwen2-vl.
+
+    * ``Vision``, ``Attention``: the envoy classes of the tower and of its blocks'
+      attention (`QwenVision`, `QwenVisionAttention`), to map a line's own module classes
+      onto or to subclass;
+    * ``image_grids``: `vlreg_image_grids` for a line whose processor is
+      ``Qwen2VLImageProcessor``-like (``image_grid_thw``, ``merge_size``);
+    * ``wrapper_rename``, ``tower_rename``: the mounts from the root (the text model at
+      ``model.language_model``, the tower at ``model.visual``, its merger the projector)
+      and the tower's names (``blocks``, ``attn``, ``norm1``, ``norm2``);
+    * ``scatter``: the ``masked_scatter`` in the wrapper's ``model`` forward;
+    * ``read_only``: the wrapper's read-only rows (the merger runs inside the tower).
+    """
+
+    Vision: type
+    Attention: type
+    image_grids: Callable
+    wrapper_rename: dict
+    tower_rename: dict
+    scatter: Any
+    read_only: dict
