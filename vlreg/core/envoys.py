@@ -84,7 +84,8 @@ class Standard(Envoy):
         """Raise `Unavailable` if ``name`` cannot be served here, by this load or on this
         trace's input (a tower value on a prompt that carries no image)."""
         reason = self.why_unavailable(name)
-        if reason is None and self._tower is not None and getattr(type(self), name).needs_images:
+        needs = getattr(type(self), name).needs_images
+        if reason is None and (self._tower is not None if needs is None else needs):
             reason = self.root.no_images_in_this_run()
         if reason is not None:
             raise Unavailable(f"{self.label(name)} is unavailable: {reason}")

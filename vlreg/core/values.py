@@ -46,9 +46,10 @@ class value(eproperty):
             else the reason, one sentence that says what would help.
         read_only: A predicate on the envoy: ``None`` when a write reaches the model,
             else why it would not and what to edit instead.
-        needs_images: On a tower envoy, whether the value exists only when the trace's
-            input carries images (all the tower computes, and the scatter; not the
-            image-token mask, which is all False on a text prompt).
+        needs_images: Whether the value exists only when the trace's input carries
+            images. ``None``: on a tower envoy yes (all the tower computes, and the
+            scatter), elsewhere no; the image-token mask says no (it is all False on a
+            text prompt); a text value only images make (DeepStack's) says yes.
         inside: A function of the envoy giving the envoy whose forward the location is
             an operation in (``lambda layer: layer.parent.parent``, the text model), for a
             location in a forward no standard envoy of this value owns. That forward is
@@ -67,7 +68,7 @@ class value(eproperty):
         *,
         unavailable: Predicate | None = None,
         read_only: Predicate | None = None,
-        needs_images: bool = True,
+        needs_images: bool | None = None,
         inside: Callable[[Any], Any] | None = None,
         occurrence: Callable[[Any], int] | None = None,
         description: str | None = None,

@@ -304,8 +304,12 @@ def _block_of(envoy: Standard) -> Standard:
     return envoy
 
 
-def _write(envoy: Standard, name: str, served: torch.Tensor, way: str) -> None:
+def _write(envoy: Standard, name: str, served: Any, way: str) -> None:
+    """Zeros written to a served value (a tensor, or a list of them) by ``way``."""
+    tensors = served if isinstance(served, (list, tuple)) else [served]
     if way == "assign":
-        setattr(envoy, name, torch.zeros_like(served))
+        zeros = [torch.zeros_like(tensor) for tensor in tensors]
+        setattr(envoy, name, zeros if isinstance(served, (list, tuple)) else zeros[0])
     else:
-        served[:] = 0
+        for tensor in tensors:
+            tensor[:] = 0

@@ -1,0 +1,68 @@
+"""What Qwen3-VL adds over the Qwen ViT: learned tower positions and DeepStack."""
+
+import pytest
+import torch
+
+from vlreg import StandardizedTransformer, Unavailable
+from vlreg.testing import build
+from vlreg.testing.conformance import image
+
+
+@pytest.fixture(scope="module")
+def model():
+    return StandardizedTransformer(
+        str(build("qwen3_vl")), task="image-text-to-text", dispatch=True, device="cpu", attn_implementation="eager"
+    )
+
+
+def chat(model, *content):
+    messages = [{"role": "user", "content": [*content, {"type": "text", "text": "What is in this image?"}]}]
+    return model.processor.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
+
+
+PICTURES = [image(112, 84), image(64, 128, seed=1)]
+
+
+def test_block_0_receives_the_patch_embeddings_plus_the_resampled_positions(model):
+    with model.trace(chat(model, {"type": "image"}, {"type": "image"}), images=PICTURES):
+        patches = model.vision.patch_embeddings.save()
+        positions = model.vision.position_embeddings.save()
+        first = model.vision.layers[0].input.save()
+    assert positions.shape == patches.shape == (1, first.shape[0], model.vision.vision_hidden_size)
+    assert torch.equal(first, (patches + positions)[0])
+
+
+def test_deepstack_adds_each_tap_after_its_block_at_the_image_tokens(model):
+    taps = len(model.vision.deepstack_visual_indexes)
+    assert taps == 2 < model.num_layers
+    rows = []  # made outside the trace: names first bound inside one do not leave it
+    with model.trace(chat(model, {"type": "image"}, {"type": "image"}), images=PICTURES):
+        mask = model.vision.image_token_mask.save()
+        features = model.vision.deepstack_features.save()
+        for k in range(taps):
+            rows.append((model.layers[k].layer_output.save(), model.layers[k].deepstack_output.save(),
+                         model.layers[k + 1].input.save()))
+    for k, (out, added, after) in enumerate(rows):
+        assert added.shape == (int(mask.sum()), model.hidden_size)
+        assert torch.equal(added, features[k])  # tap k feeds block k
+        assert torch.equal(after[mask], out[mask] + added)
+        assert torch.equal(after[~mask], out[~mask])
+
+
+def test_editing_a_deepstack_addition_lands_in_the_next_block(model):
+    with model.trace(chat(model, {"type": "image"}), images=PICTURES[:1]):
+        mask = model.vision.image_token_mask.save()
+        out = model.layers[0].layer_output.save()
+        model.layers[0].deepstack_output[:] = 0
+        after = model.layers[1].input.save()
+    assert torch.equal(after, out)
+
+
+def test_deepstack_is_absent_where_it_cannot_be(model):
+    assert "feed layers[0] to layers[1] only" in model.support()["layers.2.deepstack_output"]
+    text = model.processor.apply_chat_template(
+        [{"role": "user", "content": [{"type": "text", "text": "What is this?"}]}], add_generation_prompt=True, tokenize=False
+    )
+    with pytest.raises(Unavailable, match="layers\\[0\\].deepstack_output is unavailable: this trace's input carries no images"):
+        with model.trace(text):
+            model.layers[0].deepstack_output.save()

@@ -1,0 +1,126 @@
+"""Checkpoints of the Qwen3 line for tests: tiny, or a real geometry at reduced depth.
+
+One builder per family (`BUILDERS`), all the same shape: the tokenizer's special tokens
+and the chat format are Qwen2-VL's, the processor is the real ``Qwen3VLProcessor`` with
+the Qwen image processor at 16-pixel patches (a token is 32 x 32 pixels), the text model
+is 64 wide with 4 query heads over 2 key/value heads of 16 and M-RoPE sections [2, 3, 3]
+interleaved, and the tower is 32 wide. The tiny tower has three blocks and, on Qwen3-VL,
+DeepStack taps after blocks 0 and 1, so text blocks 0 and 1 receive them. The MoE text
+models route each token to 2 of 4 experts; Qwen3.5's blocks are linear, full, linear.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from vlreg.testing import from_source, save, tokenizer
+from vlreg_qwen2_vl.checkpoints import CHAT_TEMPLATE, SPECIAL_TOKENS
+
+#: Pixels the tiny processor resizes an image between: 2 x 2 to 5 x 5 tokens of 32 pixels.
+MIN_PIXELS, MAX_PIXELS = 64 * 64, 160 * 160
+
+TEXT = {
+    "hidden_size": 64,
+    "intermediate_size": 128,
+    "num_hidden_layers": 3,
+    "num_attention_heads": 4,
+    "num_key_value_heads": 2,
+    "head_dim": 16,
+    "max_position_embeddings": 1024,
+}
+MROPE = {"rope_type": "default", "rope_theta": 5e6, "mrope_section": [2, 3, 3], "mrope_interleaved": True}
+VISION = {
+    "hidden_size": 32,
+    "intermediate_size": 64,
+    "depth": 3,
+    "num_heads": 4,
+    "patch_size": 16,
+    "spatial_merge_size": 2,
+    "temporal_patch_size": 2,
+    "num_position_embeddings": 16,
+}
+MOE = {"num_experts": 4, "num_experts_per_tok": 2, "moe_intermediate_size": 32}
+LINEAR = {
+    "layer_types": ["linear_attention", "full_attention", "linear_attention"],
+    "linear_conv_kernel_dim": 4,
+    "linear_key_head_dim": 16,
+    "linear_value_head_dim": 16,
+    "linear_num_key_heads": 2,
+    "linear_num_value_heads": 4,
+}
+
+#: family -> (config class, what its text config adds, what its tower adds)
+FAMILIES = {
+    "qwen3_vl": ("Qwen3VLConfig", {}, {"deepstack_visual_indexes": [0, 1]}),
+    "qwen3_vl_moe": ("Qwen3VLMoeConfig", {**MOE, "num_local_experts": 4}, {"deepstack_visual_indexes": [0, 1]}),
+    "qwen3_5": ("Qwen3_5Config", LINEAR, {}),
+    "qwen3_5_moe": ("Qwen3_5MoeConfig", {**LINEAR, **MOE, "shared_expert_intermediate_size": 32}, {}),
+}
+
+
+def builder(family: str):
+    """The checkpoint builder of ``family`` (`vlreg_checkpoints`)."""
+
+    def build(path: Path, *, source: str | Path | None = None, **overrides: Any) -> Path:
+        text = dict(overrides.pop("text_config", {}))
+        vision = dict(overrides.pop("vision_config", {}))
+        if source is not None:
+            return _from_source(Path(path), Path(source), text, vision, overrides)
+        return _tiny(family, Path(path), text, vision, overrides)
+
+    build.__doc__ = (
+        f"Write a random-weight {family} checkpoint to ``path``: tiny (see the module), or with "
+        f"``source`` a real checkpoint's metadata folder at 2 text blocks and a tower cut to keep "
+        f"its DeepStack taps. ``overrides``: ``text_config``/``vision_config`` dicts, other fields."
+    )
+    return build
+
+
+def _from_source(path: Path, source: Path, text: dict, vision: dict, overrides: dict) -> Path:
+    """The real geometry, shallow. A reduced tower keeps its DeepStack taps inside its
+    depth (the real 4B taps blocks 5, 11 and 17): they move to its first blocks, else
+    DeepStack would silently never run."""
+    from transformers import AutoConfig
+
+    taps = getattr(AutoConfig.from_pretrained(source).vision_config, "deepstack_visual_indexes", None) or []
+    vision.setdefault("depth", max(len(taps), 2))
+    if taps:
+        vision.setdefault("deepstack_visual_indexes", list(range(min(len(taps), vision["depth"]))))
+    text.setdefault("num_hidden_layers", max(len(taps), 2))
+    return from_source(path, source, text=text, vision=vision, **overrides)
+
+
+def _tiny(family: str, path: Path, text: dict, vision: dict, overrides: dict) -> Path:
+    import transformers
+    from transformers import GenerationConfig, Qwen2VLImageProcessor, Qwen3VLProcessor
+    from transformers.models.qwen3_vl.video_processing_qwen3_vl import Qwen3VLVideoProcessor
+
+    config_class, text_extra, vision_extra = FAMILIES[family]
+    tok = tokenizer(SPECIAL_TOKENS, eos_token="<|im_end|>", pad_token="<|endoftext|>")
+    ids = dict(zip(SPECIAL_TOKENS, tok.convert_tokens_to_ids(list(SPECIAL_TOKENS))))
+    sizes = dict(patch_size=16, merge_size=2, size={"shortest_edge": MIN_PIXELS, "longest_edge": MAX_PIXELS})
+    processor = Qwen3VLProcessor(
+        image_processor=Qwen2VLImageProcessor(**sizes),
+        video_processor=Qwen3VLVideoProcessor(**sizes),
+        tokenizer=tok,
+        chat_template=CHAT_TEMPLATE,
+    )
+    eos, pad = ids["<|im_end|>"], ids["<|endoftext|>"]
+    text = {"vocab_size": len(tok), **TEXT, "rope_parameters": MROPE, **text_extra, "bos_token_id": None,
+            "eos_token_id": eos, "pad_token_id": pad, **text}
+    vision = {**VISION, "out_hidden_size": text["hidden_size"], **vision_extra, **vision}
+    config = getattr(transformers, config_class)(
+        text_config=text,
+        vision_config=vision,
+        image_token_id=ids["<|image_pad|>"],
+        video_token_id=ids["<|video_pad|>"],
+        vision_start_token_id=ids["<|vision_start|>"],
+        vision_end_token_id=ids["<|vision_end|>"],
+        tie_word_embeddings=True,
+        **overrides,
+    )
+    return save(path, config, processor, GenerationConfig(eos_token_id=[eos, pad], pad_token_id=pad))
+
+
+BUILDERS = {family: builder(family) for family in FAMILIES}
