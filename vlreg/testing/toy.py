@@ -57,14 +57,14 @@ GRID = SIDE // CELL
 RECIPE = {
     "version": VERSION,
     "seed": 0,
-    "steps": 1500,
+    "steps": 800,
     "images_per_step": 16,
     "lr": 1e-3,
     "warmup": 50,
     "weight_decay": 0.01,
     "aux_weight": 1.0,
     "threads": 1,
-    "shape_pixels": (12, 20),
+    "shape_pixels": (18, 26),
     "text": {"hidden_size": 128, "intermediate_size": 256, "num_hidden_layers": 3, "num_attention_heads": 4,
              "num_key_value_heads": 2, "mrope_section": [4, 6, 6]},
     "vision": {"embed_dim": 64, "depth": 2, "num_heads": 4, "mlp_ratio": 2},
@@ -149,10 +149,10 @@ def _scene(rng: random.Random, sizes: tuple[int, int]) -> Scene:
     return Scene(draw(shapes), prompt(asked), shapes[asked][0], shapes[asked][1], asked, shapes)
 
 
-def scenes(n: int, seed: int = 0) -> list[Scene]:
+def scenes(n: int, seed: int = 0, recipe: dict = RECIPE) -> list[Scene]:
     """``n`` held-out scenes: drawn from a seed stream that training never uses."""
     rng = random.Random(f"held-out {seed}")
-    return [_scene(rng, RECIPE["shape_pixels"]) for _ in range(n)]
+    return [_scene(rng, recipe["shape_pixels"]) for _ in range(n)]
 
 
 def key(recipe: dict = RECIPE) -> str:
@@ -329,7 +329,7 @@ def train(path: "str | os.PathLike", recipe: dict = RECIPE) -> dict:
                       f"aux {aux.item():.4f}", flush=True)
         seconds = time.perf_counter() - started
         model.eval()
-        accuracy = _accuracy(model, proc)
+        accuracy = _accuracy(model, proc, scenes(300, recipe=recipe))
     finally:
         torch.set_num_threads(threads)
     model.config._attn_implementation = "eager"
@@ -341,12 +341,12 @@ def train(path: "str | os.PathLike", recipe: dict = RECIPE) -> dict:
 
 
 @torch.no_grad()
-def _accuracy(model: Any, proc: Any, n: int = 300) -> float:
-    """Held-out accuracy of the answer at the last position, through the model's own forward."""
-    right, held_out = 0, scenes(n)
-    for start in range(0, n, 50):
+def _accuracy(model: Any, proc: Any, held_out: list[Scene]) -> float:
+    """Accuracy of the answer at the last position, through the model's own forward."""
+    right = 0
+    for start in range(0, len(held_out), 50):
         chunk = held_out[start : start + 50]
         encoding = proc(text=[s.prompt for s in chunk], images=[s.image for s in chunk], return_tensors="pt")
         logits = model(**encoding).logits[:, -1]
         right += sum(proc.tokenizer.decode(int(i)) == s.answer for i, s in zip(logits.argmax(-1), chunk))
-    return right / n
+    return right / len(held_out)
