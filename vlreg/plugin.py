@@ -7,6 +7,7 @@ declarations below. Nothing else in vlreg is promised to plugins.
 
 from .core.envoys import Attention, Layer, Mlp, Standard, eager_only
 from .core.errors import ReadOnly, Unavailable
+from .core.experts import MoeMlp
 from .core.geometry import ImageGrid, box_grid, clip_boxes
 from .core.hookspecs import hookimpl
 from .core.plugins import adapter
@@ -24,6 +25,7 @@ __all__ = [
     "Layer",
     "Attention",
     "Mlp",
+    "MoeMlp",
     "Vision",
     "VisionLayer",
     "VisionAttention",

@@ -1,6 +1,6 @@
 """The Qwen3 line against the conformance suite the core ships."""
 
-from vlreg.testing.conformance import VisionConformance
+from vlreg.testing.conformance import ExpertsConformance, VisionConformance
 
 PER_CALL = "once per image"
 QWEN = {
@@ -26,3 +26,10 @@ class TestQwen3VL(VisionConformance):
         "layers.2.deepstack_output": "feed layers[0] to layers[1] only",
     }
     image_sizes = ((112, 84), (64, 128))
+
+
+class TestQwen3VLMoe(ExpertsConformance, TestQwen3VL):
+    """Qwen3-VL with every text MLP routing each token to 2 of 4 experts."""
+
+    checkpoint = "qwen3_vl_moe"
+    unavailable = {**TestQwen3VL.unavailable, "mlp.shared_expert_output": "no shared expert"}

@@ -1,19 +1,31 @@
 """vlreg-qwen3-vl: the Qwen3 line, declared against `vlreg.plugin`.
 
-Qwen3VLForConditionalGeneration keeps Qwen2-VL's layout (the text model at
-``model.language_model``, the Qwen ViT at ``model.visual`` with its merger, the
-``masked_scatter`` in ``model``'s forward), so the mounts, the tower's names, the scatter
-and the tower's attention come from the ``"qwen_vit"`` adapter vlreg-qwen2-vl publishes.
-What the line adds is served here: learned tower positions and DeepStack taps
-(`vision`), and DeepStack's additions to the first text blocks (`text`).
+Four families share one layout, Qwen2-VL's (the text model at ``model.language_model``,
+the Qwen ViT at ``model.visual`` with its merger, the ``masked_scatter`` in ``model``'s
+forward), so the mounts, the tower's names, the scatter and the tower's attention come
+from the ``"qwen_vit"`` adapter vlreg-qwen2-vl publishes:
+
+* ``qwen3_vl``: learned tower positions and DeepStack (`vision`, `text`);
+* ``qwen3_vl_moe``: the same, its MLPs routing each token to experts (`MoeMlp`);
+* ``qwen3_5``: learned tower positions; text blocks that mix tokens either by gated
+  full attention or by a gated delta net (`linear`), as ``layer_types`` says;
+* ``qwen3_5_moe``: Qwen3.5 with routed MLPs and a shared expert.
 """
 
-from vlreg.plugin import Attention, Claim, Mlp, VisionLayer, VisionMlp, adapter, hookimpl
+from importlib import import_module
+
+from vlreg.plugin import Attention, Claim, Mlp, MoeMlp, VisionLayer, VisionMlp, adapter, hookimpl
 
 from .text import DeepStackLayer
 from .vision import Qwen3Vision
 
 QWEN_VIT = adapter("qwen_vit")
+
+#: family -> (its transformers module, class-name prefix of its text and vision classes)
+FAMILIES = {
+    "qwen3_vl": ("qwen3_vl", "Qwen3VLText", "Qwen3VLVision"),
+    "qwen3_vl_moe": ("qwen3_vl_moe", "Qwen3VLMoeText", "Qwen3VLMoeVision"),
+}
 
 
 @hookimpl
@@ -23,7 +35,11 @@ def vlreg_plugin_api():
 
 @hookimpl
 def vlreg_claims():
-    return [Claim("wrapper", "qwen3_vl"), Claim("text", "qwen3_vl_text"), Claim("vision", "qwen3_vl_vision")]
+    return [
+        Claim(kind, f"{family}{suffix}")
+        for family in FAMILIES
+        for kind, suffix in (("wrapper", ""), ("text", "_text"), ("vision", "_vision"))
+    ]
 
 
 @hookimpl
@@ -31,22 +47,31 @@ def vlreg_rename(part):
     return {"wrapper": QWEN_VIT.wrapper_rename, "vision": QWEN_VIT.tower_rename}.get(part.kind)
 
 
+def _family(part) -> tuple:
+    family = part.root.model_type
+    module, text, vision = FAMILIES[family]
+    return import_module(f"transformers.models.{module}.modeling_{module}"), text, vision
+
+
 @hookimpl
 def vlreg_envoys(part):
-    from transformers.models.qwen3_vl import modeling_qwen3_vl as qwen3_vl
-
+    modeling, text, vision = _family(part)
     if part.kind == "text":
-        return {
-            qwen3_vl.Qwen3VLTextDecoderLayer: DeepStackLayer,
-            qwen3_vl.Qwen3VLTextAttention: Attention,
-            qwen3_vl.Qwen3VLTextMLP: Mlp,
+        found = {
+            getattr(modeling, f"{text}DecoderLayer"): DeepStackLayer,
+            getattr(modeling, f"{text}Attention"): Attention,
+            getattr(modeling, f"{text}MLP"): Mlp,
         }
+        sparse = getattr(modeling, f"{text}SparseMoeBlock", None)
+        if sparse is not None:
+            found[sparse] = MoeMlp
+        return found
     if part.kind == "vision":
         return {
-            qwen3_vl.Qwen3VLVisionModel: Qwen3Vision,
-            qwen3_vl.Qwen3VLVisionBlock: VisionLayer,
-            qwen3_vl.Qwen3VLVisionAttention: QWEN_VIT.Attention,
-            qwen3_vl.Qwen3VLVisionMLP: VisionMlp,
+            getattr(modeling, f"{vision}Model"): Qwen3Vision,
+            getattr(modeling, f"{vision}Block"): VisionLayer,
+            getattr(modeling, f"{vision}Attention"): QWEN_VIT.Attention,
+            getattr(modeling, f"{vision}MLP"): VisionMlp,
         }
     return None
 

@@ -10,7 +10,8 @@ Every ``test_*`` method then runs against that family's checkpoint, loaded throu
 ``from_pretrained`` as a user's would be. Requires pytest.
 """
 
+from .experts import ExpertsConformance
 from .text import TextConformance
 from .vision import VisionConformance, image
 
-__all__ = ["TextConformance", "VisionConformance", "image"]
+__all__ = ["TextConformance", "VisionConformance", "ExpertsConformance", "image"]

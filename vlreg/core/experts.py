@@ -1,0 +1,134 @@
+"""`MoeMlp`: a block's MLP that routes each token to a few of many experts.
+
+Served on the sparse-MLP layout transformers 5 gives its mixture-of-experts models: a
+router module (``gate``) that maps each token to ``router_logits``, keeps the ``top_k``
+experts of the softmax and renormalizes their weights, and an experts module
+(``experts``) holding every expert's weights as 3-D tensors, run through transformers'
+experts interface; some families add a shared expert every token goes through.
+
+Tokens are the batch's rows flattened, ``[batch * seq]``. The values, in forward order:
+
+* ``router_logits`` ``[tokens, experts]``: read where the router computes them, so a
+  write changes the routing (the softmax, top-k and weights are recomputed from it);
+* ``expert_weights`` and ``expert_indices`` ``[tokens, top_k]``: the routing the experts
+  receive (renormalized weights; which expert fills each slot);
+* ``expert_outputs`` ``[tokens, top_k, hidden]``: each slot's expert output *weighted* by
+  its routing weight, as the experts sum them (the grouped and batched implementations
+  form it; the eager loop over experts does not, so it is unavailable there);
+* ``routed_output`` ``[tokens, hidden]``: the experts module's output,
+  ``expert_outputs.sum(1)`` in the model's dtype;
+* ``shared_expert_output`` ``[tokens, hidden]``: the shared expert's own output, before
+  any gate the family scales it by (Qwen3.5-MoE: ``sigmoid(shared_expert_gate(x))``);
+* ``mlp_output``: what the block adds to the stream, the routed output (plus the gated
+  shared expert's) reshaped to ``[batch, seq, hidden]``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from .envoys import Mlp, _size
+from .values import returned, value, with_first
+
+#: Experts implementations whose forward forms every slot's weighted output.
+SLOTTED = ("grouped_mm", "batched_mm")
+
+
+def _implementation(mlp: Any) -> str:
+    config = getattr(mlp._module.get_submodule(mlp.experts_module), "config", None)
+    return getattr(config, "_experts_implementation", None) or "eager"
+
+
+def _slotted(mlp: Any) -> str | None:
+    implementation = _implementation(mlp)
+    if implementation in SLOTTED:
+        return None
+    return (
+        f"the experts run as {implementation!r}, a loop over experts that never holds every slot's "
+        f"output at once; load with experts_implementation='grouped_mm' (the default) or 'batched_mm'"
+    )
+
+
+def _no_shared_expert(mlp: Any) -> str | None:
+    if mlp.shared_expert_module and hasattr(mlp._module, mlp.shared_expert_module):
+        return None
+    return "this MLP has no shared expert"
+
+
+def _routing(index: int) -> Any:
+    def rebuild(mlp: Any, raw: Any, new: Any) -> Any:
+        return (*raw[:index], new, *raw[index + 1 :])
+
+    return lambda mlp, raw: raw[index], rebuild
+
+
+def _router(mlp: Any) -> Any:
+    return getattr(mlp, mlp.router_module)
+
+
+def _experts_call(mlp: Any) -> str:
+    """The weighted slot outputs inside the experts function the module dispatches to
+    (known only at the call, so drilled in the trace)."""
+    experts = getattr(mlp, mlp.experts_module)
+    drilled = getattr(experts.source, mlp.experts_interface).source
+    return f"{drilled.prefix}.weighted_out_view_0.output"
+
+
+class MoeMlp(Mlp):
+    """A sparse MLP: a router, experts held as 3-D tensors, maybe a shared expert.
+
+    ``router_module``, ``experts_module`` and ``shared_expert_module`` name its children
+    (``gate``, ``experts``, ``shared_expert`` on the Qwen MoE lines); a family whose
+    children are named otherwise sets them in a subclass.
+    """
+
+    router_module: ClassVar[str] = "gate"
+    experts_module: ClassVar[str] = "experts"
+    shared_expert_module: ClassVar[str | None] = "shared_expert"
+    #: nnsight's name for the experts module's call to the experts function.
+    experts_interface: ClassVar[str] = "experts_forward_1"
+    order = ("shared_expert_output", "router_logits", "expert_weights", "expert_indices", "expert_outputs",
+             "routed_output", "mlp_output")
+
+    router_logits = value(
+        lambda mlp: f"{_router(mlp).path}.source.F_linear_0.output",
+        inside=_router,
+        description="the router's score of each expert per token, [tokens, experts]; a write reroutes",
+    )(lambda mlp, raw: raw).writes(lambda mlp, raw, new: new)
+    expert_weights = value(
+        lambda mlp: f"{_router(mlp).path}.output", description="each token's routing weights, [tokens, top_k]"
+    )(_routing(1)[0]).writes(_routing(1)[1])
+    expert_indices = value(
+        lambda mlp: f"{_router(mlp).path}.output", description="the expert in each token's slots, [tokens, top_k]"
+    )(_routing(2)[0]).writes(_routing(2)[1])
+    expert_outputs = value(
+        _experts_call, unavailable=_slotted,
+        description="each slot's expert output weighted by its routing weight, [tokens, top_k, hidden]",
+    )(lambda mlp, raw: raw).writes(lambda mlp, raw, new: new)
+    routed_output = returned(
+        lambda mlp: f"{getattr(mlp, mlp.experts_module).path}.output",
+        description="the experts' weighted sum per token, [tokens, hidden]",
+    )
+    shared_expert_output = value(
+        lambda mlp: f"{getattr(mlp, mlp.shared_expert_module).path}.output",
+        unavailable=_no_shared_expert,
+        description="the shared expert's own output, before its gate, [tokens, hidden]",
+    )(lambda mlp, raw: raw).writes(with_first)
+
+    @property
+    def num_experts(self) -> int:
+        """Experts to route among."""
+        router = self._module.get_submodule(self.router_module)
+        return _size(self, "num_experts", (router, "num_experts"))
+
+    @property
+    def top_k(self) -> int:
+        """Experts each token is routed to."""
+        router = self._module.get_submodule(self.router_module)
+        return _size(self, "top_k", (router, "top_k"))
+
+    @property
+    def intermediate_size(self) -> int:
+        """One expert's hidden width."""
+        experts = self._module.get_submodule(self.experts_module)
+        return _size(self, "intermediate_size", (experts, "intermediate_dim"))
