@@ -59,6 +59,9 @@ def test_training_sees_what_the_processor_makes(model, held_out):
 def test_scenes_are_fixed_and_each_target_sits_in_one_token(model, held_out):
     again = toy.scenes(3)
     assert [s.prompt for s in again] == [s.prompt for s in held_out[:3]]
+    messages = [{"role": "user", "content": [{"type": "text", "text": f"What color is the {held_out[0].shape}?"},
+                                             {"type": "image"}]}]
+    assert held_out[0].prompt == model.processor.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
     assert all(a.image.tobytes() == b.image.tobytes() for a, b in zip(again, held_out))
     assert toy.scenes(3, seed=1)[0].image.tobytes() != held_out[0].image.tobytes()
     for scene in held_out:

@@ -93,6 +93,10 @@ def findings(model, example) -> dict:
     }
 
 
+def _article(word: str) -> str:
+    return "an" if word[0] in "aeiou" else "a"
+
+
 def summary(example, found: dict) -> list[str]:
     """The findings as sentences."""
     target, scores = found["target"], found["occlusion"]
@@ -100,7 +104,7 @@ def summary(example, found: dict) -> list[str]:
     other, colour, _ = found["swap"]
     blocks = ", ".join
     return [
-        f"scene: a {', a '.join(f'{c} {s}' for s, (c, _) in example.shapes.items())}; "
+        f"scene: {', '.join(f'{_article(c)} {c} {s}' for s, (c, _) in example.shapes.items())}; "
         f"{question(example)!r} (the {example.shape} is in image token {target[0]} of {found['geometry'].tokens})",
         f"answer: {found['answer']!r} (p {found['probability']:.2f}); the truth: {example.answer!r}",
         f"occlusion: the token whose mean-ablation drops the {found['answer']!r} logit most is {top[0]} "
@@ -131,7 +135,7 @@ def write_pictures(model, out: str | Path, example=None, found: dict | None = No
     out.mkdir(parents=True, exist_ok=True)
     image, geometry = example.image, found["geometry"]
     layers = [f"block {i}" for i in range(model.num_layers)]
-    asked = f"{question(example)} {found['answer']}"  # the question and the model's answer
+    asked = f"{question(example)} answer: {found['answer']}"
     _, colour, swapped = found["swap"]
     tower = analysis.tower_patterns(model, example.prompt, [image], layer=-1)
     heads = tower.patterns[0][:, found["target"][0]]
