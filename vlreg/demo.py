@@ -175,7 +175,7 @@ def run(out_dir: str | Path | None = None) -> None:
     transformers_logging.disable_progress_bar()
     cached = (toy.cache_dir() / toy.key() / "toy.json").exists()
     if not cached:
-        print("training the toy model, once per machine (a few minutes on two CPU cores)...")
+        print("training the toy model, once per machine (about four minutes on one CPU thread)...")
     path = toy.build()
     report = json.loads((path / "toy.json").read_text())
     print(f"checkpoint: the toy model in {path} (trained in {report['train_seconds']:.0f} s, "
