@@ -1,4 +1,4 @@
-# make demo: install into .venv if needed, then trace a small Qwen2-VL checkpoint.
+# make demo: install into .venv if needed, then trace the toy model (trained once per machine).
 # make test: install into .venv if needed, then run the tests.
 PYTHON ?= python3
 VENV := .venv
