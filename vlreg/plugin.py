@@ -8,6 +8,7 @@ declarations below. Nothing else in vlreg is promised to plugins.
 from .core.envoys import Attention, Layer, Mlp, Standard, eager_only
 from .core.errors import ReadOnly, Unavailable
 from .core.experts import MoeMlp
+from .core.linear import LinearAttention
 from .core.geometry import ImageGrid, box_grid, clip_boxes
 from .core.hookspecs import hookimpl
 from .core.plugins import adapter
@@ -26,6 +27,7 @@ __all__ = [
     "Attention",
     "Mlp",
     "MoeMlp",
+    "LinearAttention",
     "Vision",
     "VisionLayer",
     "VisionAttention",

@@ -155,12 +155,26 @@ def _child_rows(child: Any, ask: Callable[[Any, str], "str | None"]) -> dict[str
     blocks = [block._rows(ask) for block in child]
     rows: dict[str, str | None] = {}
     for row in dict.fromkeys(row for block in blocks for row in block):
-        reasons = [block.get(row) for block in blocks]
-        if all(reason == reasons[0] for reason in reasons):
+        having = [i for i, block in enumerate(blocks) if row in block]
+        reasons = [blocks[i][row] for i in having]
+        if len(having) == len(blocks) and all(reason == reasons[0] for reason in reasons):
             rows[row] = reasons[0]
+        elif all(reason == reasons[0] for reason in reasons):
+            rows[f"layers.{_spans(having)}.{row}"] = reasons[0]  # only some blocks have it
         else:
-            rows.update({f"layers.{i}.{row}": reason for i, reason in enumerate(reasons)})
+            rows.update({f"layers.{i}.{row}": blocks[i][row] for i in having})
     return rows
+
+
+def _spans(indices: list[int]) -> str:
+    """``[0, 1, 2, 4]`` as ``"0-2,4"``: which blocks a row is on."""
+    spans: list[list[int]] = []
+    for index in indices:
+        if spans and spans[-1][1] == index - 1:
+            spans[-1][1] = index
+        else:
+            spans.append([index, index])
+    return ",".join(str(a) if a == b else f"{a}-{b}" for a, b in spans)
 
 
 def eager_only(attention: Standard) -> str | None:
@@ -194,8 +208,10 @@ class Layer(Standard):
     ``input + self_attn.attention_output + mlp.mlp_output == layer_output``.
     """
 
-    standard_children = {"self_attn": "self_attn.", "mlp": "mlp."}
-    order = ("input", "self_attn", "mlp", "output", "layer_output")
+    #: A block mixes tokens with ``self_attn``, or with ``linear_attn`` (a `LinearAttention`)
+    #: on a hybrid model's linear blocks.
+    standard_children = {"self_attn": "self_attn.", "linear_attn": "linear_attn.", "mlp": "mlp."}
+    order = ("input", "self_attn", "linear_attn", "mlp", "output", "layer_output")
 
     @value("input")
     def input(self, raw: Any) -> Any:

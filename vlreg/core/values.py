@@ -269,20 +269,36 @@ def with_first(envoy: Any, raw: Any, new: Any) -> Any:
     return (new, *raw[1:]) if isinstance(raw, tuple) else new
 
 
-def argument(index: int, at: "str | Callable[[Any], str]", **options: Any) -> value:
-    """A value that is the ``index``-th positional argument of the call at ``at``
-    (a ``.input`` location, served as ``(args, kwargs)``)."""
+def argument(index: "int | str", at: "str | Callable[[Any], str]", *, copy: bool = False, **options: Any) -> value:
+    """A value that is the ``index``-th positional argument (or, for a name, the keyword
+    argument) of the call at ``at`` (a ``.input`` location, served as ``(args, kwargs)``).
+    With ``copy``, served as a copy written back (see `copied`)."""
+
+    def read(envoy: Any, raw: Any) -> Any:
+        args, kwargs = raw
+        found = kwargs[index] if isinstance(index, str) else args[index]
+        return found.clone() if copy else found
 
     def rebuild(envoy: Any, raw: Any, new: Any) -> Any:
         args, kwargs = raw
+        if isinstance(index, str):
+            return args, {**kwargs, index: new}
         return (*args[:index], new, *args[index + 1 :]), kwargs
 
-    return value(at, **options)(lambda envoy, raw: raw[0][index]).writes(rebuild)
+    served = value(at, **options)(read).writes(rebuild)
+    return served.transform(lambda envoy, view, raw: rebuild(envoy, raw, view)) if copy else served
 
 
-def returned(at: "str | Callable[[Any], str]" = "output", **options: Any) -> value:
-    """A value that is a module's or call's output, or its first element if a tuple."""
-    return value(at, **options)(lambda envoy, raw: first(raw)).writes(with_first)
+def returned(at: "str | Callable[[Any], str]" = "output", *, element: int = 0, **options: Any) -> value:
+    """A value that is a module's or call's output, or its ``element``-th if a tuple."""
+
+    def read(envoy: Any, raw: Any) -> Any:
+        return raw[element] if isinstance(raw, tuple) else raw
+
+    def rebuild(envoy: Any, raw: Any, new: Any) -> Any:
+        return (*raw[:element], new, *raw[element + 1 :]) if isinstance(raw, tuple) else new
+
+    return value(at, **options)(read).writes(rebuild)
 
 
 def copied(at: "str | Callable[[Any], str]" = "output", **options: Any) -> value:

@@ -1,6 +1,6 @@
 """The Qwen3 line against the conformance suite the core ships."""
 
-from vlreg.testing.conformance import ExpertsConformance, VisionConformance
+from vlreg.testing.conformance import ExpertsConformance, LinearAttentionConformance, VisionConformance
 
 PER_CALL = "once per image"
 QWEN = {
@@ -33,3 +33,20 @@ class TestQwen3VLMoe(ExpertsConformance, TestQwen3VL):
 
     checkpoint = "qwen3_vl_moe"
     unavailable = {**TestQwen3VL.unavailable, "mlp.shared_expert_output": "no shared expert"}
+
+
+class TestQwen3_5(LinearAttentionConformance, TestQwen3VL):
+    """Linear, full, linear text blocks; a tower with learned positions and no DeepStack."""
+
+    checkpoint = "qwen3_5"
+    unavailable = {
+        "vision.self_attn.attention_scores": PER_CALL,
+        "vision.self_attn.attention_probabilities": PER_CALL,
+        "vision.deepstack_features": "no DeepStack taps",
+    }
+
+
+class TestQwen3_5Moe(ExpertsConformance, TestQwen3_5):
+    """Qwen3.5 whose MLPs route each token to 2 of 4 experts beside a gated shared expert."""
+
+    checkpoint = "qwen3_5_moe"

@@ -66,3 +66,18 @@ def test_deepstack_is_absent_where_it_cannot_be(model):
     with pytest.raises(Unavailable, match="layers\\[0\\].deepstack_output is unavailable: this trace's input carries no images"):
         with model.trace(text):
             model.layers[0].deepstack_output.save()
+
+
+def test_qwen3_5_moe_adds_the_gated_shared_expert_to_the_routed_output():
+    model = StandardizedTransformer(
+        str(build("qwen3_5_moe")), task="image-text-to-text", dispatch=True, device="cpu", attn_implementation="eager"
+    )
+    mlp = model.layers[0].mlp
+    with model.trace(chat(model, {"type": "image"}), images=PICTURES[:1]):
+        shared = mlp.shared_expert_output.save()
+        routed = mlp.routed_output.save()
+        gate = mlp.shared_expert_gate.output.save()
+        out = mlp.mlp_output.save()
+    assert torch.equal(out, (routed + torch.sigmoid(gate) * shared).reshape(out.shape))
+    assert "layers.0,2.linear_attn.attention_output" in model.support()
+    assert "layers.1.self_attn.attention_probabilities" in model.support()

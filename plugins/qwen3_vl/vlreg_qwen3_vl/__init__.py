@@ -14,9 +14,20 @@ from the ``"qwen_vit"`` adapter vlreg-qwen2-vl publishes:
 
 from importlib import import_module
 
-from vlreg.plugin import Attention, Claim, Mlp, MoeMlp, VisionLayer, VisionMlp, adapter, hookimpl
+from vlreg.plugin import (
+    Attention,
+    Claim,
+    Layer,
+    LinearAttention,
+    Mlp,
+    MoeMlp,
+    VisionLayer,
+    VisionMlp,
+    adapter,
+    hookimpl,
+)
 
-from .text import DeepStackLayer
+from .text import DeepStackLayer, GatedAttention
 from .vision import Qwen3Vision
 
 QWEN_VIT = adapter("qwen_vit")
@@ -25,7 +36,13 @@ QWEN_VIT = adapter("qwen_vit")
 FAMILIES = {
     "qwen3_vl": ("qwen3_vl", "Qwen3VLText", "Qwen3VLVision"),
     "qwen3_vl_moe": ("qwen3_vl_moe", "Qwen3VLMoeText", "Qwen3VLMoeVision"),
+    "qwen3_5": ("qwen3_5", "Qwen3_5", "Qwen3_5Vision"),
+    "qwen3_5_moe": ("qwen3_5_moe", "Qwen3_5Moe", "Qwen3_5MoeVision"),
 }
+
+#: A text-generation load of a Qwen3.5 checkpoint is transformers' text-only
+#: ``Qwen3_5ForCausalLM`` (the text model at ``model``): its mounts, beside the wrapper's.
+TEXT_ONLY_RENAME = {"model.layers": "layers", "model.embed_tokens": "embed_tokens", "model.norm": "norm"}
 
 
 @hookimpl
@@ -44,7 +61,7 @@ def vlreg_claims():
 
 @hookimpl
 def vlreg_rename(part):
-    return {"wrapper": QWEN_VIT.wrapper_rename, "vision": QWEN_VIT.tower_rename}.get(part.kind)
+    return {"wrapper": {**QWEN_VIT.wrapper_rename, **TEXT_ONLY_RENAME}, "vision": QWEN_VIT.tower_rename}.get(part.kind)
 
 
 def _family(part) -> tuple:
@@ -57,14 +74,15 @@ def _family(part) -> tuple:
 def vlreg_envoys(part):
     modeling, text, vision = _family(part)
     if part.kind == "text":
+        hybrid = hasattr(modeling, f"{text}GatedDeltaNet")  # Qwen3.5: linear and full blocks
         found = {
-            getattr(modeling, f"{text}DecoderLayer"): DeepStackLayer,
-            getattr(modeling, f"{text}Attention"): Attention,
-            getattr(modeling, f"{text}MLP"): Mlp,
+            getattr(modeling, f"{text}DecoderLayer"): Layer if hybrid else DeepStackLayer,
+            getattr(modeling, f"{text}Attention"): GatedAttention if hybrid else Attention,
         }
+        if hybrid:
+            found[getattr(modeling, f"{text}GatedDeltaNet")] = LinearAttention
         sparse = getattr(modeling, f"{text}SparseMoeBlock", None)
-        if sparse is not None:
-            found[sparse] = MoeMlp
+        found[sparse or getattr(modeling, f"{text}MLP")] = MoeMlp if sparse else Mlp
         return found
     if part.kind == "vision":
         return {

@@ -50,12 +50,13 @@ LINEAR = {
     "linear_num_value_heads": 4,
 }
 
-#: family -> (config class, what its text config adds, what its tower adds)
+#: family -> (config class, what its text config adds, what its tower adds, tied embeddings)
 FAMILIES = {
-    "qwen3_vl": ("Qwen3VLConfig", {}, {"deepstack_visual_indexes": [0, 1]}),
-    "qwen3_vl_moe": ("Qwen3VLMoeConfig", {**MOE, "num_local_experts": 4}, {"deepstack_visual_indexes": [0, 1]}),
-    "qwen3_5": ("Qwen3_5Config", LINEAR, {}),
-    "qwen3_5_moe": ("Qwen3_5MoeConfig", {**LINEAR, **MOE, "shared_expert_intermediate_size": 32}, {}),
+    "qwen3_vl": ("Qwen3VLConfig", {}, {"deepstack_visual_indexes": [0, 1]}, True),
+    "qwen3_vl_moe": ("Qwen3VLMoeConfig", {**MOE, "num_local_experts": 4}, {"deepstack_visual_indexes": [0, 1]}, True),
+    # untied, as Qwen3.5's are: its text-only class reads lm_head from the checkpoint
+    "qwen3_5": ("Qwen3_5Config", LINEAR, {}, False),
+    "qwen3_5_moe": ("Qwen3_5MoeConfig", {**LINEAR, **MOE, "shared_expert_intermediate_size": 32}, {}, False),
 }
 
 
@@ -96,7 +97,7 @@ def _tiny(family: str, path: Path, text: dict, vision: dict, overrides: dict) ->
     from transformers import GenerationConfig, Qwen2VLImageProcessor, Qwen3VLProcessor
     from transformers.models.qwen3_vl.video_processing_qwen3_vl import Qwen3VLVideoProcessor
 
-    config_class, text_extra, vision_extra = FAMILIES[family]
+    config_class, text_extra, vision_extra, tied = FAMILIES[family]
     tok = tokenizer(SPECIAL_TOKENS, eos_token="<|im_end|>", pad_token="<|endoftext|>")
     ids = dict(zip(SPECIAL_TOKENS, tok.convert_tokens_to_ids(list(SPECIAL_TOKENS))))
     sizes = dict(patch_size=16, merge_size=2, size={"shortest_edge": MIN_PIXELS, "longest_edge": MAX_PIXELS})
@@ -108,7 +109,7 @@ def _tiny(family: str, path: Path, text: dict, vision: dict, overrides: dict) ->
     )
     eos, pad = ids["<|im_end|>"], ids["<|endoftext|>"]
     text = {"vocab_size": len(tok), **TEXT, "rope_parameters": MROPE, **text_extra, "bos_token_id": None,
-            "eos_token_id": eos, "pad_token_id": pad, **text}
+            "eos_token_id": eos, "pad_token_id": pad, "tie_word_embeddings": tied, **text}
     vision = {**VISION, "out_hidden_size": text["hidden_size"], **vision_extra, **vision}
     config = getattr(transformers, config_class)(
         text_config=text,
@@ -117,7 +118,7 @@ def _tiny(family: str, path: Path, text: dict, vision: dict, overrides: dict) ->
         video_token_id=ids["<|video_pad|>"],
         vision_start_token_id=ids["<|vision_start|>"],
         vision_end_token_id=ids["<|vision_end|>"],
-        tie_word_embeddings=True,
+        tie_word_embeddings=tied,
         **overrides,
     )
     return save(path, config, processor, GenerationConfig(eos_token_id=[eos, pad], pad_token_id=pad))

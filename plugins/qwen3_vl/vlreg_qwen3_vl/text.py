@@ -1,4 +1,5 @@
-"""The Qwen3 line's text blocks: DeepStack's additions after the first blocks.
+"""The Qwen3 line's text blocks: DeepStack's additions after the first blocks, and
+Qwen3.5's gated attention.
 
 Qwen3-VL's text model adds each DeepStack tap to the stream at the image tokens right
 after text block ``k`` returns, from one call site in its loop over the blocks
@@ -13,7 +14,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from vlreg.plugin import Layer, argument
+from nnsight.intervention.util import first_input, replace_first_input
+
+from vlreg.plugin import Attention, Layer, argument, eager_only, value
 
 
 def _text_model(layer: Any) -> Any:
@@ -33,7 +36,7 @@ def _no_tap(layer: Any) -> str | None:
 class DeepStackLayer(Layer):
     """A Qwen3-VL text block, and what DeepStack adds after it."""
 
-    order = ("input", "self_attn", "mlp", "output", "layer_output", "deepstack_output")
+    order = (*Layer.order, "deepstack_output")
 
     deepstack_output = argument(
         2,
@@ -43,4 +46,25 @@ class DeepStackLayer(Layer):
         unavailable=_no_tap,
         needs_images=True,
         description="what DeepStack adds to the stream at the image tokens after this block, [image_tokens, hidden]",
+    )
+
+
+def _heads(attention: Any, flat: Any) -> Any:
+    """``[batch, seq, heads * head_dim]`` as ``[batch, seq, heads, head_dim]`` (a view)."""
+    return flat.view(*flat.shape[:-1], -1, attention.head_dim)
+
+
+class GatedAttention(Attention):
+    """Qwen3.5's full attention: its heads are gated per channel (``sigmoid`` of a second
+    half of ``q_proj``) before ``o_proj``, so `attention_head_outputs` is read where
+    ``o_proj`` receives them, after the gate: ``o_proj(attention_head_outputs) ==
+    attention_output`` holds as on any block. The ungated outputs are the attention
+    function's (``self_attn.source.attention_interface_1.output``)."""
+
+    attention_head_outputs = value(
+        lambda attention: f"{attention.o_proj.path}.input",
+        unavailable=eager_only,
+        description="each head's output as o_proj receives it, after the output gate",
+    )(lambda attention, raw: _heads(attention, first_input(*raw))).writes(
+        lambda attention, raw, new: replace_first_input(*raw, new.reshape(first_input(*raw).shape))
     )

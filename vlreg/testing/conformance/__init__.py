@@ -11,7 +11,8 @@ Every ``test_*`` method then runs against that family's checkpoint, loaded throu
 """
 
 from .experts import ExpertsConformance
+from .linear import LinearAttentionConformance
 from .text import TextConformance
 from .vision import VisionConformance, image
 
-__all__ = ["TextConformance", "VisionConformance", "ExpertsConformance", "image"]
+__all__ = ["TextConformance", "VisionConformance", "ExpertsConformance", "LinearAttentionConformance", "image"]

@@ -10,6 +10,7 @@ import torch
 
 from ...core.envoys import Attention, Layer, Mlp, Standard
 from ...core.experts import MoeMlp
+from ...core.linear import LinearAttention
 from ...core.errors import ReadOnly, Unavailable
 from ...core.model import StandardizedTransformer
 from ..checkpoints import build
@@ -84,26 +85,29 @@ class TextConformance:
     def test_blocks_are_standard(self, model):
         for block in model.layers:
             assert isinstance(block, Layer)
-            assert isinstance(block.self_attn, Attention)
+            attention, linear = block.__dict__.get("self_attn"), block.__dict__.get("linear_attn")
+            assert isinstance(attention, Attention) != isinstance(linear, LinearAttention), "one mixer per block"
             assert isinstance(block.mlp, Mlp)
 
     def test_sizes_agree_with_the_weights(self, model):
         assert model.num_layers == len(model.layers._module)
         assert tuple(model.embed_tokens.weight.shape) == (model.vocab_size, model.hidden_size)
         assert model.lm_head.weight.shape[0] == model.vocab_size
-        o_proj = getattr(model.layers[0].self_attn, self.o_proj)
+        o_proj = getattr(attention_blocks(model)[0].self_attn, self.o_proj)
         assert o_proj.weight.shape[1] == model.num_heads * model.head_dim
         assert model.num_heads % model.num_kv_heads == 0
-        for block in model.layers:
+        for block in attention_blocks(model):
             attention = block.self_attn
             assert (attention.num_heads, attention.num_kv_heads, attention.head_dim) == (
                 model.num_heads, model.num_kv_heads, model.head_dim
             )
+        for block in model.layers:
             if not isinstance(block.mlp, MoeMlp):  # an expert's width is checked by ExpertsConformance
                 assert block.mlp.intermediate_size == model.intermediate_size
 
     def test_the_repr_lists_each_standard_value_with_its_description(self, model):
-        for envoy in (model, model.layers[0], model.layers[0].self_attn, model.layers[0].mlp):
+        block = attention_blocks(model)[0]
+        for envoy in (model, block, block.self_attn, block.mlp, *[mixer(b) for b in model.layers]):
             shown = repr(envoy)
             for name in type(envoy).values():
                 description = getattr(type(envoy), name).description
@@ -156,7 +160,7 @@ class TextConformance:
         rows = []  # made outside the trace: names first bound inside one do not leave it
         with model.trace(self.text_prompt(model)):
             for block in model.layers:
-                rows.append((block.input.save(), block.self_attn.attention_output.save(),
+                rows.append((block.input.save(), mixer(block).attention_output.save(),
                              block.mlp.mlp_output.save(), block.layer_output.save()))
         for x, attn, mlp, out in rows:
             torch.testing.assert_close(x + attn + mlp, out)
@@ -193,7 +197,7 @@ class TextConformance:
         assert torch.equal(embeddings, model.embed_tokens._module(ids))
 
     def test_attention_interior_under_eager(self, model):
-        block = model.layers[-1]
+        block = attention_blocks(model)[-1]
         with model.trace(self.text_prompt(model)):
             queries = block.self_attn.attention_queries.save()
             keys = block.self_attn.attention_keys.save()
@@ -214,7 +218,7 @@ class TextConformance:
         torch.testing.assert_close(o_proj(heads.reshape(batch, seq, -1)), output)
 
     def test_editing_the_pattern_changes_the_attention_output(self, model):
-        block = model.layers[-1]
+        block = attention_blocks(model)[-1]
         prompt = self.text_prompt(model)
         with model.trace(prompt):
             plain = block.self_attn.output[0].save()
@@ -230,18 +234,19 @@ class TextConformance:
         model = sdpa_model
         rows = model.support()
         for name in INTERIOR:
-            assert "attn_implementation='eager'" in rows[f"self_attn.{name}"]
+            (row,) = text_rows(rows, f"self_attn.{name}")
+            assert "attn_implementation='eager'" in rows[row]
             with pytest.raises(Unavailable, match="attn_implementation='eager'"):
                 with model.trace(self.text_prompt(model)):
-                    getattr(model.layers[0].self_attn, name).save()
+                    getattr(attention_blocks(model)[0].self_attn, name).save()
 
     def test_support_lists_every_value(self, model):
         rows = model.support()
-        for row in ("token_embeddings", "logits", "input", "output", "layer_output",
-                    "self_attn.attention_output", "mlp.mlp_output"):
-            assert rows[row] is None, row
+        for name in ("token_embeddings", "logits", "input", "output", "layer_output",
+                     "self_attn.attention_output", "mlp.mlp_output"):
+            assert text_rows(rows, name) and all(rows[row] is None for row in text_rows(rows, name)), name
         for name in INTERIOR:
-            assert f"self_attn.{name}" in rows
+            assert text_rows(rows, f"self_attn.{name}"), name
         for row, reason in rows.items():
             if row in self.unavailable:
                 assert reason is not None and self.unavailable[row] in reason, row
@@ -252,7 +257,7 @@ class TextConformance:
         before = {name: tensor.clone() for name, tensor in model._module.state_dict().items()}
         with model.trace(self.text_prompt(model)):
             model.layers[0].layer_output[:] = 0
-            model.layers[-1].self_attn.attention_probabilities[:] = 0
+            attention_blocks(model)[-1].self_attn.attention_probabilities[:] = 0
             model.logits.save()
         after = model._module.state_dict()
         assert before.keys() == after.keys()
@@ -266,7 +271,7 @@ class TextConformance:
         assert lazy._aliases == model._aliases
         prompt = self.text_prompt(model)
         with lazy.trace(prompt):
-            pattern = lazy.layers[-1].self_attn.attention_probabilities.save()
+            pattern = attention_blocks(lazy)[-1].self_attn.attention_probabilities.save()
             logits = lazy.logits.save()
         with model.trace(prompt):
             expected = model.logits.save()
@@ -315,3 +320,19 @@ def _write(envoy: Standard, name: str, served: Any, way: str) -> None:
     else:
         for tensor in tensors:
             tensor[:] = 0
+
+
+def attention_blocks(model: StandardizedTransformer) -> list[Layer]:
+    """The blocks whose mixer is full attention (every block, but a hybrid model's)."""
+    return [block for block in model.layers if "self_attn" in block.__dict__]
+
+
+def mixer(block: Layer) -> Standard:
+    """The block's sequence mixer: ``self_attn``, or ``linear_attn`` on a linear block."""
+    return block.__dict__.get("self_attn") or block.__dict__["linear_attn"]
+
+
+def text_rows(rows: dict, name: str) -> list[str]:
+    """The rows of `support` that serve text value ``name`` (``"self_attn.attention_output"``):
+    the row itself, or its rows for some blocks (``"layers.1,3.self_attn.attention_output"``)."""
+    return [row for row in rows if row == name or (row.startswith("layers.") and row.split(".", 2)[2] == name)]
