@@ -1,0 +1,55 @@
+"""Qwen3.5, Qwen3.5-MoE and Qwen3-VL-MoE at their published widths and full depth, built
+on the meta device from transformers' default configs (no weights): the names, sizes and
+support table a real checkpoint of each gets."""
+
+import pytest
+import transformers
+from transformers import AutoProcessor
+
+from vlreg import StandardizedTransformer
+from vlreg.testing import build
+
+
+@pytest.fixture(scope="module")
+def lazy(tmp_path_factory):
+    processor = AutoProcessor.from_pretrained(build("qwen3_5"))  # the tiny one: nothing is processed on meta
+
+    def load(config_class: str) -> StandardizedTransformer:
+        folder = tmp_path_factory.mktemp(config_class)
+        getattr(transformers, config_class)().save_pretrained(folder)
+        processor.save_pretrained(folder)
+        return StandardizedTransformer(str(folder), task="image-text-to-text", dispatch=False, attn_implementation="eager")
+
+    return load
+
+
+def test_qwen3_5_every_fourth_block_attends_and_the_rest_are_linear(lazy):
+    model = lazy("Qwen3_5Config")
+    assert not model.dispatched and model.num_layers == 32
+    assert (model.hidden_size, model.num_heads, model.num_kv_heads, model.head_dim) == (4096, 16, 4, 256)
+    full = ",".join(str(i) for i in range(3, 32, 4))  # 3,7,...,31
+    linear = ",".join(f"{i}-{i + 2}" for i in range(0, 32, 4))  # 0-2,4-6,...,28-30
+    rows = model.support()
+    assert rows[f"layers.{full}.self_attn.attention_probabilities"] is None
+    assert rows[f"layers.{linear}.linear_attn.decays"] is None
+    mixer = model.layers[0].linear_attn
+    assert (mixer.num_key_heads, mixer.num_value_heads, mixer.key_head_dim, mixer.value_head_dim) == (16, 32, 128, 128)
+    assert "this tower has no DeepStack taps" in rows["vision.deepstack_features"]
+
+
+def test_qwen3_5_moe_routes_to_8_of_256_experts_beside_a_shared_one(lazy):
+    model = lazy("Qwen3_5MoeConfig")
+    assert model.num_layers == 40
+    mlp = model.layers[0].mlp
+    assert (mlp.num_experts, mlp.top_k, mlp.intermediate_size) == (256, 8, 512)
+    assert model.support()["mlp.shared_expert_output"] is None
+
+
+def test_qwen3_vl_moe_routes_and_stacks(lazy):
+    model = lazy("Qwen3VLMoeConfig")
+    mlp = model.layers[0].mlp
+    assert (mlp.num_experts, mlp.top_k, mlp.intermediate_size) == (60, 4, 1408)
+    assert model.vision.deepstack_visual_indexes == (8, 16, 24)
+    rows = model.support()
+    assert rows["layers.2.deepstack_output"] is None and "layers[0] to layers[2]" in rows["layers.3.deepstack_output"]
+    assert "no shared expert" in rows["mlp.shared_expert_output"]
