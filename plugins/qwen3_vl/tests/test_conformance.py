@@ -1,5 +1,8 @@
 """The Qwen3 line against the conformance suite the core ships."""
 
+import pytest
+
+from vlreg.testing import shared_checkpoint
 from vlreg.testing.conformance import ExpertsConformance, LinearAttentionConformance, VisionConformance
 
 PER_CALL = "once per image"
@@ -26,6 +29,25 @@ class TestQwen3VL(VisionConformance):
         "layers.2.deepstack_output": "feed layers[0] to layers[1] only",
     }
     image_sizes = ((112, 84), (64, 128))
+
+
+REAL = shared_checkpoint("Qwen3-VL-4B-Instruct")
+
+
+@pytest.mark.skipif(
+    REAL is None,
+    reason="../shared/checkpoints/Qwen3-VL-4B-Instruct is absent: the real checkpoints' metadata lives beside the repository",
+)
+class TestQwen3VLRealGeometry(TestQwen3VL):
+    """The whole suite at Qwen3-VL-4B's widths, token ids and template (3 text blocks, a
+    3-block tower tapped after each), in bfloat16."""
+
+    build_options = {"source": str(REAL)} if REAL is not None else {}
+    image_sizes = ((256, 256),)
+    unavailable = {
+        "vision.self_attn.attention_scores": PER_CALL,
+        "vision.self_attn.attention_probabilities": PER_CALL,
+    }
 
 
 class TestQwen3VLMoe(ExpertsConformance, TestQwen3VL):

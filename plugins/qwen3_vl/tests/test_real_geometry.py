@@ -52,3 +52,4 @@ def test_a_448_image_through_the_real_template_is_196_tokens_with_deepstack(mode
     for out, added, after in rows:
         assert added.shape == (196, 2560)
         assert torch.equal(after[mask], out[mask] + added)
+
