@@ -164,17 +164,14 @@ def _inspect(checkpoint: str, task: str, attn_implementation: str | None, as_jso
     if bare:
         print(f"note: {report['note']}")
     print("support():")
+    from .demo import format_support
+
     print(format_support(report["support"]))
     if report["read_only"]:
         print("read_only() (served, but a write would not reach the model):")
         print("\n".join(f"  {row}: {reason}" for row, reason in report["read_only"].items()))
     return 0
 
-
-def format_support(rows: dict[str, str | None]) -> str:
-    """``model.support()`` as a two-column table."""
-    width = max(map(len, rows), default=0)
-    return "\n".join(f"  {row:<{width}}  {'yes' if reason is None else 'no: ' + reason}" for row, reason in rows.items())
 
 
 def _sizes(vision: Any) -> dict[str, Any]:
