@@ -246,7 +246,7 @@ def adapter(name: str) -> Any:
     """
     # The host is not started from here: a plugin asking at import time may be the one
     # the host is loading, not finished yet.
-    registered = _manager.get_plugins() if _manager is not None else set()
+    registered = sorted(_manager.get_plugins(), key=_name) if _manager is not None else []
     found = [(plugin, offer[name]) for plugin in registered
              if name in (offer := call(plugin, "vlreg_adapters") or {})]
     if not found:

@@ -22,7 +22,8 @@ one read before it and the order the forward computes them in.
 
 from __future__ import annotations
 
-from typing import Any, Callable
+import contextlib
+from typing import Any, Callable, Iterator
 
 import torch
 from greenlet import getcurrent
@@ -146,33 +147,27 @@ class value(eproperty):
         return None if self.occurrence is None else self.occurrence(obj)
 
 
-class _in_order:
+@contextlib.contextmanager
+def _in_order(envoy: Any, label: str, occurrence: int | None = None) -> Iterator[None]:
     """Around a read or write in a trace: pin it to its occurrence if it has one,
     remember it as the worker's last one, and turn nnsight's `OutOfOrderError` for it
     into `OutOfOrder` in vlreg's names."""
-
-    def __init__(self, envoy: Any, label: str, occurrence: int | None = None) -> None:
-        self.envoy, self.label, self.occurrence = envoy, label, occurrence
-        self.mediator = Mediator.current(label)
-        self.iteration = self.mediator.iteration
-
-    def __enter__(self) -> None:
-        if self.occurrence is not None:
-            self.mediator.iteration = self.occurrence
-
-    def __exit__(self, kind: Any, error: Any, traceback: Any) -> bool:
-        pinned = self.occurrence is not None
-        if pinned:
-            self.mediator.iteration = self.iteration
-        if error is None:
-            self.mediator.vlreg_last_read = self.label
-            return False
+    mediator = Mediator.current(label)
+    iteration = mediator.iteration
+    if occurrence is not None:
+        mediator.iteration = occurrence
+    try:
+        yield
+    except OutOfOrderError as error:
         # Under tracer.iter a location never reached ends a loop that outran the run,
         # which nnsight turns into a warning; only a plain (or pinned) read is out of order.
-        if isinstance(error, OutOfOrderError) and (pinned or self.iteration == 0):
-            previous = getattr(self.mediator, "vlreg_last_read", None)
-            raise OutOfOrder(_out_of_order(self.envoy.root, self.label, previous)) from error
-        return False
+        if occurrence is None and iteration != 0:
+            raise
+        previous = getattr(mediator, "vlreg_last_read", None)
+        raise OutOfOrder(_out_of_order(envoy.root, label, previous)) from error
+    finally:
+        mediator.iteration = iteration
+    mediator.vlreg_last_read = label
 
 
 def _out_of_order(model: Any, label: str, previous: str | None) -> str:
