@@ -31,6 +31,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     new.add_argument("--from", dest="source", required=True,
                      help="a checkpoint folder of the family (config, tokenizer, processor; no weights needed)")
     new.add_argument("--out", default=".", help="where to write the plugin folder (default: here)")
+    new.add_argument("--processor", default=None,
+                     help="a folder with the family's tokenizer and processor, for a --from folder that holds only "
+                          "a config (default: borrowed from a tiny checkpoint an installed plugin builds, if any)")
 
     arguments = parser.parse_args(argv)
     try:
@@ -52,9 +55,28 @@ def _run(arguments: argparse.Namespace) -> int:
 
         run(arguments.out)
         return 0
+    return _new_plugin(arguments.name, arguments.out, arguments.source, arguments.processor)
+
+
+def _new_plugin(name: str, out: str, source: str, processor: str | None) -> int:
+    """Write the skeleton, and say which parts it leaves to installed plugins."""
+    from transformers import AutoConfig
+
+    from .core import plugins
     from .template import write_plugin
 
-    print(f"wrote {write_plugin(arguments.name, arguments.out, arguments.source)}")
+    folder = write_plugin(name, out, source, processor)
+    print(f"wrote {folder}")
+    config = AutoConfig.from_pretrained(source)
+    parts = {"wrapper": config.model_type, "text": config.get_text_config().model_type,
+             "vision": config.vision_config.model_type}
+    left = {kind: plugins.claimant(kind, model_type) for kind, model_type in parts.items()}
+    for kind, plugin in left.items():
+        if plugin is not None:
+            print(f"the {kind} part {parts[kind]!r} is served by {plugins.describe(plugin)}: the skeleton leaves it to it")
+    if all(plugin is not None for plugin in left.values()):
+        names = sorted({plugins.plugin_manager().get_name(plugin) for plugin in left.values()})
+        print(f"the skeleton serves nothing: write it with VLREG_DISABLE_PLUGINS={','.join(names)} to serve the family itself")
     return 0
 
 

@@ -1,8 +1,10 @@
-"""Testing support for vlreg and its plugins: checkpoints built on disk, plugins
-registered for a test, and the conformance suite (`vlreg.testing.conformance`)."""
+"""Testing support for vlreg and its plugins: checkpoints built on disk (a family's own
+builders, or `small_copy` of any checkpoint folder), plugins registered for a test, and
+the conformance suite (`vlreg.testing.conformance`)."""
 
 from .checkpoints import CORPUS, build, builders, forget, from_source, reduce_depth, save, shared_checkpoint, tokenizer
 from .plugins import registered
+from .shrink import shrink, small_copy
 
 __all__ = [
     "CORPUS",
@@ -14,5 +16,7 @@ __all__ = [
     "registered",
     "save",
     "shared_checkpoint",
+    "shrink",
+    "small_copy",
     "tokenizer",
 ]

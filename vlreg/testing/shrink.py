@@ -1,24 +1,46 @@
 """A small random-weight copy of a checkpoint folder, for families with no builder of their own.
 
 The copy keeps the folder's tokenizer, processor and chat template (so its token ids and
-prompt format are the real ones) and its config's structure, with every width and depth
-cut down; the weights are random. Only the config and the processor files are read: the
-folder needs no weights, so a hub checkpoint's metadata is enough.
+prompt format are the real ones) and its config's structure, with widths and depths cut
+down; the weights are random. Only the config and the processor files are read: the
+folder needs no weights, so a hub checkpoint's metadata is enough. A folder holding only
+``config.json`` is copied with a processor borrowed from elsewhere (``processor=``), the
+config taking the fields it must agree with that processor on (``agree=``).
+
+What a cut keeps, so the small model still runs as the real one does:
+
+* each part's head size where the config names it (``head_dim``), and so its rotary
+  sections and partial rotary factors; where the head size is derived from the width,
+  rotary sections (``mrope_section``) are scaled to the new head size;
+* one block of each kind a hybrid text model mixes (``layer_types``);
+* a tower's hand-off width: a vision field that is the text model's width (the merger's
+  output on Qwen2-VL, ``out_hidden_size`` elsewhere) follows the text model's new width;
+* block indexes inside the cut tower: DeepStack's taps move to its first blocks (each
+  feeds the text block of its rank; a tap past the depth would silently never run), other
+  index lists (full-attention blocks) keep what fits, else the last block.
 """
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
-#: Config fields set on a text config, where it has them.
+#: Config fields set on a text config, where it has them. Experts and linear-attention
+#: heads are cut too; head sizes are kept where the config names them (see the module).
 TEXT = {
     "hidden_size": 64,
     "intermediate_size": 128,
     "num_hidden_layers": 2,
     "num_attention_heads": 4,
     "num_key_value_heads": 2,
-    "head_dim": 16,
+    "num_experts": 4,
+    "num_local_experts": 4,
+    "num_experts_per_tok": 2,
+    "moe_intermediate_size": 32,
+    "shared_expert_intermediate_size": 32,
+    "linear_num_key_heads": 2,
+    "linear_num_value_heads": 4,
 }
 #: Config fields set on a vision config, where it has them (the image and patch sizes
 #: stay: the processor cuts images for them).
@@ -31,14 +53,30 @@ VISION = {
     "num_attention_heads": 2,
     "num_heads": 2,
 }
+#: Vision fields that are what the tower hands the text model: they follow its width.
+HANDOFF = ("out_hidden_size",)
+#: Vision fields listing tower blocks each of which feeds a text block in order.
+TAPS = ("deepstack_visual_indexes",)
+
+#: Config fields a processor and the model must agree on: the token ids and the vocabulary
+#: (the tokenizer's), and how images are cut into patches and tokens (the image processor's).
+PROCESSOR_FIELDS = re.compile(
+    r".*_token_ids?|.*_token_index|vocab_size|image_size|patch_size|temporal_patch_size|spatial_merge_size"
+    r"|image_grid_pinpoints|image_seq_length|vision_feature_select_strategy|mm_tokens_per_image|scale_factor"
+)
+#: Where a config keeps its parts, for `agreeing`.
+PARTS = ("text_config", "vision_config")
 
 
 def shrink(config: Any, text: dict | None = None, vision: dict | None = None) -> Any:
-    """``config`` with the text and vision parts' widths and depths cut (in place)."""
-    _set(config.get_text_config(), {**TEXT, **(text or {})})
+    """``config`` with the text and vision parts' widths and depths cut (in place);
+    ``text`` and ``vision`` are fields set after the cut (``{"num_hidden_layers": 4}``)."""
+    text_config = config.get_text_config()
+    width = getattr(text_config, "hidden_size", None)
+    _cut_text(text_config, {**TEXT, **(text or {})})
     vision_config = getattr(config, "vision_config", None)
     if vision_config is not None:
-        _set(vision_config, {**VISION, **(vision or {})})
+        _cut_vision(vision_config, {**VISION, **(vision or {})}, width, text_config.hidden_size)
     return config
 
 
@@ -46,17 +84,124 @@ def _set(config: Any, fields: dict) -> None:
     for name, size in fields.items():
         if getattr(config, name, None) is not None:
             setattr(config, name, size)
+
+
+def _cut_text(config: Any, fields: dict) -> None:
+    head_dim = getattr(config, "head_dim", None)
+    derived = head_dim is None and getattr(config, "hidden_size", None) and getattr(config, "num_attention_heads", None)
+    _set(config, fields)
+    if derived:  # the head size follows the width: rotary sections must follow it
+        _scale_sections(config, config.hidden_size // config.num_attention_heads)
     layer_types = getattr(config, "layer_types", None)
     if layer_types is not None and getattr(config, "num_hidden_layers", None) is not None:
-        config.layer_types = list(layer_types)[: config.num_hidden_layers]
+        config.layer_types = _every_kind(list(layer_types), config.num_hidden_layers)
+        config.num_hidden_layers = len(config.layer_types)
 
 
-def small_copy(source: str | Path, path: str | Path, *, text: dict | None = None, vision: dict | None = None) -> Path:
-    """Write a small random-weight copy of the checkpoint folder ``source`` to ``path``."""
+def _every_kind(layer_types: list, depth: int) -> list:
+    """The first ``depth`` entries of ``layer_types``, with the later ones replaced from
+    the end by each kind missing (a hybrid model keeps a block of every kind)."""
+    kinds = list(dict.fromkeys(layer_types))
+    cut = layer_types[: max(depth, len(kinds))]
+    missing = [kind for kind in kinds if kind not in cut]
+    for offset, kind in enumerate(reversed(missing)):
+        cut[len(cut) - 1 - offset] = kind
+    return cut
+
+
+def _scale_sections(config: Any, head_dim: int) -> None:
+    rope = getattr(config, "rope_parameters", None)
+    if not isinstance(rope, dict) or not rope.get("mrope_section"):
+        return
+    sections = list(rope["mrope_section"])
+    total = int(head_dim * rope.get("partial_rotary_factor", 1.0)) // 2
+    scaled = [section * total // sum(sections) for section in sections]
+    for index in sorted(range(len(sections)), key=lambda i: -sections[i])[: total - sum(scaled)]:
+        scaled[index] += 1
+    config.rope_parameters = {**rope, "mrope_section": scaled}
+
+
+def _cut_vision(config: Any, fields: dict, text_width: int | None, new_text_width: int) -> None:
+    handoff = {
+        name: new_text_width
+        for name, size in vars(config).items()
+        if name in HANDOFF or (name.endswith("hidden_size") and text_width is not None and size == text_width)
+    }
+    _set(config, {**fields, **handoff})
+    depth = getattr(config, "depth", None) or getattr(config, "num_hidden_layers", None)
+    if depth is None:
+        return
+    for name, indexes in list(vars(config).items()):
+        if not (name.endswith(("_indexes", "_indices")) and isinstance(indexes, (list, tuple)) and indexes):
+            continue
+        if name in TAPS:
+            setattr(config, name, list(range(min(len(indexes), depth))))
+        else:
+            setattr(config, name, [index for index in indexes if index < depth] or [depth - 1])
+
+
+def agreeing(config: Any) -> dict[str, dict]:
+    """The fields of ``config`` a processor must agree with (`PROCESSOR_FIELDS`), by part:
+    ``{"": top-level fields, "text_config": ..., "vision_config": ...}``."""
+    parts = {"": config, **{name: getattr(config, name, None) for name in PARTS}}
+    found = {}
+    for name, part in parts.items():
+        if part is None:
+            continue
+        fields = {key: value for key, value in part.to_dict().items()
+                  if PROCESSOR_FIELDS.fullmatch(key) and not isinstance(value, dict)}
+        if fields:
+            found[name] = fields
+    return found
+
+
+def _agree(config: Any, agree: dict[str, dict]) -> None:
+    for name, fields in agree.items():
+        part = getattr(config, name) if name else config
+        for key, value in fields.items():
+            setattr(part, key, value)
+
+
+#: Files one of which a folder with a processor holds.
+PROCESSOR_FILES = ("processor_config.json", "preprocessor_config.json")
+
+
+def has_processor(folder: str | Path) -> bool:
+    """Whether ``folder`` holds a processor (``AutoProcessor`` can load one from it)."""
+    return any((Path(folder) / name).exists() for name in PROCESSOR_FILES)
+
+
+def small_copy(
+    source: str | Path,
+    path: str | Path,
+    *,
+    processor: str | Path | None = None,
+    agree: dict[str, dict] | None = None,
+    text: dict | None = None,
+    vision: dict | None = None,
+) -> Path:
+    """Write a small random-weight copy of the checkpoint folder ``source`` to ``path``.
+
+    ``processor``: a folder to take the processor (tokenizer, image processor, chat
+    template) from instead of ``source``, required when ``source`` holds none; ``agree``:
+    config fields set before the cut so the config agrees with that processor (token ids,
+    vocabulary, image geometry; `agreeing` reads them off a config that does).
+    """
     from transformers import AutoConfig, AutoProcessor
 
     from .checkpoints import save
 
     source = Path(source)
-    config = shrink(AutoConfig.from_pretrained(source), text, vision)
-    return save(path, config, AutoProcessor.from_pretrained(source), source / "generation_config.json")
+    processor = Path(processor) if processor is not None else source
+    if not has_processor(processor):
+        raise FileNotFoundError(
+            f"{processor} holds no processor ({' or '.join(PROCESSOR_FILES)}): a small copy needs the "
+            f"family's tokenizer and processor; pass processor= a folder that holds them"
+        )
+    config = AutoConfig.from_pretrained(source)
+    _agree(config, agree or {})
+    shrink(config, text, vision)
+    generation = source / "generation_config.json"
+    if not generation.exists():
+        generation = processor / "generation_config.json"
+    return save(path, config, AutoProcessor.from_pretrained(processor), generation)

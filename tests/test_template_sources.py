@@ -1,0 +1,166 @@
+"""``vlreg new-plugin`` on real configs: a skeleton written for each real checkpoint in
+``../shared/checkpoints`` and for each Qwen3 family, with the family's built-in plugin
+taken out, serves the family in its place: its small checkpoint loads, an image prompt
+traces, the image enters block 0 at the scatter, and every name it declares binds where
+its own conformance test says.
+
+In-process, to stay cheap: the written package is imported from its folder and
+registered by hand. `tests/test_template.py` installs one skeleton with pip and runs its
+own conformance test, end to end.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import re
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+from PIL import Image
+from transformers import AutoConfig
+
+from vlreg import StandardizedTransformer
+from vlreg.core import plugins
+from vlreg.plugin import adapter
+from vlreg.template import survey, write_plugin
+from vlreg.testing import build, registered, shared_checkpoint
+
+#: The real checkpoints' metadata in ../shared/checkpoints; two hold only config.json.
+SHARED = (
+    "Qwen2-VL-2B",
+    "Qwen2-VL-2B-Instruct",
+    "Qwen2-VL-7B-Instruct",
+    "Qwen2.5-VL-7B-Instruct",
+    "Qwen3-VL-4B-Instruct",
+    "llava-interleave-qwen-0.5b-hf",
+    "llava-v1.6-mistral-7b-hf",
+)
+#: The Qwen3 families, from transformers' default configs (a folder holding only
+#: config.json: the skeleton borrows the tiny processor vlreg-qwen3-vl builds).
+DEFAULTS = ("Qwen3VLConfig", "Qwen3VLMoeConfig", "Qwen3_5Config", "Qwen3_5MoeConfig")
+#: The built-in plugin package each family's skeleton needs beside it (the Qwen ViT
+#: adapter, or the builder a config-only folder borrows its processor from).
+NEEDS = {"qwen2_vl": "vlreg_qwen2_vl", "qwen2_5_vl": "vlreg_qwen2_vl", "llava": "vlreg_llava",
+         "llava_next": "vlreg_llava", "qwen3_vl": "vlreg_qwen3_vl", "qwen3_vl_moe": "vlreg_qwen3_vl",
+         "qwen3_5": "vlreg_qwen3_vl", "qwen3_5_moe": "vlreg_qwen3_vl"}
+QWEN = ("qwen2_vl", "qwen2_5_vl", "qwen3_vl", "qwen3_vl_moe", "qwen3_5", "qwen3_5_moe")
+
+
+def source_folder(source: str, tmp_path: Path) -> Path:
+    if source in SHARED:
+        folder = shared_checkpoint(source)
+        if folder is None:
+            pytest.skip(f"../shared/checkpoints/{source} is absent: the real checkpoints' metadata lives beside "
+                        f"the repository, not in it")
+        return folder
+    import transformers
+
+    folder = tmp_path / source
+    getattr(transformers, source)().save_pretrained(folder)
+    return folder
+
+
+def load_written(folder: Path, package: str):
+    """The written package, imported from its folder (not installed)."""
+    sys.path.insert(0, str(folder))
+    try:
+        return importlib.import_module(package)
+    finally:
+        sys.path.remove(str(folder))
+
+
+def generated_test(folder: Path):
+    spec = importlib.util.spec_from_file_location(f"{folder.name}_conformance", folder / "tests" / "test_conformance.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.TestFamily
+
+
+def image_prompt(processor) -> str:
+    content = [{"type": "image"}, {"type": "text", "text": "What is in this image?"}]
+    messages = [{"role": "user", "content": content}]
+    prompt = processor.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
+    if processor.image_token not in prompt:  # a base model's template takes one content list, no turns
+        prompt = processor.apply_chat_template(content, tokenize=False)
+    return prompt
+
+
+@pytest.mark.parametrize("source", [*SHARED, *DEFAULTS])
+def test_a_skeleton_serves_the_family_in_place_of_its_plugin(source, tmp_path):
+    folder = source_folder(source, tmp_path)
+    config = AutoConfig.from_pretrained(folder)
+    pytest.importorskip(NEEDS[config.model_type], reason=f"a {config.model_type} skeleton is proven beside the "
+                        f"built-in plugin it replaces: install plugins/")
+    builtin = plugins.claimant("wrapper", config.model_type)
+    name = "skeleton_" + re.sub(r"\W", "_", source.lower())
+    with registered(None, replacing=[builtin]):
+        written = write_plugin(name, tmp_path, folder)
+    package = written / f"vlreg_{name}"
+    imports = {line.split()[1] for path in written.rglob("*.py")
+               for line in path.read_text().splitlines() if line.startswith(("from vlreg", "import vlreg"))}
+    assert imports <= {"vlreg.plugin", "vlreg.testing", "vlreg.testing.conformance"}, imports
+    module = load_written(written, package.name)
+    native = generated_test(written).native
+
+    with registered(module, name=name, replacing=[builtin]):
+        path = build(name, tmp_path / "checkpoint")
+        model = StandardizedTransformer(str(path), task="image-text-to-text", dispatch=True,
+                                        attn_implementation="eager", device="cpu")
+        assert {kind: model.family.plugins[kind] for kind in ("wrapper", "text", "vision")} == dict.fromkeys(
+            ("wrapper", "text", "vision"), module)
+        for standard, at in native.items():
+            assert model.get(standard).path == f"model.{at}", standard
+        with model.trace(image_prompt(model.processor), images=[Image.new("RGB", (112, 84), "red")]):
+            mask = model.vision.image_token_mask.save()
+            tower_input = model.vision.layers[0].input.save()
+            features = model.vision.image_features.save()
+            first = model.layers[0].input.save()
+            logits = model.logits.save()
+
+    assert 0 < int(mask.sum()) == features.shape[0]
+    assert torch.equal(first[mask], features), "the image enters block 0 at the scatter"
+    assert tower_input.numel() > 0 and logits.shape[:2] == mask.shape
+    assert len(model.vision.layers) == model._module.config.vision_config.to_dict().get(
+        "depth", model._module.config.vision_config.to_dict().get("num_hidden_layers"))
+    if config.model_type in QWEN:
+        qwen_vit = adapter("qwen_vit")
+        assert isinstance(model.vision, qwen_vit.Vision)
+        assert isinstance(model.vision.layers[0].self_attn, qwen_vit.Attention)
+        assert native["projector"] == "model.visual.merger", "the merger runs inside the tower"
+        assert model.read_only()["vision.tower_output"], "the merger has read the stream before the tower returns"
+
+
+def test_deepstack_mergers_are_not_the_tower_blocks(tmp_path):
+    folder = source_folder("Qwen3VLConfig", tmp_path)
+    found = survey(folder)
+    assert found.tower_layers == "blocks"
+    assert any("deepstack_merger_list" in note for note in found.notes["vision"])
+
+
+@pytest.mark.parametrize("family, scatter", [
+    # Idefics3 hands the features to a helper, self.inputs_merger(..., image_hidden_states=...)
+    ("Idefics3Config", ("model", "self_inputs_merger_0", "image_hidden_states")),
+    # SmolVLM, the same layout, calls masked_scatter itself
+    ("SmolVLMConfig", ("model", "inputs_embeds_masked_scatter_0", 1)),
+])
+def test_the_scatter_is_found_by_position_or_keyword(family, scatter, tmp_path):
+    folder = source_folder(family, tmp_path)
+    found = survey(folder)
+    assert found.scatter == scatter
+    assert found.native["projector"] == "model.connector"
+    assert found.native["vision.layers"] == "model.vision_model.encoder.layers"
+
+
+def test_a_config_only_family_no_plugin_builds_gets_a_skeleton_that_says_what_its_builder_needs(tmp_path):
+    folder = source_folder("Idefics3Config", tmp_path)
+    written = write_plugin("idefics3", tmp_path, folder)
+    package = written / "vlreg_idefics3"
+    assert "argument='image_hidden_states'" in (package / "__init__.py").read_text()
+    assert "SOURCE holds no processor" in (package / "checkpoints.py").read_text()
+    module = load_written(written, package.name)
+    with registered(module, name="idefics3"):
+        with pytest.raises(FileNotFoundError, match="holds no processor"):
+            build("idefics3", tmp_path / "checkpoint")

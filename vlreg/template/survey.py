@@ -1,0 +1,406 @@
+"""The survey: where a family keeps what vlreg names, read off its module tree.
+
+The config is cut (`vlreg.testing.shrink`: two blocks of each part, one of each kind a
+hybrid text model mixes) and the model is built on the meta device, so no weights are
+read and a folder holding only ``config.json`` is enough. What is found:
+
+* the mounts, from the root: the text model (the submodule whose config is the text
+  config), its block list (the longest module list whose blocks hold an attention),
+  embeddings, final norm and readout; the tower and its block list, found the same way,
+  so a tower's other lists (Qwen3-VL's DeepStack mergers) are never taken for its blocks;
+* the projector: the module beside the text model and the tower in their parent
+  (LLaVA's ``multi_modal_projector``), else the tower's own module after its blocks (the
+  Qwen merger, ``model.visual.merger``: it runs inside the tower);
+* the scatter: in the forward of the text model's parent, the call whose result replaces
+  the embeddings and which is passed the image features, positionally (``masked_scatter``,
+  the features' position) or by keyword (Idefics3's ``self.inputs_merger(...,
+  image_hidden_states=...)``, the keyword's name);
+* the envoy classes: each block's mixer (full attention, or a linear one), MLP (dense, or
+  routed to experts), and the tower's; a tower an installed plugin publishes an adapter
+  for (the packed Qwen ViT: ``"qwen_vit"``) is mapped onto that adapter's classes.
+
+What the survey cannot decide is a TODO note on the part it concerns (`Survey.notes`).
+"""
+
+from __future__ import annotations
+
+import ast
+import inspect
+import re
+from pathlib import Path
+from typing import Any
+
+import torch
+from attrs import field, frozen
+
+#: Names a block's mixer, its linear-attention mixer and its MLP go by.
+ATTENTION = ("self_attn", "attn", "attention", "self_attention")
+LINEAR = ("linear_attn",)
+MLP = ("mlp", "feed_forward", "ffn")
+#: An argument that carries image features, by its variable's name; and names that do not.
+FEATURES = re.compile(r"image|vision|visual|feature|embeds|hidden_states")
+NOT_FEATURES = re.compile(r"mask|ids|token|video|position|inputs_embeds")
+
+
+@frozen
+class Survey:
+    """Where a family keeps what vlreg names: paths from the model root (``text``,
+    ``vision``, ``projector``, ``lm_head``), or from the part's own module (the rest)."""
+
+    model_type: str
+    architecture: str
+    parts: dict[str, str]  # kind -> model_type
+    text: str
+    layers: str
+    embed_tokens: str
+    norm: str | None
+    lm_head: str
+    vision: str
+    tower_layers: str
+    patch_embed: str | None
+    projector: str | None
+    scatter: tuple[str, str, int | str] | None  # host, operation, the features' argument
+    text_envoys: dict[type, str]  # module class -> vlreg.plugin class name
+    text_rename: dict[str, str]
+    tower_envoys: dict[type, str]  # an adapter's class is "ADAPTER.Vision"
+    tower_rename: dict[str, str]
+    native: dict[str, str] = field(factory=dict)  # standard name -> native path, for the conformance suite
+    tower_adapter: str | None = None
+    experts: bool = False
+    hybrid: bool = False
+    notes: dict[str, list[str]] = field(factory=dict)  # kind -> TODO sentences
+
+
+def survey(source: str | Path) -> Survey:
+    """Survey the family of the checkpoint folder ``source`` (only its config is read)."""
+    from transformers import AutoConfig, AutoModelForImageTextToText
+
+    from ..testing.shrink import shrink
+
+    config = shrink(AutoConfig.from_pretrained(source))
+    with torch.device("meta"):
+        model = AutoModelForImageTextToText.from_config(config)
+    notes: dict[str, list[str]] = {"wrapper": [], "text": [], "vision": []}
+    text_config, vision_config = config.get_text_config(), config.vision_config
+    text = _submodel(model, text_config.model_type)
+    vision = _submodel(model, vision_config.model_type)
+    text_module, tower = model.get_submodule(text), model.get_submodule(vision)
+    layers, tower_layers = _blocks(text_module), _blocks(tower)
+    text_envoys, text_rename, flags = _text_blocks(text_module.get_submodule(layers), notes["text"])
+    tower_envoys, tower_rename, tower_adapter = _tower(tower, tower_layers, _names_in(text_module, layers), notes["vision"])
+    host = text.rpartition(".")[0]
+    projector = _projector(model, host, text, vision, tower_layers, notes["wrapper"])
+    patch_embed = _patch_embed(tower)
+    norm = _child(text_module, ("norm", "final_layernorm", "ln_f", "final_norm"))
+    native = {
+        "layers": f"{text}.{layers}",
+        "embed_tokens": f"{text}.{_relative(text_module, text_module.get_input_embeddings())}",
+        **({"norm": f"{text}.{norm}"} if norm else {}),
+        "lm_head": _relative(model, model.get_output_embeddings()),
+        "vision": vision,
+        "vision.layers": f"{vision}.{tower_layers}",
+        **({"vision.patch_embed": f"{vision}.{patch_embed}"} if patch_embed else {}),
+        **_in_block(text_module, layers, text_rename, "layers", text),
+        **_in_block(tower, tower_layers, tower_rename, "vision.layers", vision),
+        **({"projector": projector} if projector else {}),
+    }
+    return Survey(
+        model_type=config.model_type,
+        architecture=type(model).__name__,
+        parts={"wrapper": config.model_type, "text": text_config.model_type, "vision": vision_config.model_type},
+        text=text,
+        layers=layers,
+        embed_tokens=_relative(text_module, text_module.get_input_embeddings()),
+        norm=norm,
+        lm_head=_relative(model, model.get_output_embeddings()),
+        vision=vision,
+        tower_layers=tower_layers,
+        patch_embed=patch_embed,
+        projector=projector,
+        scatter=_find_scatter(model, host, notes["wrapper"]),
+        text_envoys=text_envoys,
+        text_rename=text_rename,
+        tower_envoys=tower_envoys,
+        tower_rename=tower_rename,
+        native=native,
+        tower_adapter=tower_adapter,
+        experts=flags["experts"],
+        hybrid=flags["hybrid"],
+        notes=notes,
+    )
+
+
+def _in_block(part: torch.nn.Module, layers: str, rename: dict, standard: str, path: str) -> dict[str, str]:
+    """The renamed children of a part's block 0, as the conformance suite checks them."""
+    children = {name for name, _ in part.get_submodule(f"{layers}.0").named_children()}
+    return {f"{standard}.0.{new}": f"{path}.{layers}.0.{old}" for old, new in rename.items() if old in children}
+
+
+def _submodel(model: torch.nn.Module, model_type: str) -> str:
+    for name, module in model.named_modules():
+        if name and getattr(getattr(module, "config", None), "model_type", None) == model_type:
+            return name
+    raise ValueError(f"no submodule of {type(model).__name__} is a {model_type!r} model")
+
+
+def _mixer(block: torch.nn.Module) -> tuple[str, bool] | None:
+    """The name of the block's token mixer and whether it is a linear one."""
+    for name, child in block.named_children():
+        linear = name in LINEAR or "DeltaNet" in type(child).__name__
+        if name in ATTENTION or linear:
+            return name, linear
+    return None
+
+
+def _blocks(module: torch.nn.Module) -> str:
+    """The longest module list whose first element mixes tokens: the blocks, never a
+    list of mergers or norms beside them."""
+    lists = [(name, m) for name, m in module.named_modules()
+             if isinstance(m, torch.nn.ModuleList) and len(m) and _mixer(m[0]) is not None]
+    if not lists:
+        raise ValueError(f"{type(module).__name__} holds no list of blocks with an attention; name it by hand")
+    return max(lists, key=lambda item: len(item[1]))[0]
+
+
+def _names_in(module: torch.nn.Module, layers: str) -> set[str]:
+    """Every child name inside the blocks at ``layers``."""
+    return {name.rpartition(".")[2] for block in module.get_submodule(layers) for name, _ in block.named_modules()}
+
+
+def _child(module: torch.nn.Module, names: tuple[str, ...]) -> str | None:
+    return next((name for name in names if isinstance(getattr(module, name, None), torch.nn.Module)), None)
+
+
+def _relative(root: torch.nn.Module, module: torch.nn.Module) -> str:
+    return next(name for name, m in root.named_modules() if m is module)
+
+
+def _is_norm(module: torch.nn.Module) -> bool:
+    return "norm" in type(module).__name__.lower()
+
+
+def _text_blocks(blocks: torch.nn.ModuleList, notes: list[str]) -> tuple[dict, dict, dict]:
+    """The text blocks' classes (every block: a hybrid model mixes kinds) and renames."""
+    envoys: dict[type, str] = {}
+    rename: dict[str, str] = {}
+    flags = {"experts": False, "hybrid": False}
+    for block in blocks:
+        envoys[type(block)] = "Layer"
+        if _mixer(block) is None:
+            _note(notes, f"{type(block).__name__} has none of {ATTENTION + LINEAR}: name its mixer in TEXT_RENAME")
+            continue
+        mixer, linear = _mixer(block)
+        attention = block.get_submodule(mixer)
+        envoys[type(attention)] = "LinearAttention" if linear else "Attention"
+        standard = "linear_attn" if linear else "self_attn"
+        if mixer != standard:
+            rename[mixer] = standard
+        flags["hybrid"] |= linear
+        if not linear and "sigmoid" in _forward_source(attention):
+            _note(notes, f"{type(attention).__name__} gates its heads (a sigmoid in its forward) before o_proj, so "
+                         "attention_head_outputs (read at the attention function) is before the gate: serve it where "
+                         "o_proj receives it, in a subclass of Attention (o_proj.input)")
+        mlp_name = _child(block, MLP)
+        if mlp_name is None:
+            _note(notes, f"{type(block).__name__} has none of {MLP}: name its MLP ('mlp') in TEXT_RENAME")
+            continue
+        mlp = block.get_submodule(mlp_name)
+        routed = all(hasattr(mlp, child) for child in ("gate", "experts"))
+        flags["experts"] |= routed
+        envoys[type(mlp)] = "MoeMlp" if routed else "Mlp"
+        if mlp_name != "mlp":
+            rename[mlp_name] = "mlp"
+    if flags["hybrid"]:
+        _note(notes, "blocks mix tokens by full attention (self_attn) or by a linear one (linear_attn), as "
+                     "config.layer_types says; LinearAttention reads the delta rule at its call in the mixer's forward "
+                     "(LinearAttention.rule): check it against the mixer's source")
+    if flags["experts"]:
+        _note(notes, "the MLPs route to experts: MoeMlp expects children 'gate', 'experts' and maybe "
+                     "'shared_expert'; subclass it (router_module, experts_module, shared_expert_module) if they differ")
+    return envoys, rename, flags
+
+
+def _forward_source(module: torch.nn.Module) -> str:
+    try:
+        return inspect.getsource(type(module).forward)
+    except (OSError, TypeError):
+        return ""
+
+
+def _note(notes: list[str], text: str) -> None:
+    if text not in notes:
+        notes.append(text)
+
+
+#: Towers an installed plugin publishes an adapter for: adapter name -> how to recognize one.
+def _is_qwen_vit(tower: torch.nn.Module, attention: torch.nn.Module) -> bool:
+    """The packed Qwen ViT: every image of a prompt in one row, with its patch grid
+    (``grid_thw``), attention split per image at ``cu_seqlens``."""
+    return "grid_thw" in inspect.signature(tower.forward).parameters and \
+        "cu_seqlens" in inspect.signature(attention.forward).parameters
+
+
+TOWER_ADAPTERS = {"qwen_vit": _is_qwen_vit}
+
+
+def _tower(tower: torch.nn.Module, layers: str, text_names: set[str], notes: list[str]) -> tuple[dict, dict, str | None]:
+    """The tower's classes and names, or an adapter's where one serves this tower."""
+    from ..core.plugins import adapter
+
+    block = tower.get_submodule(f"{layers}.0")
+    mixer, _ = _mixer(block)
+    attention = block.get_submodule(mixer)
+    mlp_name = _child(block, MLP)
+    for other, module in tower.named_modules():
+        if isinstance(module, torch.nn.ModuleList) and other != layers and not other.startswith(f"{layers}."):
+            kinds = ", ".join(sorted({type(m).__name__ for m in module}))
+            _note(notes, f"the tower also holds {other} ({len(module)} x {kinds}), which are not its blocks: if what "
+                         f"they make reaches the text model (DeepStack), serve it on the text blocks; this skeleton "
+                         f"leaves it out")
+    for name, recognizes in TOWER_ADAPTERS.items():
+        if not recognizes(tower, attention):
+            continue
+        try:
+            published = adapter(name)
+        except LookupError as error:
+            _note(notes, f"this tower looks like the one the adapter {name!r} serves, but {error}")
+            break
+        envoys = {type(tower): "ADAPTER.Vision", type(block): "VisionLayer", type(attention): "ADAPTER.Attention"}
+        if mlp_name is not None:
+            envoys[type(block.get_submodule(mlp_name))] = "VisionMlp"
+        if any(hasattr(tower, attribute) for attribute in ("pos_embed", "position_embedding")):
+            _note(notes, "the tower adds learned position embeddings before block 0, which the adapter's Vision does "
+                         "not serve (vlreg-qwen3-vl's vision.position_embeddings does)")
+        return envoys, dict(published.tower_rename), name
+    envoys = {type(tower): "Vision", type(block): "VisionLayer", type(attention): "VisionAttention"}
+    rename = {layers: "layers", mixer: "self_attn"}
+    if mlp_name is not None:
+        envoys[type(block.get_submodule(mlp_name))] = "VisionMlp"
+        rename[mlp_name] = "mlp"
+    norms = [name for name, child in block.named_children() if _is_norm(child)]
+    if len(norms) == 2:
+        rename.update({norms[0]: "input_layernorm", norms[1]: "post_attention_layernorm"})
+    else:
+        _note(notes, f"{type(block).__name__} has {len(norms)} norms ({', '.join(norms) or 'none'}): name the one "
+                     f"before the attention input_layernorm and the one before the MLP post_attention_layernorm")
+    patch = _patch_embed(tower)
+    if patch is not None:
+        rename[patch] = "patch_embed"
+    clash = {native for native in rename if "." not in native and native in text_names and native != rename[native]}
+    for native in sorted(clash):
+        del rename[native]
+        _note(notes, f"a text block also has a child named {native!r}: a single name binds on every module that "
+                     f"has it, so rename it with its path from the tower")
+    _note(notes, "whether the tower folds patches into tokens or prepends a class token (Vision.class_tokens) and "
+                 "what its final norm is ('norm') are not surveyed")
+    return envoys, {native: standard for native, standard in rename.items() if native != standard}, None
+
+
+def _patch_embed(tower: torch.nn.Module) -> str | None:
+    for name, module in tower.named_modules():
+        if isinstance(module, (torch.nn.Conv2d, torch.nn.Conv3d)):
+            parent = name.rpartition(".")[0]
+            return parent if parent and "PatchEmbed" in type(tower.get_submodule(parent)).__name__ else name
+    return None
+
+
+def _projector(model: torch.nn.Module, host: str, text: str, vision: str, tower_layers: str, notes: list[str]) -> str | None:
+    """The last module before the scatter: beside the text model and the tower, else the
+    tower's first module after its blocks (a merger inside the tower)."""
+    prefix = f"{host}." if host else ""
+    beside = [f"{prefix}{name}" for name, _ in model.get_submodule(host).named_children()
+              if f"{prefix}{name}" not in (text, vision)]
+    if beside:
+        return beside[0]
+    tower = model.get_submodule(vision)
+    children = list(tower.named_children())
+    top = tower_layers.split(".")[0]
+    after = [name for name, _ in children[[n for n, _ in children].index(top) + 1:]]
+    found = [name for name in after if not isinstance(getattr(tower, name), torch.nn.ModuleList)
+             and not _is_norm(getattr(tower, name))]
+    if found:
+        _note(notes, f"the projector is {vision}.{found[0]}, inside the tower (the module after its blocks): check "
+                     f"that it is the last module before the scatter")
+        return f"{vision}.{found[0]}"
+    _note(notes, "no projector found beside the tower or after its blocks: name the last module before the scatter "
+                 "'projector' in WRAPPER_RENAME")
+    return None
+
+
+def _find_scatter(model: torch.nn.Module, host: str, notes: list[str]) -> tuple[str, str, int | str] | None:
+    """The call that writes the image features into the embeddings, in the forward of
+    the text model's parent or of a module above it."""
+    path = host
+    while True:
+        found = _scatter_in(model.get_submodule(path))
+        if found is not None:
+            operation, argument = found
+            if isinstance(argument, str):
+                _note(notes, f"the features reach the embeddings through a helper ({operation}, keyword "
+                             f"{argument!r}): check that it writes them at the image tokens unchanged")
+            return path, operation, argument
+        if not path:
+            break
+        path = path.rpartition(".")[0]
+    _note(notes, f"no call in the forward of {host or 'the root'} or above takes image features and replaces the "
+                 f"embeddings: find where they are written (print model.{host}.source) and set SCATTER")
+    return None
+
+
+def _scatter_in(module: torch.nn.Module) -> tuple[str, int | str] | None:
+    from nnsight.intervention.envoy import Envoy
+
+    try:
+        compiled = Envoy(module).source.compiled
+    except Exception:  # a forward with no Python source: nothing to find here
+        return None
+    at = {}
+    for operation in compiled.names:
+        at.setdefault(compiled.lines[operation], []).append(operation)
+    assigns = [node for node in ast.walk(ast.parse(compiled.source)) if isinstance(node, ast.Assign)]
+    for node in sorted(assigns, key=lambda node: (node.lineno, node.col_offset)):
+        target = node.targets[0]
+        if not (isinstance(target, ast.Name) and isinstance(node.value, ast.Call)):
+            continue
+        call = node.value
+        argument = _features(call, target.id)
+        if argument is None or not _updates(call, target.id):
+            continue
+        name = "_".join(_dotted(call.func))
+        operations = [op for op in at.get(call.lineno, ()) if re.fullmatch(rf"{re.escape(name)}_\d+", op)]
+        if operations:
+            return operations[0], argument
+    return None
+
+
+def _dotted(expr: ast.expr) -> list[str]:
+    """A call's attribute chain as nnsight names it (``self.merge`` -> self, merge)."""
+    parts = []
+    while isinstance(expr, (ast.Attribute, ast.Subscript)):
+        if isinstance(expr, ast.Attribute):
+            parts.append(expr.attr)
+        expr = expr.value
+    if isinstance(expr, ast.Name):
+        parts.append(expr.id)
+    return parts[::-1]
+
+
+def _updates(call: ast.Call, target: str) -> bool:
+    """Whether the call takes the variable it is assigned to (``x = x.masked_scatter(...)``,
+    ``x = self.merge(inputs_embeds=x, ...)``): it writes into the embeddings."""
+    receiver = call.func.value if isinstance(call.func, ast.Attribute) else None
+    values = [*call.args, *(keyword.value for keyword in call.keywords)]
+    return any(isinstance(v, ast.Name) and v.id == target for v in [receiver, *values])
+
+
+def _features(call: ast.Call, target: str) -> int | str | None:
+    """Which argument carries the image features: a position, or a keyword's name."""
+
+    def carries(value: ast.expr) -> bool:
+        return isinstance(value, ast.Name) and value.id != target and bool(FEATURES.search(value.id)) \
+            and not NOT_FEATURES.search(value.id)
+
+    for index, value in enumerate(call.args):
+        if carries(value):
+            return index
+    return next((keyword.arg for keyword in call.keywords if keyword.arg and carries(keyword.value)), None)

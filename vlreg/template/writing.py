@@ -1,0 +1,267 @@
+"""Writing a skeleton's files from a `Survey`.
+
+Every declaration is written out literally (paths, names, the scatter), so the author
+reads what was found and edits it in place; a part an installed plugin serves gets no
+declarations, only a comment naming that plugin. Generated code imports nothing of vlreg
+but `vlreg.plugin` and `vlreg.testing`.
+"""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+from typing import Any
+
+from ..testing.shrink import has_processor
+from .survey import Survey
+
+#: What each tower adapter is, for the generated module, and the rows its tests expect
+#: to be unavailable (a fragment of each reason).
+ADAPTER_ABOUT = {
+    "qwen_vit": (
+        "The tower is the Qwen ViT (every image of a prompt packed in one row, attention run once\n"
+        "per image), which vlreg-qwen2-vl publishes as the adapter \"qwen_vit\": its envoy classes,\n"
+        "tower names, image grids and read-only rows (the merger runs inside the tower) serve it here.",
+        {"vision.self_attn.attention_scores": "once per image",
+         "vision.self_attn.attention_probabilities": "once per image"},
+    ),
+}
+
+
+def write(name: str, folder: Path, package: str, found: Survey, source: Path, borrowed: Any) -> None:
+    """Write the distribution ``folder``: pyproject, the package, its builder and test."""
+    from ..core import plugins
+
+    served = {kind: plugins.claimant(kind, model_type) for kind, model_type in found.parts.items()}
+    claimed = [kind for kind in ("wrapper", "text", "vision") if served[kind] is None]
+    elsewhere = {kind: plugins.describe(plugin) for kind, plugin in served.items() if plugin is not None}
+    (folder / package).mkdir(parents=True)
+    (folder / "tests").mkdir()
+    data = f'\n[tool.setuptools.package-data]\n{package} = ["processor/*"]\n' if borrowed is not None else ""
+    (folder / "pyproject.toml").write_text(
+        PYPROJECT.format(name=name.replace("_", "-"), entry=name, package=package) + data
+    )
+    (folder / package / "__init__.py").write_text(module(name, found, claimed, elsewhere, source))
+    (folder / package / "checkpoints.py").write_text(checkpoints(name, found, source, borrowed))
+    (folder / "tests" / "test_conformance.py").write_text(test(name, found))
+
+
+def module(name: str, found: Survey, claimed: list[str], elsewhere: dict[str, str], source: Path) -> str:
+    """The plugin's ``__init__.py``."""
+    adapter = found.tower_adapter if "vision" in claimed or "wrapper" in claimed else None
+    alias = adapter.upper() if adapter else None
+    classes = {}
+    if "text" in claimed:
+        classes.update(found.text_envoys)
+    if "vision" in claimed:
+        classes.update(found.tower_envoys)
+    modules = _aliases({cls.__module__ for cls in classes})
+    imports = {"Claim", "hookimpl"} | {standard for standard in classes.values() if "." not in standard}
+    if "wrapper" in claimed:
+        imports.add("Scatter")
+    if adapter:
+        imports.add("adapter")
+    host = found.scatter[0] if found.scatter else found.text.rpartition(".")[0]
+    surveyed = textwrap.fill(
+        f"Written by `vlreg new-plugin` from a survey of {found.architecture}'s module tree, built on the meta "
+        f"device from {source}/config.json. Check each declaration against the model (print it, and "
+        f"`{f'model.{host}.source' if host else 'model.source'}` for the scatter), then extend the tests beside "
+        f"the conformance suite. TODO comments name what the survey cannot know.", width=88)
+    parts = [f'"""The {found.model_type} family for vlreg, declared against `vlreg.plugin`.\n\n{surveyed}\n"""',
+             _import("vlreg.plugin", sorted(imports, key=lambda name: (name[0].islower(), name)))]
+    parts += [f"# The {kind} part ({found.parts[kind]!r}) is served by {who}: its declarations are left to it.\n"
+              for kind, who in elsewhere.items()]
+    if adapter:
+        parts.append(_comment(ADAPTER_ABOUT[adapter][0], "#: ") + f'{alias} = adapter("{adapter}")\n')
+    if "wrapper" in claimed:
+        parts.append(_wrapper(found, alias))
+    if "text" in claimed:
+        parts.append(_notes(found.notes["text"]) + "#: Inside a text block. A single name binds on every module that has it.\n"
+                     f"TEXT_RENAME = {_dict(found.text_rename)}\n")
+    if "vision" in claimed:
+        tower = f"{alias}.tower_rename" if adapter else _dict(found.tower_rename)
+        parts.append(_notes(found.notes["vision"]) + "#: From the tower. Never a bare name a text block also has.\n"
+                     f"TOWER_RENAME = {tower}\n")
+    parts.append(_hooks(name, found, claimed, modules, alias))
+    return "\n\n".join(parts)
+
+
+def _wrapper(found: Survey, alias: str | None) -> str:
+    rename = {f"{found.text}.{found.layers}": "layers", f"{found.text}.{found.embed_tokens}": "embed_tokens"}
+    if found.norm:
+        rename[f"{found.text}.{found.norm}"] = "norm"
+    rename.update({found.lm_head: "lm_head", found.vision: "vision"})
+    if found.projector:
+        rename[found.projector] = "projector"
+    text = _notes(found.notes["wrapper"]) + f"#: From the model root: the standard mounts.\nWRAPPER_RENAME = {_dict(rename)}\n\n"
+    text += ("#: Where the wrapper writes the image features into the embeddings: nnsight's name for the\n"
+             "#: call in the forward of `host`, and the features' argument (a position, or a keyword's name).\n")
+    if found.scatter is None:
+        text += "SCATTER = None  # TODO: no image reaches the text model until this is set\n"
+    else:
+        host, operation, argument = found.scatter
+        text += f'SCATTER = Scatter(host="{host}", operation="{operation}", argument={argument!r})\n'
+    if alias:
+        return text + f"\n#: Values a write to would not reach the text model, refused with a reason.\nREAD_ONLY = {alias}.read_only\n"
+    return text + READ_ONLY
+
+
+def _hooks(name: str, found: Survey, claimed: list[str], modules: dict[str, str], alias: str | None) -> str:
+    names = {"wrapper": "WRAPPER_RENAME", "text": "TEXT_RENAME", "vision": "TOWER_RENAME"}
+    claims = ", ".join(f'Claim("{kind}", "{found.parts[kind]}")' for kind in claimed)
+    renames = ", ".join(f'"{kind}": {names[kind]}' for kind in claimed)
+    hooks = [HOOK.format(body="def vlreg_plugin_api():\n    return 1"),
+             HOOK.format(body=f"def vlreg_claims():\n    return [{claims}]"),
+             HOOK.format(body=f"def vlreg_rename(part):\n    return {{{renames}}}.get(part.kind)")]
+    envoys = "".join(f"    import {module} as {short}\n" for module, short in modules.items()) + "\n"
+    for kind, classes in (("text", found.text_envoys), ("vision", found.tower_envoys)):
+        if kind in claimed:
+            entries = "".join(f"            {_ref(cls, modules)}: {standard.replace('ADAPTER', alias or '')},\n"
+                              for cls, standard in classes.items())
+            envoys += f'    if part.kind == "{kind}":\n        return {{\n{entries}        }}\n'
+    if "text" in claimed or "vision" in claimed:
+        hooks.append(HOOK.format(body=f"def vlreg_envoys(part):\n{envoys}    return None"))
+    if "wrapper" in claimed:
+        hooks.append(HOOK.format(body="def vlreg_scatter(part):\n    return SCATTER"))
+        hooks.append(HOOK.format(body='def vlreg_read_only(part):\n    return READ_ONLY if part.kind == "wrapper" else None'))
+        if alias:
+            hooks.append("#: For a processor that reports each image's patch grid (image_grid_thw), as the Qwen one does.\n"
+                         + HOOK.format(body=f"def vlreg_image_grids(part):\n    return {alias}.image_grids"))
+        else:
+            hooks.append(IMAGE_GRIDS_TODO)
+    hooks.append(HOOK.format(body=f'def vlreg_checkpoints():\n    from .checkpoints import build\n\n    return {{"{name}": build}}'))
+    return "\n\n\n".join(hooks) + "\n"
+
+
+def checkpoints(name: str, found: Survey, source: Path, borrowed: Any) -> str:
+    """The package's ``checkpoints.py``: a small copy of the source folder."""
+    text = CHECKPOINTS.format(source=str(source), path="from pathlib import Path\n\n" if borrowed else "")
+    if borrowed is None and not has_processor(source):
+        return text + _notes([f"SOURCE holds no processor, and no installed plugin builds a {found.model_type} "
+                              f"checkpoint to borrow one from: point SOURCE at a folder of the family with its "
+                              f"tokenizer and processor files, or pass small_copy processor= such a folder "
+                              f"(vlreg new-plugin --processor does it for you)"]) + BUILD.format(arguments="")
+    if borrowed is None:
+        return text + BUILD.format(arguments="")
+    origin = textwrap.fill(f"SOURCE holds no processor, so this one is borrowed: {borrowed.origin}'s tokenizer, "
+                           f"image processor and chat template, copied into the package (processor/) when the "
+                           f"plugin was written. The config takes from it the fields that must agree with that "
+                           f"processor (AGREE: token ids, vocabulary, image geometry). Point SOURCE at a folder "
+                           f"with the family's own processor files and drop both to use the real ones.",
+                           width=88, initial_indent="#: ", subsequent_indent="#: ")
+    agree = "{\n" + "".join(f"    {part!r}: {fields!r},\n" for part, fields in borrowed.agree.items()) + "}"
+    return (text + f"{origin}\nPROCESSOR = Path(__file__).parent / \"processor\"\nAGREE = {agree}\n"
+            + BUILD.format(arguments=", processor=PROCESSOR, agree=AGREE"))
+
+
+def test(name: str, found: Survey) -> str:
+    """The conformance test: the suite, with the mixins for what the survey found."""
+    mixins = [mixin for mixin, present in (("ExpertsConformance", found.experts),
+                                           ("LinearAttentionConformance", found.hybrid)) if present]
+    bases = ", ".join([*mixins, "VisionConformance"])
+    unavailable = ADAPTER_ABOUT[found.tower_adapter][1] if found.tower_adapter else {}
+    lines = [f'"""{name} against vlreg\'s conformance suite."""\n',
+             _import("vlreg.testing.conformance", sorted([*mixins, "VisionConformance"])) + "\n",
+             f"class TestFamily({bases}):",
+             f'    checkpoint = "{name}"',
+             f"    native = {_dict(found.native, 4)}"]
+    if unavailable:
+        lines.append(f"    unavailable = {_dict(unavailable, 4)}")
+    lines.append(TEST_TODO)
+    return "\n".join(lines)
+
+
+def _import(module: str, names: list[str]) -> str:
+    line = f"from {module} import {', '.join(names)}\n"
+    return line if len(line) <= 100 else f"from {module} import (\n" + "".join(f"    {n},\n" for n in names) + ")\n"
+
+
+def _aliases(modules: set[str]) -> dict[str, str]:
+    found: dict[str, str] = {}
+    for module in sorted(modules):
+        short = module.rpartition(".")[2]
+        found[module] = short if short not in found.values() else f"{short}_{len(found)}"
+    return found
+
+
+def _ref(cls: type, modules: dict[str, str]) -> str:
+    return f"{modules[cls.__module__]}.{cls.__qualname__}"
+
+
+def _dict(entries: dict, indent: int = 0) -> str:
+    lines = [f'{" " * indent}    "{key}": "{value}",\n' for key, value in entries.items() if key != value]
+    return "{\n" + "".join(lines) + " " * indent + "}" if lines else "{}"
+
+
+def _comment(text: str, prefix: str) -> str:
+    return "".join(f"{prefix}{line}\n" for line in text.splitlines())
+
+
+def _notes(notes: list[str]) -> str:
+    return "".join(textwrap.fill(f"TODO: {note}", width=88, initial_indent="# ", subsequent_indent="#   ") + "\n"
+                   for note in notes)
+
+
+HOOK = "@hookimpl\n{body}"
+
+PYPROJECT = """[build-system]
+requires = ["setuptools>=68"]
+build-backend = "setuptools.build_meta"
+
+[project]
+name = "vlreg-{name}"
+version = "0.1.0"
+description = "vlreg plugin for the {entry} family"
+requires-python = ">=3.11"
+dependencies = ["vlreg"]
+
+[project.entry-points.vlreg]
+{entry} = "{package}"
+
+[tool.setuptools.packages.find]
+include = ["{package}*"]
+"""
+
+READ_ONLY = '''
+#: Values a write to would not reach the text model, refused with a reason. The survey
+#: cannot tell whether the projector reads the tower's output; a refusal is never a
+#: silently wrong answer, so it is declared read-only until checked: delete the row if
+#: the conformance suite shows that writing vision.tower_output moves the logits.
+READ_ONLY = {
+    "vision.tower_output": lambda vision: (
+        "this plugin has not checked that the projector reads the tower's output; "
+        "edit vision.image_features, what the text model receives"
+    ),
+}
+'''
+
+IMAGE_GRIDS_TODO = """# TODO: vlreg_image_grids(part): how each image's tokens lie over its pixels, worked out
+# from the processor's settings (docs/writing-a-plugin.md); until then vision.geometry,
+# and the helpers that draw on the image, are Unavailable."""
+
+CHECKPOINTS = '''"""A small random-weight checkpoint of this family, for the tests.
+
+`small_copy` keeps SOURCE's config structure with every part cut to two blocks (one of
+each kind a hybrid model mixes) and small widths, and the processor's tokenizer, image
+processor and chat template, so token ids and the prompt format are the real ones. No
+weights are read: a checkpoint's metadata is enough.
+"""
+
+{path}from vlreg.testing import small_copy
+
+#: The folder the plugin was generated from. Point it at any checkpoint of the family.
+SOURCE = {source!r}
+'''
+
+BUILD = '''
+
+def build(path, *, source=SOURCE, **overrides):
+    """Write the small checkpoint to ``path`` (``overrides``: ``text`` and ``vision`` config fields)."""
+    return small_copy(source, path{arguments}, **overrides)
+'''
+
+TEST_TODO = """    # TODO: set what the survey cannot know: plain_sum = False for a block that norms its
+    # sublayers' outputs, projector_output_is_features = False where the features are
+    # rearranged after the projector (crops, newline rows), `unavailable` rows with a
+    # fragment of their reasons.
+"""
