@@ -68,6 +68,8 @@ class Survey:
     tower_adapter: str | None = None
     experts: bool = False
     hybrid: bool = False
+    feature_layer: str | None = None  # the tower's depth field, where the projector reads config.vision_feature_layer
+    inserted: tuple[str, ...] = ()  # the scatter host's own parameters (rows it adds to the features)
     notes: dict[str, list[str]] = field(factory=dict)  # kind -> TODO sentences
 
 
@@ -126,8 +128,18 @@ def survey(source: str | Path) -> Survey:
         tower_adapter=tower_adapter,
         experts=flags["experts"],
         hybrid=flags["hybrid"],
+        feature_layer=_feature_layer(config),
+        inserted=tuple(name for name, _ in model.get_submodule(host).named_parameters(recurse=False)),
         notes=notes,
     )
+
+
+def _feature_layer(config: Any) -> str | None:
+    """The tower config's depth field, if the projector reads one block's stream out of
+    the tower's hidden states (``vision_feature_layer``, as LLaVA's do)."""
+    if getattr(config, "vision_feature_layer", None) is None:
+        return None
+    return next((name for name in ("num_hidden_layers", "depth") if hasattr(config.vision_config, name)), None)
 
 
 def _in_block(part: torch.nn.Module, layers: str, rename: dict, standard: str, path: str) -> dict[str, str]:

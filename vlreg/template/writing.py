@@ -103,6 +103,8 @@ def _wrapper(found: Survey, alias: str | None) -> str:
         text += f'SCATTER = Scatter(host="{host}", operation="{operation}", argument={argument!r})\n'
     if alias:
         return text + f"\n#: Values a write to would not reach the text model, refused with a reason.\nREAD_ONLY = {alias}.read_only\n"
+    if found.feature_layer:
+        return text + FEATURE_LAYER.format(depth=found.feature_layer)
     return text + READ_ONLY
 
 
@@ -123,7 +125,8 @@ def _hooks(name: str, found: Survey, claimed: list[str], modules: dict[str, str]
         hooks.append(HOOK.format(body=f"def vlreg_envoys(part):\n{envoys}    return None"))
     if "wrapper" in claimed:
         hooks.append(HOOK.format(body="def vlreg_scatter(part):\n    return SCATTER"))
-        hooks.append(HOOK.format(body='def vlreg_read_only(part):\n    return READ_ONLY if part.kind == "wrapper" else None'))
+        read_only = "read_only(part)" if found.feature_layer and not alias else "READ_ONLY"
+        hooks.append(HOOK.format(body=f'def vlreg_read_only(part):\n    return {read_only} if part.kind == "wrapper" else None'))
         if alias:
             hooks.append("#: For a processor that reports each image's patch grid (image_grid_thw), as the Qwen one does.\n"
                          + HOOK.format(body=f"def vlreg_image_grids(part):\n    return {alias}.image_grids"))
@@ -167,6 +170,9 @@ def test(name: str, found: Survey) -> str:
              f"    native = {_dict(found.native, 4)}"]
     if unavailable:
         lines.append(f"    unavailable = {_dict(unavailable, 4)}")
+    if found.inserted:
+        lines.append(f"    # the wrapper adds rows of its own ({', '.join(found.inserted)}) to the projector's output\n"
+                     f"    projector_output_is_features = False")
     lines.append(TEST_TODO)
     return "\n".join(lines)
 
@@ -233,6 +239,40 @@ READ_ONLY = {
         "edit vision.image_features, what the text model receives"
     ),
 }
+'''
+
+FEATURE_LAYER = '''
+
+def projected_block(config):
+    """The last tower block whose stream the projector reads: config.vision_feature_layer
+    indexes the tower's hidden states (0 the embeddings', i block i - 1's output)."""
+    layers = config.vision_feature_layer
+    depth = config.vision_config.{depth}
+    chosen = layers if isinstance(layers, (list, tuple)) else [layers]
+    return max(layer % (depth + 1) for layer in chosen) - 1
+
+
+def read_only(part):
+    """Values a write to would not reach the text model, refused with a reason: the
+    projector reads a block's stream out of the tower's hidden states, so the tower's
+    output and every block after that one reach nothing."""
+    read = projected_block(part.config)
+
+    def after_read(envoy):
+        if envoy._block is None or envoy._block <= read:
+            return None
+        return (
+            f"the projector reads vision.layers[{{read}}]'s stream (vision_feature_layer), so nothing "
+            f"computed in a later block reaches the text model"
+        )
+
+    return {{
+        "vision.tower_output": lambda vision: (
+            f"the projector reads vision.layers[{{read}}]'s stream out of the tower's hidden states, not the "
+            f"tower's output; edit vision.layers[{{read}}].layer_output"
+        ),
+        "vision.*": after_read,
+    }}
 '''
 
 IMAGE_GRIDS_TODO = """# TODO: vlreg_image_grids(part): how each image's tokens lie over its pixels, worked out
