@@ -24,7 +24,6 @@ What the survey cannot decide is a TODO note on the part it concerns (`Survey.no
 
 from __future__ import annotations
 
-import ast
 import inspect
 import re
 from pathlib import Path
@@ -33,13 +32,14 @@ from typing import Any
 import torch
 from attrs import field, frozen
 
+from .scatter import find_scatter
+
 #: Names a block's mixer, its linear-attention mixer and its MLP go by.
 ATTENTION = ("self_attn", "attn", "attention", "self_attention")
 LINEAR = ("linear_attn",)
 MLP = ("mlp", "feed_forward", "ffn")
-#: An argument that carries image features, by its variable's name; and names that do not.
-FEATURES = re.compile(r"image|vision|visual|feature|embeds|hidden_states")
-NOT_FEATURES = re.compile(r"mask|ids|token|video|position|inputs_embeds")
+#: A tower parameter that is a class token prepended to the patches (CLIP's).
+CLASS_TOKEN = re.compile(r"class_embedding|cls_token|class_token")
 
 
 @frozen
@@ -70,6 +70,7 @@ class Survey:
     hybrid: bool = False
     feature_layer: str | None = None  # the tower's depth field, where the projector reads config.vision_feature_layer
     inserted: tuple[str, ...] = ()  # the scatter host's own parameters (rows it adds to the features)
+    text_only: tuple[str, dict[str, str]] | None = None  # a text-generation load's own class and its mounts
     notes: dict[str, list[str]] = field(factory=dict)  # kind -> TODO sentences
 
 
@@ -94,11 +95,13 @@ def survey(source: str | Path) -> Survey:
     projector = _projector(model, host, text, vision, tower_layers, notes["wrapper"])
     patch_embed = _patch_embed(tower)
     norm = _child(text_module, ("norm", "final_layernorm", "ln_f", "final_norm"))
+    embed_tokens = _relative(text_module, text_module.get_input_embeddings())
+    lm_head = _relative(model, model.get_output_embeddings())
     native = {
         "layers": f"{text}.{layers}",
-        "embed_tokens": f"{text}.{_relative(text_module, text_module.get_input_embeddings())}",
+        "embed_tokens": f"{text}.{embed_tokens}",
         **({"norm": f"{text}.{norm}"} if norm else {}),
-        "lm_head": _relative(model, model.get_output_embeddings()),
+        "lm_head": lm_head,
         "vision": vision,
         "vision.layers": f"{vision}.{tower_layers}",
         **({"vision.patch_embed": f"{vision}.{patch_embed}"} if patch_embed else {}),
@@ -112,14 +115,14 @@ def survey(source: str | Path) -> Survey:
         parts={"wrapper": config.model_type, "text": text_config.model_type, "vision": vision_config.model_type},
         text=text,
         layers=layers,
-        embed_tokens=_relative(text_module, text_module.get_input_embeddings()),
+        embed_tokens=embed_tokens,
         norm=norm,
-        lm_head=_relative(model, model.get_output_embeddings()),
+        lm_head=lm_head,
         vision=vision,
         tower_layers=tower_layers,
         patch_embed=patch_embed,
         projector=projector,
-        scatter=_find_scatter(model, host, notes["wrapper"]),
+        scatter=find_scatter(model, host, notes["wrapper"]),
         text_envoys=text_envoys,
         text_rename=text_rename,
         tower_envoys=tower_envoys,
@@ -130,8 +133,35 @@ def survey(source: str | Path) -> Survey:
         hybrid=flags["hybrid"],
         feature_layer=_feature_layer(config),
         inserted=tuple(name for name, _ in model.get_submodule(host).named_parameters(recurse=False)),
+        text_only=_text_only(config, type(model), notes["wrapper"]),
         notes=notes,
     )
+
+
+def _text_only(config: Any, wrapper: type, notes: list[str]) -> tuple[str, dict[str, str]] | None:
+    """The class a text-generation load builds, where it is not the wrapper (Qwen3.5's
+    ``Qwen3_5ForCausalLM``), and its mounts: a load with ``task="text-generation"`` binds
+    the standard names there."""
+    from transformers import AutoModelForCausalLM
+    from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING
+
+    if type(config) not in MODEL_FOR_CAUSAL_LM_MAPPING or MODEL_FOR_CAUSAL_LM_MAPPING[type(config)] is wrapper:
+        return None
+    with torch.device("meta"):
+        model = AutoModelForCausalLM.from_config(config)
+    try:
+        text = _submodel(model, config.get_text_config().model_type)
+    except ValueError:
+        _note(notes, f"a text-generation load builds {type(model).__name__}: name its mounts in WRAPPER_RENAME")
+        return None
+    module = model.get_submodule(text)
+    mounts = {f"{text}.{_blocks(module)}": "layers",
+              f"{text}.{_relative(module, module.get_input_embeddings())}": "embed_tokens"}
+    norm = _child(module, ("norm", "final_layernorm", "ln_f", "final_norm"))
+    if norm:
+        mounts[f"{text}.{norm}"] = "norm"
+    mounts[_relative(model, model.get_output_embeddings())] = "lm_head"
+    return type(model).__name__, mounts
 
 
 def _feature_layer(config: Any) -> str | None:
@@ -203,15 +233,15 @@ def _text_blocks(blocks: torch.nn.ModuleList, notes: list[str]) -> tuple[dict, d
             continue
         mixer, linear = _mixer(block)
         attention = block.get_submodule(mixer)
-        envoys[type(attention)] = "LinearAttention" if linear else "Attention"
+        gated = not linear and "sigmoid" in _forward_source(attention) and hasattr(attention, "o_proj")
+        envoys[type(attention)] = "LinearAttention" if linear else "GatedAttention" if gated else "Attention"
         standard = "linear_attn" if linear else "self_attn"
         if mixer != standard:
             rename[mixer] = standard
         flags["hybrid"] |= linear
-        if not linear and "sigmoid" in _forward_source(attention):
-            _note(notes, f"{type(attention).__name__} gates its heads (a sigmoid in its forward) before o_proj, so "
-                         "attention_head_outputs (read at the attention function) is before the gate: serve it where "
-                         "o_proj receives it, in a subclass of Attention (o_proj.input)")
+        if gated:
+            _note(notes, f"{type(attention).__name__} calls a sigmoid in its forward, taken for a gate on its heads "
+                         f"before o_proj (GatedAttention): check it, else map it to Attention")
         mlp_name = _child(block, MLP)
         if mlp_name is None:
             _note(notes, f"{type(block).__name__} has none of {MLP}: name its MLP ('mlp') in TEXT_RENAME")
@@ -284,7 +314,10 @@ def _tower(tower: torch.nn.Module, layers: str, text_names: set[str], notes: lis
             _note(notes, "the tower adds learned position embeddings before block 0, which the adapter's Vision does "
                          "not serve (vlreg-qwen3-vl's vision.position_embeddings does)")
         return envoys, dict(published.tower_rename), name
-    envoys = {type(tower): "Vision", type(block): "VisionLayer", type(attention): "VisionAttention"}
+    token = next((name for name, _ in tower.named_parameters() if CLASS_TOKEN.search(name)
+                  and not name.startswith(f"{layers}.")), None)
+    envoys = {type(tower): "ClassTokenVision" if token else "Vision", type(block): "VisionLayer",
+              type(attention): "VisionAttention"}
     rename = {layers: "layers", mixer: "self_attn"}
     if mlp_name is not None:
         envoys[type(block.get_submodule(mlp_name))] = "VisionMlp"
@@ -303,8 +336,9 @@ def _tower(tower: torch.nn.Module, layers: str, text_names: set[str], notes: lis
         del rename[native]
         _note(notes, f"a text block also has a child named {native!r}: a single name binds on every module that "
                      f"has it, so rename it with its path from the tower")
-    _note(notes, "whether the tower folds patches into tokens or prepends a class token (Vision.class_tokens) and "
-                 "what its final norm is ('norm') are not surveyed")
+    what = f"its class token ({token}) is one row before the patches (class_tokens = 1), and " if token else ""
+    _note(notes, f"{what}whether the tower folds patches into tokens (ImageGrid.fold) and which module is its "
+                 f"final norm over the patches ('norm') are not surveyed")
     return envoys, {native: standard for native, standard in rename.items() if native != standard}, None
 
 
@@ -337,82 +371,3 @@ def _projector(model: torch.nn.Module, host: str, text: str, vision: str, tower_
     _note(notes, "no projector found beside the tower or after its blocks: name the last module before the scatter "
                  "'projector' in WRAPPER_RENAME")
     return None
-
-
-def _find_scatter(model: torch.nn.Module, host: str, notes: list[str]) -> tuple[str, str, int | str] | None:
-    """The call that writes the image features into the embeddings, in the forward of
-    the text model's parent or of a module above it."""
-    path = host
-    while True:
-        found = _scatter_in(model.get_submodule(path))
-        if found is not None:
-            operation, argument = found
-            if isinstance(argument, str):
-                _note(notes, f"the features reach the embeddings through a helper ({operation}, keyword "
-                             f"{argument!r}): check that it writes them at the image tokens unchanged")
-            return path, operation, argument
-        if not path:
-            break
-        path = path.rpartition(".")[0]
-    _note(notes, f"no call in the forward of {host or 'the root'} or above takes image features and replaces the "
-                 f"embeddings: find where they are written (print model.{host}.source) and set SCATTER")
-    return None
-
-
-def _scatter_in(module: torch.nn.Module) -> tuple[str, int | str] | None:
-    from nnsight.intervention.envoy import Envoy
-
-    try:
-        compiled = Envoy(module).source.compiled
-    except Exception:  # a forward with no Python source: nothing to find here
-        return None
-    at = {}
-    for operation in compiled.names:
-        at.setdefault(compiled.lines[operation], []).append(operation)
-    assigns = [node for node in ast.walk(ast.parse(compiled.source)) if isinstance(node, ast.Assign)]
-    for node in sorted(assigns, key=lambda node: (node.lineno, node.col_offset)):
-        target = node.targets[0]
-        if not (isinstance(target, ast.Name) and isinstance(node.value, ast.Call)):
-            continue
-        call = node.value
-        argument = _features(call, target.id)
-        if argument is None or not _updates(call, target.id):
-            continue
-        name = "_".join(_dotted(call.func))
-        operations = [op for op in at.get(call.lineno, ()) if re.fullmatch(rf"{re.escape(name)}_\d+", op)]
-        if operations:
-            return operations[0], argument
-    return None
-
-
-def _dotted(expr: ast.expr) -> list[str]:
-    """A call's attribute chain as nnsight names it (``self.merge`` -> self, merge)."""
-    parts = []
-    while isinstance(expr, (ast.Attribute, ast.Subscript)):
-        if isinstance(expr, ast.Attribute):
-            parts.append(expr.attr)
-        expr = expr.value
-    if isinstance(expr, ast.Name):
-        parts.append(expr.id)
-    return parts[::-1]
-
-
-def _updates(call: ast.Call, target: str) -> bool:
-    """Whether the call takes the variable it is assigned to (``x = x.masked_scatter(...)``,
-    ``x = self.merge(inputs_embeds=x, ...)``): it writes into the embeddings."""
-    receiver = call.func.value if isinstance(call.func, ast.Attribute) else None
-    values = [*call.args, *(keyword.value for keyword in call.keywords)]
-    return any(isinstance(v, ast.Name) and v.id == target for v in [receiver, *values])
-
-
-def _features(call: ast.Call, target: str) -> int | str | None:
-    """Which argument carries the image features: a position, or a keyword's name."""
-
-    def carries(value: ast.expr) -> bool:
-        return isinstance(value, ast.Name) and value.id != target and bool(FEATURES.search(value.id)) \
-            and not NOT_FEATURES.search(value.id)
-
-    for index, value in enumerate(call.args):
-        if carries(value):
-            return index
-    return next((keyword.arg for keyword in call.keywords if keyword.arg and carries(keyword.value)), None)

@@ -57,6 +57,8 @@ def module(name: str, found: Survey, claimed: list[str], elsewhere: dict[str, st
         classes.update(found.tower_envoys)
     modules = _aliases({cls.__module__ for cls in classes})
     imports = {"Claim", "hookimpl"} | {standard for standard in classes.values() if "." not in standard}
+    own = imports & set(OWN)
+    imports = (imports - own).union(*(OWN[name][1] for name in own))
     if "wrapper" in claimed:
         imports.add("Scatter")
     if adapter:
@@ -73,6 +75,7 @@ def module(name: str, found: Survey, claimed: list[str], elsewhere: dict[str, st
               for kind, who in elsewhere.items()]
     if adapter:
         parts.append(_comment(ADAPTER_ABOUT[adapter][0], "#: ") + f'{alias} = adapter("{adapter}")\n')
+    parts += [OWN[name][0].strip("\n") + "\n" for name in sorted(own)]
     if "wrapper" in claimed:
         parts.append(_wrapper(found, alias))
     if "text" in claimed:
@@ -94,6 +97,11 @@ def _wrapper(found: Survey, alias: str | None) -> str:
     if found.projector:
         rename[found.projector] = "projector"
     text = _notes(found.notes["wrapper"]) + f"#: From the model root: the standard mounts.\nWRAPPER_RENAME = {_dict(rename)}\n\n"
+    if found.text_only:
+        loaded, mounts = found.text_only
+        text += (_comment(textwrap.fill(f"A text-generation load builds transformers' text-only {loaded}: its "
+                                        f"mounts, beside the wrapper's (a key binds only where it resolves).", 86), "#: ")
+                 + f"TEXT_ONLY_RENAME = {_dict(mounts)}\n\n")
     text += ("#: Where the wrapper writes the image features into the embeddings: nnsight's name for the\n"
              "#: call in the forward of `host`, and the features' argument (a position, or a keyword's name).\n")
     if found.scatter is None:
@@ -111,6 +119,8 @@ def _wrapper(found: Survey, alias: str | None) -> str:
 def _hooks(name: str, found: Survey, claimed: list[str], modules: dict[str, str], alias: str | None) -> str:
     names = {"wrapper": "WRAPPER_RENAME", "text": "TEXT_RENAME", "vision": "TOWER_RENAME"}
     claims = ", ".join(f'Claim("{kind}", "{found.parts[kind]}")' for kind in claimed)
+    if found.text_only:
+        names["wrapper"] = "{**WRAPPER_RENAME, **TEXT_ONLY_RENAME}"
     renames = ", ".join(f'"{kind}": {names[kind]}' for kind in claimed)
     hooks = [HOOK.format(body="def vlreg_plugin_api():\n    return 1"),
              HOOK.format(body=f"def vlreg_claims():\n    return [{claims}]"),
@@ -274,6 +284,35 @@ def read_only(part):
         "vision.*": after_read,
     }}
 '''
+
+CLASS_TOKEN_VISION = '''
+class ClassTokenVision(Vision):
+    """The tower: its embeddings put a class token before the patches, one row of every
+    block's sequence that is not a patch."""
+
+    class_tokens = 1
+'''
+
+GATED_ATTENTION = '''
+class GatedAttention(Attention):
+    """Full attention that gates its heads before o_proj: the head outputs are read where
+    o_proj receives them, after the gate, so o_proj(attention_head_outputs) ==
+    attention_output holds as on any block."""
+
+    attention_head_outputs = value(
+        lambda attention: f"{attention.o_proj.path}.input",
+        unavailable=eager_only,
+        description="each head's output as o_proj receives it, after the gate",
+    )(lambda attention, raw: raw[0][0].unflatten(-1, (-1, attention.head_dim))).writes(
+        lambda attention, raw, new: ((new.flatten(-2), *raw[0][1:]), raw[1])
+    )
+'''
+
+#: Envoy classes a skeleton defines itself: name -> (its code, what it imports).
+OWN = {
+    "ClassTokenVision": (CLASS_TOKEN_VISION, {"Vision"}),
+    "GatedAttention": (GATED_ATTENTION, {"Attention", "eager_only", "value"}),
+}
 
 IMAGE_GRIDS_TODO = """# TODO: vlreg_image_grids(part): how each image's tokens lie over its pixels, worked out
 # from the processor's settings (docs/writing-a-plugin.md); until then vision.geometry,

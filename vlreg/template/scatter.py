@@ -1,0 +1,104 @@
+"""Finding the scatter: the call that writes the image features into the embeddings.
+
+Read off the source of a forward, as nnsight instruments it: an assignment whose value
+is a call that takes the variable it replaces (``x = x.masked_scatter(mask, features)``,
+``x = self.inputs_merger(inputs_embeds=x, image_hidden_states=features)``) and an
+argument named for image features. The features' argument is its position, or its
+keyword's name where the call passes it by keyword; the call's name is nnsight's (its
+attribute chain joined by ``_``, and the occurrence on that line).
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+
+import torch
+
+#: An argument that carries image features, by its variable's name; and names that do not.
+FEATURES = re.compile(r"image|vision|visual|feature|embeds|hidden_states")
+NOT_FEATURES = re.compile(r"mask|ids|token|video|position|inputs_embeds")
+
+
+def _note(notes: list[str], text: str) -> None:
+    if text not in notes:
+        notes.append(text)
+
+
+def find_scatter(model: torch.nn.Module, host: str, notes: list[str]) -> tuple[str, str, int | str] | None:
+    """The call that writes the image features into the embeddings, in the forward of
+    the text model's parent or of a module above it."""
+    path = host
+    while True:
+        found = _scatter_in(model.get_submodule(path))
+        if found is not None:
+            operation, argument = found
+            if isinstance(argument, str):
+                _note(notes, f"the features reach the embeddings through a helper ({operation}, keyword "
+                             f"{argument!r}): check that it writes them at the image tokens unchanged")
+            return path, operation, argument
+        if not path:
+            break
+        path = path.rpartition(".")[0]
+    _note(notes, f"no call in the forward of {host or 'the root'} or above takes image features and replaces the "
+                 f"embeddings: find where they are written (print model.{host}.source) and set SCATTER")
+    return None
+
+
+def _scatter_in(module: torch.nn.Module) -> tuple[str, int | str] | None:
+    from nnsight.intervention.envoy import Envoy
+
+    try:
+        compiled = Envoy(module).source.compiled
+    except Exception:  # a forward with no Python source: nothing to find here
+        return None
+    at = {}
+    for operation in compiled.names:
+        at.setdefault(compiled.lines[operation], []).append(operation)
+    assigns = [node for node in ast.walk(ast.parse(compiled.source)) if isinstance(node, ast.Assign)]
+    for node in sorted(assigns, key=lambda node: (node.lineno, node.col_offset)):
+        target = node.targets[0]
+        if not (isinstance(target, ast.Name) and isinstance(node.value, ast.Call)):
+            continue
+        call = node.value
+        argument = _features(call, target.id)
+        if argument is None or not _updates(call, target.id):
+            continue
+        name = "_".join(_dotted(call.func))
+        operations = [op for op in at.get(call.lineno, ()) if re.fullmatch(rf"{re.escape(name)}_\d+", op)]
+        if operations:
+            return operations[0], argument
+    return None
+
+
+def _dotted(expr: ast.expr) -> list[str]:
+    """A call's attribute chain as nnsight names it (``self.merge`` -> self, merge)."""
+    parts = []
+    while isinstance(expr, (ast.Attribute, ast.Subscript)):
+        if isinstance(expr, ast.Attribute):
+            parts.append(expr.attr)
+        expr = expr.value
+    if isinstance(expr, ast.Name):
+        parts.append(expr.id)
+    return parts[::-1]
+
+
+def _updates(call: ast.Call, target: str) -> bool:
+    """Whether the call takes the variable it is assigned to (``x = x.masked_scatter(...)``,
+    ``x = self.merge(inputs_embeds=x, ...)``): it writes into the embeddings."""
+    receiver = call.func.value if isinstance(call.func, ast.Attribute) else None
+    values = [*call.args, *(keyword.value for keyword in call.keywords)]
+    return any(isinstance(v, ast.Name) and v.id == target for v in [receiver, *values])
+
+
+def _features(call: ast.Call, target: str) -> int | str | None:
+    """Which argument carries the image features: a position, or a keyword's name."""
+
+    def carries(value: ast.expr) -> bool:
+        return isinstance(value, ast.Name) and value.id != target and bool(FEATURES.search(value.id)) \
+            and not NOT_FEATURES.search(value.id)
+
+    for index, value in enumerate(call.args):
+        if carries(value):
+            return index
+    return next((keyword.arg for keyword in call.keywords if keyword.arg and carries(keyword.value)), None)
