@@ -79,15 +79,6 @@ def generated_test(folder: Path):
     return module.TestFamily
 
 
-def image_prompt(processor) -> str:
-    content = [{"type": "image"}, {"type": "text", "text": "What is in this image?"}]
-    messages = [{"role": "user", "content": content}]
-    prompt = processor.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
-    if processor.image_token not in prompt:  # a base model's template takes one content list, no turns
-        prompt = processor.apply_chat_template(content, tokenize=False)
-    return prompt
-
-
 @pytest.mark.parametrize("source", [*SHARED, *DEFAULTS])
 def test_a_skeleton_serves_the_family_in_place_of_its_plugin(source, tmp_path):
     folder = source_folder(source, tmp_path)
@@ -103,7 +94,7 @@ def test_a_skeleton_serves_the_family_in_place_of_its_plugin(source, tmp_path):
                for line in path.read_text().splitlines() if line.startswith(("from vlreg", "import vlreg"))}
     assert imports <= {"vlreg.plugin", "vlreg.testing", "vlreg.testing.conformance"}, imports
     module = load_written(written, package.name)
-    native = generated_test(written).native
+    suite = generated_test(written)()  # its prompts are the ones the family's chat template takes
 
     with registered(module, name=name, replacing=[builtin]):
         path = build(name, tmp_path / "checkpoint")
@@ -111,9 +102,12 @@ def test_a_skeleton_serves_the_family_in_place_of_its_plugin(source, tmp_path):
                                         attn_implementation="eager", device="cpu")
         assert {kind: model.family.plugins[kind] for kind in ("wrapper", "text", "vision")} == dict.fromkeys(
             ("wrapper", "text", "vision"), module)
-        for standard, at in native.items():
+        for standard, at in suite.native.items():
             assert model.get(standard).path == f"model.{at}", standard
-        with model.trace(image_prompt(model.processor), images=[Image.new("RGB", (112, 84), "red")]):
+        support = model.support()
+        for row, fragment in suite.unavailable.items():
+            assert fragment in (support[row] or ""), row
+        with model.trace(suite.image_prompt(model), images=[Image.new("RGB", (112, 84), "red")]):
             mask = model.vision.image_token_mask.save()
             tower_input = model.vision.layers[0].input.save()
             features = model.vision.image_features.save()
@@ -129,7 +123,7 @@ def test_a_skeleton_serves_the_family_in_place_of_its_plugin(source, tmp_path):
         qwen_vit = adapter("qwen_vit")
         assert isinstance(model.vision, qwen_vit.Vision)
         assert isinstance(model.vision.layers[0].self_attn, qwen_vit.Attention)
-        assert native["projector"] == "model.visual.merger", "the merger runs inside the tower"
+        assert suite.native["projector"] == "model.visual.merger", "the merger runs inside the tower"
         assert model.read_only()["vision.tower_output"], "the merger has read the stream before the tower returns"
 
 

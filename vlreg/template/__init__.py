@@ -46,8 +46,10 @@ def write_plugin(name: str, out: str | Path, source: str | Path, processor: str 
     borrowed = None
     if processor is not None or not has_processor(source):
         borrowed = lending.borrow(AutoConfig.from_pretrained(source), processor)
+    with_processor = borrowed.folder if borrowed is not None else source if has_processor(source) else None
+    turns = lending.takes_turns(with_processor) if with_processor is not None else True
     try:
-        write(name, folder, package, found, Path(source).resolve(), borrowed)
+        write(name, folder, package, found, Path(source).resolve(), borrowed, turns)
         if borrowed is not None:
             lending.copy(borrowed, folder / package / "processor")
     finally:

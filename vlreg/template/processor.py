@@ -103,6 +103,23 @@ def _call(plugin: Any, hook: str) -> Any:
     return function() if callable(function) else None
 
 
+def takes_turns(folder: str | Path) -> bool:
+    """Whether the chat template of the processor in ``folder`` takes a conversation of
+    turns, as the conformance suite writes its prompts (an image reaches the prompt);
+    a base model's takes one list of content instead (Qwen2-VL-2B's)."""
+    from transformers import AutoProcessor
+
+    processor = AutoProcessor.from_pretrained(folder)
+    token = getattr(processor, "image_token", None)
+    if not getattr(processor, "chat_template", None) or token is None:
+        return True
+    messages = [{"role": "user", "content": [{"type": "image"}, {"type": "text", "text": "?"}]}]
+    try:
+        return token in processor.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
+    except Exception:  # a template that refuses turns
+        return False
+
+
 def copy(borrowed: Borrowed, into: Path) -> None:
     """Save the borrowed processor (and generation config) into the folder ``into``."""
     from transformers import AutoProcessor

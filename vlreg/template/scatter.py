@@ -20,7 +20,8 @@ FEATURES = re.compile(r"image|vision|visual|feature|embeds|hidden_states")
 NOT_FEATURES = re.compile(r"mask|ids|token|video|position|inputs_embeds")
 
 
-def _note(notes: list[str], text: str) -> None:
+def note(notes: list[str], text: str) -> None:
+    """Add a TODO sentence to a part's notes, once."""
     if text not in notes:
         notes.append(text)
 
@@ -34,13 +35,13 @@ def find_scatter(model: torch.nn.Module, host: str, notes: list[str]) -> tuple[s
         if found is not None:
             operation, argument = found
             if isinstance(argument, str):
-                _note(notes, f"the features reach the embeddings through a helper ({operation}, keyword "
+                note(notes, f"the features reach the embeddings through a helper ({operation}, keyword "
                              f"{argument!r}): check that it writes them at the image tokens unchanged")
             return path, operation, argument
         if not path:
             break
         path = path.rpartition(".")[0]
-    _note(notes, f"no call in the forward of {host or 'the root'} or above takes image features and replaces the "
+    note(notes, f"no call in the forward of {host or 'the root'} or above takes image features and replaces the "
                  f"embeddings: find where they are written (print model.{host}.source) and set SCATTER")
     return None
 

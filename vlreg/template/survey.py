@@ -15,11 +15,18 @@ read and a folder holding only ``config.json`` is enough. What is found:
   the embeddings and which is passed the image features, positionally (``masked_scatter``,
   the features' position) or by keyword (Idefics3's ``self.inputs_merger(...,
   image_hidden_states=...)``, the keyword's name);
-* the envoy classes: each block's mixer (full attention, or a linear one), MLP (dense, or
-  routed to experts), and the tower's; a tower an installed plugin publishes an adapter
-  for (the packed Qwen ViT: ``"qwen_vit"``) is mapped onto that adapter's classes.
+* the envoy classes: each block's mixer (full attention, heads gated before ``o_proj``
+  where its forward calls a sigmoid, or a linear one), MLP (dense, or routed to experts),
+  and the tower's (with a class token where it has one); a tower an installed plugin
+  publishes an adapter for (the packed Qwen ViT: ``"qwen_vit"``) is mapped onto that
+  adapter's classes;
+* where a text-generation load binds the names, if transformers builds a text-only class
+  for the config (Qwen3.5's ``ForCausalLM``), and what the projector reads
+  (``vision_feature_layer``: a block's stream, so later blocks reach nothing).
 
-What the survey cannot decide is a TODO note on the part it concerns (`Survey.notes`).
+A heuristic that holds on every family vlreg serves is still a guess on a new one: what
+the survey guesses or cannot decide is a TODO note on the part it concerns
+(`Survey.notes`), written beside the declaration.
 """
 
 from __future__ import annotations
@@ -32,7 +39,7 @@ from typing import Any
 import torch
 from attrs import field, frozen
 
-from .scatter import find_scatter
+from .scatter import find_scatter, note as _note
 
 #: Names a block's mixer, its linear-attention mixer and its MLP go by.
 ATTENTION = ("self_attn", "attn", "attention", "self_attention")
@@ -67,6 +74,7 @@ class Survey:
     native: dict[str, str] = field(factory=dict)  # standard name -> native path, for the conformance suite
     tower_adapter: str | None = None
     experts: bool = False
+    shared_expert: bool = False
     hybrid: bool = False
     feature_layer: str | None = None  # the tower's depth field, where the projector reads config.vision_feature_layer
     inserted: tuple[str, ...] = ()  # the scatter host's own parameters (rows it adds to the features)
@@ -130,6 +138,7 @@ def survey(source: str | Path) -> Survey:
         native=native,
         tower_adapter=tower_adapter,
         experts=flags["experts"],
+        shared_expert=flags["shared_expert"],
         hybrid=flags["hybrid"],
         feature_layer=_feature_layer(config),
         inserted=tuple(name for name, _ in model.get_submodule(host).named_parameters(recurse=False)),
@@ -225,7 +234,7 @@ def _text_blocks(blocks: torch.nn.ModuleList, notes: list[str]) -> tuple[dict, d
     """The text blocks' classes (every block: a hybrid model mixes kinds) and renames."""
     envoys: dict[type, str] = {}
     rename: dict[str, str] = {}
-    flags = {"experts": False, "hybrid": False}
+    flags = {"experts": False, "shared_expert": False, "hybrid": False}
     for block in blocks:
         envoys[type(block)] = "Layer"
         if _mixer(block) is None:
@@ -249,6 +258,7 @@ def _text_blocks(blocks: torch.nn.ModuleList, notes: list[str]) -> tuple[dict, d
         mlp = block.get_submodule(mlp_name)
         routed = all(hasattr(mlp, child) for child in ("gate", "experts"))
         flags["experts"] |= routed
+        flags["shared_expert"] |= routed and hasattr(mlp, "shared_expert")
         envoys[type(mlp)] = "MoeMlp" if routed else "Mlp"
         if mlp_name != "mlp":
             rename[mlp_name] = "mlp"
@@ -269,19 +279,14 @@ def _forward_source(module: torch.nn.Module) -> str:
         return ""
 
 
-def _note(notes: list[str], text: str) -> None:
-    if text not in notes:
-        notes.append(text)
-
-
-#: Towers an installed plugin publishes an adapter for: adapter name -> how to recognize one.
 def _is_qwen_vit(tower: torch.nn.Module, attention: torch.nn.Module) -> bool:
     """The packed Qwen ViT: every image of a prompt in one row, with its patch grid
     (``grid_thw``), attention split per image at ``cu_seqlens``."""
-    return "grid_thw" in inspect.signature(tower.forward).parameters and \
-        "cu_seqlens" in inspect.signature(attention.forward).parameters
+    packed = "grid_thw" in inspect.signature(tower.forward).parameters
+    return packed and "cu_seqlens" in inspect.signature(attention.forward).parameters
 
 
+#: Towers an installed plugin publishes an adapter for: adapter name -> how to recognize one.
 TOWER_ADAPTERS = {"qwen_vit": _is_qwen_vit}
 
 

@@ -28,8 +28,9 @@ ADAPTER_ABOUT = {
 }
 
 
-def write(name: str, folder: Path, package: str, found: Survey, source: Path, borrowed: Any) -> None:
-    """Write the distribution ``folder``: pyproject, the package, its builder and test."""
+def write(name: str, folder: Path, package: str, found: Survey, source: Path, borrowed: Any, turns: bool = True) -> None:
+    """Write the distribution ``folder``: pyproject, the package, its builder and test
+    (``turns``: whether the processor's chat template takes turns, as the suite's prompts do)."""
     from ..core import plugins
 
     served = {kind: plugins.claimant(kind, model_type) for kind, model_type in found.parts.items()}
@@ -43,7 +44,7 @@ def write(name: str, folder: Path, package: str, found: Survey, source: Path, bo
     )
     (folder / package / "__init__.py").write_text(module(name, found, claimed, elsewhere, source))
     (folder / package / "checkpoints.py").write_text(checkpoints(name, found, source, borrowed))
-    (folder / "tests" / "test_conformance.py").write_text(test(name, found))
+    (folder / "tests" / "test_conformance.py").write_text(test(name, found, turns))
 
 
 def module(name: str, found: Survey, claimed: list[str], elsewhere: dict[str, str], source: Path) -> str:
@@ -59,7 +60,7 @@ def module(name: str, found: Survey, claimed: list[str], elsewhere: dict[str, st
     imports = {"Claim", "hookimpl"} | {standard for standard in classes.values() if "." not in standard}
     own = imports & set(OWN)
     imports = (imports - own).union(*(OWN[name][1] for name in own))
-    if "wrapper" in claimed:
+    if "wrapper" in claimed and found.scatter:
         imports.add("Scatter")
     if adapter:
         imports.add("adapter")
@@ -167,12 +168,14 @@ def checkpoints(name: str, found: Survey, source: Path, borrowed: Any) -> str:
             + BUILD.format(arguments=", processor=PROCESSOR, agree=AGREE"))
 
 
-def test(name: str, found: Survey) -> str:
+def test(name: str, found: Survey, turns: bool = True) -> str:
     """The conformance test: the suite, with the mixins for what the survey found."""
     mixins = [mixin for mixin, present in (("ExpertsConformance", found.experts),
                                            ("LinearAttentionConformance", found.hybrid)) if present]
     bases = ", ".join([*mixins, "VisionConformance"])
-    unavailable = ADAPTER_ABOUT[found.tower_adapter][1] if found.tower_adapter else {}
+    unavailable = dict(ADAPTER_ABOUT[found.tower_adapter][1]) if found.tower_adapter else {}
+    if found.experts and not found.shared_expert:
+        unavailable["mlp.shared_expert_output"] = "no shared expert"
     lines = [f'"""{name} against vlreg\'s conformance suite."""\n',
              _import("vlreg.testing.conformance", sorted([*mixins, "VisionConformance"])) + "\n",
              f"class TestFamily({bases}):",
@@ -184,6 +187,8 @@ def test(name: str, found: Survey) -> str:
         lines.append(f"    # the wrapper adds rows of its own ({', '.join(found.inserted)}) to the projector's output\n"
                      f"    projector_output_is_features = False")
     lines.append(TEST_TODO)
+    if not turns:
+        lines.append(BASE_PROMPTS)
     return "\n".join(lines)
 
 
@@ -317,6 +322,17 @@ OWN = {
 IMAGE_GRIDS_TODO = """# TODO: vlreg_image_grids(part): how each image's tokens lie over its pixels, worked out
 # from the processor's settings (docs/writing-a-plugin.md); until then vision.geometry,
 # and the helpers that draw on the image, are Unavailable."""
+
+BASE_PROMPTS = """
+    # The chat template takes one list of content, no turns (a base model's), so the
+    # suite's prompts are written that way.
+    def text_prompt(self, model):
+        return model.processor.apply_chat_template([{"type": "text", "text": self.text}], tokenize=False)
+
+    def image_prompt(self, model, images=1):
+        content = [{"type": "image"}] * images + [{"type": "text", "text": self.question}]
+        return model.processor.apply_chat_template(content, tokenize=False)
+"""
 
 CHECKPOINTS = '''"""A small random-weight checkpoint of this family, for the tests.
 
