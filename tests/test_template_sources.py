@@ -158,3 +158,47 @@ def test_a_config_only_family_no_plugin_builds_gets_a_skeleton_that_says_what_it
     with registered(module, name="idefics3"):
         with pytest.raises(FileNotFoundError, match="holds no processor"):
             build("idefics3", tmp_path / "checkpoint")
+
+
+def idefics3_folder(path: Path) -> Path:
+    """A small Idefics3 checkpoint folder (config and processor, no weights): no plugin
+    serves Idefics3, so its skeleton serves everything but the Llama text model."""
+    from transformers import Idefics3Config, Idefics3ImageProcessor, Idefics3Processor
+
+    from vlreg.testing import tokenizer
+
+    tokens = ("<|endoftext|>", "<fake_token_around_image>", "<image>", "<end_of_utterance>", "<global-img>")
+    tok = tokenizer(tokens, eos_token="<end_of_utterance>", pad_token="<|endoftext|>")
+    ids = dict(zip(tokens, tok.convert_tokens_to_ids(list(tokens))))
+    template = ("{% for message in messages %}{{ message['role'] | capitalize }}:{% for part in message['content'] %}"
+                "{% if part['type'] == 'image' %}<image>{% else %}{{ part['text'] }}{% endif %}{% endfor %}"
+                "<end_of_utterance>\n{% endfor %}{% if add_generation_prompt %}Assistant:{% endif %}")
+    side = {"longest_edge": 64}  # 4 x 4 patches of 16, shuffled by 2 into 4 image tokens
+    Idefics3Processor(
+        image_processor=Idefics3ImageProcessor(do_image_splitting=False, size=side, max_image_size=side),
+        tokenizer=tok, image_seq_len=4, chat_template=template,
+    ).save_pretrained(path)
+    Idefics3Config(
+        image_token_id=ids["<image>"], scale_factor=2, vision_config={"image_size": 64, "patch_size": 16},
+        text_config={"model_type": "llama", "vocab_size": len(tok), "bos_token_id": None,
+                     "eos_token_id": ids["<end_of_utterance>"], "pad_token_id": ids["<|endoftext|>"]},
+    ).save_pretrained(path)
+    return path
+
+
+def test_an_idefics3_skeleton_reads_the_features_at_its_helper_call(tmp_path):
+    pytest.importorskip("vlreg_llava", reason="Idefics3's Llama text model is served by plugins/llava")
+    written = write_plugin("idefics3_skeleton", tmp_path, idefics3_folder(tmp_path / "source"))
+    module = load_written(written, "vlreg_idefics3_skeleton")
+    suite = generated_test(written)()
+    with registered(module, name="idefics3_skeleton"):
+        model = StandardizedTransformer(str(build("idefics3_skeleton", tmp_path / "checkpoint")),
+                                        task="image-text-to-text", dispatch=True, attn_implementation="eager",
+                                        device="cpu")
+        assert model.family.plugins["wrapper"] is module is model.family.plugins["vision"]
+        with model.trace(suite.image_prompt(model), images=[Image.new("RGB", (64, 48), "red")]):
+            mask = model.vision.image_token_mask.save()
+            features = model.vision.image_features.save()
+            first = model.layers[0].input.save()
+    assert int(mask.sum()) == features.shape[0] == 4
+    assert torch.equal(first[mask], features)
