@@ -88,7 +88,11 @@ def survey(source: str | Path) -> Survey:
 
     from ..testing.shrink import shrink
 
-    config = shrink(AutoConfig.from_pretrained(source))
+    config = AutoConfig.from_pretrained(source)
+    if getattr(config, "vision_config", None) is None:
+        raise ValueError(f"{config.model_type!r} has no vision_config: new-plugin writes skeletons of "
+                         f"vision-language families (a tower, a text model and the scatter between them)")
+    shrink(config)
     with torch.device("meta"):
         model = AutoModelForImageTextToText.from_config(config)
     notes: dict[str, list[str]] = {"wrapper": [], "text": [], "vision": []}

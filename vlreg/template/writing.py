@@ -72,8 +72,8 @@ def module(name: str, found: Survey, claimed: list[str], elsewhere: dict[str, st
         f"the conformance suite. TODO comments name what the survey cannot know.", width=88)
     parts = [f'"""The {found.model_type} family for vlreg, declared against `vlreg.plugin`.\n\n{surveyed}\n"""',
              _import("vlreg.plugin", sorted(imports, key=lambda name: (name[0].islower(), name)))]
-    parts += [f"# The {kind} part ({found.parts[kind]!r}) is served by {who}: its declarations are left to it.\n"
-              for kind, who in elsewhere.items()]
+    parts += [_comment(textwrap.fill(f"The {kind} part ({found.parts[kind]!r}) is served by {who}: its "
+                                     f"declarations are left to it.", 86), "# ") for kind, who in elsewhere.items()]
     if adapter:
         parts.append(_comment(ADAPTER_ABOUT[adapter][0], "#: ") + f'{alias} = adapter("{adapter}")\n')
     parts += [OWN[name][0].strip("\n") + "\n" for name in sorted(own)]
