@@ -1,4 +1,8 @@
-"""``vlreg new-plugin`` writes a plugin that installs and passes its own generated test."""
+"""``vlreg new-plugin`` writes a plugin that installs and passes its own generated test.
+
+End to end, once: installed with pip, listed by ``vlreg plugins``, its own pytest run in
+a fresh process. `tests/test_template_sources.py` proves skeletons of every real config
+load and trace, in-process."""
 
 import os
 import subprocess
