@@ -50,9 +50,10 @@ class Scatter:
     forward makes the call; ``operation`` is nnsight's name for the call in that
     forward (``inputs_embeds_masked_scatter_0``); ``argument`` is the position of the
     features among its arguments, or the name of the keyword that passes them
-    (``"image_hidden_states"`` for Idefics3's ``self.inputs_merger``). The host's forward is source-instrumented when the
-    model is built, because the tower runs inside it: first touching it after reading
-    a tower value would ask for a place the model has already passed.
+    (``"image_hidden_states"`` for Idefics3's ``self.inputs_merger``). The host's
+    forward is source-instrumented when the model is built, because the tower runs
+    inside it: first touching it after reading a tower value would ask for a place the
+    model has already passed.
     """
 
     host: str
