@@ -157,7 +157,7 @@ def checkpoints(name: str, found: Survey, source: Path, borrowed: Any) -> str:
                               f"(vlreg new-plugin --processor does it for you)"]) + BUILD.format(arguments="")
     if borrowed is None:
         return text + BUILD.format(arguments="")
-    origin = textwrap.fill(f"SOURCE holds no processor, so this one is borrowed: {borrowed.origin}'s tokenizer, "
+    origin = textwrap.fill(f"SOURCE holds no processor, so one is borrowed from {borrowed.origin}: its tokenizer, "
                            f"image processor and chat template, copied into the package (processor/) when the "
                            f"plugin was written. The config takes from it the fields that must agree with that "
                            f"processor (AGREE: token ids, vocabulary, image geometry). Point SOURCE at a folder "
