@@ -210,7 +210,7 @@ def test_a_value_pinned_to_its_blocks_call_in_a_parents_forward(path):
     class CalledLayer(Layer):
         called_with = argument(
             0, lambda layer: f"{text_model(layer).path}.source.decoder_layer_0.input",
-            inside=text_model, occurrence=lambda layer: layer._block, description="what the loop passes the block",
+            inside=text_model, occurrence=lambda layer: layer.block_index, description="what the loop passes the block",
         )
 
     class Pinned(Qwen2VLAgain):
@@ -239,7 +239,7 @@ def test_a_value_pinned_to_its_blocks_call_in_a_parents_forward(path):
 
 def test_vlreg_read_only(path):
     def frozen_second_block(envoy):
-        return "layers[1] is frozen; edit layers[0]" if envoy._block == 1 else None
+        return "layers[1] is frozen; edit layers[0]" if envoy.block_index == 1 else None
 
     class Frozen(Qwen2VLAgain):
         @hookimpl

@@ -22,8 +22,8 @@ class Standard(Envoy):
     where this load cannot serve them, or written where a write would not land.
 
     ``_row`` (the prefix of this envoy's rows in the model's `support` table),
-    ``_label`` (how a message names it), ``_tower`` and ``_block`` (the index of the
-    block it is part of) are set when the model is built.
+    ``_label`` (how a message names it), ``_tower`` and `block_index` are set when the
+    model is built.
     """
 
     #: Standard children walked by `support`: attribute -> prefix of their rows.
@@ -40,7 +40,9 @@ class Standard(Envoy):
     #: The `Vision` this envoy is part of (None on the text side): its availability
     #: gates every value under it.
     _tower: Any = None
-    _block: int | None = None
+    #: The index of the block (of ``layers`` or ``vision.layers``) this envoy is, or is
+    #: part of; ``None`` outside the blocks. What a per-block predicate asks.
+    block_index: int | None = None
 
     @classmethod
     def values(cls) -> list[str]:

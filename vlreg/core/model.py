@@ -197,7 +197,7 @@ class StandardizedTransformer(Standard, TransformersModel):
                     f"must name the module that is the model's {name}."
                 )
         for envoy, row, name, block in _standard_tree(self, "", "", None):
-            envoy._row, envoy._label, envoy._block = row, name, block
+            envoy._row, envoy._label, envoy.block_index = row, name, block
             if isinstance(envoy, Vision):
                 tower = envoy
             if row.startswith("vision."):

@@ -274,7 +274,7 @@ def read_only(part):
     read = projected_block(part.config)
 
     def after_read(envoy):
-        if envoy._block is None or envoy._block <= read:
+        if envoy.block_index is None or envoy.block_index <= read:
             return None
         return (
             f"the projector reads vision.layers[{{read}}]'s stream (vision_feature_layer), so nothing "

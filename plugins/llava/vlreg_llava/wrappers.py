@@ -72,7 +72,7 @@ def read_only(part: Any) -> dict[str, Any]:
         )
 
     def after_read(envoy: Any) -> str | None:
-        if envoy._block is None or envoy._block <= read:
+        if envoy.block_index is None or envoy.block_index <= read:
             return None
         return (
             f"the projector reads vision.layers[{read}]'s stream ({setting}), so nothing computed "

@@ -25,7 +25,7 @@ def _text_model(layer: Any) -> Any:
 
 def _no_tap(layer: Any) -> str | None:
     taps = len(getattr(layer.root._module.config.vision_config, "deepstack_visual_indexes", None) or ())
-    if layer._block < taps:
+    if layer.block_index < taps:
         return None
     return (
         f"the tower's {taps} DeepStack taps feed layers[0] to layers[{taps - 1}] only "
@@ -42,7 +42,7 @@ class DeepStackLayer(Layer):
         2,
         lambda layer: f"{_text_model(layer).path}.source.self__deepstack_process_0.input",
         inside=_text_model,
-        occurrence=lambda layer: layer._block,
+        occurrence=lambda layer: layer.block_index,
         unavailable=_no_tap,
         needs_images=True,
         description="what DeepStack adds to the stream at the image tokens after this block, [image_tokens, hidden]",

@@ -40,8 +40,8 @@ class LinearAttentionConformance:
         return blocks
 
     def test_support_names_the_blocks_of_each_kind(self, model):
-        linear = [block._block for block in self.linear_blocks(model)]
-        full = [block._block for block in model.layers if block._block not in linear]
+        linear = [block.block_index for block in self.linear_blocks(model)]
+        full = [block.block_index for block in model.layers if block.block_index not in linear]
         rows = model.support()
         for name, blocks in (("linear_attn.attention_output", linear), ("self_attn.attention_output", full)):
             (row,) = [row for row in rows if row.endswith(name) and not row.startswith("vision")]

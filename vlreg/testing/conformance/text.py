@@ -298,7 +298,7 @@ def written(model: StandardizedTransformer) -> list[tuple[Standard, str]]:
             ends.update(id(block) for block in (stack[0], stack[-1]))
     chosen = []
     for envoy, name in model.walk():
-        if envoy._block is not None and id(_block_of(envoy)) not in ends:
+        if envoy.block_index is not None and id(_block_of(envoy)) not in ends:
             continue
         if envoy.why_unavailable(name) is None:
             chosen.append((envoy, name))
