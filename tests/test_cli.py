@@ -67,3 +67,28 @@ def test_an_error_is_one_line_and_debug_shows_the_traceback(capsys):
     assert len(err.strip().splitlines()) == 1
     with pytest.raises(FileNotFoundError):
         main(["--debug", "inspect", "./no/such/checkpoint"])
+
+
+def test_coverage_lists_every_image_text_model_type_and_what_serves_it(capsys):
+    from transformers.models.auto.modeling_auto import MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES
+
+    assert main(["plugins", "--coverage", "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert set(rows) == set(MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES)
+    assert "vlreg-qwen3-vl" in rows["qwen3_5_moe"] and "vlreg-llava" in rows["llava_next"]
+    assert rows["mllama"] is None
+
+
+def test_the_readmes_families_table_claims_nothing_the_census_does_not_serve():
+    import re
+    from pathlib import Path
+
+    from vlreg.cli import coverage
+
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    table = readme.split("## Families", 1)[1].split("\n## ", 1)[0]
+    claimed = {name for row in table.splitlines() if row.startswith("| `")
+               for name in re.findall(r"`([a-z0-9_]+)`", row.split("|")[1])}
+    served = {model_type for model_type, plugin in coverage().items() if plugin}
+    assert claimed and claimed <= served, claimed - served
+    assert served <= claimed, f"served but not in the README's table: {served - claimed}"

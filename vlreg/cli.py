@@ -15,6 +15,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     listing = commands.add_parser("plugins", help="the installed plugins and the families they serve")
     listing.add_argument("--all", action="store_true", help="also the parts and hooks, and plugins not loaded")
+    listing.add_argument("--coverage", action="store_true",
+                         help="every model type transformers maps to image-text-to-text, and what serves it")
     listing.add_argument("--json", action="store_true", help="print JSON")
 
     inspect = commands.add_parser("inspect", help="which plugin serves a checkpoint, its names, sizes and support()")
@@ -47,6 +49,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _run(arguments: argparse.Namespace) -> int:
     if arguments.command == "plugins":
+        if arguments.coverage:
+            return _coverage(arguments.json)
         return _plugins(arguments.all, arguments.json)
     if arguments.command == "inspect":
         return _inspect(arguments.checkpoint, arguments.task, arguments.attn_implementation, arguments.json)
@@ -105,6 +109,33 @@ def plugin_rows(everything: bool = False) -> list[dict[str, Any]]:
     if everything:
         rows += [{"name": name, "not loaded": why} for name, why in sorted(plugins.skipped.items())]
     return rows
+
+
+def coverage() -> dict[str, str | None]:
+    """Every model type the installed transformers maps to image-text-to-text: the plugin
+    that serves it (its wrapper part), or ``None``."""
+    from transformers.models.auto.modeling_auto import MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES
+
+    from .core import plugins
+
+    served = plugins.claims()
+    return {
+        model_type: plugins.describe(served[("wrapper", model_type)]) if ("wrapper", model_type) in served else None
+        for model_type in sorted(MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES)
+    }
+
+
+def _coverage(as_json: bool) -> int:
+    rows = coverage()
+    if as_json:
+        print(json.dumps(rows, indent=2))
+        return 0
+    width = max(map(len, rows))
+    for model_type, plugin in rows.items():
+        print(f"{model_type:<{width}}  {plugin or 'not served'}")
+    served = sum(plugin is not None for plugin in rows.values())
+    print(f"{served} of {len(rows)} image-text-to-text model types served")
+    return 0
 
 
 def _plugins(everything: bool, as_json: bool) -> int:
