@@ -234,7 +234,7 @@ def not_loaded_serving(kind: str, model_type: str) -> list[tuple[str, str]]:
 
 
 #: Adapters of the built-in families, for the error that says what to install.
-KNOWN_ADAPTERS = {"qwen_vit": "vlreg-qwen2-vl (plugins/qwen2_vl)"}
+KNOWN_ADAPTERS = {"qwen_vit": "vlreg-qwen2-vl (plugins/qwen2_vl)", "siglip": "vlreg-llava (plugins/llava)"}
 
 
 def adapter(name: str) -> Any:

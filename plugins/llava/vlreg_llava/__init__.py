@@ -56,6 +56,11 @@ def vlreg_image_grids(part):
 
 
 @hookimpl
+def vlreg_adapters():
+    return {"siglip": towers.SIGLIP_TOWER}
+
+
+@hookimpl
 def vlreg_checkpoints():
     from . import checkpoints
 

@@ -23,6 +23,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from attrs import frozen
+
 from vlreg.plugin import Vision, VisionAttention, VisionLayer, VisionMlp
 
 
@@ -30,6 +32,7 @@ class ClipVision(Vision):
     """The CLIP tower: a class token before the patches in every block's sequence."""
 
     class_tokens = 1
+
 
 SIGLIP = "siglip_vision_model"
 CLIP = "clip_vision_model"
@@ -53,6 +56,27 @@ RENAME = {
 
 def rename(part: Any) -> dict[str, str]:
     return RENAME[part.model_type]
+
+
+@frozen
+class SiglipTower:
+    """The adapter ``"siglip"`` vlreg-llava publishes (`vlreg_adapters`): how a tower laid
+    out as SigLIP is (``embeddings.patch_embedding``, ``encoder.layers`` of blocks with
+    ``layer_norm1``, ``self_attn``, ``layer_norm2``, ``mlp``, then ``post_layernorm`` over
+    every patch) is served, for a family whose tower has that layout under classes of its
+    own (Idefics3's, SmolVLM's). A public promise of vlreg-llava.
+
+    ``rename`` is the tower's names, from the tower; ``envoys(tower, block, attention,
+    mlp)`` maps a family's four module classes onto the standard ones.
+    """
+
+    rename: dict
+
+    def envoys(self, tower: type, block: type, attention: type, mlp: type) -> dict[type, type]:
+        return {tower: Vision, block: VisionLayer, attention: VisionAttention, mlp: VisionMlp}
+
+
+SIGLIP_TOWER = SiglipTower(rename=RENAME[SIGLIP])
 
 
 def envoys(part: Any) -> dict[type, type]:
