@@ -10,12 +10,16 @@ helper takes one prompt, or a list of prompts, with its images, as ``model.trace
 * `ablate_image`, `occlusion`, `patch_image` (`edits`): the image's features replaced,
   token by token, or a block's output at its tokens taken from a run on another image;
 * `attention_to_images`, `tower_patterns` (`attention`): a text token's attention to each
-  image's tokens, and the tower's own pattern on the image's token grid.
+  image's tokens, and the tower's own pattern on the image's token grid;
+* `project_on_vocab`, `top_tokens`, `next_token_probs` (`lens`): the readout of any
+  stream value, the likeliest tokens, the next token's distribution;
+* `steer`, `skip_layers` (`steering`): edits to call inside a trace or a generation.
 """
 
 from .attention import ImageAttention, TowerPatterns, attention_to_images, tower_patterns
 from .edits import Ablation, Occlusion, Patching, ablate_image, occlusion, patch_image
-from .lens import LogitLens, logit_lens
+from .lens import LogitLens, logit_lens, next_token_probs, project_on_vocab, top_tokens
+from .steering import skip_layers, steer
 from .tokens import token_id
 
 __all__ = [
@@ -32,4 +36,9 @@ __all__ = [
     "TowerPatterns",
     "tower_patterns",
     "token_id",
+    "project_on_vocab",
+    "top_tokens",
+    "next_token_probs",
+    "steer",
+    "skip_layers",
 ]

@@ -64,3 +64,33 @@ def logit_lens(
         target_probabilities=None if wanted is None else _split(probabilities[..., wanted], geometry),
         geometry=geometry,
     )
+
+
+def project_on_vocab(model: Any, stream: torch.Tensor) -> torch.Tensor:
+    """The model's final norm and readout applied to a saved stream value (any block's
+    ``input`` or ``layer_output``, at any positions, ``[..., hidden_size]``): the logit
+    lens anywhere. Runs the norm and readout modules on the tensor after the trace, so
+    the trace edits nothing; the result is logits, ``[..., vocab_size]``."""
+    with torch.no_grad():
+        return model.lm_head._module(model.norm._module(stream.detach()))
+
+
+def top_tokens(model: Any, logits: torch.Tensor, k: int = 5) -> list:
+    """The ``k`` most likely tokens of ``logits`` (``[vocab]``, or ``[..., vocab]`` for a
+    list per position) as ``(token, probability)`` pairs."""
+    probabilities = logits.detach().float().softmax(-1)
+    if probabilities.dim() > 1:
+        return [top_tokens(model, row, k) for row in logits]
+    best = probabilities.topk(k)
+    names = model.tokenizer.convert_ids_to_tokens(best.indices.tolist())
+    return list(zip(names, best.values.tolist()))
+
+
+def next_token_probs(model: Any, prompt: Any, images: Any = None) -> torch.Tensor:
+    """The next-token distribution after ``prompt`` (with its ``images``): ``[vocab]``, or
+    ``[batch, vocab]`` for several prompts."""
+    options = {} if images is None else {"images": _images(images)}
+    with torch.no_grad(), model.trace(prompt, **options):
+        logits = model.logits[:, -1].save()
+    probabilities = logits.detach().float().softmax(-1)
+    return probabilities[0] if isinstance(prompt, str) else probabilities

@@ -16,7 +16,8 @@ from .envoys import Standard
 from .family import Family, resolve
 from .inputs import MEDIA, check_invokes
 from .loading import IMAGE_TEXT, TEXT, config_of, text_task_fallback
-from .values import returned
+from .errors import Unavailable
+from .values import returned, value
 from .vision import Vision
 
 
@@ -46,7 +47,16 @@ class StandardizedTransformer(Standard, TransformersModel):
     """
 
     standard_children = {"layers": "", "vision": "vision."}
-    order = ("vision.image_token_mask", "token_embeddings", "vision", "layers", "logits")
+    order = ("input_ids", "attention_mask", "vision.image_token_mask", "token_embeddings", "vision", "layers", "logits")
+
+    input_ids = value(lambda model: f"{model.path}.input", description="the prompt's token ids, [batch, seq]")(
+        lambda model, raw: _model_input(raw, "input_ids")
+    ).writes(lambda model, raw, new: _with_model_input(raw, "input_ids", new))
+    attention_mask = value(
+        lambda model: f"{model.path}.input", description="1 at the prompt's tokens, 0 at padding, [batch, seq]"
+    )(lambda model, raw: _model_input(raw, "attention_mask")).writes(
+        lambda model, raw, new: _with_model_input(raw, "attention_mask", new)
+    )
 
     token_embeddings = returned(
         lambda model: f"{model.embed_tokens.path}.output",
@@ -249,6 +259,23 @@ def _unmapped(envoy: Standard, where: str, child: Envoy) -> str:
         f"{family.name!r} family maps to a standard envoy class: add it to the "
         f"plugin's vlreg_envoys."
     )
+
+
+def _model_input(raw: Any, name: str) -> torch.Tensor:
+    args, kwargs = raw
+    found = kwargs.get(name, args[0] if name == "input_ids" and args else None)
+    if found is None:
+        raise Unavailable(f"{name} is unavailable: the model was called without it")
+    return found
+
+
+def _with_model_input(raw: Any, name: str, new: torch.Tensor) -> Any:
+    args, kwargs = raw
+    if name == "input_ids" and args and "input_ids" not in kwargs:
+        return (new, *args[1:]), kwargs
+    if new.shape != _model_input(raw, name).shape:
+        raise ValueError(f"{name} keeps its shape {tuple(_model_input(raw, name).shape)} in a trace, not {tuple(new.shape)}")
+    return args, {**kwargs, name: new}
 
 
 class _Serialized:

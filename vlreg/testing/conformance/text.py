@@ -312,14 +312,28 @@ def _block_of(envoy: Standard) -> Standard:
 
 
 def _write(envoy: Standard, name: str, served: Any, way: str) -> None:
-    """Zeros written to a served value (a tensor, or a list of them) by ``way``."""
+    """A change written to a served value (a tensor, or a list of them) by ``way``: zeros,
+    or for integer values (token ids, a mask) the last position changed (ids + 1, a mask
+    flipped), which keeps them valid inputs."""
     tensors = served if isinstance(served, (list, tuple)) else [served]
+    changed = [_changed(tensor, envoy) for tensor in tensors]
     if way == "assign":
-        zeros = [torch.zeros_like(tensor) for tensor in tensors]
-        setattr(envoy, name, zeros if isinstance(served, (list, tuple)) else zeros[0])
+        setattr(envoy, name, changed if isinstance(served, (list, tuple)) else changed[0])
     else:
-        for tensor in tensors:
-            tensor[:] = 0
+        for tensor, new in zip(tensors, changed):
+            tensor[...] = new
+
+
+def _changed(tensor: torch.Tensor, envoy: Standard) -> torch.Tensor:
+    if tensor.is_floating_point():
+        return torch.zeros_like(tensor)
+    new = tensor.clone().as_subclass(torch.Tensor)
+    last = new[..., -1]
+    if tensor.dtype == torch.bool:
+        new[..., -1] = ~last
+    else:
+        new[..., -1] = 1 - last if int(tensor.max()) <= 1 else (last + 1) % envoy.root.vocab_size
+    return new
 
 
 def attention_blocks(model: StandardizedTransformer) -> list[Layer]:

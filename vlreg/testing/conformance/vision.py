@@ -77,7 +77,7 @@ class VisionConformance(TextConformance):
         assert model.vision.values()[0] == "image_token_mask"
         assert model.vision.values()[-1] == "image_features"
         rows = list(model.support())
-        assert rows[:2] == ["vision.image_token_mask", "token_embeddings"]
+        assert rows[:4] == ["input_ids", "attention_mask", "vision.image_token_mask", "token_embeddings"]
         assert rows.index("vision.tower_output") < rows.index("vision.image_features") < rows.index("input")
         assert rows[-1] == "logits"
 
