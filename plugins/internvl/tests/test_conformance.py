@@ -1,0 +1,34 @@
+"""The InternVL shapes against the conformance suite the core ships."""
+
+from vlreg.testing.conformance import ExpertsConformance, VisionConformance
+
+NATIVE = {
+    "layers": "model.language_model.layers",
+    "embed_tokens": "model.language_model.embed_tokens",
+    "norm": "model.language_model.norm",
+    "lm_head": "lm_head",
+    "vision": "model.vision_tower",
+    "projector": "model.multi_modal_projector",
+    "vision.layers": "model.vision_tower.encoder.layer",
+    "vision.patch_embed": "model.vision_tower.embeddings.patch_embeddings.projection",
+    "vision.layers.0.self_attn": "model.vision_tower.encoder.layer.0.attention",
+    "vision.layers.0.mlp": "model.vision_tower.encoder.layer.0.mlp",
+    "vision.layers.0.input_layernorm": "model.vision_tower.encoder.layer.0.layernorm_before",
+    "vision.layers.0.post_attention_layernorm": "model.vision_tower.encoder.layer.0.layernorm_after",
+}
+
+
+class TestInternVL(VisionConformance):
+    """InternVL3's shape: the InternViT on Qwen2 (served by vlreg-llava's claim). The
+    112 x 84 image is 2 x 2 tiles and a thumbnail, 80 tokens."""
+
+    checkpoint = "internvl"
+    native = NATIVE
+
+
+class TestInternVL35Moe(ExpertsConformance, TestInternVL):
+    """InternVL3.5-30B-A3B's shape: the InternViT on Qwen3-MoE, each token routed to 2
+    of 4 experts."""
+
+    checkpoint = "internvl3_5_moe"
+    unavailable = {"mlp.shared_expert_output": "no shared expert"}
