@@ -1,0 +1,112 @@
+"""Idefics3 and SmolVLM checkpoints for tests: tiny, random weights, real processors.
+
+Each builder writes what a hub checkpoint holds: the config, random weights, a tokenizer
+with the family's special tokens (the image tokens, ``<global-img>``, the 36
+``<row_r_col_c>`` tile tags, the turn tokens), the real processor class with its image
+processor (and SmolVLM's video processor) and a chat template in the family's prompt
+format. The images are kept small so a trace is cheap:
+
+* ``idefics3``: 32-pixel frames of 8-pixel patches shuffled by 2, so a frame is 2 x 2
+  tokens; images resized to a longest edge of 64, so at most 2 x 2 tiles and the global
+  image (20 image tokens). A Llama text model, as Idefics3-8B's.
+* ``smolvlm``: 64-pixel frames of 8-pixel patches shuffled by 4 (as SmolVLM's 512-pixel
+  frames of 16-pixel patches are), again 2 x 2 tokens a frame; longest edge 128. A Llama
+  text model (SmolLM2's), tied embeddings.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from vlreg.testing import save, tokenizer
+
+IMAGE, FAKE, GLOBAL, END = "<image>", "<fake_token_around_image>", "<global-img>", "<end_of_utterance>"
+#: The tags the processor writes before each tile's tokens (up to 6 x 6 tiles).
+TILE_TAGS = tuple(f"<row_{r + 1}_col_{c + 1}>" for r in range(6) for c in range(6))
+
+#: Idefics3's prompt format: "User:<image>What is in this image?<end_of_utterance>\nAssistant:"
+#: (a colon alone before content that opens with an image, else ": "), after a BOS.
+_TURNS = (
+    "{% for message in messages %}{{ message['role'] | capitalize }}"
+    "{% if message['content'][0]['type'] == 'image' %}{{ ':' }}{% else %}{{ ': ' }}{% endif %}"
+    "{% for line in message['content'] %}{% if line['type'] == 'text' %}{{ line['text'] }}"
+    "{% elif line['type'] == 'image' %}{{ '<image>' }}{% endif %}{% endfor %}<end_of_utterance>\n{% endfor %}"
+    "{% if add_generation_prompt %}{{ 'Assistant:' }}{% endif %}"
+)
+IDEFICS3_TEMPLATE = "<|begin_of_text|>" + _TURNS
+#: SmolVLM's: the same turns after "<|im_start|>".
+SMOLVLM_TEMPLATE = "<|im_start|>" + _TURNS
+
+TEXT = {
+    "hidden_size": 64,
+    "intermediate_size": 128,
+    "num_hidden_layers": 2,
+    "num_attention_heads": 4,
+    "num_key_value_heads": 2,
+    "max_position_embeddings": 1024,
+}
+TOWER = {"hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4, "patch_size": 8}
+
+#: family -> tile side, longest edge, pixel-shuffle factor, text special tokens, their roles, tied embeddings
+FAMILIES = {
+    "idefics3": (32, 64, 2, ("<|begin_of_text|>", "<|end_of_text|>", "<|reserved_special_token_0|>"),
+                 {"bos_token": "<|begin_of_text|>", "eos_token": "<|end_of_text|>",
+                  "pad_token": "<|reserved_special_token_0|>"}, False),
+    "smolvlm": (64, 128, 4, ("<|endoftext|>", "<|im_start|>", "<|im_end|>"),
+                {"unk_token": "<|endoftext|>", "bos_token": "<|im_start|>", "eos_token": END,
+                 "pad_token": "<|im_end|>"}, True),
+}
+
+
+def builder(family: str):
+    """The checkpoint builder of ``family`` (`vlreg_checkpoints`)."""
+
+    def build(path: Path, **overrides: Any) -> Path:
+        return _tiny(family, Path(path), **overrides)
+
+    build.__doc__ = (
+        f"Write a tiny random-weight {family} checkpoint to ``path`` (see the module). ``overrides``: "
+        f"``text_config`` and ``vision_config`` dicts, other fields of the top-level config."
+    )
+    return build
+
+
+def _tiny(family: str, path: Path, **overrides: Any) -> Path:
+    import transformers
+    from transformers import GenerationConfig
+
+    tile, longest, scale, text_tokens, roles, tied = FAMILIES[family]
+    tokens = (*text_tokens, FAKE, IMAGE, END, GLOBAL, *TILE_TAGS)
+    tok = tokenizer(tokens, vocab_size=400, **roles)
+    ids = dict(zip(tokens, tok.convert_tokens_to_ids(list(tokens))))
+    prefix = {"idefics3": "Idefics3", "smolvlm": "SmolVLM"}[family]
+    images = getattr(transformers, f"{prefix}ImageProcessor")(
+        size={"longest_edge": longest}, max_image_size={"longest_edge": tile}
+    )
+    seq_len = ((tile // TOWER["patch_size"]) // scale) ** 2
+    if family == "smolvlm":
+        from transformers import SmolVLMVideoProcessor
+
+        videos = SmolVLMVideoProcessor(size={"longest_edge": longest}, max_image_size={"longest_edge": tile})
+        processor = transformers.SmolVLMProcessor(
+            image_processor=images, tokenizer=tok, video_processor=videos, image_seq_len=seq_len,
+            chat_template=SMOLVLM_TEMPLATE,
+        )
+    else:
+        processor = transformers.Idefics3Processor(
+            image_processor=images, tokenizer=tok, image_seq_len=seq_len, chat_template=IDEFICS3_TEMPLATE
+        )
+    special = {"bos_token_id": ids[roles["bos_token"]], "eos_token_id": ids[roles["eos_token"]],
+               "pad_token_id": ids[roles["pad_token"]]}
+    text = {"model_type": "llama", "vocab_size": len(tok), **TEXT, "tie_word_embeddings": tied, **special,
+            **overrides.pop("text_config", {})}
+    vision = {**TOWER, "image_size": tile, **overrides.pop("vision_config", {})}
+    config = getattr(transformers, f"{prefix}Config")(
+        text_config=text, vision_config=vision, image_token_id=ids[IMAGE], scale_factor=scale,
+        tie_word_embeddings=tied, **overrides,
+    )
+    return save(path, config, processor, GenerationConfig(**special))
+
+
+BUILDERS = {family: builder(family) for family in FAMILIES}
