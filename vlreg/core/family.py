@@ -27,6 +27,9 @@ KNOWN_DISTRIBUTIONS = {
     "llava": ("vlreg-llava", "plugins/llava"),
     "llava_next": ("vlreg-llava", "plugins/llava"),
     **{family: ("vlreg-qwen3-vl", "plugins/qwen3_vl") for family in ("qwen3_vl", "qwen3_vl_moe", "qwen3_5", "qwen3_5_moe")},
+    "internvl": ("vlreg-internvl", "plugins/internvl"),
+    "internvl_vision": ("vlreg-internvl", "plugins/internvl"),
+    "text:qwen3_moe": ("vlreg-internvl", "plugins/internvl"),
 }
 
 Predicate = Callable[[Any], "str | None"]
