@@ -48,7 +48,7 @@ def test_an_unserved_text_model_names_the_part(path, tmp_path):
     folder = tmp_path / "odd-text"
     folder.mkdir()
     config = json.loads(open(f"{path}/config.json").read())
-    config["text_config"]["model_type"] = "qwen3"
+    config["text_config"]["model_type"] = "olmo2"
     (folder / "config.json").write_text(json.dumps(config))
 
     class WrapperOnly:
@@ -57,7 +57,7 @@ def test_an_unserved_text_model_names_the_part(path, tmp_path):
             return [Claim("wrapper", "qwen2_vl"), Claim("vision", "qwen2_vl_vision")]
 
     with registered(WrapperOnly(), name="wrapper-only", replacing=[qwen2_vl]):
-        with pytest.raises(NoFamily, match="text model, model_type 'qwen3'"):
+        with pytest.raises(NoFamily, match="text model, model_type 'olmo2'"):
             StandardizedTransformer(str(folder), task="image-text-to-text")
 
 

@@ -13,10 +13,12 @@ helper takes one prompt, or a list of prompts, with its images, as ``model.trace
   image's tokens, and the tower's own pattern on the image's token grid;
 * `project_on_vocab`, `top_tokens`, `next_token_probs` (`lens`): the readout of any
   stream value, the likeliest tokens, the next token's distribution;
-* `steer`, `skip_layers` (`steering`): edits to call inside a trace or a generation.
+* `steer`, `skip_layers` (`steering`): edits to call inside a trace or a generation;
+* `compare_streams` (`compare`): two models' streams block by block on the same text.
 """
 
 from .attention import ImageAttention, TowerPatterns, attention_to_images, tower_patterns
+from .compare import compare_streams
 from .edits import Ablation, Occlusion, Patching, ablate_image, occlusion, patch_image
 from .lens import LogitLens, logit_lens, next_token_probs, project_on_vocab, top_tokens
 from .steering import skip_layers, steer
@@ -41,4 +43,5 @@ __all__ = [
     "next_token_probs",
     "steer",
     "skip_layers",
+    "compare_streams",
 ]

@@ -30,6 +30,11 @@ KNOWN_DISTRIBUTIONS = {
     "internvl": ("vlreg-internvl", "plugins/internvl"),
     "internvl_vision": ("vlreg-internvl", "plugins/internvl"),
     "text:qwen3_moe": ("vlreg-internvl", "plugins/internvl"),
+    # A base language model's config is both its wrapper (served by vlreg-text) and its
+    # text model (served, for these, by the plugin whose families use it): keyed by part.
+    **{f"wrapper:{base}": ("vlreg-text", "plugins/text") for base in ("qwen2", "qwen3", "llama", "mistral", "gemma3_text")},
+    "qwen3": ("vlreg-text", "plugins/text"),
+    **{f"text:{base}": ("vlreg-llava", "plugins/llava") for base in ("qwen2", "llama", "mistral")},
 }
 
 Predicate = Callable[[Any], "str | None"]
@@ -155,7 +160,7 @@ def _unclaimed(part: Part, served: dict[str, Any]) -> str:
             f"{what}. An installed plugin that serves it was not loaded: {named}. Enable it "
             f"(take it out of VLREG_DISABLE_PLUGINS, or add it to VLREG_LOAD_PLUGINS) to load this checkpoint."
         )
-    known = KNOWN_DISTRIBUTIONS.get(part.model_type)
+    known = KNOWN_DISTRIBUTIONS.get(f"{part.kind}:{part.model_type}") or KNOWN_DISTRIBUTIONS.get(part.model_type)
     if known is not None:
         fix = f"install the {known[0]} distribution (from the vlreg repository: pip install ./{known[1]})"
     else:

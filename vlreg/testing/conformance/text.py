@@ -73,6 +73,8 @@ class TextConformance:
         return cls.load(path, attn_implementation="sdpa")
 
     def text_prompt(self, model: StandardizedTransformer) -> str:
+        if model.processor is None:  # a base language model: the plain text
+            return self.text
         messages = [{"role": "user", "content": [{"type": "text", "text": self.text}]}]
         return model.processor.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
 

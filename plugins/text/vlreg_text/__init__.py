@@ -1,0 +1,51 @@
+"""vlreg-text: base language models under the standard names.
+
+A vision-language model's text model is usually a base language model's architecture
+(llava-interleave's is Qwen2's, Gemma 3's is Gemma 3 text's), so comparing the two block
+by block needs the base model under the same names. A text-only checkpoint's config is
+one part serving as both the wrapper and the text model; this plugin claims the
+*wrapper* part of those model types (where the text model sits: ``model.layers``,
+``model.embed_tokens``, ``model.norm``), and the *text* part is served by whichever
+plugin adapts that text model for the vision-language families (vlreg-llava for
+``qwen2``, ``llama``, ``mistral``; vlreg-gemma for ``gemma3_text``) — reuse through the
+registry, nothing imported. Qwen3's text blocks, which no vision-language family here
+uses, are claimed here too.
+"""
+
+from vlreg.plugin import Attention, Claim, Layer, Mlp, hookimpl
+
+#: Base language models served: Qwen2.5 checkpoints are model_type qwen2.
+WRAPPERS = ("qwen2", "qwen3", "llama", "mistral", "gemma3_text")
+
+RENAME = {"model.layers": "layers", "model.embed_tokens": "embed_tokens", "model.norm": "norm"}
+
+
+@hookimpl
+def vlreg_plugin_api():
+    return 1
+
+
+@hookimpl
+def vlreg_claims():
+    return [*(Claim("wrapper", model_type) for model_type in WRAPPERS), Claim("text", "qwen3")]
+
+
+@hookimpl
+def vlreg_rename(part):
+    return RENAME if part.kind == "wrapper" else None
+
+
+@hookimpl
+def vlreg_envoys(part):
+    if part.kind != "text":
+        return None
+    from transformers.models.qwen3 import modeling_qwen3 as qwen3
+
+    return {qwen3.Qwen3DecoderLayer: Layer, qwen3.Qwen3Attention: Attention, qwen3.Qwen3MLP: Mlp}
+
+
+@hookimpl
+def vlreg_checkpoints():
+    from .checkpoints import BUILDERS
+
+    return BUILDERS

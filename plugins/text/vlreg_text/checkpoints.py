@@ -1,0 +1,37 @@
+"""Tiny base language models for tests: config, random weights, a trained tokenizer."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from vlreg.testing import tokenizer
+
+#: model_type -> its causal-LM config class
+CONFIGS = {"qwen2": "Qwen2Config", "qwen3": "Qwen3Config", "llama": "LlamaConfig", "mistral": "MistralConfig"}
+
+TINY = {"hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2, "num_attention_heads": 4,
+        "num_key_value_heads": 2, "head_dim": 16, "max_position_embeddings": 512}
+
+
+def builder(model_type: str):
+    def build(path: Path, **overrides: Any) -> Path:
+        """A random-weight causal LM of this type: 64 wide, 4 heads over 2 of 16, 2 blocks."""
+        import torch
+        import transformers
+        from transformers import AutoModelForCausalLM
+
+        tok = tokenizer(["<|endoftext|>"], eos_token="<|endoftext|>", pad_token="<|endoftext|>")
+        config = getattr(transformers, CONFIGS[model_type])(
+            vocab_size=len(tok), **{**TINY, **overrides},
+            bos_token_id=None, eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id,
+        )
+        torch.manual_seed(0)
+        AutoModelForCausalLM.from_config(config).eval().save_pretrained(path)
+        tok.save_pretrained(path)
+        return Path(path)
+
+    return build
+
+
+BUILDERS = {f"{model_type}_base": builder(model_type) for model_type in CONFIGS}

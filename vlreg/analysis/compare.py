@@ -1,0 +1,31 @@
+"""Comparing two models' streams block by block on the same text."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+
+def compare_streams(model_a: Any, model_b: Any, prompt: str) -> torch.Tensor:
+    """The cosine similarity of the two models' streams after each block, ``[layers]``,
+    averaged over the prompt's positions: a vision-language model's text model against
+    the base model it came from, or a model against an edited copy. Both must tokenize
+    ``prompt`` alike and have as many blocks."""
+    if model_a.num_layers != model_b.num_layers:
+        raise ValueError(f"the models have {model_a.num_layers} and {model_b.num_layers} blocks")
+    streams = [_streams(model, prompt) for model in (model_a, model_b)]
+    if streams[0].shape != streams[1].shape:
+        raise ValueError(
+            f"the models read the prompt as {streams[0].shape[1]} and {streams[1].shape[1]} tokens: "
+            "compare them on text both tokenize alike"
+        )
+    return torch.nn.functional.cosine_similarity(streams[0], streams[1], dim=-1).mean(-1)
+
+
+def _streams(model: Any, prompt: str) -> torch.Tensor:
+    saved: list = []
+    with torch.no_grad(), model.trace(prompt):
+        for block in model.layers:
+            saved.append(block.layer_output[0].save())
+    return torch.stack([stream.detach().double() for stream in saved])
