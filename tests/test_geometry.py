@@ -244,3 +244,17 @@ def test_real_processors_geometry(name):
     x, y = size[0] / width, size[1] / height
     last = torch.tensor([(columns - 1) * cell * x, (rows - 1) * cell * y, columns * cell * x, rows * cell * y], dtype=torch.float64)
     torch.testing.assert_close(geometry.boxes[-1], last)
+
+
+def test_images_a_list_per_prompt_as_the_trace_takes_them(loaded):
+    """Several prompts' images as one list per prompt (the form SmolVLM's processor needs)
+    give the geometry the flat list gives, image by image in order."""
+    model = loaded("qwen2_vl")
+    prompts = [chat(model, images=2), chat(model)]
+    images = [*pictures(), image(56, 56, seed=3)]
+    flat = model.vision.geometry(prompts, images)
+    nested = model.vision.geometry(prompts, [images[:2], images[2:]])
+    assert [(g.row, g.size, g.positions.tolist(), g.offset) for g in nested] == [
+        (g.row, g.size, g.positions.tolist(), g.offset) for g in flat
+    ]
+    assert [g.row for g in nested] == [0, 0, 1]

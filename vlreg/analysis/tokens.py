@@ -7,11 +7,18 @@ from typing import Any, Sequence
 
 import torch
 
-from ..core.geometry import ImageGeometry
+from ..core.geometry import ImageGeometry, leaves
 
 
 def _images(images: Any) -> list:
-    return list(images) if isinstance(images, (list, tuple)) else [images]
+    """``images`` as the trace takes them: a list, flat or one list per prompt
+    (``[[a, b], [c]]``). One prompt's list in a list (``[[a, b]]``) is that prompt's flat
+    list, which every processor takes, so that ``len`` counts a one-prompt call's images."""
+    if not isinstance(images, (list, tuple)):
+        return [images]
+    if len(images) == 1 and isinstance(images[0], (list, tuple)):
+        return list(images[0])
+    return list(images)
 
 
 def _where(geometry: Sequence[ImageGeometry]) -> tuple[torch.Tensor, torch.Tensor]:
@@ -49,10 +56,12 @@ def _logits(model: Any, prompt: Any, images: list, row: int, position: int) -> t
 
 def _copies(model: Any, prompt: Any, images: list, count: int) -> tuple[list, list, list[ImageGeometry]]:
     """``count`` copies of a one-row prompt with its images, a copy a batch row, and the
-    batch's geometry: image ``j`` of copy ``k`` is ``geometry[k * len(images) + j]``."""
+    batch's geometry: image ``j`` of copy ``k`` is ``geometry[k * len(images) + j]``.
+    The images go a list per copy, the form every processor takes for several prompts
+    (SmolVLM's needs it: a flat list would be one prompt's)."""
     if not isinstance(prompt, str):
         raise ValueError("one token at a time runs copies of one prompt in a batch: pass the prompt as a string")
-    prompts, pictures = [prompt] * count, images * count
+    prompts, pictures = [prompt] * count, [leaves(images) for _ in range(count)]
     return prompts, pictures, model.vision.geometry(prompts, pictures)
 
 

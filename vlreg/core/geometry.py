@@ -123,9 +123,19 @@ class ImageGeometry:
 Grids = Callable[[Any, Sequence[Any], Any], Sequence[Any]]
 
 
+def leaves(images: Any) -> list:
+    """The images of ``images`` in order, however nested: a single image, a list of them,
+    or a list per prompt (``[[a, b], [c]]``, the form SmolVLM's processor needs for
+    several prompts)."""
+    if not isinstance(images, (list, tuple)):
+        return [images]
+    return [leaf for item in images for leaf in leaves(item)]
+
+
 def encode(processor: Any, prompt: "str | Sequence[str]", images: Sequence[Any]) -> Any:
     """The processor's encoding of ``prompt`` and ``images`` as a trace makes it (several
-    prompts padded, as `StandardizedTransformer` pads them)."""
+    prompts padded, as `StandardizedTransformer` pads them). ``images`` is handed over as
+    the trace hands it, flat or a list per prompt."""
     if isinstance(prompt, (list, tuple)):
         if len(prompt) > 1:
             return processor(text=list(prompt), images=list(images), padding=True, return_tensors="pt")
@@ -135,7 +145,8 @@ def encode(processor: Any, prompt: "str | Sequence[str]", images: Sequence[Any])
 
 def image_geometry(model: Any, prompt: "str | Sequence[str]", images: Any) -> list[ImageGeometry]:
     """Each image of ``prompt``, in the order given: its row, its token positions, its
-    grids and boxes. Runs the processor only; no trace."""
+    grids and boxes. Runs the processor only; no trace. ``images`` is what the trace
+    takes: one image, a list, or a list per prompt (`leaves` gives their order)."""
     vision = model.vision
     reason = vision.no_images()
     if reason:
@@ -146,8 +157,9 @@ def image_geometry(model: Any, prompt: "str | Sequence[str]", images: Any) -> li
             f"vision.geometry is unavailable: the {model.family.name!r} family declares no image grids "
             "(its plugin implements no vlreg_image_grids)"
         )
-    images = list(images) if isinstance(images, (list, tuple)) else [images]
-    encoding = encode(model.processor, prompt, images)
+    given = list(images) if isinstance(images, (list, tuple)) else [images]
+    encoding = encode(model.processor, prompt, given)
+    images = leaves(given)  # the family's grids, and the sizes, are per image in order
     declared = [_grids(one) for one in declare(encoding, images, model.processor)]
     if len(declared) != len(images):
         raise ValueError(f"the family declared grids for {len(declared)} images, but {len(images)} were given")
