@@ -82,8 +82,15 @@ def tower_patterns(model: Any, prompt: Any, images: Any, *, layer: int = -1) -> 
     queries, keys and ``cu_seqlens`` and the patterns are computed with
     ``self_attn.patterns``; any other tower serves ``attention_probabilities`` (eager).
     Where the tower runs on several crops per image (LLaVA-NeXT), one image at a time
-    is supported, and its pattern is the base image's."""
+    is supported, and its pattern is the base image's. On a tower that pads each image's
+    patches to a fixed length (`Vision.padded_patches`: Gemma 4) the pattern is over the
+    image's own patches, which come first; a vision part with no blocks has none."""
     images = _images(images)
+    if model.vision.num_layers == 0:
+        raise Unavailable(
+            "tower_patterns is unavailable: this model's vision part has no blocks (an embedder, "
+            "not a tower), so no attention runs among its patches"
+        )
     geometry = model.vision.geometry(prompt, images)
     layer = range(model.vision.num_layers)[layer]
     attention = model.vision.layers[layer].self_attn
@@ -101,14 +108,16 @@ def tower_patterns(model: Any, prompt: Any, images: Any, *, layer: int = -1) -> 
         grid = next(i for i, g in enumerate(image.grids) if bool(g.covered.all()))
         chosen = image.grids[grid]
         patches = chosen.tokens * chosen.fold**2
-        if pattern.shape[-1] != prefix + patches:
+        padded = model.vision.padded_patches and pattern.shape[-1] > prefix + patches
+        if pattern.shape[-1] != prefix + patches and not padded:
             raise Unavailable(
                 f"tower_patterns is unavailable: the tower's pattern spans {pattern.shape[-1]} positions, "
                 f"but image {index}'s grid is {chosen.rows} x {chosen.columns} tokens of {chosen.fold} x "
                 f"{chosen.fold} patches after {prefix} class tokens ({prefix + patches}): the family does "
                 f"not declare how its patches fold into tokens (ImageGrid.fold, Vision.class_tokens)"
             )
-        patterns.append(fold(pattern[index, :, prefix:, prefix:], chosen.rows, chosen.columns, chosen.fold))
+        end = prefix + patches  # the image's own patches; a padded tower's padding follows them
+        patterns.append(fold(pattern[index, :, prefix:end, prefix:end], chosen.rows, chosen.columns, chosen.fold))
         grids.append(grid)
     return TowerPatterns(layer, patterns, grids, geometry)
 

@@ -187,7 +187,7 @@ def forward_order(model: Any) -> str:
     steps = ["vision.image_token_mask (off the inputs)"] if images else []
     steps.append("token_embeddings")
     if images:
-        last = len(vision.layers) - 1
+        last = vision.num_layers - 1  # a vision part may have no blocks (an embedder)
         tower = f"vision.layers[0] to vision.layers[{last}], " if last >= 0 else ""
         steps.append(f"the tower (vision.patch_embeddings, {tower}vision.tower_output) and model.projector")
         steps.append("vision.image_features (where the features enter the embeddings)")

@@ -38,7 +38,15 @@ class TextConformance:
       the family's blocks (a pre-norm block);
     * ``o_proj``: the attention's output projection, which maps the head outputs to the
       attention output;
-    * ``load_options``: extra keyword arguments for every load.
+    * ``load_options``: extra keyword arguments for every load;
+    * ``text_images``: images every prompt carries, for a processor that takes no prompt
+      without one (PaliGemma's): the text prompt is then the processor's encoding of the
+      text with that many images, which a trace takes as it is;
+    * ``bidirectional_prefix``: whether the prompt is a prefix the model attends
+      bidirectionally (PaliGemma's prefix-LM): the pattern then has tokens attending to
+      later ones, where elsewhere it is causal;
+    * ``supports_sdpa``: whether transformers runs the text model under sdpa (Gemma 2's
+      softcapping runs only eager), which the check that the interior needs eager loads.
     """
 
     checkpoint: ClassVar[str]
@@ -49,6 +57,9 @@ class TextConformance:
     plain_sum: ClassVar[bool] = True
     o_proj: ClassVar[str] = "o_proj"
     text: ClassVar[str] = "The quick brown fox jumps over the lazy dog."
+    text_images: ClassVar[int] = 0
+    bidirectional_prefix: ClassVar[bool] = False
+    supports_sdpa: ClassVar[bool] = True
 
     # -- fixtures -------------------------------------------------------------
 
@@ -70,13 +81,22 @@ class TextConformance:
     @pytest.fixture(scope="class")
     @classmethod
     def sdpa_model(cls, path: str) -> StandardizedTransformer:
+        if not cls.supports_sdpa:
+            pytest.skip("transformers runs this text model only with eager attention (it refuses sdpa)")
         return cls.load(path, attn_implementation="sdpa")
 
-    def text_prompt(self, model: StandardizedTransformer) -> str:
+    def text_prompt(self, model: StandardizedTransformer) -> "str | dict":
         if model.processor is None:  # a base language model: the plain text
             return self.text
-        messages = [{"role": "user", "content": [{"type": "text", "text": self.text}]}]
-        return model.processor.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
+        content = [{"type": "image"}] * self.text_images + [{"type": "text", "text": self.text}]
+        messages = [{"role": "user", "content": content}]
+        prompt = model.processor.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
+        if not self.text_images:
+            return prompt
+        from .vision import image
+
+        pictures = [image(56, 56, seed) for seed in range(self.text_images)]
+        return dict(model.processor(text=prompt, images=pictures, return_tensors="pt"))
 
     # -- names and sizes ----------------------------------------------------
 
@@ -193,7 +213,7 @@ class TextConformance:
 
     def test_token_embeddings_are_the_embedding(self, model):
         prompt = self.text_prompt(model)
-        ids = model.tokenizer(prompt, return_tensors="pt")["input_ids"]
+        ids = prompt["input_ids"] if isinstance(prompt, dict) else model.tokenizer(prompt, return_tensors="pt")["input_ids"]
         with model.trace(prompt):
             embeddings = model.token_embeddings.save()
         assert torch.equal(embeddings, model.embed_tokens._module(ids))
@@ -214,7 +234,10 @@ class TextConformance:
         assert tuple(keys.shape) == tuple(values.shape) == (batch, model.num_kv_heads, seq, model.head_dim)
         assert tuple(scores.shape) == tuple(pattern.shape) == (batch, model.num_heads, seq, seq)
         torch.testing.assert_close(pattern.sum(-1), torch.ones_like(pattern.sum(-1)))
-        assert pattern.triu(1).abs().max() == 0, "a token attends to a later one"
+        if self.bidirectional_prefix:
+            assert pattern.triu(1).abs().max() > 0, "no token of the prefix attends to a later one"
+        else:
+            assert pattern.triu(1).abs().max() == 0, "a token attends to a later one"
         assert tuple(heads.shape) == (batch, seq, model.num_heads, model.head_dim)
         o_proj = getattr(block.self_attn, self.o_proj)._module
         torch.testing.assert_close(o_proj(heads.reshape(batch, seq, -1)), output)

@@ -31,12 +31,15 @@ class VisionConformance(TextConformance):
     * ``projector_output_is_features``: whether ``projector.output`` is what the
       scatter writes (not on LLaVA-NeXT, which unpads it and adds newline rows);
     * ``tower_plain_sum``: ``plain_sum`` for the tower's blocks;
-    * ``tower_o_proj``: the tower attention's output projection.
+    * ``tower_o_proj``: the tower attention's output projection;
+    * ``tower_blocks``: whether the vision part has blocks (Gemma 4 unified's has none: its
+      ``vision`` is an embedder, and the tests of blocks say so instead of running).
     """
 
     image_sizes: ClassVar[tuple[tuple[int, int], ...]] = ((112, 84),)
     projector_output_is_features: ClassVar[bool] = True
     tower_plain_sum: ClassVar[bool] = True
+    tower_blocks: ClassVar[bool] = True
     question: ClassVar[str] = "What is in this image?"
 
     def image_prompt(self, model: Any, images: int = 1) -> str:
@@ -55,6 +58,9 @@ class VisionConformance(TextConformance):
     def test_tower_is_standard(self, model):
         assert isinstance(model.vision, Vision)
         assert model.vision.no_images() is None
+        if not self.tower_blocks:
+            assert model.vision.num_layers == 0 and "layers" not in model.vision.__dict__
+            return
         assert model.vision.num_layers == len(model.vision.layers) > 0
         for block in model.vision.layers:
             assert isinstance(block, VisionLayer)
@@ -62,6 +68,7 @@ class VisionConformance(TextConformance):
             assert isinstance(block.mlp, VisionMlp)
 
     def test_tower_sizes_agree_with_its_blocks(self, model):
+        self.needs_blocks()
         vision = model.vision
         assert vision.head_dim * vision.num_heads == vision.vision_hidden_size
         for block in vision.layers:
@@ -82,7 +89,9 @@ class VisionConformance(TextConformance):
         assert rows[-1] == "logits"
 
     def test_tower_keys_bind_only_in_the_tower(self, model):
-        tower_aliases = set(model.vision.layers[0]._aliases) | set(model.vision._aliases)
+        tower_aliases = set(model.vision._aliases)
+        if self.tower_blocks:
+            tower_aliases |= set(model.vision.layers[0]._aliases)
         for block in model.layers:
             assert not set(block._aliases) & (tower_aliases - {"self_attn"}), "a tower key bound on a text block"
 
@@ -133,6 +142,7 @@ class VisionConformance(TextConformance):
     # -- the tower ------------------------------------------------------------
 
     def test_tower_block_identity(self, model):
+        self.needs_blocks()
         if not self.tower_plain_sum:
             pytest.skip("this tower's blocks norm their sublayers' outputs (not a plain sum)")
         rows = []  # made outside the trace: names first bound inside one do not leave it
@@ -145,6 +155,7 @@ class VisionConformance(TextConformance):
             torch.testing.assert_close(x + attn + mlp, out)
 
     def test_in_place_edit_of_a_tower_block_reaches_the_next(self, model):
+        self.needs_blocks()
         if model.vision.num_layers < 2:
             pytest.skip("the tower has one block")
         with model.trace(self.image_prompt(model), images=self.images()[:1]):
@@ -155,21 +166,27 @@ class VisionConformance(TextConformance):
     def test_tower_values_are_patches(self, model):
         with model.trace(self.image_prompt(model), images=self.images()[:1]):
             embedded = model.vision.patch_embeddings.save()
-            out = model.vision.layers[-1].layer_output.save()
+            out = (model.vision.layers[-1].layer_output if self.tower_blocks else model.vision.tower_output).save()
         assert embedded.dim() == out.dim() == 3
         assert embedded.shape[-1] == out.shape[-1] == model.vision.vision_hidden_size
 
     def test_vision_rows_in_support(self, model):
         rows = model.support()
+        blocks = ("vision.layer_output", "vision.self_attn.attention_output",
+                  "vision.self_attn.attention_probabilities", "vision.mlp.mlp_output")
         for row in ("vision.patch_embeddings", "vision.tower_output", "vision.image_token_mask",
-                    "vision.image_features", "vision.layer_output", "vision.self_attn.attention_output",
-                    "vision.self_attn.attention_probabilities", "vision.mlp.mlp_output"):
-            assert row in rows, row
+                    "vision.image_features", *blocks):
+            assert (row in rows) == (self.tower_blocks or row not in blocks), row
         assert model.vision.support() == {
             row.removeprefix("vision."): reason for row, reason in rows.items() if row.startswith("vision.")
         }
 
     def test_text_prompt_on_an_image_load(self, model):
+        if self.text_images:  # the processor refuses a prompt without images
+            with pytest.raises(ValueError, match="images"):
+                with model.trace(self.text):
+                    model.logits.save()
+            return
         with model.trace(self.text_prompt(model)):
             mask = model.vision.image_token_mask.save()
             out = model.layers[-1].layer_output.save()
@@ -203,10 +220,17 @@ class VisionConformance(TextConformance):
                 text_only.logits.save()
         with text_only.trace(self.text):
             logits = text_only.logits.save()
-        with model.trace(self.text):
+        # the same tokens, through the processor, or as the tokenizer's encoding where the
+        # processor takes no prompt without images
+        same = dict(text_only.tokenizer(self.text, return_tensors="pt")) if self.text_images else self.text
+        with model.trace(same):
             expected = model.logits.save()
         assert logits.shape[-1] == text_only.vocab_size
         torch.testing.assert_close(logits, expected)
+
+    def needs_blocks(self) -> None:
+        if not self.tower_blocks:
+            pytest.skip("this vision part has no blocks (an embedder, not a tower)")
 
     def test_lazy_text_only_build(self, path, model):
         """Refused, naming the fix, where transformers has no text-generation class for
