@@ -119,11 +119,8 @@ def build_internvl(path: Path, *, text_model: str = "qwen2", **overrides: Any) -
         vision_config={**TOWER, **overrides.pop("vision_config", {})},
         image_token_id=ids[IMAGE],
         image_seq_length=TOKENS_PER_TILE,
-        downsample_ratio=0.5,
-        vision_feature_layer=-1,
-        vision_feature_select_strategy="default",
-        tie_word_embeddings=True,
-        **overrides,
+        **{"downsample_ratio": 0.5, "vision_feature_layer": -1, "vision_feature_select_strategy": "default",
+           "tie_word_embeddings": True, **overrides},
     )
     from transformers import GenerationConfig
 

@@ -1,0 +1,186 @@
+"""What InternVL promises beyond the conformance suite: the chat format, the layer-scaled
+tower blocks, the pixel shuffle's patch -> token map (the grids' ``fold``), the tower's
+pattern on tokens, and every analysis helper on it."""
+
+from __future__ import annotations
+
+import inspect
+
+import pytest
+import torch
+
+from vlreg import StandardizedTransformer, analysis
+from vlreg.testing import build
+from vlreg.testing.conformance import image
+
+PICTURE = image(112, 84)  # 2 x 2 tiles and the thumbnail: 5 crops of 16 tokens
+
+
+@pytest.fixture(scope="module")
+def model():
+    return StandardizedTransformer(
+        str(build("internvl")), task="image-text-to-text", dispatch=True, device="cpu", attn_implementation="eager"
+    )
+
+
+def chat(model, images: int = 1, text: str = "What is in this image?") -> str:
+    content = [{"type": "image"}] * images + [{"type": "text", "text": text}]
+    return model.processor.apply_chat_template([{"role": "user", "content": content}], add_generation_prompt=True, tokenize=False)
+
+
+def test_chat_template_gives_internvls_format(model):
+    prompt = chat(model)
+    assert prompt == "<|im_start|>user\n<IMG_CONTEXT>\nWhat is in this image?<|im_end|>\n<|im_start|>assistant\n"
+    ids = model.processor(text=prompt, images=[PICTURE], return_tensors="pt")["input_ids"][0]
+    tokens = model.tokenizer.convert_ids_to_tokens(ids.tolist())
+    start = tokens.index("<img>")
+    assert tokens[start + 1 : start + 81] == ["<IMG_CONTEXT>"] * 80 and tokens[start + 81] == "</img>"
+
+
+def test_parts_and_sizes(model):
+    assert model.family.name == "internvl"
+    assert model.family.parts["text"].model_type == "qwen2"
+    assert model.family.plugins["text"].__name__ == "vlreg_llava"  # reused by claim, nothing imported
+    vision = model.vision
+    assert (vision.class_tokens, vision.patch_size, vision.image_size, vision.num_layers) == (1, 7, 56, 2)
+    assert vision.patch_embed.weight.shape[-1] == vision.patch_size
+    with model.trace(chat(model), images=[PICTURE]):
+        patches = vision.patch_embeddings.save()
+        tower = vision.tower_output.save()
+    assert patches.shape == (5, 64, vision.vision_hidden_size)
+    assert tower.shape == (5, 65, vision.vision_hidden_size)  # the class token, then the patches
+
+
+def test_a_sublayer_adds_its_output_times_its_layer_scale(model):
+    """The block's lambdas scale what each sublayer adds; the modules' own outputs are
+    before them."""
+    block = model.vision.layers[0]
+    with model.trace(chat(model), images=[PICTURE]):
+        attention = block.self_attn.output.save()
+        added = block.self_attn.attention_output.save()
+        mlp = block.mlp.output.save()
+        mlp_added = block.mlp.mlp_output.save()
+    torch.testing.assert_close(added, block._module.lambda_1 * attention[0])
+    torch.testing.assert_close(mlp_added, block._module.lambda_2 * mlp)
+    assert not torch.allclose(added, attention[0])
+
+
+def test_the_pixel_shuffle_folds_each_2x2_block_of_patches_into_a_token(model):
+    """Token (i, j) of a tile is its patches (2i + di, 2j + dj) side by side, in that
+    order, after the class token is dropped: what ``ImageGrid.fold = 2`` declares."""
+    with model.trace(chat(model), images=[PICTURE]):
+        tower = model.vision.tower_output.save()
+        fed = model.projector.input.save()
+    grid = model.vision.geometry(chat(model), [PICTURE])[0].grids[0]
+    assert (grid.rows, grid.columns, grid.fold) == (4, 4, 2)
+    patches = tower[:, 1:].reshape(5, 8, 8, -1)
+    for i in range(4):
+        for j in range(4):
+            expected = torch.cat([patches[:, 2 * i + di, 2 * j + dj] for di in (0, 1) for dj in (0, 1)], -1)
+            assert torch.equal(fed[:, 4 * i + j], expected), (i, j)
+
+
+def test_the_tiles_then_the_thumbnail_fill_the_image_tokens_in_order(model):
+    """The projector's rows are the crops' tokens in crop order, and the grids name the
+    crops in that order: four tiles, then the thumbnail."""
+    with model.trace(chat(model), images=[PICTURE]):
+        projected = model.projector.output.save()
+        features = model.vision.image_features.save()
+    (geometry,) = model.vision.geometry(chat(model), [PICTURE])
+    assert [g.label for g in geometry.grids] == ["tile 0,0", "tile 0,1", "tile 1,0", "tile 1,1", "thumbnail"]
+    for crop, grid in enumerate(geometry.grids):
+        assert torch.equal(features[geometry.span(crop)], projected[crop])
+
+
+def _by_hand(queries: torch.Tensor, keys: torch.Tensor, crop: int) -> torch.Tensor:
+    """Crop ``crop``'s pattern over its 4 x 4 tokens, from the queries and keys: softmax of
+    the scaled scores over the class token and 64 patches, the class token's row and
+    column left out, then each token's 4 query rows averaged and 4 key columns summed."""
+    q, k = queries[crop].double(), keys[crop].double()
+    pattern = (q @ k.transpose(-1, -2) * q.shape[-1] ** -0.5).softmax(-1)[:, 1:, 1:]
+    members = [[(2 * (t // 4) + di) * 8 + 2 * (t % 4) + dj for di in (0, 1) for dj in (0, 1)] for t in range(16)]
+    folded = torch.zeros(pattern.shape[0], 16, 16, dtype=torch.float64)
+    for a in range(16):
+        for b in range(16):
+            folded[:, a, b] = pattern[:, members[a]][:, :, members[b]].sum(-1).mean(-1)
+    return folded
+
+
+def test_tower_patterns_fold_the_pattern_onto_the_tokens(model):
+    attention = model.vision.layers[1].self_attn
+    with model.trace(chat(model), images=[PICTURE]):
+        queries = attention.attention_queries.save()
+        keys = attention.attention_keys.save()
+    found = analysis.tower_patterns(model, chat(model), [PICTURE], layer=1)
+    assert found.grids == [0] and found.geometry[0].grids[0].label == "tile 0,0"  # crop 0
+    torch.testing.assert_close(found.patterns[0].double(), _by_hand(queries, keys, 0), rtol=1e-4, atol=1e-6)
+    assert (found.patterns[0].sum(-1) < 1).all(), "the class token's share is left out"
+
+    small = [image(40, 40, seed=1), image(48, 44, seed=2)]  # one tile each: crop i is image i
+    with model.trace(chat(model, images=2), images=small):
+        queries = attention.attention_queries.save()
+        keys = attention.attention_keys.save()
+    found = analysis.tower_patterns(model, chat(model, images=2), small, layer=1)
+    for index in (0, 1):
+        torch.testing.assert_close(found.patterns[index].double(), _by_hand(queries, keys, index), rtol=1e-4, atol=1e-6)
+
+
+def test_vision_feature_layer_other_than_the_last_makes_later_values_read_only(tmp_path):
+    """Built lazily: what is read-only is known from the config."""
+    folder = build("internvl", tmp_path / "minus2", vision_feature_layer=-2)
+    lazy = StandardizedTransformer(str(folder), task="image-text-to-text", dispatch=False)
+    rows = lazy.read_only()
+    assert "edit vision.layers[0].layer_output" in rows["vision.tower_output"]
+    assert any(row.startswith("vision.layers.1.") for row in rows)
+    assert not any(row.startswith("vision.layers.0.") for row in rows)
+
+
+def _calls(model):
+    """Each helper of `vlreg.analysis`, called on the model as a user would."""
+    prompt, other = chat(model), image(112, 84, seed=7)
+
+    def steered():
+        with model.trace(prompt, images=[PICTURE]):
+            analysis.steer(model, [0], torch.ones(model.hidden_size), positions="image")
+            analysis.skip_layers(model, 1, 1)
+            logits = model.logits.save()
+        return logits
+
+    def projected():
+        with model.trace(prompt, images=[PICTURE]):
+            stream = model.layers[0].layer_output.save()
+        return analysis.top_tokens(model, analysis.project_on_vocab(model, stream[0, -1]), k=3)
+
+    return {
+        "logit_lens": lambda: analysis.logit_lens(model, prompt, [PICTURE], top=2).top_ids[0].shape[1],
+        "ablate_image": lambda: analysis.ablate_image(model, prompt, [PICTURE]).received.shape[0],
+        "occlusion": lambda: analysis.occlusion(model, prompt, [PICTURE], batch=40).scores.shape[0],
+        "patch_image": lambda: analysis.patch_image(model, prompt, [PICTURE], [other]).effects.shape[0],
+        "attention_to_images": lambda: analysis.attention_to_images(model, prompt, [PICTURE]).weights[0].shape[-1],
+        "tower_patterns": lambda: analysis.tower_patterns(model, prompt, [PICTURE]).patterns[0].shape[-1],
+        "token_id": lambda: analysis.token_id(model, "<IMG_CONTEXT>"),
+        "project_on_vocab": projected,
+        "top_tokens": projected,
+        "next_token_probs": lambda: analysis.next_token_probs(model, prompt, [PICTURE]).shape[0],
+        "steer": steered,
+        "skip_layers": steered,
+        "compare_streams": lambda: analysis.compare_streams(model, model, "The quick brown fox"),
+    }
+
+
+def test_every_analysis_helper_runs(model):
+    helpers = [name for name in analysis.__all__ if inspect.isfunction(getattr(analysis, name))]
+    calls = _calls(model)
+    assert not set(helpers) - set(calls), f"helpers this test does not call: {set(helpers) - set(calls)}"
+    found = {name: calls[name]() for name in helpers}
+    assert found["logit_lens"] == found["ablate_image"] == found["occlusion"] == 80
+    assert found["attention_to_images"] == 80 and found["tower_patterns"] == 16
+    assert found["token_id"] == model._module.config.image_token_id
+    assert found["patch_image"] == model.num_layers
+    assert 0 < len(found["top_tokens"]) == 3 and found["next_token_probs"] == model.vocab_size
+    with model.trace(chat(model), images=[PICTURE]):
+        clean = model.logits.save()
+    assert not torch.equal(found["steer"], clean)
+    if "compare_streams" in found:
+        torch.testing.assert_close(found["compare_streams"], torch.ones(model.num_layers, dtype=torch.float64))
+
