@@ -1,0 +1,73 @@
+"""The Gemma families against vlreg's conformance suite."""
+
+from vlreg.testing.conformance import VisionConformance
+
+TEXT = {
+    "layers": "model.language_model.layers",
+    "embed_tokens": "model.language_model.embed_tokens",
+    "norm": "model.language_model.norm",
+    "lm_head": "lm_head",
+}
+SIGLIP = "model.vision_tower"
+SIGLIP_NAMES = {
+    **TEXT,
+    "vision": SIGLIP,
+    "projector": "model.multi_modal_projector",
+    "vision.layers": f"{SIGLIP}.encoder.layers",
+    "vision.patch_embed": f"{SIGLIP}.embeddings.patch_embedding",
+    "vision.norm": f"{SIGLIP}.post_layernorm",
+    "vision.layers.0.input_layernorm": f"{SIGLIP}.encoder.layers.0.layer_norm1",
+    "vision.layers.0.post_attention_layernorm": f"{SIGLIP}.encoder.layers.0.layer_norm2",
+}
+
+
+class TestGemma3(VisionConformance):
+    """Sandwich-normed text blocks, whose attention and MLP outputs are read after their
+    post-norms, so the plain sum holds; a SigLIP tower served by vlreg-llava."""
+
+    checkpoint = "gemma3"
+    native = SIGLIP_NAMES
+
+
+class TestPaliGemma(VisionConformance):
+    """A plain Gemma text model; the processor takes no prompt without an image, and the
+    prompt is a prefix attended bidirectionally."""
+
+    checkpoint = "paligemma"
+    native = SIGLIP_NAMES
+    text_images = 1
+    bidirectional_prefix = True
+
+
+class TestPaliGemma2(TestPaliGemma):
+    """PaliGemma 2: the same wrapper on a sandwich-normed Gemma 2 text model, whose
+    softcapped attention transformers runs only eager."""
+
+    checkpoint = "paligemma2"
+    supports_sdpa = False
+
+
+class TestGemma4(VisionConformance):
+    """Sandwich-normed blocks with per-layer inputs and a learned layer scalar (no plain
+    sum); the Gemma 4 tower's blocks are sandwich-normed too, read at their post-norms."""
+
+    checkpoint = "gemma4"
+    native = {
+        **TEXT,
+        "vision": "model.vision_tower",
+        "projector": "model.embed_vision",
+        "vision.layers": "model.vision_tower.encoder.layers",
+        "vision.patch_embed": "model.vision_tower.patch_embedder.input_proj",
+    }
+    plain_sum = False
+
+
+class TestGemma4Unified(VisionConformance):
+    """No tower: the vision part is the embedder, with no blocks. Its projector runs on
+    each image's row padded to the budget; the padding is dropped before the scatter."""
+
+    checkpoint = "gemma4_unified"
+    native = {**TEXT, "vision": "model.embed_vision", "projector": "model.embed_vision.multimodal_embedder"}
+    plain_sum = False
+    projector_output_is_features = False
+    tower_blocks = False

@@ -1,0 +1,102 @@
+"""vlreg-gemma: the Gemma vision-language families, declared against `vlreg.plugin`.
+
+Four wrappers, each holding its text model at ``model.language_model`` and writing the
+image features into the token embeddings with the first ``inputs_embeds.masked_scatter``
+in its ``model``'s forward:
+
+* ``gemma3`` (Gemma3ForConditionalGeneration): a SigLIP tower at ``model.vision_tower``
+  (served by vlreg-llava's ``siglip_vision_model`` claim) and
+  ``model.multi_modal_projector``, which average-pools SigLIP's patches 4 x 4 on the real
+  checkpoints (`geometry`: the grid's ``fold``); image tokens attend to each other.
+* ``paligemma`` (PaliGemmaForConditionalGeneration; PaliGemma 2 is the same wrapper on a
+  ``gemma2`` text model): a SigLIP tower, a linear projector, a token per patch. The
+  prefix (image tokens and prompt) is attended bidirectionally; only the suffix (what
+  the model generates, or a ``suffix=`` given to the processor) is causal.
+* ``gemma4`` (Gemma4ForConditionalGeneration): the Gemma 4 tower (`vision`) and
+  ``model.embed_vision``; image tokens of one image attend to each other on the
+  sliding-window blocks of checkpoints with ``use_bidirectional_attention="vision"``.
+* ``gemma4_unified`` (Gemma4UnifiedForConditionalGeneration): no tower; ``model.embed_vision``
+  is the `Vision` (with no blocks) and its ``multimodal_embedder`` the projector.
+
+The text parts are in `text`; `checkpoints` builds tiny random-weight checkpoints.
+"""
+
+from vlreg.plugin import Claim, Scatter, hookimpl
+
+from . import text, vision
+
+_TEXT_MOUNTS = {
+    "model.language_model.layers": "layers",
+    "model.language_model.embed_tokens": "embed_tokens",
+    "model.language_model.norm": "norm",
+}
+#: wrapper model_type -> its mounts, from the model root
+WRAPPERS = {
+    "gemma3": {**_TEXT_MOUNTS, "model.vision_tower": "vision", "model.multi_modal_projector": "projector"},
+    "paligemma": {**_TEXT_MOUNTS, "model.vision_tower": "vision", "model.multi_modal_projector": "projector"},
+    "gemma4": {**_TEXT_MOUNTS, "model.vision_tower": "vision", "model.embed_vision": "projector"},
+    "gemma4_unified": {
+        **_TEXT_MOUNTS,
+        "model.embed_vision": "vision",
+        "model.embed_vision.multimodal_embedder": "projector",
+    },
+}
+#: vision model_type -> (its names, from the vision part; its envoys)
+VISIONS = {
+    "gemma4_vision": (vision.TOWER_RENAME, vision.tower_envoys),
+    "gemma4_unified_vision": (None, vision.embedder_envoys),
+}
+
+#: The image masked_scatter in the wrapper model's forward (video and audio come after).
+SCATTER = Scatter(host="model", operation="inputs_embeds_masked_scatter_0", argument=1)
+
+
+@hookimpl
+def vlreg_plugin_api():
+    return 1
+
+
+@hookimpl
+def vlreg_claims():
+    return (
+        [Claim("wrapper", model_type) for model_type in WRAPPERS]
+        + [Claim("text", model_type) for model_type in text.MODEL_TYPES]
+        + [Claim("vision", model_type) for model_type in VISIONS]
+    )
+
+
+@hookimpl
+def vlreg_rename(part):
+    if part.kind == "wrapper":
+        return WRAPPERS[part.model_type]
+    if part.kind == "vision":
+        return VISIONS[part.model_type][0]
+    return None
+
+
+@hookimpl
+def vlreg_envoys(part):
+    if part.kind == "text":
+        return text.envoys(part)
+    if part.kind == "vision":
+        return VISIONS[part.model_type][1]()
+    return None
+
+
+@hookimpl
+def vlreg_scatter(part):
+    return SCATTER
+
+
+@hookimpl
+def vlreg_image_grids(part):
+    from .geometry import image_grids
+
+    return image_grids(part.config)
+
+
+@hookimpl
+def vlreg_checkpoints():
+    from .checkpoints import BUILDERS
+
+    return BUILDERS

@@ -1,0 +1,280 @@
+"""Tiny random-weight Gemma checkpoints, written to disk and loaded like real ones.
+
+Each builder writes what a hub checkpoint holds: the config, random weights, a tokenizer
+with the family's special tokens (`vlreg.testing.tokenizer`), the family's real processor
+class and a chat template in the family's prompt format. Text models are 64 wide with 4
+query heads over 2 key/value heads of 16 (PaliGemma's over 1, as on the real ones);
+towers are 32 wide, two blocks.
+
+* ``gemma3``: SigLIP sees 56 x 56 pixels as 4 x 4 patches of 14, pooled 2 x 2 to 4 tokens;
+  a sliding-window block (8 tokens), then a global one.
+* ``paligemma`` (Gemma text) and ``paligemma2`` (Gemma 2 text, sliding then global): SigLIP
+  on 56 x 56 pixels, a token per patch (16).
+* ``gemma4``: the Gemma 4 tower on 4-pixel patches pooled 2 x 2 (8-pixel tokens) under the
+  smallest budget (70 tokens, 280 patches); four text blocks (sliding, global, sliding,
+  global) whose last two reuse the first two's keys and values, with per-layer inputs
+  (PLE), learned ``layer_scalar``s other than 1, and image tokens that see each other on
+  the sliding blocks (``use_bidirectional_attention="vision"``).
+* ``gemma4_unified``: the embedder on 8-pixel tokens (4-pixel patches merged 2 x 2), 70 at
+  most; three text blocks (sliding, sliding, global).
+
+Where a family's initialisation would hide the image (Gemma 3's zero projection) or an
+effect the tests check (Gemma 4's unit ``layer_scalar``), the weight is drawn at random.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from vlreg.testing import CORPUS, save, tokenizer
+
+BOS, EOS, PAD = "<bos>", "<eos>", "<pad>"
+TEXT = {
+    "hidden_size": 64,
+    "intermediate_size": 128,
+    "num_hidden_layers": 2,
+    "num_attention_heads": 4,
+    "num_key_value_heads": 2,
+    "head_dim": 16,
+    "max_position_embeddings": 1024,
+}
+SIGLIP = {
+    "model_type": "siglip_vision_model",
+    "hidden_size": 32,
+    "intermediate_size": 64,
+    "num_hidden_layers": 2,
+    "num_attention_heads": 4,
+    "image_size": 56,
+    "patch_size": 14,
+    "vision_use_head": False,
+}
+#: SigLIP's side and patch on the tiny towers: 4 x 4 patches.
+IMAGE_SIZE, PATCH_SIZE = 56, 14
+
+
+def _ids(tok: Any, tokens: tuple[str, ...]) -> dict[str, int]:
+    return dict(zip(tokens, tok.convert_tokens_to_ids(list(tokens))))
+
+
+def _generation(ids: dict, *eos: str) -> Any:
+    from transformers import GenerationConfig
+
+    return GenerationConfig(eos_token_id=[ids[token] for token in eos], pad_token_id=ids[PAD], bos_token_id=ids[BOS])
+
+
+def _texts(item: str = "item") -> str:
+    """Jinja: the text parts of a message's content (a string, or a list of parts)."""
+    return (
+        "{% if message['content'] is string %}{{ message['content'] | trim }}"
+        "{% else %}{% for " + item + " in message['content'] %}"
+    )
+
+
+# -- Gemma 3 --------------------------------------------------------------------
+
+GEMMA3_TOKENS = (PAD, EOS, BOS, "<start_of_turn>", "<end_of_turn>", "<start_of_image>", "<end_of_image>",
+                 "<image_soft_token>")
+
+#: Gemma 3's turn format. A system message has no turn of its own: its text opens the
+#: first user turn. Each image is written as the begin-of-image token, which the
+#: processor expands into the image's soft tokens between begin and end markers.
+GEMMA3_TEMPLATE = (
+    "{{ bos_token }}"
+    "{% set preamble = namespace(text='') %}"
+    "{% for message in messages %}"
+    "{% if message['role'] == 'system' %}"
+    "{% set preamble.text = (message['content'] if message['content'] is string "
+    "else message['content'] | selectattr('type', 'equalto', 'text') | map(attribute='text') | join('')) "
+    "+ '\n\n' %}"
+    "{% else %}"
+    "{{ '<start_of_turn>' + ('model' if message['role'] == 'assistant' else message['role']) + '\n' }}"
+    "{% if message['role'] == 'user' %}{{ preamble.text }}{% set preamble.text = '' %}{% endif %}"
+    + _texts() +
+    "{% if item['type'] == 'image' %}<start_of_image>"
+    "{% elif item['type'] == 'text' %}{{ item['text'] | trim }}"
+    "{% endif %}{% endfor %}{% endif %}"
+    "<end_of_turn>\n"
+    "{% endif %}"
+    "{% endfor %}"
+    "{% if add_generation_prompt %}<start_of_turn>model\n{% endif %}"
+)
+
+
+def build_gemma3(path: Path, **overrides: Any) -> Path:
+    """Gemma3ForConditionalGeneration: scores scaled by ``query_pre_attn_scalar ** -0.5``
+    with a scalar that is not the head width (as on 27B). ``overrides``: ``text_config``
+    and ``vision_config`` dicts, other fields of the top-level config."""
+    from transformers import Gemma3Config, Gemma3ForConditionalGeneration, Gemma3ImageProcessor, Gemma3Processor
+
+    tok = tokenizer(GEMMA3_TOKENS, (*CORPUS, "user model user model"), bos_token=BOS, eos_token=EOS, pad_token=PAD,
+                    boi_token="<start_of_image>", eoi_token="<end_of_image>", image_token="<image_soft_token>")
+    ids = _ids(tok, GEMMA3_TOKENS)
+    tokens_per_image = 4  # 4 x 4 patches pooled 2 x 2
+    processor = Gemma3Processor(
+        image_processor=Gemma3ImageProcessor(size={"height": IMAGE_SIZE, "width": IMAGE_SIZE}),
+        tokenizer=tok, chat_template=GEMMA3_TEMPLATE, image_seq_length=tokens_per_image,
+    )
+    special = {"pad_token_id": ids[PAD], "eos_token_id": ids["<end_of_turn>"], "bos_token_id": ids[BOS]}
+    config = Gemma3Config(
+        text_config={**TEXT, "vocab_size": len(tok), "query_pre_attn_scalar": 32,
+                     "layer_types": ["sliding_attention", "full_attention"], "sliding_window": 8, **special,
+                     **overrides.pop("text_config", {})},
+        vision_config={**SIGLIP, **overrides.pop("vision_config", {})},
+        mm_tokens_per_image=tokens_per_image,
+        boi_token_index=ids["<start_of_image>"],
+        eoi_token_index=ids["<end_of_image>"],
+        image_token_index=ids["<image_soft_token>"],
+        **overrides,
+    )
+    torch.manual_seed(0)
+    model = Gemma3ForConditionalGeneration(config).eval()
+    with torch.no_grad():
+        model.model.multi_modal_projector.mm_input_projection_weight.normal_(std=0.1)
+    model.save_pretrained(path)
+    processor.save_pretrained(path)
+    _generation(ids, "<end_of_turn>", EOS).save_pretrained(path)
+    return Path(path)
+
+
+# -- PaliGemma -------------------------------------------------------------------
+
+PALIGEMMA_TOKENS = (PAD, EOS, BOS, "<image>")
+
+#: PaliGemma is not a chat model: its prompt is the images, then the task prefix
+#: ("caption en"); the processor puts ``<bos>`` after the last image and ends the prefix
+#: with a newline. This template writes the messages' images, then their texts.
+PALIGEMMA_TEMPLATE = (
+    "{% for message in messages %}{% if message['content'] is not string %}"
+    "{% for item in message['content'] if item['type'] == 'image' %}<image>{% endfor %}"
+    "{% endif %}{% endfor %}"
+    "{% for message in messages %}"
+    "{% if message['content'] is string %}{{ message['content'] | trim }}{% else %}"
+    "{% for item in message['content'] if item['type'] == 'text' %}{{ item['text'] | trim }}{% endfor %}"
+    "{% endif %}{% if not loop.last %} {% endif %}{% endfor %}"
+)
+
+
+def _paligemma(text_model: str, text_extra: dict):
+    def build(path: Path, **overrides: Any) -> Path:
+        from transformers import PaliGemmaConfig, PaliGemmaProcessor, SiglipImageProcessor
+
+        tok = tokenizer(PALIGEMMA_TOKENS, bos_token=BOS, eos_token=EOS, pad_token=PAD, image_token="<image>")
+        image_processor = SiglipImageProcessor(
+            size={"height": IMAGE_SIZE, "width": IMAGE_SIZE}, image_mean=[0.5] * 3, image_std=[0.5] * 3
+        )
+        image_processor.image_seq_length = (IMAGE_SIZE // PATCH_SIZE) ** 2
+        processor = PaliGemmaProcessor(image_processor=image_processor, tokenizer=tok, chat_template=PALIGEMMA_TEMPLATE)
+        ids = _ids(tok, PALIGEMMA_TOKENS)  # after the processor added its <loc> and <seg> tokens
+        special = {"pad_token_id": ids[PAD], "eos_token_id": ids[EOS], "bos_token_id": ids[BOS]}
+        text = {**TEXT, "model_type": text_model, "num_key_value_heads": 1, "vocab_size": len(tok), **text_extra,
+                **special, **overrides.pop("text_config", {})}
+        config = PaliGemmaConfig(
+            text_config=text,
+            vision_config={**SIGLIP, **overrides.pop("vision_config", {})},
+            image_token_index=ids["<image>"],
+            projection_dim=text["hidden_size"],
+            hidden_size=text["hidden_size"],
+            vocab_size=len(tok),
+            **overrides,
+        )
+        return save(path, config, processor, _generation(ids, EOS))
+
+    build.__doc__ = (
+        f"PaliGemmaForConditionalGeneration on a ``{text_model}`` text model, a token per SigLIP patch. "
+        "``overrides``: ``text_config``/``vision_config`` dicts, other fields of the top-level config."
+    )
+    return build
+
+
+# -- Gemma 4 ----------------------------------------------------------------------
+
+GEMMA4_TOKENS = (PAD, EOS, BOS, "<|turn>", "<turn|>", "<|image>", "<image|>", "<|image|>", "<|audio>", "<audio|>",
+                 "<|audio|>")
+
+#: Gemma 4's turn format (``<|turn>role ... <turn|>``, the model's turns as ``model``); each
+#: image is written as the image token, which the processor expands into the image's soft
+#: tokens between begin- and end-of-image markers.
+GEMMA4_TEMPLATE = (
+    "{{ bos_token }}{% for message in messages %}"
+    "{{ '<|turn>' + ('model' if message['role'] == 'assistant' else message['role']) + '\n' }}"
+    + _texts() +
+    "{% if item['type'] == 'image' %}<|image|>"
+    "{% elif item['type'] == 'text' %}{{ item['text'] | trim }}"
+    "{% endif %}{% endfor %}{% endif %}"
+    "<turn|>\n{% endfor %}"
+    "{% if add_generation_prompt %}<|turn>model\n{% endif %}"
+)
+#: The tiny Gemma 4 image processors: 4-pixel patches, 2 x 2 to a token, the smallest budget.
+GEMMA4_IMAGES = {"patch_size": 4, "pooling_kernel_size": 2, "max_soft_tokens": 70}
+
+
+def _gemma4(unified: bool):
+    def build(path: Path, **overrides: Any) -> Path:
+        """Gemma 4 (or Gemma 4 unified) as the module describes. ``overrides``:
+        ``text_config``/``vision_config`` dicts, other fields of the top-level config."""
+        import transformers
+
+        prefix = "Gemma4Unified" if unified else "Gemma4"
+        tok = tokenizer(GEMMA4_TOKENS, (*CORPUS, "user model user model"), bos_token=BOS, eos_token=EOS,
+                        pad_token=PAD, boi_token="<|image>", eoi_token="<image|>", image_token="<|image|>",
+                        boa_token="<|audio>", eoa_token="<audio|>", audio_token="<|audio|>")
+        feature_extractor = getattr(transformers, f"{prefix}AudioFeatureExtractor")()
+        processor = getattr(transformers, f"{prefix}Processor")(
+            feature_extractor=feature_extractor,
+            image_processor=getattr(transformers, f"{prefix}ImageProcessor")(**GEMMA4_IMAGES),
+            video_processor=getattr(transformers, f"{prefix}VideoProcessor")(**GEMMA4_IMAGES),
+            tokenizer=tok,
+            chat_template=GEMMA4_TEMPLATE,
+            image_seq_length=GEMMA4_IMAGES["max_soft_tokens"],
+        )
+        ids = _ids(tok, (*GEMMA4_TOKENS, "<|video|>"))  # the processor adds <|video|>
+        special = {"pad_token_id": ids[PAD], "eos_token_id": ids["<turn|>"], "bos_token_id": ids[BOS]}
+        text = {**TEXT, "vocab_size": len(tok), "global_head_dim": 16, "sliding_window": 8, **special}
+        if unified:
+            text.update(num_hidden_layers=3, layer_types=["sliding_attention", "sliding_attention", "full_attention"])
+            vision = {"patch_size": 4, "pooling_kernel_size": 2, "mm_embed_dim": 32, "mm_posemb_size": 64,
+                      "output_proj_dims": 32}
+        else:
+            text.update(num_hidden_layers=4, num_kv_shared_layers=2, hidden_size_per_layer_input=8,
+                        vocab_size_per_layer_input=len(tok), use_bidirectional_attention="vision",
+                        layer_types=["sliding_attention", "full_attention"] * 2)
+            vision = {"hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4,
+                      "num_key_value_heads": 4, "head_dim": 8, "patch_size": 4, "pooling_kernel_size": 2,
+                      "position_embedding_size": 64}
+        config = getattr(transformers, f"{prefix}Config")(
+            text_config={**text, **overrides.pop("text_config", {})},
+            vision_config={**vision, **overrides.pop("vision_config", {})},
+            audio_config=None,
+            image_token_id=ids["<|image|>"],
+            boi_token_id=ids["<|image>"],
+            eoi_token_id=ids["<image|>"],
+            video_token_id=ids["<|video|>"],
+            audio_token_id=ids["<|audio|>"],
+            boa_token_id=ids["<|audio>"],
+            eoa_token_index=ids["<audio|>"],
+            **overrides,
+        )
+        torch.manual_seed(0)
+        model = getattr(transformers, f"{prefix}ForConditionalGeneration")(config).eval()
+        with torch.no_grad():
+            for block in model.model.language_model.layers:
+                block.layer_scalar.uniform_(0.5, 1.5)
+        model.save_pretrained(path)
+        processor.save_pretrained(path)
+        _generation(ids, "<turn|>", EOS).save_pretrained(path)
+        return Path(path)
+
+    return build
+
+
+BUILDERS = {
+    "gemma3": build_gemma3,
+    "paligemma": _paligemma("gemma", {}),
+    "paligemma2": _paligemma("gemma2", {"layer_types": ["sliding_attention", "full_attention"], "sliding_window": 8,
+                                        "query_pre_attn_scalar": 32}),
+    "gemma4": _gemma4(unified=False),
+    "gemma4_unified": _gemma4(unified=True),
+}

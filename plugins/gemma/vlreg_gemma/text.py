@@ -1,0 +1,123 @@
+"""The Gemma text models, as text parts any wrapper can host (claimed by
+``text_config.model_type``).
+
+* ``gemma`` (PaliGemma's): a plain pre-norm block under the standard names, so
+  ``input + attention_output + mlp_output == layer_output``.
+* ``gemma2`` (PaliGemma 2's), ``gemma3_text``, ``gemma4_text``, ``gemma4_unified_text``:
+  sandwich norms, each sublayer's output normed before it is added to the stream::
+
+      h = x + post_attention_layernorm(self_attn(input_layernorm(x)))
+      y = h + post_feedforward_layernorm(mlp(pre_feedforward_layernorm(h)))
+
+  ``attention_output`` and ``mlp_output`` are what a sublayer adds to the stream, so here
+  they are read at the post-norms (the sublayers' own outputs stay ``self_attn.output``
+  and ``mlp.output``); the plain sum then holds on Gemma 2 and Gemma 3 blocks.
+* Gemma 4 (both lines) multiplies the block's result by a learned ``layer_scalar``, and
+  the small Gemma 4 checkpoints add a per-layer input (PLE) after the MLP:
+  ``layer_output == (input + attention_output + mlp_output + per_layer_output) *
+  layer_scalar``, so the plain sum does not hold there. A Gemma 4 block whose MLP sits
+  beside routed experts (``enable_moe_block``) norms their sum with
+  ``post_feedforward_layernorm``: its ``mlp_output`` is what both add.
+
+The attention interior is the standard one: every Gemma attention calls transformers'
+attention interface once, with its own scaling and softcapping applied inside the eager
+function before the softmax, so ``attention_scores`` is the softmax's input. Where the
+pattern is not causal depends on the wrapper, and ``attention_probabilities`` says so in
+its description (`WHERE_NOT_CAUSAL`): PaliGemma attends bidirectionally over its prefix,
+Gemma 3 among an image's tokens, Gemma 4 among an image's tokens on sliding blocks.
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
+from typing import Any
+
+from vlreg.plugin import Attention, Layer, Mlp, returned
+
+#: model_type -> (transformers module, class-name prefix, sandwich-normed)
+MODELS = {
+    "gemma": ("gemma", "Gemma", False),
+    "gemma2": ("gemma2", "Gemma2", True),
+    "gemma3_text": ("gemma3", "Gemma3", True),
+    "gemma4_text": ("gemma4", "Gemma4Text", True),
+    "gemma4_unified_text": ("gemma4_unified", "Gemma4UnifiedText", True),
+}
+MODEL_TYPES = tuple(MODELS)
+
+
+def _after(norm: str):
+    """The output of the block's ``norm``, located from a sublayer of that block."""
+    return lambda sublayer: f"{sublayer.parent.path}.{norm}.output"
+
+
+class SandwichAttention(Attention):
+    """A Gemma attention whose block norms its output: what it adds to the stream is the
+    post-attention norm's output."""
+
+    attention_output = returned(_after("post_attention_layernorm"))
+
+
+class SandwichMlp(Mlp):
+    """A Gemma MLP whose block norms its output: what it adds to the stream is the
+    post-feedforward norm's output."""
+
+    mlp_output = returned(_after("post_feedforward_layernorm"))
+
+
+#: wrapper model_type -> how its text attention departs from a causal pattern
+WHERE_NOT_CAUSAL = {
+    "paligemma": "bidirectional over the prefix (the images and the prompt, token_type_ids 0), causal over "
+                 "the suffix (token_type_ids 1: a suffix= given to the processor, then what is generated)",
+    "gemma3": "causal, except that the tokens of one image attend to each other (within the window on "
+              "sliding blocks)",
+    "gemma4": "causal, except that on sliding-window blocks the tokens of one image attend to each other "
+              "where the text config's use_bidirectional_attention is 'vision'",
+    "gemma4_unified": "causal, except that the tokens of one image attend to each other where the text "
+                      "config's use_bidirectional_attention is 'vision' (its default)",
+}
+
+
+def _described(base: type, wrapper: str) -> type:
+    """``base`` with its pattern's description saying where ``wrapper``'s is not causal."""
+    pattern = Attention.attention_probabilities
+    described = returned(pattern.at, unavailable=pattern.unavailable,
+                         description=f"{pattern.description}: {WHERE_NOT_CAUSAL[wrapper]}")
+    return type(base.__name__, (base,), {"attention_probabilities": described, "__module__": __name__,
+                                        "__doc__": f"{base.__doc__} ({wrapper})"})
+
+
+#: (attention class, wrapper) -> its subclass with the wrapper's pattern description
+_DESCRIBED = {(base, wrapper): _described(base, wrapper) for base in (Attention, SandwichAttention)
+              for wrapper in WHERE_NOT_CAUSAL}
+
+
+def _no_per_layer_input(layer: Any) -> str | None:
+    if getattr(layer._module, "hidden_size_per_layer_input", None):
+        return None
+    return "this checkpoint's blocks take no per-layer input (hidden_size_per_layer_input is 0)"
+
+
+class Gemma4Layer(Layer):
+    """A Gemma 4 block: sandwich norms, then (on the small checkpoints) a per-layer input,
+    then ``layer_scalar``; ``layer_output`` is the block's output, scalar applied."""
+
+    order = ("input", "self_attn", "linear_attn", "mlp", "per_layer_output", "output", "layer_output")
+
+    per_layer_output = returned(
+        lambda layer: f"{layer.path}.post_per_layer_input_norm.output",
+        unavailable=_no_per_layer_input,
+        description="what the per-layer input (PLE) adds to the stream after the MLP, before layer_scalar",
+    )
+
+
+def envoys(part: Any) -> dict[type, type]:
+    module, prefix, sandwich = MODELS[part.model_type]
+    modeling = import_module(f"transformers.models.{module}.modeling_{module}")
+    layer = Gemma4Layer if part.model_type == "gemma4_text" else Layer  # only Gemma 4 has PLE
+    attention = SandwichAttention if sandwich else Attention
+    attention = _DESCRIBED.get((attention, part.root.model_type), attention)
+    return {
+        getattr(modeling, f"{prefix}DecoderLayer"): layer,
+        getattr(modeling, f"{prefix}Attention"): attention,
+        getattr(modeling, f"{prefix}MLP"): SandwichMlp if sandwich else Mlp,
+    }

@@ -1,0 +1,182 @@
+"""The Gemma 4 vision parts: the Gemma 4 tower, and Gemma 4 unified's embedder.
+
+Gemma 3 and PaliGemma host a SigLIP tower (``siglip_vision_model``), served by
+vlreg-llava's claim; nothing of it is here.
+
+**Gemma 4** (``gemma4_vision``, ``Gemma4VisionModel`` at ``model.vision_tower``): the
+processor resizes each image, keeping its aspect, to whole ``k`` x ``k`` blocks of
+``patch_size`` patches under a budget of patches, cuts it into patches in raster order
+and pads every image's row to the budget (``max_soft_tokens * k**2``). The tower projects
+each patch (``patch_embedder.input_proj``: `Vision.patch_embeddings`), adds a learned
+position looked up per axis (`Gemma4Vision.position_embeddings`), runs its sandwich-normed
+blocks (``encoder.layers``) over every row, padding included, masking the padding as keys,
+then its pooler averages each ``k`` x ``k`` block of patches into a token and drops the
+padding. What the tower returns is therefore already image tokens, so
+`Gemma4Vision.tower_output` is read at the encoder's output instead: the last block's
+stream, ``[images, budget, vision_hidden_size]``, each image's own patches first, its
+padding after (`Vision.padded_patches`). The projector is ``model.embed_vision``.
+
+**Gemma 4 unified** (``gemma4_unified_vision``): no tower. ``model.embed_vision``
+(``Gemma4UnifiedVisionEmbedder``) embeds each ``k * patch_size`` pixel square (a token)
+with LayerNorm, a linear map and LayerNorm (`Gemma4UnifiedVision.patch_embeddings`), adds a
+learned position per axis (`Gemma4UnifiedVision.position_embeddings`), norms
+(``pos_norm``: `Vision.tower_output`) and projects (``multimodal_embedder``, the
+projector). It is the `Vision`, with no blocks.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from vlreg.plugin import (
+    Unavailable,
+    Vision,
+    VisionAttention,
+    VisionLayer,
+    VisionMlp,
+    patches,
+    returned,
+    value,
+    variable_resolution,
+)
+
+
+def _after(norm: str):
+    return lambda sublayer: f"{sublayer.parent.path}.{norm}.output"
+
+
+def _hidden(raw: Any) -> torch.Tensor:
+    return raw.last_hidden_state if hasattr(raw, "last_hidden_state") else raw[0]
+
+
+def _put_hidden(raw: Any, new: torch.Tensor) -> Any:
+    raw["last_hidden_state"] = new
+    return raw
+
+
+class Gemma4Vision(Vision):
+    """The Gemma 4 tower (``model.vision_tower``): patches padded to a budget, pooled
+    ``k`` x ``k`` into tokens after the last block."""
+
+    order = ("image_token_mask", "patch_embeddings", "position_embeddings", "layers", "tower_output", "image_features")
+    padded_patches = True
+
+    position_embeddings = value(
+        lambda vision: f"{vision.path}.patch_embedder.source.self__position_embeddings_0.output",
+        inside=lambda vision: vision.patch_embedder,
+        description="the learned position of each patch (an x and a y embedding summed), zero on padding",
+    )(lambda vision, raw: raw)
+
+    tower_output = patches(
+        lambda vision: f"{vision.path}.encoder.output",
+        read=_hidden,
+        put=_put_hidden,
+        description="the last block's stream, [images, patch budget, hidden], before the k x k pooling",
+    )
+
+    image_size = property(variable_resolution)
+
+
+class Gemma4VisionAttention(VisionAttention):
+    """The tower attention; what it adds to the stream is the post-attention norm's output."""
+
+    attention_output = patches(_after("post_attention_layernorm"),
+                               description="what the attention adds to the stream, [images, patches, hidden]")
+
+
+class Gemma4VisionMlp(VisionMlp):
+    """The tower MLP; what it adds to the stream is the post-feedforward norm's output."""
+
+    mlp_output = patches(_after("post_feedforward_layernorm"),
+                         description="what the MLP adds to the stream, [images, patches, hidden]")
+
+
+def _no_blocks(vision: Vision, size: str) -> Any:
+    raise Unavailable(
+        f"vision.{size} is unavailable: Gemma 4 unified has no vision tower (its embedder has no "
+        f"attention and no MLP blocks)"
+    )
+
+
+def _first_input(raw: Any) -> torch.Tensor:
+    args, kwargs = raw
+    return args[0] if args else kwargs["inputs_embeds"]
+
+
+def _put_first_input(raw: Any, new: torch.Tensor) -> Any:
+    args, kwargs = raw
+    if args:
+        return (new, *args[1:]), kwargs
+    return args, {**kwargs, "inputs_embeds": new}
+
+
+class Gemma4UnifiedVision(Vision):
+    """Gemma 4 unified's embedder (``model.embed_vision``), a `Vision` with no blocks: one
+    row per image token (a ``k * patch_size`` pixel square), padded to the budget."""
+
+    sourced = True  # position_embeddings is read at an operation in the embedder's forward
+    order = ("image_token_mask", "patch_embeddings", "position_embeddings", "tower_output", "image_features")
+    padded_patches = True
+
+    patch_embeddings = returned(
+        lambda vision: f"{vision.path}.patch_ln2.output",
+        description="each token's pixels embedded (LayerNorm, linear, LayerNorm), [images, budget, hidden]",
+    )
+    position_embeddings = returned(
+        lambda vision: f"{vision.path}.source.sum_0.output",
+        description="the learned position of each token (an x and a y embedding summed), zero on padding",
+    )
+    # Read where the projector takes it: what the embedder returns beside the projection
+    # is not what the projection was computed from, so a write there would land nowhere.
+    tower_output = patches(
+        lambda vision: f"{vision.path}.multimodal_embedder.input",
+        read=_first_input,
+        put=_put_first_input,
+        description="the embedded tokens with their positions, normed (pos_norm), before the projector",
+    )
+
+    @property
+    def num_layers(self) -> int:
+        return 0
+
+    @property
+    def vision_hidden_size(self) -> int:
+        return self._vision_config.mm_embed_dim
+
+    @property
+    def patch_size(self) -> int:
+        """The side in pixels of the square each token embeds (``patch_size * pooling_kernel_size``)."""
+        return self._vision_config.model_patch_size
+
+    image_size = property(variable_resolution)
+    num_heads = property(lambda vision: _no_blocks(vision, "num_heads"))
+    head_dim = property(lambda vision: _no_blocks(vision, "head_dim"))
+    intermediate_size = property(lambda vision: _no_blocks(vision, "intermediate_size"))
+
+    @property
+    def _vision_config(self) -> Any:
+        return self.root._module.config.vision_config
+
+
+def tower_envoys() -> dict[type, type]:
+    from transformers.models.gemma4 import modeling_gemma4 as gemma4
+
+    return {
+        gemma4.Gemma4VisionModel: Gemma4Vision,
+        gemma4.Gemma4VisionEncoderLayer: VisionLayer,
+        gemma4.Gemma4VisionAttention: Gemma4VisionAttention,
+        gemma4.Gemma4VisionMLP: Gemma4VisionMlp,
+    }
+
+
+def embedder_envoys() -> dict[type, type]:
+    from transformers.models.gemma4_unified import modeling_gemma4_unified as unified
+
+    return {unified.Gemma4UnifiedVisionEmbedder: Gemma4UnifiedVision}
+
+
+#: Names inside the Gemma 4 tower, from the tower. Its blocks already use the standard
+#: names; ``patch_embed`` is the patch projection, before positions are added.
+TOWER_RENAME = {"encoder.layers": "layers", "patch_embedder.input_proj": "patch_embed"}
