@@ -149,20 +149,22 @@ def test_the_scatter_is_found_by_position_or_keyword(family, scatter, tmp_path):
 
 
 def test_a_config_only_family_no_plugin_builds_gets_a_skeleton_that_says_what_its_builder_needs(tmp_path):
-    folder = source_folder("Idefics3Config", tmp_path)
-    written = write_plugin("idefics3", tmp_path, folder)
-    package = written / "vlreg_idefics3"
+    # Idefics2: no plugin serves or builds it (Idefics3 has vlreg-idefics); it also hands
+    # the features to inputs_merger by keyword
+    folder = source_folder("Idefics2Config", tmp_path)
+    written = write_plugin("idefics2", tmp_path, folder)
+    package = written / "vlreg_idefics2"
     assert "argument='image_hidden_states'" in (package / "__init__.py").read_text()
     assert "SOURCE holds no processor" in (package / "checkpoints.py").read_text()
     module = load_written(written, package.name)
-    with registered(module, name="idefics3"):
+    with registered(module, name="idefics2"):
         with pytest.raises(FileNotFoundError, match="holds no processor"):
-            build("idefics3", tmp_path / "checkpoint")
+            build("idefics2", tmp_path / "checkpoint")
 
 
 def idefics3_folder(path: Path) -> Path:
-    """A small Idefics3 checkpoint folder (config and processor, no weights): no plugin
-    serves Idefics3, so its skeleton serves everything but the Llama text model."""
+    """A small Idefics3 checkpoint folder (config and processor, no weights): with
+    vlreg-idefics taken out, its skeleton serves everything but the Llama text model."""
     from transformers import Idefics3Config, Idefics3ImageProcessor, Idefics3Processor
 
     from vlreg.testing import tokenizer
@@ -188,10 +190,12 @@ def idefics3_folder(path: Path) -> Path:
 
 def test_an_idefics3_skeleton_reads_the_features_at_its_helper_call(tmp_path):
     pytest.importorskip("vlreg_llava", reason="Idefics3's Llama text model is served by plugins/llava")
-    written = write_plugin("idefics3_skeleton", tmp_path, idefics3_folder(tmp_path / "source"))
+    builtin = [plugin for plugin in [plugins.claimant("wrapper", "idefics3")] if plugin]  # vlreg-idefics, replaced
+    with registered(None, replacing=builtin):
+        written = write_plugin("idefics3_skeleton", tmp_path, idefics3_folder(tmp_path / "source"))
     module = load_written(written, "vlreg_idefics3_skeleton")
     suite = generated_test(written)()
-    with registered(module, name="idefics3_skeleton"):
+    with registered(module, name="idefics3_skeleton", replacing=builtin):
         model = StandardizedTransformer(str(build("idefics3_skeleton", tmp_path / "checkpoint")),
                                         task="image-text-to-text", dispatch=True, attn_implementation="eager",
                                         device="cpu")

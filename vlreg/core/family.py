@@ -29,6 +29,7 @@ KNOWN_DISTRIBUTIONS = {
     **{family: ("vlreg-qwen3-vl", "plugins/qwen3_vl") for family in ("qwen3_vl", "qwen3_vl_moe", "qwen3_5", "qwen3_5_moe")},
     "internvl": ("vlreg-internvl", "plugins/internvl"),
     "internvl_vision": ("vlreg-internvl", "plugins/internvl"),
+    **{part: ("vlreg-idefics", "plugins/idefics") for part in ("idefics3", "idefics3_vision", "smolvlm", "smolvlm_vision")},
     "text:qwen3_moe": ("vlreg-internvl", "plugins/internvl"),
     # A base language model's config is both its wrapper (served by vlreg-text) and its
     # text model (served, for these, by the plugin whose families use it): keyed by part.
