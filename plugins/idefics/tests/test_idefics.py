@@ -11,6 +11,7 @@ import pytest
 import torch
 
 from vlreg import StandardizedTransformer, analysis
+from vlreg.pictures import overlay
 from vlreg.testing import build
 from vlreg.testing.conformance import image
 
@@ -128,6 +129,8 @@ def test_ablation_occlusion_and_patching(loaded, name):
     assert found.scores.shape == (20,) and found.scores.abs().max() > 0
     single = analysis.ablate_image(model, prompt, [PICTURE], tokens=[13], mode="mean")
     torch.testing.assert_close(found.scores[13], -single.effect[found.target])
+    for grid in (0, -1):  # a tile's scores, and the global image's, drawn over the picture
+        assert overlay(PICTURE, found.geometry[0], found.scores, grid=grid).size == PICTURE.size
     same = analysis.patch_image(model, prompt, [PICTURE], [PICTURE], per_token=True, tokens=[0, 19], batch=8)
     assert same.effects.shape == (model.num_layers, 2) and (same.effects == 0).all()
     other = analysis.patch_image(model, prompt, [PICTURE], [OTHER], layers=[0])
