@@ -57,7 +57,14 @@ def _where(model: Any, positions: Any) -> Any:
 def skip_layers(model: Any, start: int, end: int) -> None:
     """Blocks ``start`` to ``end`` (inclusive) pass their input through unchanged: each
     one's forward does not run, and its ``layer_output`` is its ``input``. Values inside
-    a skipped block are never computed, so reading one is out of order."""
-    for layer in range(range(model.num_layers)[start], range(model.num_layers)[end] + 1):
+    a skipped block are never computed, so reading one is out of order. A block a later
+    one depends on beside the stream (`Layer.why_not_skipped`) is refused, before the
+    model runs."""
+    skipped = range(range(model.num_layers)[start], range(model.num_layers)[end] + 1)
+    for layer in skipped:
+        reason = model.layers[layer].why_not_skipped(skipped)
+        if reason:
+            raise ValueError(f"layers[{layer}] cannot be skipped: {reason}")
+    for layer in skipped:
         block = model.layers[layer]
         block.skip(block.input)

@@ -109,6 +109,21 @@ class Gemma4Layer(Layer):
         description="what the per-layer input (PLE) adds to the stream after the MLP, before layer_scalar",
     )
 
+    def why_not_skipped(self, skipped: range) -> str | None:
+        """A block whose keys and values later blocks reuse (``num_kv_shared_layers``) cannot
+        be skipped unless they are too: they would run without them."""
+        config = self._module.config
+        modes = config.kv_sharing_modes
+        if modes[self.block_index] != "store":
+            return None
+        kind = config.layer_types[self.block_index]
+        readers = [i for i, mode in enumerate(modes)
+                   if mode == "reuse" and config.layer_types[i] == kind and i not in skipped]
+        if not readers:
+            return None
+        return (f"layers {readers} reuse its keys and values (Gemma 4's shared KV, num_kv_shared_layers) "
+                f"and cannot run without them; skip them too")
+
 
 def envoys(part: Any) -> dict[type, type]:
     module, prefix, sandwich = MODELS[part.model_type]

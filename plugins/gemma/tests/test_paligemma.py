@@ -1,0 +1,113 @@
+"""What is particular to PaliGemma (1 and 2), beyond the conformance suite: its prompt,
+its prefix attended bidirectionally, a token per SigLIP patch, Gemma 2's softcaps."""
+
+import pytest
+import torch
+
+from vlreg import StandardizedTransformer
+from vlreg.testing import build
+from vlreg.testing.conformance import image
+
+PICTURE = image(90, 60)
+
+
+@pytest.fixture(scope="module")
+def loaded():
+    cache = {}
+
+    def get(name):
+        if name not in cache:
+            cache[name] = StandardizedTransformer(
+                str(build(name)), task="image-text-to-text", dispatch=True, device="cpu", attn_implementation="eager"
+            )
+        return cache[name]
+
+    return get
+
+
+def chat(model, words="caption en"):
+    messages = [{"role": "user", "content": [{"type": "image"}, {"type": "text", "text": words}]}]
+    return model.processor.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
+
+
+def test_the_prompt_is_the_images_then_the_prefix(loaded):
+    model = loaded("paligemma")
+    assert chat(model) == "<image>caption en"
+    encoding = model.processor(text=chat(model), images=[PICTURE], return_tensors="pt")
+    tokens = model.tokenizer.convert_ids_to_tokens(encoding["input_ids"][0])
+    assert tokens[:17] == ["<image>"] * 16 + ["<bos>"]  # a token per SigLIP patch, then <bos>
+    assert model.tokenizer.decode(encoding["input_ids"][0, 17:]) == "caption en\n"
+    assert (encoding["token_type_ids"] == 0).all(), "the whole prompt is the prefix"
+
+
+@pytest.mark.parametrize("name", ["paligemma", "paligemma2"])
+def test_the_prefix_is_bidirectional_and_the_suffix_causal(loaded, name):
+    """With a suffix (token_type_ids 1) the pattern of every block is full over the prefix
+    (images and prompt) and causal over the suffix, which the prefix never sees; the
+    pattern's description says so."""
+    model = loaded(name)
+    encoding = dict(model.processor(text=chat(model), images=[PICTURE], suffix="a red square", return_tensors="pt"))
+    encoding.pop("labels")
+    prefix = int((encoding["token_type_ids"][0] == 0).sum())
+    patterns = []
+    with model.trace(encoding):
+        for block in model.layers:
+            patterns.append(block.self_attn.attention_probabilities.save())
+    window = getattr(model._module.config.text_config, "sliding_window", None) or 10**6
+    for block, pattern in zip(model.layers, patterns):
+        pattern = pattern[0]
+        full = model._module.config.text_config.layer_types[block.block_index] == "full_attention" if name == "paligemma2" else True
+        among = pattern[:, :prefix, :prefix]
+        if full or prefix <= window:
+            assert (among > 0).all(), "a prefix token does not see the whole prefix"
+        assert pattern[:, :prefix, prefix:].abs().max() == 0, "the prefix sees the suffix"
+        assert pattern[:, prefix:, prefix:].triu(1).abs().max() == 0, "a suffix token sees a later one"
+        assert (pattern[:, prefix:, :prefix] > 0).any()
+    assert "bidirectional over the prefix" in repr(model.layers[0].self_attn)
+
+
+def test_a_token_per_patch_and_the_projector_is_linear(loaded):
+    model = loaded("paligemma")
+    with model.trace(chat(model), images=[PICTURE]):
+        tower = model.vision.tower_output.save()
+        projected = model.projector.output.save()
+        features = model.vision.image_features.save()
+    side = model.vision.image_size // model.vision.patch_size
+    assert tower.shape[1] == side**2 == features.shape[0]
+    torch.testing.assert_close(model.projector._module(tower), projected)
+    (geometry,) = model.vision.geometry(chat(model), [PICTURE])
+    assert (geometry.grids[0].rows, geometry.grids[0].columns, geometry.grids[0].fold) == (side, side, 1)
+
+
+def test_gemma2s_logits_are_the_readout_before_the_final_softcap(loaded):
+    """``logits`` is ``lm_head``'s output; PaliGemma 2 (Gemma 2) then softcaps it, which
+    keeps every token's rank: what the model returns is ``tanh(logits / cap) * cap``."""
+    model = loaded("paligemma2")
+    cap = model._module.config.text_config.final_logit_softcapping
+    assert cap
+    with model.trace(chat(model), images=[PICTURE]):
+        logits = model.logits.save()
+        returned = model.output.logits.save()
+    torch.testing.assert_close(returned, torch.tanh(logits / cap) * cap)
+
+
+def test_gemma2_scores_are_softcapped_before_the_mask(loaded):
+    model = loaded("paligemma2")
+    config = model._module.config.text_config
+    block = model.layers[-1]
+    with model.trace(chat(model), images=[PICTURE]):
+        queries = block.self_attn.attention_queries.save()
+        keys = block.self_attn.attention_keys.save()
+        scores = block.self_attn.attention_scores.save()
+    keys = keys.repeat_interleave(model.num_heads // model.num_kv_heads, dim=1)
+    raw = queries @ keys.transpose(-1, -2) * config.query_pre_attn_scalar**-0.5
+    capped = torch.tanh(raw / config.attn_logit_softcapping) * config.attn_logit_softcapping
+    seen = scores > torch.finfo(scores.dtype).min / 2
+    torch.testing.assert_close(scores[seen], capped[seen])
+
+
+def test_text_prompts_are_refused_by_the_processor(loaded):
+    model = loaded("paligemma")
+    with pytest.raises(ValueError, match="images"):
+        with model.trace("caption en"):
+            model.logits.save()
