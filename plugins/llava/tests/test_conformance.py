@@ -41,3 +41,12 @@ class TestLlavaNext(VisionConformance):
     checkpoint = "llava_next"
     native = {**WRAPPER, **TOWER}
     projector_output_is_features = False
+
+
+class TestLlavaOnevision(VisionConformance):
+    """SigLIP on Qwen2, with crops: as NeXT, the scatter receives the projector's output
+    unpadded, shrunk where the image has many tiles, and with newline rows."""
+
+    checkpoint = "llava_onevision"
+    native = {**WRAPPER, **TOWER, "vision.norm": "model.vision_tower.post_layernorm"}
+    projector_output_is_features = False

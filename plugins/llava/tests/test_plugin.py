@@ -13,11 +13,12 @@ import vlreg_llava
 from vlreg import StandardizedTransformer
 from vlreg.core import plugins
 from vlreg.plugin import Attention, Claim, Layer, Mlp, Scatter, Vision, VisionLayer, hookimpl
-from vlreg.testing import tokenizer
+from vlreg.testing import registered, tokenizer
 
 CLAIMS = {
     Claim("wrapper", "llava"),
     Claim("wrapper", "llava_next"),
+    Claim("wrapper", "llava_onevision"),
     Claim("text", "qwen2"),
     Claim("text", "llama"),
     Claim("text", "mistral"),
@@ -80,12 +81,11 @@ def test_another_wrapper_reuses_the_siglip_tower_adapter():
     )
     module = Gemma3ForConditionalGeneration(config).eval()
     plugin = Gemma3ByHand()
-    plugins.register(plugin, name="gemma3-by-hand")
-    try:
+    # any installed plugin serving Gemma 3 (vlreg-gemma, the example) steps aside for it
+    others = [p for p in map(plugins.plugin_manager().get_plugin, ("gemma", "gemma3")) if p is not None]
+    with registered(plugin, name="gemma3-by-hand", replacing=others):
         with pytest.warns(UserWarning, match="no image reaches the model"):  # a text-generation load
             model = StandardizedTransformer(module, dispatch=True, tokenizer=tokenizer(["<pad>", "<eos>"]))
-    finally:
-        plugins.unregister(plugin)
     assert model.family.plugins["vision"] is vlreg_llava
     assert model.family.plugins["wrapper"] is plugin
     assert type(model.vision) is Vision

@@ -1,10 +1,11 @@
-"""vlreg-llava: LLaVA and LLaVA-NeXT, declared against `vlreg.plugin`.
+"""vlreg-llava: LLaVA, LLaVA-NeXT and LLaVA-OneVision, declared against `vlreg.plugin`.
 
 The plugin serves three kinds of part, each from its own module, so each adapter is in
 one place and serves any wrapper whose config names its model_type:
 
 * wrappers (`wrappers`): ``llava`` (LlavaForConditionalGeneration: llava-interleave,
-  LLaVA-1.5) and ``llava_next`` (LlavaNextForConditionalGeneration);
+  LLaVA-1.5), ``llava_next`` (LlavaNextForConditionalGeneration) and ``llava_onevision``
+  (LlavaOnevisionForConditionalGeneration);
 * text models (`texts`): ``qwen2``, ``llama``, ``mistral``;
 * towers (`towers`): ``siglip_vision_model``, ``clip_vision_model``.
 

@@ -10,7 +10,10 @@ chat template in the prompt format of the checkpoints the shape stands for:
 * ``llava_1_5``: a CLIP tower with a CLS row on a Llama text model, block -2's stream
   projected without the CLS row (-2, "default");
 * ``llava_next``: LlavaNextForConditionalGeneration, a CLIP tower on a Mistral text
-  model, each image cut into crops on a grid (anyres), unpadded, with newline rows.
+  model, each image cut into crops on a grid (anyres), unpadded, with newline rows;
+* ``llava_onevision``: LlavaOnevisionForConditionalGeneration, a SigLIP tower on a Qwen2
+  text model, crops on grids of up to 3 x 3 tiles, unpadded, shrunk past 4 tiles' worth
+  of tokens (``anyres_max_4``; the real checkpoints allow 9 of 36), with newline rows.
 
 Every builder takes ``source``, a real checkpoint's metadata folder (config, tokenizer,
 processor, template; no weights): the checkpoint is then that geometry at the depth the
@@ -72,7 +75,21 @@ LLAVA_NEXT_TEMPLATE = (
     "{% endfor %}"
 )
 
+#: LLaVA-OneVision's format (Qwen's turns, the role and a space, no newline after a
+#: turn's end): a turn's images, its videos, then each text on a line of its own.
+ONEVISION_TEMPLATE = (
+    "{% for message in messages %}{{'<|im_start|>' + message['role'] + ' '}}"
+    "{% for content in message['content'] | selectattr('type', 'equalto', 'image') %}{{ '<image>' }}{% endfor %}"
+    "{% for content in message['content'] | selectattr('type', 'equalto', 'video') %}{{ '<video>' }}{% endfor %}"
+    "{% if message['role'] != 'assistant' %}"
+    "{% for content in message['content'] | selectattr('type', 'equalto', 'text') %}{{ '\\n' + content['text'] }}{% endfor %}"
+    "{% else %}{% for content in message['content'] | selectattr('type', 'equalto', 'text') %}"
+    "{% generation %}{{ '\\n' + content['text'] }}{% endgeneration %}{% endfor %}{% endif %}"
+    "{{'<|im_end|>'}}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}"
+)
+
 QWEN_TOKENS = ("<|endoftext|>", "<|im_start|>", "<|im_end|>", IMAGE)
+VIDEO = "<video>"
 QWEN_ROLES = {"eos_token": "<|im_end|>", "pad_token": "<|endoftext|>"}
 LLAMA_TOKENS = ("<unk>", "<s>", "</s>", "<pad>", IMAGE)
 LLAMA_ROLES = {"unk_token": "<unk>", "bos_token": "<s>", "eos_token": "</s>", "pad_token": "<pad>"}
@@ -81,6 +98,10 @@ LLAMA_ROLES = {"unk_token": "<unk>", "bos_token": "<s>", "eos_token": "</s>", "p
 IMAGE_SIZE, PATCH_SIZE = 56, 14
 #: LLaVA-NeXT's grid of crops, in pixels, a multiple of the tower's side.
 GRID_PINPOINTS = [[56, 112], [112, 56], [112, 112]]
+
+#: LLaVA-OneVision's tiles, (height, width) in pixels: every grid of 1 to 3 x 1 to 3 tiles.
+ONEVISION_PINPOINTS = [[IMAGE_SIZE * rows, IMAGE_SIZE * columns] for rows in (1, 2, 3) for columns in (1, 2, 3)]
+ONEVISION_ASPECT = "anyres_max_4"
 
 TEXT = {
     "hidden_size": 64,
@@ -204,6 +225,51 @@ def build_llava_next(path: Path, *, source: str | Path | None = None, **override
     return _save(path, config, processor, special)
 
 
+def build_llava_onevision(path: Path, *, source: str | Path | None = None, **overrides: Any) -> Path:
+    """Write a LLaVA-OneVision-like checkpoint: SigLIP tower, Qwen2 text model, crops on
+    `ONEVISION_PINPOINTS`, shrunk past `ONEVISION_ASPECT`. ``overrides`` as for
+    `build_llava_interleave`."""
+    if source is not None:
+        return real_geometry(path, source, **overrides)
+    from transformers import (
+        LlavaOnevisionConfig,
+        LlavaOnevisionImageProcessor,
+        LlavaOnevisionProcessor,
+        LlavaOnevisionVideoProcessor,
+    )
+
+    tokens = (*QWEN_TOKENS, VIDEO)
+    tok = tokenizer(tokens, **QWEN_ROLES)
+    ids = _ids(tok, tokens)
+    normalise = {"image_mean": [0.5] * 3, "image_std": [0.5] * 3}
+    side = {"height": IMAGE_SIZE, "width": IMAGE_SIZE}
+    processor = LlavaOnevisionProcessor(
+        image_processor=LlavaOnevisionImageProcessor(size=side, image_grid_pinpoints=ONEVISION_PINPOINTS, **normalise),
+        tokenizer=tok,
+        video_processor=LlavaOnevisionVideoProcessor(size=side, **normalise),
+        num_image_tokens=(IMAGE_SIZE // PATCH_SIZE) ** 2,
+        vision_feature_select_strategy="full",
+        vision_aspect_ratio=ONEVISION_ASPECT,
+        chat_template=ONEVISION_TEMPLATE,
+    )
+    special = {"bos_token_id": None, "eos_token_id": ids["<|im_end|>"], "pad_token_id": ids["<|endoftext|>"]}
+    text = overrides.pop("text_config", {})
+    vision = overrides.pop("vision_config", {})
+    config = LlavaOnevisionConfig(
+        text_config={"model_type": "qwen2", "vocab_size": len(tok), **TEXT, **special, **text},
+        vision_config={"model_type": "siglip_vision_model", **TOWER, "vision_use_head": False, **vision},
+        image_token_index=ids[IMAGE],
+        video_token_index=ids[VIDEO],
+        image_grid_pinpoints=ONEVISION_PINPOINTS,
+        vision_aspect_ratio=ONEVISION_ASPECT,
+        vision_feature_layer=-1,
+        vision_feature_select_strategy="full",
+        **special,
+        **overrides,
+    )
+    return _save(path, config, processor, special)
+
+
 def real_geometry(path: Path, source: str | Path, **overrides: Any) -> Path:
     """A real LLaVA or LLaVA-NeXT checkpoint's geometry at reduced depth, in bfloat16,
     with its own tokenizer, processor and chat template. ``overrides``:
@@ -234,4 +300,5 @@ BUILDERS = {
     "llava_interleave": build_llava_interleave,
     "llava_1_5": build_llava_1_5,
     "llava_next": build_llava_next,
+    "llava_onevision": build_llava_onevision,
 }

@@ -16,10 +16,19 @@ computed with transformers' own helpers, as the processor computes them.
   lays the tiles' patch grids side by side, drops the token rows (or columns) it counts as
   padding, and ends every row with a newline token, which covers no pixels. Tokens the
   model keeps but that lie wholly on the processor's padding cover no pixels either.
+* LLaVA-OneVision: NeXT's grids, and where the unpadded tiles hold more tokens than
+  ``vision_aspect_ratio`` (``anyres_max_N``) allows (by a factor above 1.1 in area's square
+  root), the model shrinks their grid bilinearly to ``int(rows // ratio)`` x
+  ``int(columns // ratio)``: a token of the shrunk grid covers its cell's share of the
+  unpadded tiles (the source tokens bilinear mixes lie inside it). An image that shares its
+  prompt's images with others (``batch_num_images`` above 1: images given as a list per
+  prompt) is not tiled: it is padded to a square, resized to one tile and followed by one
+  newline token, so its grids are that tile and the newline.
 """
 
 from __future__ import annotations
 
+import math
 from typing import Any, Sequence
 
 import numpy as np
@@ -103,7 +112,7 @@ def _square(processor: Any, height: int, width: int) -> tuple[Frame, int, int]:
 
 def _leading(processor: Any) -> list[ImageGrid]:
     """The tokens in front of the patch grid the strategy keeps (CLIP's CLS under "full")."""
-    extra = processor.num_additional_image_tokens - (processor.vision_feature_select_strategy == "default")
+    extra = getattr(processor, "num_additional_image_tokens", 0) - (processor.vision_feature_select_strategy == "default")
     return [ImageGrid(1, extra, torch.full((extra, 4), float("nan")), label="cls")] if extra > 0 else []
 
 
@@ -115,7 +124,8 @@ def _patches(frame: Frame, height: int, width: int, patch: int, image: Any) -> t
 
 
 def llava_image_grids(config: Any):
-    """``vlreg_image_grids`` for LLaVA (``llava``) and LLaVA-NeXT (``llava_next``)."""
+    """``vlreg_image_grids`` for LLaVA (``llava``), LLaVA-NeXT (``llava_next``) and
+    LLaVA-OneVision (``llava_onevision``)."""
     patch = config.vision_config.patch_size
 
     def plain(encoding: Any, images: Sequence[Any], processor: Any) -> list[list[ImageGrid]]:
@@ -132,7 +142,28 @@ def llava_image_grids(config: Any):
     def next_(encoding: Any, images: Sequence[Any], processor: Any) -> list[list[ImageGrid]]:
         return [_next_grids(config, processor, image, patch) for image in images]
 
-    return next_ if config.model_type == "llava_next" else plain
+    def onevision(encoding: Any, images: Sequence[Any], processor: Any) -> list[list[ImageGrid]]:
+        counts = encoding.get("batch_num_images")
+        counts = [1] * len(images) if counts is None else counts.tolist()
+        tiled = [count == 1 for count in counts for _ in range(count)]  # as the processor and model decide
+        return [
+            _next_grids(config, processor, image, patch) if alone else _one_square(processor, image, patch)
+            for image, alone in zip(images, tiled)
+        ]
+
+    return {"llava_next": next_, "llava_onevision": onevision}.get(config.model_type, plain)
+
+
+def _one_square(processor: Any, image: Any, patch: int) -> list[ImageGrid]:
+    """OneVision's image among several: padded to a square, resized to one tile, then a
+    newline token."""
+    vision = processor.image_processor
+    width, height = image.size
+    padded, side, _ = _square(vision, height, width)
+    cropped, tile_h, tile_w = resize_and_crop(vision, side, side)
+    boxes = _patches(padded.then(cropped), tile_h, tile_w, patch, image)
+    newline = ImageGrid(1, 1, torch.full((1, 4), float("nan")), label="newline")
+    return [ImageGrid(tile_h // patch, tile_w // patch, boxes, label="base"), newline]
 
 
 def _next_grids(config: Any, processor: Any, image: Any, patch: int) -> list[ImageGrid]:
@@ -157,17 +188,30 @@ def _next_grids(config: Any, processor: Any, image: Any, patch: int) -> list[Ima
     per_tile = config.vision_config.image_size // patch
     tiles_h, tiles_w = best_h // config.vision_config.image_size, best_w // config.vision_config.image_size
     rows, columns = _unpadded(height, width, tiles_h * per_tile, tiles_w * per_tile)
-    r = torch.tensor(rows, dtype=torch.float64)[:, None].expand(len(rows), len(columns))
-    c = torch.tensor(columns, dtype=torch.float64)[None, :].expand(len(rows), len(columns))
-    cell_h, cell_w = tile_h / per_tile, tile_w / per_tile
-    y, x = (r % per_tile) * cell_h, (c % per_tile) * cell_w
-    on_tile = in_tile.back(torch.stack([x, y, x + cell_w, y + cell_h], -1).reshape(-1, 4))
-    ty, tx = (r // per_tile).reshape(-1) * tile, (c // per_tile).reshape(-1) * tile
-    on_canvas = on_tile + torch.stack([tx, ty, tx, ty], -1)
-    boxes = clip_boxes(fitted.back(on_canvas), width, height).reshape(len(rows), len(columns), 4)
-    boxes = torch.cat([boxes, torch.full((len(rows), 1, 4), float("nan"), dtype=torch.float64)], 1)
-    tiles = ImageGrid(len(rows), len(columns) + 1, boxes.reshape(-1, 4), label="tiles")
+    kept_h, kept_w = _shrunk(config, len(rows), len(columns), per_tile)
+    # each kept token's cell in the tiles' token grid (fractional where the grid was shrunk)
+    step_h, step_w = len(rows) / kept_h, len(columns) / kept_w
+    r0 = rows.start + torch.arange(kept_h, dtype=torch.float64)[:, None].expand(kept_h, kept_w).reshape(-1) * step_h
+    c0 = columns.start + torch.arange(kept_w, dtype=torch.float64)[None, :].expand(kept_h, kept_w).reshape(-1) * step_w
+    ty, tx = torch.div(r0, per_tile, rounding_mode="floor"), torch.div(c0, per_tile, rounding_mode="floor")
+    cell_h, cell_w = tile_h / per_tile, tile_w / per_tile  # the cell's corners on its tile, then on the canvas
+    y0, x0 = (r0 - ty * per_tile) * cell_h, (c0 - tx * per_tile) * cell_w
+    on_tile = in_tile.back(torch.stack([x0, y0, x0 + step_w * cell_w, y0 + step_h * cell_h], -1))
+    on_canvas = on_tile + torch.stack([tx, ty, tx, ty], -1) * tile
+    boxes = clip_boxes(fitted.back(on_canvas), width, height).reshape(kept_h, kept_w, 4)
+    boxes = torch.cat([boxes, torch.full((kept_h, 1, 4), float("nan"), dtype=torch.float64)], 1)
+    tiles = ImageGrid(kept_h, kept_w + 1, boxes.reshape(-1, 4), label="tiles")
     return _leading(processor) + [base, tiles]
+
+
+def _shrunk(config: Any, rows: int, columns: int, per_tile: int) -> tuple[int, int]:
+    """The unpadded tiles' token grid as OneVision's ``pack_image_features`` leaves it:
+    shrunk where it holds more than ``anyres_max_N`` tiles' worth (NeXT keeps it)."""
+    aspect = getattr(config, "vision_aspect_ratio", None)
+    if config.model_type != "llava_onevision" or not aspect:
+        return rows, columns
+    ratio = math.sqrt(rows * columns / (int(aspect.strip("anyres_max_")) * per_tile**2))
+    return (int(rows // ratio), int(columns // ratio)) if ratio > 1.1 else (rows, columns)
 
 
 def _unpadded(height: int, width: int, grid_h: int, grid_w: int) -> tuple[range, range]:

@@ -1,14 +1,16 @@
-"""The LLaVA and LLaVA-NeXT wrappers: where the text model, tower and projector sit.
+"""The LLaVA, LLaVA-NeXT and LLaVA-OneVision wrappers: where the text model, tower and
+projector sit.
 
-Both hold the text model at ``model.language_model``, the tower at
-``model.vision_tower`` and the projector at ``model.multi_modal_projector``, and both
-write the features into the token embeddings in ``LlavaModel.forward`` (or
-``LlavaNextModel.forward``) with ``inputs_embeds.masked_scatter(mask, features)``.
+All three hold the text model at ``model.language_model``, the tower at
+``model.vision_tower`` and the projector at ``model.multi_modal_projector``, and write
+the image features into the token embeddings in their ``model``'s forward with its first
+``inputs_embeds.masked_scatter(mask, features)`` (OneVision's second is the video's).
 
 The projector is the last module before that call, but neither end of it is a tower
 value: its input is the stream the config selects (``vision_feature_layer``, with the
 CLS row dropped under the "default" strategy), and on LLaVA-NeXT its output is still
-cut per crop, unpadded and given newline rows before the scatter. So
+cut per crop, unpadded and given newline rows before the scatter (on OneVision, also
+shrunk where the image has many tiles). So
 ``projector.input`` and ``projector.output`` are served as they are, and
 ``vision.image_features`` is read at the scatter.
 
@@ -24,7 +26,7 @@ from typing import Any
 
 from vlreg.plugin import Scatter
 
-MODEL_TYPES = ("llava", "llava_next")
+MODEL_TYPES = ("llava", "llava_next", "llava_onevision")
 
 RENAME = {
     "model.language_model.embed_tokens": "embed_tokens",
@@ -34,7 +36,7 @@ RENAME = {
     "model.multi_modal_projector": "projector",
 }
 
-#: The first (and only) masked_scatter in the forward of the wrapper's ``model``.
+#: The first masked_scatter in the forward of the wrapper's ``model``: the images'.
 SCATTER = Scatter(host="model", operation="inputs_embeds_masked_scatter_0", argument=1)
 
 
