@@ -26,6 +26,7 @@ KNOWN_DISTRIBUTIONS = {
     "qwen2_5_vl": ("vlreg-qwen2-5-vl", "plugins/qwen2_5_vl"),
     "llava": ("vlreg-llava", "plugins/llava"),
     "llava_next": ("vlreg-llava", "plugins/llava"),
+    "llava_onevision": ("vlreg-llava", "plugins/llava"),
     **{family: ("vlreg-qwen3-vl", "plugins/qwen3_vl") for family in ("qwen3_vl", "qwen3_vl_moe", "qwen3_5", "qwen3_5_moe")},
     "internvl": ("vlreg-internvl", "plugins/internvl"),
     "internvl_vision": ("vlreg-internvl", "plugins/internvl"),
