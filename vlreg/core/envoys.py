@@ -229,6 +229,12 @@ class Layer(Standard):
 
     layer_output = returned(description="the stream leaving the block")
 
+    def why_not_skipped(self, skipped: range) -> str | None:
+        """Why this block cannot be skipped together with the blocks ``skipped`` (``None``:
+        it can): a family's block class says so where a later block needs what this one
+        computes, beside the stream (Gemma 4's shared keys and values)."""
+        return None
+
 
 def _call(attention: Any) -> str:
     return f"{attention.path}.source.{attention.interface}"
@@ -249,12 +255,6 @@ def _inside_call(operation: str) -> Callable[[Any], str]:
 
 
 class Attention(Standard):
-    def why_not_skipped(self, skipped: range) -> str | None:
-        """Why this block cannot be skipped together with the blocks ``skipped`` (``None``:
-        it can): a family's block class says so where a later block needs what this one
-        computes, beside the stream (Gemma 4's shared keys and values)."""
-        return None
-
     """A block's attention, served through transformers' attention interface.
 
     ``attention_output`` is what it adds to the stream. The interior is read at the
