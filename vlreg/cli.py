@@ -191,7 +191,7 @@ def _inspect(checkpoint: str, task: str, attn_implementation: str | None, as_jso
                   for kind, part in model.family.parts.items()},
         "class": type(model._module).__name__,
         "aliases": {"model": model._aliases, "layers[0]": model.layers[0]._aliases},
-        "sizes": {name: getattr(model, name) for name in ("num_layers", "hidden_size", "num_heads", "num_kv_heads", "head_dim", "vocab_size")},
+        "sizes": {name: _size(model, name) for name in ("num_layers", "hidden_size", "num_heads", "num_kv_heads", "head_dim", "vocab_size")},
         "support": model.support(),
         "read_only": model.read_only(),
     }
@@ -199,7 +199,7 @@ def _inspect(checkpoint: str, task: str, attn_implementation: str | None, as_jso
         report["note"] = "the folder holds no processor files: support() is what a load with the checkpoint's processor serves"
     if vision is not None:
         report["aliases"]["vision"] = vision._aliases
-        if len(vision.layers):
+        if vision.num_layers:  # a vision part may have no blocks (Gemma 4 unified's embedder)
             report["aliases"]["vision.layers[0]"] = vision.layers[0]._aliases
         report["vision sizes"] = _sizes(vision)
         report["no_images"] = vision.no_images()
@@ -236,10 +236,20 @@ def _sizes(vision: Any) -> dict[str, Any]:
         try:
             sizes[name] = getattr(type(vision), name).__get__(vision)
         except Unavailable:
-            sizes[name] = "variable (per image)"
+            sizes[name] = "variable (per image)" if name == "image_size" else None  # None: the part has none
         except AttributeError:
             continue
     return sizes
+
+
+def _size(model: Any, name: str) -> Any:
+    """A text size, or None where the blocks differ in it (each block's says)."""
+    from .core.errors import Unavailable
+
+    try:
+        return getattr(model, name)
+    except Unavailable:
+        return None
 
 
 def _plugin_name(plugin: Any) -> str:

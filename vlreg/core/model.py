@@ -124,12 +124,12 @@ class StandardizedTransformer(Standard, TransformersModel):
     @property
     def num_kv_heads(self) -> int:
         """Key/value heads per text attention (fewer than `num_heads` under GQA)."""
-        return getattr(self._text_config, "num_key_value_heads", None) or self.num_heads
+        return _text_size(self, "num_key_value_heads", "num_kv_heads") or self.num_heads
 
     @property
     def head_dim(self) -> int:
         """The width of one text attention head."""
-        return getattr(self._text_config, "head_dim", None) or self.hidden_size // self.num_heads
+        return _text_size(self, "head_dim", "head_dim") or self.hidden_size // self.num_heads
 
     @property
     def intermediate_size(self) -> int:
@@ -228,6 +228,18 @@ class StandardizedTransformer(Standard, TransformersModel):
                 inside = getattr(type(envoy), name).inside
                 if inside is not None and envoy.why_unavailable(name) is None:
                     install_source(inside(envoy))
+
+
+def _text_size(model: StandardizedTransformer, field: str, name: str) -> Any:
+    """``field`` of the text config, or None; `Unavailable` where the config says the
+    blocks differ in it (Gemma 4's global blocks have heads of their own width)."""
+    try:
+        return getattr(model._text_config, field, None)
+    except RuntimeError as error:  # transformers' AmbiguousGlobalPerLayerAttributeError
+        raise Unavailable(
+            f"{name} is unavailable: the text blocks differ in it (the config sets it per block); "
+            f"read each block's self_attn.{name}"
+        ) from error
 
 
 def _standard_tree(

@@ -1,0 +1,124 @@
+"""The Gemma families at published widths and full depth, built on the meta device (no
+weights), and `vlreg inspect` of each config alone.
+
+PaliGemma's, Gemma 4's and Gemma 4 unified's are transformers' default configs
+(PaliGemma 3B at 224 pixels; Gemma 4 "similar to google/gemma-4-e2b-it", with the default
+Gemma 4 tower; Gemma 4 unified with its default embedder). Gemma 3's default config pairs
+a 224-pixel SigLIP with 256 tokens, which is no published geometry, so Gemma 3 is
+gemma-3-4b-it's config, its fields written out here. The tiny checkpoints' processors
+stand in: nothing is processed on meta."""
+
+import json
+
+import pytest
+import transformers
+from transformers import AutoProcessor
+
+from vlreg import StandardizedTransformer, Unavailable
+from vlreg.cli import main
+from vlreg.testing import build
+from vlreg_gemma.geometry import square_grids
+
+GEMMA3_4B = {
+    "text_config": {"hidden_size": 2560, "intermediate_size": 10240, "num_hidden_layers": 34, "num_attention_heads": 8,
+                    "num_key_value_heads": 4, "head_dim": 256, "query_pre_attn_scalar": 256, "sliding_window": 1024,
+                    "vocab_size": 262208},
+    "vision_config": {"model_type": "siglip_vision_model", "hidden_size": 1152, "intermediate_size": 4304,
+                      "num_hidden_layers": 27, "num_attention_heads": 16, "image_size": 896, "patch_size": 14,
+                      "vision_use_head": False},
+    "mm_tokens_per_image": 256,
+}
+CONFIGS = {
+    "gemma3": lambda: transformers.Gemma3Config(**GEMMA3_4B),
+    "paligemma": lambda: transformers.PaliGemmaConfig(),
+    "gemma4": lambda: transformers.Gemma4Config(vision_config=transformers.Gemma4VisionConfig()),
+    "gemma4_unified": lambda: transformers.Gemma4UnifiedConfig(vision_config=transformers.Gemma4UnifiedVisionConfig()),
+}
+
+
+@pytest.fixture(scope="module")
+def folders(tmp_path_factory):
+    made = {}
+    for name, config in CONFIGS.items():
+        made[name] = tmp_path_factory.mktemp(name)
+        config().save_pretrained(made[name])
+    return made
+
+
+@pytest.fixture(scope="module")
+def lazy(folders, tmp_path_factory):
+    def load(name):
+        processor = tmp_path_factory.mktemp(f"{name}-processor")
+        AutoProcessor.from_pretrained(build(name)).save_pretrained(processor)
+        return StandardizedTransformer(str(folders[name]), task="image-text-to-text", dispatch=False,
+                                       attn_implementation="eager", processor=str(processor))
+
+    return load
+
+
+def vision_sizes(vision):
+    return (vision.num_layers, vision.vision_hidden_size, vision.num_heads, vision.head_dim, vision.intermediate_size,
+            vision.patch_size)
+
+
+def test_gemma3_4b_pools_4096_patches_to_256_tokens(lazy):
+    model = lazy("gemma3")
+    assert not model.dispatched
+    assert (model.num_layers, model.hidden_size, model.num_heads, model.num_kv_heads, model.head_dim) == (34, 2560, 8, 4, 256)
+    assert vision_sizes(model.vision) == (27, 1152, 16, 72, 4304, 14) and model.vision.image_size == 896
+    assert model.family.parts["vision"].model_type == "siglip_vision_model"
+    declare = square_grids(model._module.config)
+    (grid,) = declare(None, [type("Image", (), {"size": (1280, 720)})()], model.processor)
+    assert (grid.rows, grid.columns, grid.fold) == (16, 16, 4)  # 64 x 64 patches, pooled 4 x 4
+    rows = model.support()
+    assert all(rows[row] is None for row in rows)
+
+
+def test_paligemma_3b_is_a_token_per_patch(lazy):
+    model = lazy("paligemma")
+    assert (model.num_layers, model.hidden_size, model.num_heads, model.num_kv_heads, model.head_dim) == (18, 2048, 8, 1, 256)
+    vision = model.vision
+    assert (vision.num_layers, vision.vision_hidden_size, vision.patch_size, vision.image_size) == (27, 1152, 14, 224)
+    assert model._module.config.text_config.num_image_tokens == 256
+    assert model.projector.linear.weight.shape == (2048, 1152)
+    assert "bidirectional over the prefix" in type(model.layers[0].self_attn).attention_probabilities.description
+
+
+def test_gemma4_e2b_like_text_and_the_default_tower(lazy):
+    model = lazy("gemma4")
+    config = model._module.config.text_config
+    assert (model.num_layers, model.hidden_size, model.num_heads, model.num_kv_heads) == (30, 2304, 8, 4)
+    full = [i for i, kind in enumerate(config.layer_types) if kind == "full_attention"]
+    assert full == [5, 11, 17, 23, 29]
+    assert model.layers[0].self_attn.head_dim == 256 and model.layers[5].self_attn.head_dim == 512  # global heads
+    with pytest.raises(Unavailable, match="head_dim is unavailable: the text blocks differ in it"):
+        model.head_dim
+    assert vision_sizes(model.vision) == (16, 768, 12, 64, 3072, 16)
+    rows = model.support()
+    assert rows["per_layer_output"] is None and rows["vision.position_embeddings"] is None
+    assert rows["vision.self_attn.attention_probabilities"] is None
+    assert model.vision.padded_patches
+
+
+def test_gemma4_unified_has_no_tower(lazy):
+    model = lazy("gemma4_unified")
+    assert model.vision.num_layers == 0 and model.vision.vision_hidden_size == 3840 and model.vision.patch_size == 48
+    rows = model.support()
+    assert not [row for row in rows if row.startswith("vision.") and "attention" in row]
+    assert rows["vision.patch_embeddings"] is None and rows["vision.image_features"] is None
+
+
+@pytest.mark.parametrize("name", list(CONFIGS))
+def test_inspect_reads_the_config_alone(folders, capsys, name):
+    assert main(["inspect", str(folders[name]), "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["family"] == "gemma"
+    assert report["parts"]["wrapper"]["model_type"] == name
+    assert report["parts"]["wrapper"]["plugin"].startswith("plugin 'gemma' (vlreg-gemma")
+    assert report["support"]["vision.image_features"] is None
+    vision = report["vision sizes"]
+    if name == "gemma4_unified":
+        assert vision["num_layers"] == 0 and vision["num_heads"] is None
+        assert "vision.layers[0]" not in report["aliases"]
+    else:
+        assert vision["num_layers"] > 0 and report["aliases"]["vision"]["layers"] == "encoder.layers"
