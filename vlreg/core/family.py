@@ -32,6 +32,9 @@ KNOWN_DISTRIBUTIONS = {
     "internvl_vision": ("vlreg-internvl", "plugins/internvl"),
     **{part: ("vlreg-idefics", "plugins/idefics") for part in ("idefics3", "idefics3_vision", "smolvlm", "smolvlm_vision")},
     "text:qwen3_moe": ("vlreg-internvl", "plugins/internvl"),
+    **{part: ("vlreg-gemma", "plugins/gemma") for part in (
+        "gemma3", "paligemma", "gemma4", "gemma4_unified", "gemma4_vision", "gemma4_unified_vision",
+        "text:gemma", "text:gemma2", "text:gemma3_text", "text:gemma4_text", "text:gemma4_unified_text")},
     # A base language model's config is both its wrapper (served by vlreg-text) and its
     # text model (served, for these, by the plugin whose families use it): keyed by part.
     **{f"wrapper:{base}": ("vlreg-text", "plugins/text") for base in ("qwen2", "qwen3", "llama", "mistral", "gemma3_text")},
