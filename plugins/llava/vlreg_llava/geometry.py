@@ -190,7 +190,7 @@ def _next_grids(config: Any, processor: Any, image: Any, patch: int) -> list[Ima
     rows, columns = _unpadded(height, width, tiles_h * per_tile, tiles_w * per_tile)
     kept_h, kept_w = _shrunk(config, len(rows), len(columns), per_tile)
     # each kept token's cell in the tiles' token grid (fractional where the grid was shrunk)
-    step_h, step_w = len(rows) / kept_h, len(columns) / kept_w
+    step_h, step_w = len(rows) / max(kept_h, 1), len(columns) / max(kept_w, 1)  # none kept: no cells
     r0 = rows.start + torch.arange(kept_h, dtype=torch.float64)[:, None].expand(kept_h, kept_w).reshape(-1) * step_h
     c0 = columns.start + torch.arange(kept_w, dtype=torch.float64)[None, :].expand(kept_h, kept_w).reshape(-1) * step_w
     ty, tx = torch.div(r0, per_tile, rounding_mode="floor"), torch.div(c0, per_tile, rounding_mode="floor")
