@@ -57,12 +57,23 @@ def _logits(model: Any, prompt: Any, images: list, row: int, position: int) -> t
 def _copies(model: Any, prompt: Any, images: list, count: int) -> tuple[list, list, list[ImageGeometry]]:
     """``count`` copies of a one-row prompt with its images, a copy a batch row, and the
     batch's geometry: image ``j`` of copy ``k`` is ``geometry[k * len(images) + j]``.
-    The images go a list per copy, the form every processor takes for several prompts
-    (SmolVLM's needs it: a flat list would be one prompt's)."""
+    The images go a list per copy, the form most processors take for several prompts
+    (SmolVLM's needs it: a flat list would be one prompt's), unless that changes how an
+    image is encoded (LLaVA-OneVision tiles an image only when it is its list's one
+    image): then as one flat list. Each copy must encode its images as the prompt alone
+    does, or the edits would land on other tokens."""
     if not isinstance(prompt, str):
         raise ValueError("one token at a time runs copies of one prompt in a batch: pass the prompt as a string")
-    prompts, pictures = [prompt] * count, [leaves(images) for _ in range(count)]
-    return prompts, pictures, model.vision.geometry(prompts, pictures)
+    alone = [image.tokens for image in model.vision.geometry(prompt, images)]
+    prompts, flat = [prompt] * count, leaves(images)
+    for pictures in ([list(flat) for _ in range(count)], flat * count):
+        geometry = model.vision.geometry(prompts, pictures)
+        if [image.tokens for image in geometry] == alone * count:
+            return prompts, pictures, geometry
+    raise ValueError(
+        "the processor encodes the prompt's images differently in a batch of copies than alone, so "
+        "its tokens cannot be edited one at a time: pass one image, or edit with ablate_image(tokens=...)"
+    )
 
 
 def _chunks(count: int, size: int) -> list[list[int]]:

@@ -167,3 +167,16 @@ def test_inspect_reads_the_config_alone(published, capsys):
     assert report["parts"]["text"]["model_type"] == "qwen2"
     assert (report["vision sizes"]["num_layers"], report["vision sizes"]["image_size"]) == (26, 384)
     assert report["support"]["vision.image_features"] is None
+
+
+def test_one_token_at_a_time_on_a_two_image_prompt(model):
+    """Copies of a prompt in a batch must encode its images as the prompt alone does; as
+    a list per copy, OneVision would not tile them (several images in one list), so the
+    copies go as one flat list, and each score is that token's own ablation."""
+    prompt, pictures = chat(model, images=2), [PICTURE, image(56, 56, seed=2)]
+    found = analysis.occlusion(model, prompt, pictures, image=1, batch=16)
+    assert found.scores.shape == (found.geometry[1].tokens,)
+    for token in (0, 17, found.geometry[1].tokens - 1):
+        one = analysis.ablate_image(model, prompt, pictures, image=1, mode="mean", tokens=[token])
+        expected = one.clean[found.target] - one.ablated[found.target]
+        torch.testing.assert_close(found.scores[token], expected, rtol=1e-4, atol=1e-4)
