@@ -64,11 +64,14 @@ def _copies(model: Any, prompt: Any, images: list, count: int) -> tuple[list, li
     does, or the edits would land on other tokens."""
     if not isinstance(prompt, str):
         raise ValueError("one token at a time runs copies of one prompt in a batch: pass the prompt as a string")
-    alone = [image.tokens for image in model.vision.geometry(prompt, images)]
+    def shapes(geometry: list) -> list:
+        return [[(grid.rows, grid.columns) for grid in image.grids] for image in geometry]
+
+    alone = shapes(model.vision.geometry(prompt, images))
     prompts, flat = [prompt] * count, leaves(images)
     for pictures in ([list(flat) for _ in range(count)], flat * count):
         geometry = model.vision.geometry(prompts, pictures)
-        if [image.tokens for image in geometry] == alone * count:
+        if shapes(geometry) == alone * count:
             return prompts, pictures, geometry
     raise ValueError(
         "the processor encodes the prompt's images differently in a batch of copies than alone, so "
