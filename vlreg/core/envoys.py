@@ -85,12 +85,32 @@ class Standard(Envoy):
     def refuse(self, name: str) -> None:
         """Raise `Unavailable` if ``name`` cannot be served here, by this load or on this
         trace's input (a tower value on a prompt that carries no image)."""
-        reason = self.why_unavailable(name)
-        needs = getattr(type(self), name).needs_images
-        if reason is None and (self._tower is not None if needs is None else needs):
-            reason = self.root.no_images_in_this_run()
+        reason = self.why_unavailable(name) or self._why_not_in_this_run(getattr(type(self), name))
         if reason is not None:
             raise Unavailable(f"{self.label(name)} is unavailable: {reason}")
+
+    def _why_not_in_this_run(self, served: Any) -> str | None:
+        """Why this trace's input (this invoke's rows, when several invokes are batched)
+        lacks ``served``: no image where it needs one, or a tower value with images in
+        several invokes, whose share of the tower no family declares."""
+        from nnsight.intervention.interleaver import Mediator
+
+        mediator = Mediator.current(served.name)
+        batcher = getattr(mediator.interleaver, "batcher", None)
+        group = mediator.batch_group if batcher is not None and batcher.batching else None
+        run = self.root._run
+        needs = served.needs_images
+        if self._tower is not None if needs is None else needs:
+            reason = self.root.no_images_in_this_run(group)
+            if reason:
+                return reason
+        if group is not None and served.layout_on(self) == "tower" and run.invokes_with_images() > 1:
+            return (
+                "images in several invokes run through the tower together, and which of its rows are "
+                "this invoke's is not declared; read tower values in a trace where one invoke carries "
+                "the images (the features at the scatter, vision.image_features, are cut per invoke)"
+            )
+        return None
 
     def support(self) -> dict[str, str | None]:
         """Every standard value here and below, in forward order: ``None`` if served,

@@ -92,25 +92,27 @@ class MoeMlp(Mlp):
 
     router_logits = value(
         lambda mlp: f"{_router(mlp).path}.source.F_linear_0.output",
-        inside=_router,
+        inside=_router, layout="tokens",
         description="the router's score of each expert per token, [tokens, experts]; a write reroutes",
     )(lambda mlp, raw: raw).writes(lambda mlp, raw, new: new)
     expert_weights = value(
-        lambda mlp: f"{_router(mlp).path}.output", description="each token's routing weights, [tokens, top_k]"
+        lambda mlp: f"{_router(mlp).path}.output", layout="tokens",
+        description="each token's routing weights, [tokens, top_k]",
     )(_routing(1)[0]).writes(_routing(1)[1])
     expert_indices = value(
-        lambda mlp: f"{_router(mlp).path}.output", description="the expert in each token's slots, [tokens, top_k]"
+        lambda mlp: f"{_router(mlp).path}.output", layout="tokens",
+        description="the expert in each token's slots, [tokens, top_k]",
     )(_routing(2)[0]).writes(_routing(2)[1])
     expert_outputs = value(
-        _experts_call, unavailable=_slotted,
+        _experts_call, unavailable=_slotted, layout="tokens",
         description="each slot's expert output weighted by its routing weight, [tokens, top_k, hidden]",
     )(lambda mlp, raw: raw).writes(lambda mlp, raw, new: new)
     routed_output = returned(
-        lambda mlp: f"{getattr(mlp, mlp.experts_module).path}.output",
+        lambda mlp: f"{getattr(mlp, mlp.experts_module).path}.output", layout="tokens",
         description="the experts' weighted sum per token, [tokens, hidden]",
     )
     shared_expert_output = value(
-        lambda mlp: f"{getattr(mlp, mlp.shared_expert_module).path}.output",
+        lambda mlp: f"{getattr(mlp, mlp.shared_expert_module).path}.output", layout="tokens",
         unavailable=_no_shared_expert,
         description="the shared expert's own output, before its gate, [tokens, hidden]",
     )(lambda mlp, raw: raw).writes(with_first)

@@ -7,7 +7,6 @@ processor would divide by 255 again. Each is refused with what to pass instead.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any, Iterator
 
 import torch
@@ -21,10 +20,8 @@ ACCEPTED = (
 )
 
 
-def check_invokes(model: Any, invokes: list) -> bool:
-    """Refuse what no image can reach or what would reach it wrong; return whether the
-    trace's input carries images at all."""
-    carried = False
+def check_invokes(model: Any, invokes: list) -> None:
+    """Refuse what no image can reach or what would reach it wrong."""
     for inputs, kwargs in invokes:
         media = {key for key in kwargs.keys() & MEDIA if kwargs[key] is not None}
         if media and model.processor is None:
@@ -35,13 +32,6 @@ def check_invokes(model: Any, invokes: list) -> bool:
             )
         if kwargs.get("images") is not None:
             check_images(kwargs["images"], model.processor)
-            carried = True
-        carried = carried or _has_pixels(kwargs) or bool(inputs and _has_pixels(inputs[0]))
-    return carried
-
-
-def _has_pixels(encoding: Any) -> bool:
-    return isinstance(encoding, Mapping) and encoding.get("pixel_values") is not None
 
 
 def check_images(images: Any, processor: Any) -> None:

@@ -14,6 +14,7 @@ from nnsight.intervention.tracer import InterleavingTracer, ScanningTracer
 from . import plugins
 from .envoys import Standard
 from .family import Family, resolve
+from .batching import Run, combine, run_of
 from .inputs import MEDIA, check_invokes
 from .loading import IMAGE_TEXT, TEXT, config_of, text_task_fallback
 from .errors import Unavailable
@@ -80,7 +81,7 @@ class StandardizedTransformer(Standard, TransformersModel):
         self.family: Family = resolve(config)
         quiet = text_task_fallback(config, task, dispatch)
         self._lock = threading.RLock()
-        self._images_in_run: bool | None = None
+        self._run = Run(None)
         if device is not None:
             if "device_map" in kwargs:
                 raise ValueError("pass either device= or device_map=, not both")
@@ -159,14 +160,20 @@ class StandardizedTransformer(Standard, TransformersModel):
             return super().interleave(fn, *args, **kwargs)
 
     def _batch(self, invokes: list, fn: Any) -> tuple:
-        """Check the trace's input, then pad several prompts that carry images in one invoke.
+        """Check the trace's input, then batch it, images included.
 
         Images no image can reach, or that would reach it wrong, are refused here,
-        before the model runs. nnsight hands the processor only the prompts and the
-        media, so prompts of different lengths fail to stack; the processor pads them
-        here instead (on the tokenizer's side, the left for these decoders).
+        before the model runs. Prompts that carry images go through the processor at
+        once, padded on the tokenizer's side (the left, for these decoders): several in
+        one invoke, or several invokes (`batching.combine`; nnsight refuses those).
+        What the batch holds per row is kept for the values that cut it per invoke.
         """
-        self._images_in_run = check_invokes(self, invokes)
+        check_invokes(self, invokes)
+        groups, start = [], 0
+        for inputs, kwargs in invokes:
+            size = self._batch_size(*inputs, **kwargs)
+            groups.append((start, size))
+            start += size
         if len(invokes) == 1 and self.processor is not None:
             inputs, kwargs = invokes[0]
             prompts = inputs[0] if inputs else kwargs.get("text")
@@ -175,15 +182,21 @@ class StandardizedTransformer(Standard, TransformersModel):
                 rest = {key: value for key, value in kwargs.items() if key not in MEDIA | {"text"}}
                 encoding = self.processor(text=list(prompts), **call, padding=True, return_tensors="pt")
                 invokes = [((), {**encoding, **rest})]
-        return super()._batch(invokes, fn)
+        elif self.processor is not None:
+            invokes = combine(self.processor, invokes)
+        args, kwargs = super()._batch(invokes, fn)
+        self._run = run_of(kwargs, getattr(self._module.config, "image_token_id", None), groups)
+        return args, kwargs
 
-    def no_images_in_this_run(self) -> str | None:
-        """Inside a trace whose input carries no image, why the tower's values and the
-        features are absent; else ``None``. Decided from the input, before the model runs."""
-        if self._images_in_run is False:
+    def no_images_in_this_run(self, group: Any = None) -> str | None:
+        """Inside a trace whose input carries no image (or ``group``'s rows hold none),
+        why the tower's values and the features are absent; else ``None``. Decided from
+        the input, before the model runs."""
+        if self._run.images_in(group) is False:
+            where = "this invoke's prompts carry" if group is not None else "this trace's input carries"
             return (
-                "this trace's input carries no images, so the tower does not run and no features "
-                "are scattered; pass images=[...] with a prompt that has the image placeholder"
+                f"{where} no images, so the tower does not run for them and no features are "
+                f"scattered; pass images=[...] with a prompt that has the image placeholder"
             )
         return None
 

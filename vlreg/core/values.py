@@ -30,6 +30,7 @@ from greenlet import getcurrent
 from nnsight.intervention.eproperty import eproperty
 from nnsight.intervention.interleaver import Mediator, OutOfOrderError
 
+from .batching import select, splice
 from .errors import OutOfOrder, ReadOnly
 
 Predicate = Callable[[Any], "str | None"]
@@ -59,6 +60,9 @@ class value(eproperty):
         occurrence: A function of the envoy giving which call of the location, counted
             from 0 in the run, this value is (one call site in a loop over the blocks, run
             once per block: block k's is call k). ``None``: the next one.
+        layout: How the value's leading axis holds a batch of several invokes (see
+            `vlreg.core.batching`): ``"batch"``, ``"tokens"``, ``"image_tokens"`` or
+            ``"tower"``. ``None``: ``"tower"`` on a tower envoy, else ``"batch"``.
         description: One line shown beside the value in the envoy's repr (default: the
             first line of the preprocess's docstring).
     """
@@ -72,6 +76,7 @@ class value(eproperty):
         needs_images: bool | None = None,
         inside: Callable[[Any], Any] | None = None,
         occurrence: Callable[[Any], int] | None = None,
+        layout: str | None = None,
         description: str | None = None,
     ) -> None:
         super().__init__(key=at if isinstance(at, str) else None, description=description)
@@ -81,6 +86,7 @@ class value(eproperty):
         self.needs_images = needs_images
         self.inside = inside
         self.occurrence = occurrence
+        self.layout = layout
 
     def __call__(self, preprocess: Callable) -> "value":
         key = self.key
@@ -128,8 +134,10 @@ class value(eproperty):
             return self
         obj.refuse(self.name)
         label = obj.label(self.name)
-        with _in_order(obj, label, self._pin(obj)):
+        with _in_order(obj, label, self._pin(obj)), _served_whole(obj, label, self.layout_on(obj)) as group:
             served = super().__get__(obj, owner)
+        if group is not None:
+            served = select(self.layout_on(obj), served, group, obj.root._run)
         reason = obj.why_read_only(self.name)
         if reason is not None and isinstance(served, torch.Tensor):
             return read_only_view(served, f"{label} cannot be written: {reason}")
@@ -140,11 +148,18 @@ class value(eproperty):
         reason = obj.why_read_only(self.name)
         if reason is not None:
             raise ReadOnly(f"{obj.label(self.name)} cannot be written: {reason}")
-        with _in_order(obj, obj.label(self.name), self._pin(obj)):
+        label, layout = obj.label(self.name), self.layout_on(obj)
+        with _in_order(obj, label, self._pin(obj)), _served_whole(obj, label, layout) as group:
+            if group is not None:
+                new = splice(layout, eproperty.__get__(self, obj, type(obj)), group, obj.root._run, new)
             super().__set__(obj, new)
 
     def _pin(self, obj: Any) -> int | None:
         return None if self.occurrence is None else self.occurrence(obj)
+
+    def layout_on(self, obj: Any) -> str:
+        """The value's batch layout on ``obj`` (see ``layout``)."""
+        return self.layout or ("tower" if obj._tower is not None else "batch")
 
 
 @contextlib.contextmanager
@@ -168,6 +183,24 @@ def _in_order(envoy: Any, label: str, occurrence: int | None = None) -> Iterator
     finally:
         mediator.iteration = iteration
     mediator.vlreg_last_read = label
+
+
+@contextlib.contextmanager
+def _served_whole(envoy: Any, label: str, layout: str) -> Iterator[Any]:
+    """In a trace batching several invokes, serve a value not laid out along the batch
+    whole (nnsight would narrow any tensor whose leading axis happens to be the batch's
+    size), and yield the invoke's rows for `select` to cut it; else yield ``None``."""
+    mediator = Mediator.current(label)
+    group = mediator.batch_group
+    batcher = getattr(mediator.interleaver, "batcher", None)
+    if layout == "batch" or group is None or batcher is None or not batcher.batching:
+        yield None
+        return
+    mediator.batch_group = None
+    try:
+        yield group
+    finally:
+        mediator.batch_group = group
 
 
 def _out_of_order(model: Any, label: str, previous: str | None) -> str:

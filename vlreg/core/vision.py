@@ -130,7 +130,7 @@ class Vision(Standard):
     #: length (Gemma 4's budget): the tower's values then run past the image's patches.
     padded_patches: bool = False
 
-    @value(lambda vision: f"{vision.root.path}.input", needs_images=False, read_only=_derived_mask)
+    @value(lambda vision: f"{vision.root.path}.input", needs_images=False, read_only=_derived_mask, layout="batch")
     def image_token_mask(self, raw: Any) -> torch.Tensor:
         """``[batch, seq]``, True at the image tokens (read it before the tower runs)."""
         return _input_ids(raw) == self.root._module.config.image_token_id
@@ -157,6 +157,7 @@ class Vision(Standard):
     image_features = value(
         _scatter_call,
         inside=lambda vision: scatter_host(vision.root)[1],
+        layout="image_tokens",
         description="the features as the text model receives them",
     )(_scattered).writes(_scatter_back)
 

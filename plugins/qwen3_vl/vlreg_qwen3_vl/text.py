@@ -45,6 +45,7 @@ class DeepStackLayer(Layer):
         occurrence=lambda layer: layer.block_index,
         unavailable=_no_tap,
         needs_images=True,
+        layout="image_tokens",
         description="what DeepStack adds to the stream at the image tokens after this block, [image_tokens, hidden]",
     )
 

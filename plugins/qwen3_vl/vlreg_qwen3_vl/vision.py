@@ -50,6 +50,7 @@ class Qwen3Vision(QwenVision):
     deepstack_features = value(
         "output",
         unavailable=_no_taps,
+        layout="image_tokens",
         description="each DeepStack tap merged to image tokens, [image_tokens, hidden_size]; text block k gets tap k",
     )(lambda vision, raw: _deepstack(raw)).writes(_put_deepstack)
 

@@ -1,0 +1,118 @@
+"""Several invokes in one trace, images included: each invoke's values are its solo run's.
+
+The batch is padded on the left, so an invoke's row holds its solo run's positions at its
+right end; values there agree with the solo run (exactly where the arithmetic is the
+same, within 1e-4 where padding changes the positions a block sees).
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from vlreg import StandardizedTransformer, Unavailable
+from vlreg.testing import build
+from vlreg.testing.conformance import image
+
+FAMILIES = ("qwen2_vl", "qwen2_5_vl", "qwen3_vl", "qwen3_vl_moe", "qwen3_5", "llava_interleave", "llava_1_5", "llava_next")
+TOLERANCE = {"atol": 1e-4, "rtol": 1e-4}
+
+
+@pytest.fixture(scope="module", params=FAMILIES)
+def model(request):
+    return StandardizedTransformer(str(build(request.param)), task="image-text-to-text", dispatch=True,
+                                   attn_implementation="eager", device="cpu")
+
+
+def chat(model, text, images):
+    content = [{"type": "image"}] * images + [{"type": "text", "text": text}]
+    return model.processor.apply_chat_template([{"role": "user", "content": content}], add_generation_prompt=True,
+                                               tokenize=False)
+
+
+def cases(model):
+    """Different image sizes, prompt lengths and image counts, and a prompt with none."""
+    return [
+        (chat(model, "What is in this image?", 1), [image(112, 84)]),
+        (chat(model, "The quick brown fox jumps over the lazy dog.", 0), []),
+        (chat(model, "Describe the picture.", 2), [image(56, 112, seed=1), image(84, 84, seed=2)]),
+    ]
+
+
+def read(model, images):
+    """What an invoke reads, in forward order: the mask, the features (with images), then
+    the text model's values."""
+    mask = model.vision.image_token_mask.save()
+    features = model.vision.image_features.save() if images else None
+    later = [model.layers[0].input.save(), model.layers[-1].layer_output.save(), model.logits.save()]
+    return [mask, *later], features
+
+
+def solo(model, prompt, images):
+    options = {"images": images} if images else {}
+    found: list = []
+    with torch.no_grad(), model.trace(prompt, **options):
+        found.append(read(model, images))
+    return found[0]
+
+
+def test_each_invoke_gets_its_solo_runs_values(model):
+    runs = cases(model)
+    batched: list = []  # made outside the trace: names first bound inside one do not leave it
+    with torch.no_grad(), model.trace() as tracer:
+        for prompt, images in runs:
+            options = {"images": images} if images else {}
+            with tracer.invoke(prompt, **options):
+                batched.append(read(model, images))
+    for (prompt, images), (got, got_features) in zip(runs, batched):
+        expected, expected_features = solo(model, prompt, images)
+        mask, *values = got
+        seq = expected[0].shape[1]
+        assert mask.shape[0] == 1 and not mask[0, :-seq].any()
+        assert torch.equal(mask[:, -seq:], expected[0])
+        for value, want in zip(values, expected[1:]):
+            torch.testing.assert_close(value[:, -seq:], want, **TOLERANCE)
+        if images:
+            torch.testing.assert_close(got_features, expected_features, **TOLERANCE)
+
+
+def test_an_edit_in_one_invoke_stays_in_its_rows(model):
+    (first, first_images), (second, _), _ = cases(model)
+    with torch.no_grad(), model.trace() as tracer:
+        with tracer.invoke(first, images=first_images):
+            model.vision.image_features[:] = 0
+            ablated = model.logits.save()
+        with tracer.invoke(second):
+            untouched = model.logits.save()
+    with torch.no_grad(), model.trace(first, images=first_images):
+        model.vision.image_features[:] = 0
+        expected = model.logits.save()
+    seq = expected.shape[1]
+    torch.testing.assert_close(ablated[:, -seq:], expected, **TOLERANCE)
+    with torch.no_grad(), model.trace(second):
+        plain = model.logits.save()
+    torch.testing.assert_close(untouched[:, -plain.shape[1]:], plain, **TOLERANCE)
+
+
+def test_tower_values_belong_to_the_one_invoke_with_images_or_are_refused(model):
+    (first, first_images), (second, _), (third, third_images) = cases(model)
+    with torch.no_grad(), model.trace() as tracer:
+        with tracer.invoke(first, images=first_images):
+            tower = model.vision.tower_output.save()
+        with tracer.invoke(second):
+            pass
+    with torch.no_grad(), model.trace(first, images=first_images):
+        expected = model.vision.tower_output.save()
+    torch.testing.assert_close(tower, expected, **TOLERANCE)
+    with pytest.raises(Unavailable, match="this invoke's prompts carry no images"):
+        with torch.no_grad(), model.trace() as tracer:
+            with tracer.invoke(first, images=first_images):
+                pass
+            with tracer.invoke(second):
+                model.vision.tower_output.save()
+    with pytest.raises(Unavailable, match="images in several invokes run through the tower together"):
+        with torch.no_grad(), model.trace() as tracer:
+            with tracer.invoke(first, images=first_images):
+                model.vision.tower_output.save()
+            with tracer.invoke(third, images=third_images):
+                pass
