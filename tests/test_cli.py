@@ -16,7 +16,8 @@ def test_plugins_json_lists_the_builtin_families(capsys):
     rows = {row["name"]: row for row in json.loads(capsys.readouterr().out)}
     assert rows["qwen2_vl"]["distribution"] == "vlreg-qwen2-vl" and rows["qwen2_vl"]["families"] == ["qwen2_vl"]
     assert rows["qwen2_5_vl"]["distribution"] == "vlreg-qwen2-5-vl" and rows["qwen2_5_vl"]["families"] == ["qwen2_5_vl"]
-    assert rows["llava"]["distribution"] == "vlreg-llava" and rows["llava"]["families"] == ["llava", "llava_next"]
+    assert rows["llava"]["distribution"] == "vlreg-llava"
+    assert rows["llava"]["families"] == ["llava", "llava_next", "llava_onevision"]
 
 
 def test_plugins_all_lists_parts_and_hooks(capsys):
