@@ -16,7 +16,7 @@ import tempfile
 from pathlib import Path
 
 #: distribution -> its folder beside this file
-EXAMPLES = {"vlreg-gemma3-example": Path(__file__).parent / "gemma3"}
+EXAMPLES = {"vlreg-vipllava-example": Path(__file__).parent / "vipllava"}
 
 
 def _install(distribution: str, folder: Path) -> None:

@@ -1,6 +1,6 @@
-"""The Gemma 3 example is a third-party plugin: installed from its folder with pip, it
-is found through its entry point, serves Gemma 3 with its SigLIP tower from vlreg-llava,
-and passes the conformance suite."""
+"""The VipLLaVA example is a third-party plugin: installed from its folder with pip, it is
+found through its entry point, serves VipLLaVA with its CLIP tower and Llama text model
+from vlreg-llava, and passes the conformance suite."""
 
 import json
 import os
@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-pytest.importorskip("vlreg_llava", reason="the Gemma 3 example reuses vlreg-llava's SigLIP tower (plugins/llava)")
+pytest.importorskip("vlreg_llava", reason="the VipLLaVA example reuses vlreg-llava's CLIP tower and Llama text (plugins/llava)")
 
-EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "gemma3"
-DISTRIBUTION = "vlreg-gemma3-example"
+EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "vipllava"
+DISTRIBUTION = "vlreg-vipllava-example"
 
 
 @pytest.fixture(scope="module")
@@ -40,30 +40,33 @@ def vlreg(env, *arguments):
 
 def test_it_is_listed_with_its_distribution(env):
     rows = {row["name"]: row for row in json.loads(vlreg(env, "plugins", "--all", "--json"))}
-    gemma3 = rows["gemma3"]
-    assert (gemma3["distribution"], gemma3["version"], gemma3["families"]) == (DISTRIBUTION, "0.1.0", ["gemma3"])
-    assert gemma3["parts"] == {"wrapper": ["gemma3"], "text": ["gemma3_text"], "vision": []}
-    assert "siglip_vision_model" in rows["llava"]["parts"]["vision"]
-    assert f"gemma3 ({DISTRIBUTION} 0.1.0): families gemma3" in vlreg(env, "plugins")
+    example = rows["vipllava"]
+    assert (example["distribution"], example["version"], example["families"]) == (DISTRIBUTION, "0.1.0", ["vipllava"])
+    assert example["parts"] == {"wrapper": ["vipllava"], "text": [], "vision": []}
+    assert "clip_vision_model" in rows["llava"]["parts"]["vision"] and "llama" in rows["llava"]["parts"]["text"]
+    assert f"vipllava ({DISTRIBUTION} 0.1.0): families vipllava" in vlreg(env, "plugins")
+    assert "plugin 'vipllava'" in vlreg(env, "plugins", "--coverage")
 
 
-def test_it_serves_gemma3_with_the_llava_plugins_siglip_tower(env, tmp_path):
-    checkpoint = tmp_path / "gemma3"
-    run(env, sys.executable, "-c", f"from vlreg.testing import build; build('gemma3', {str(checkpoint)!r})")
+def test_it_serves_vipllava_with_the_llava_plugins_tower_and_text(env, tmp_path):
+    checkpoint = tmp_path / "vipllava"
+    run(env, sys.executable, "-c", f"from vlreg.testing import build; build('vipllava', {str(checkpoint)!r})")
     report = json.loads(vlreg(env, "inspect", str(checkpoint), "--json"))
-    assert report["family"] == "gemma3" and report["class"] == "Gemma3ForConditionalGeneration"
+    assert report["family"] == "vipllava" and report["class"] == "VipLlavaForConditionalGeneration"
     parts = report["parts"]
     assert (parts["wrapper"]["model_type"], parts["text"]["model_type"], parts["vision"]["model_type"]) == (
-        "gemma3", "gemma3_text", "siglip_vision_model"
+        "vipllava", "llama", "clip_vision_model"
     )
-    assert DISTRIBUTION in parts["wrapper"]["plugin"] and DISTRIBUTION in parts["text"]["plugin"]
-    assert "vlreg-llava" in parts["vision"]["plugin"]
+    assert DISTRIBUTION in parts["wrapper"]["plugin"]
+    assert "vlreg-llava" in parts["vision"]["plugin"] and "vlreg-llava" in parts["text"]["plugin"]
     assert report["support"]["vision.image_features"] is None
+    assert "edit vision.layers[1].layer_output" in report["read_only"]["vision.tower_output"]
 
 
 def test_it_passes_its_own_tests_and_the_conformance_suite(env, tmp_path):
     out = run(env, sys.executable, "-m", "pytest", "-v", "-p", "no:cacheprovider", str(EXAMPLE / "tests"), cwd=tmp_path)
     assert " failed" not in out and " error" not in out
     for test in ("test_block_identity", "test_features_are_what_block_0_receives_at_the_image_tokens",
-                 "test_tower_block_identity", "test_support_lists_every_value"):
-        assert f"test_conformance.py::TestGemma3::{test} PASSED" in out, test
+                 "test_tower_block_identity", "test_support_lists_every_value",
+                 "test_every_value_written_reaches_the_logits_or_refuses"):
+        assert f"test_conformance.py::TestVipLlava::{test} PASSED" in out, test

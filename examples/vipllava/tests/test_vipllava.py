@@ -1,0 +1,64 @@
+"""What is particular to VipLLaVA, beyond the conformance suite."""
+
+import numpy as np
+import pytest
+import torch
+from PIL import Image
+
+import vlreg_llava
+import vlreg_vipllava
+from vlreg import ReadOnly, StandardizedTransformer
+from vlreg.testing import build
+from vlreg.testing.conformance import image
+
+
+@pytest.fixture(scope="module")
+def model():
+    return StandardizedTransformer(str(build("vipllava")), task="image-text-to-text", dispatch=True, device="cpu",
+                                   attn_implementation="eager")
+
+
+def prompt(model, words="What is this?"):
+    messages = [{"role": "user", "content": [{"type": "image"}, {"type": "text", "text": words}]}]
+    return model.processor.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
+
+
+def test_only_the_wrapper_is_this_plugins(model):
+    assert model.family.plugins == {"wrapper": vlreg_vipllava, "text": vlreg_llava, "vision": vlreg_llava}
+
+
+def test_the_chat_template_writes_vipllavas_turns(model):
+    assert prompt(model).endswith("questions.###Human: <image>\nWhat is this?###Assistant:")
+
+
+def test_the_projector_reads_two_blocks_without_their_class_tokens(model):
+    with model.trace(prompt(model), images=[image(90, 60)]):
+        first = model.vision.layers[0].layer_output.save()
+        second = model.vision.layers[1].layer_output.save()
+        fed = model.projector.input.save()
+    assert torch.equal(fed, torch.cat([second[:, 1:], first[:, 1:]], dim=-1))  # vision_feature_layer [-2, 1]
+
+
+def test_what_the_projector_does_not_read_refuses_writes(model):
+    assert "edit vision.layers[1].layer_output" in model.read_only()["vision.tower_output"]
+    with pytest.raises(ReadOnly, match="nothing later reaches it"):
+        with model.trace(prompt(model), images=[image(90, 60)]):
+            model.vision.layers[2].layer_output[:] = 0
+
+
+@pytest.mark.parametrize("size", [(112, 84), (84, 112), (56, 56), (300, 57), (57, 300), (1000, 640), (61, 59), (200, 200)])
+def test_each_tokens_box_is_the_pixels_its_patch_holds(model, size):
+    """A picture whose red and green channels are its x and y: each token's patch, as the
+    processor made it, holds the colours of the middle of the token's box."""
+    width, height = size
+    x, y = np.meshgrid((np.arange(width) + 0.5) / width, (np.arange(height) + 0.5) / height)
+    picture = Image.fromarray((np.stack([x, y, np.zeros_like(x)], -1) * 255).round().astype("uint8"))
+    (geometry,) = model.vision.geometry(prompt(model), [picture])
+    (grid,) = geometry.grids
+    vision = model.processor.image_processor
+    pixels = model.processor(text=prompt(model), images=[picture], return_tensors="pt")["pixel_values"][0]
+    pixels = pixels * torch.tensor(vision.image_std)[:, None, None] + torch.tensor(vision.image_mean)[:, None, None]
+    patch = model.vision.patch_size
+    held = pixels[:2].reshape(2, grid.rows, patch, grid.columns, patch).mean((2, 4)).permute(1, 2, 0).reshape(-1, 2)
+    middles = (grid.boxes[:, :2] + grid.boxes[:, 2:]) / 2 / torch.tensor([width, height], dtype=torch.float64)
+    torch.testing.assert_close(held.double(), middles, atol=0.02, rtol=0)
