@@ -3,7 +3,7 @@ weights), and `vlreg inspect` of each config alone.
 
 PaliGemma's, Gemma 4's and Gemma 4 unified's are transformers' default configs
 (PaliGemma 3B at 224 pixels; Gemma 4 "similar to google/gemma-4-e2b-it", with the default
-Gemma 4 tower; Gemma 4 unified with its default embedder). Gemma 3's default config pairs
+Gemma 4 tower and audio tower; Gemma 4 unified with its default embedder). Gemma 3's default config pairs
 a 224-pixel SigLIP with 256 tokens, which is no published geometry, so Gemma 3 is
 gemma-3-4b-it's config, its fields written out here. The tiny checkpoints' processors
 stand in: nothing is processed on meta."""
@@ -31,7 +31,8 @@ GEMMA3_4B = {
 CONFIGS = {
     "gemma3": lambda: transformers.Gemma3Config(**GEMMA3_4B),
     "paligemma": lambda: transformers.PaliGemmaConfig(),
-    "gemma4": lambda: transformers.Gemma4Config(vision_config=transformers.Gemma4VisionConfig()),
+    "gemma4": lambda: transformers.Gemma4Config(vision_config=transformers.Gemma4VisionConfig(),
+                                                audio_config=transformers.Gemma4AudioConfig()),
     "gemma4_unified": lambda: transformers.Gemma4UnifiedConfig(vision_config=transformers.Gemma4UnifiedVisionConfig()),
 }
 
@@ -98,6 +99,9 @@ def test_gemma4_e2b_like_text_and_the_default_tower(lazy):
     assert rows["per_layer_output"] is None and rows["vision.position_embeddings"] is None
     assert rows["vision.self_attn.attention_probabilities"] is None
     assert model.vision.padded_patches
+    audio = model.model.audio_tower  # served by no part: no standard names bind in it
+    assert not audio._aliases and not any(block._aliases for block in audio.layers)
+    assert not [row for row in rows if "audio" in row]
 
 
 def test_gemma4_unified_has_no_tower(lazy):
