@@ -17,7 +17,9 @@
   ``layer_output == (input + attention_output + mlp_output + per_layer_output) *
   layer_scalar``, so the plain sum does not hold there. A Gemma 4 block whose MLP sits
   beside routed experts (``enable_moe_block``) norms their sum with
-  ``post_feedforward_layernorm``: its ``mlp_output`` is what both add.
+  ``post_feedforward_layernorm``: its ``mlp_output`` is what both add. Where later blocks
+  reuse a block's keys and values (``num_kv_shared_layers``), that block refuses to be
+  skipped alone (`SharedKvLayer`).
 
 The attention interior is the standard one: every Gemma attention calls transformers'
 attention interface once, with its own scaling and softcapping applied inside the eager
@@ -97,17 +99,8 @@ def _no_per_layer_input(layer: Any) -> str | None:
     return "this checkpoint's blocks take no per-layer input (hidden_size_per_layer_input is 0)"
 
 
-class Gemma4Layer(Layer):
-    """A Gemma 4 block: sandwich norms, then (on the small checkpoints) a per-layer input,
-    then ``layer_scalar``; ``layer_output`` is the block's output, scalar applied."""
-
-    order = ("input", "self_attn", "linear_attn", "mlp", "per_layer_output", "output", "layer_output")
-
-    per_layer_output = returned(
-        lambda layer: f"{layer.path}.post_per_layer_input_norm.output",
-        unavailable=_no_per_layer_input,
-        description="what the per-layer input (PLE) adds to the stream after the MLP, before layer_scalar",
-    )
+class SharedKvLayer(Layer):
+    """A Gemma 4 block (either line), whose keys and values later blocks may reuse."""
 
     def why_not_skipped(self, skipped: range) -> str | None:
         """A block whose keys and values later blocks reuse (``num_kv_shared_layers``) cannot
@@ -125,10 +118,23 @@ class Gemma4Layer(Layer):
                 f"and cannot run without them; skip them too")
 
 
+class Gemma4Layer(SharedKvLayer):
+    """A Gemma 4 block: sandwich norms, then (on the small checkpoints) a per-layer input,
+    then ``layer_scalar``; ``layer_output`` is the block's output, scalar applied."""
+
+    order = ("input", "self_attn", "linear_attn", "mlp", "per_layer_output", "output", "layer_output")
+
+    per_layer_output = returned(
+        lambda layer: f"{layer.path}.post_per_layer_input_norm.output",
+        unavailable=_no_per_layer_input,
+        description="what the per-layer input (PLE) adds to the stream after the MLP, before layer_scalar",
+    )
+
+
 def envoys(part: Any) -> dict[type, type]:
     module, prefix, sandwich = MODELS[part.model_type]
     modeling = import_module(f"transformers.models.{module}.modeling_{module}")
-    layer = Gemma4Layer if part.model_type == "gemma4_text" else Layer  # only Gemma 4 has PLE
+    layer = {"gemma4_text": Gemma4Layer, "gemma4_unified_text": SharedKvLayer}.get(part.model_type, Layer)
     attention = SandwichAttention if sandwich else Attention
     attention = _DESCRIBED.get((attention, part.root.model_type), attention)
     return {
