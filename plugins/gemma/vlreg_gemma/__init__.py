@@ -18,7 +18,15 @@ in its ``model``'s forward:
 * ``gemma4_unified`` (Gemma4UnifiedForConditionalGeneration): no tower; ``model.embed_vision``
   is the `Vision` (with no blocks) and its ``multimodal_embedder`` the projector.
 
-The text parts are in `text`; `checkpoints` builds tiny random-weight checkpoints.
+The text parts are in `text`, the Gemma 4 vision parts in `vision` (the Gemma 4 tower is
+not laid out as SigLIP is, so it has envoys of its own rather than vlreg-llava's
+``"siglip"`` adapter); `checkpoints` builds tiny random-weight checkpoints.
+
+``logits`` is ``lm_head``'s output everywhere. Where the text config sets
+``final_logit_softcapping`` (Gemma 2, so PaliGemma 2; Gemma 4 checkpoints that set it),
+the model then returns ``tanh(logits / cap) * cap``, which keeps every token's rank.
+Gemma 4's routed experts (``enable_moe_block``) have no standard values: ``mlp.mlp_output``
+is what the dense MLP and the experts add together.
 """
 
 from vlreg.plugin import Claim, Scatter, hookimpl
