@@ -1,5 +1,9 @@
 """Edits at the image tokens: ablating an image's features (all at once or token by
-token) and patching a block's output from a run on another image."""
+token) and patching a block's output from a run on another image.
+
+Every run of the same prompt and images after the first replays the tower's output
+(`Vision.cache`): the edits are after the tower, so a sweep of many runs, or of many
+copies in a batch, runs the tower once."""
 
 from __future__ import annotations
 
@@ -9,7 +13,7 @@ import torch
 from attrs import frozen
 
 from ..core.geometry import ImageGeometry
-from .tokens import _chunks, _copies, _images, _layers, _logits, token_id
+from .tokens import _chunks, _copies, _images, _layers, token_id
 
 
 @frozen
@@ -63,11 +67,21 @@ def _replacement(features: Any, chosen: ImageGeometry, mode: "str | torch.Tensor
     raise ValueError(f"mode is 'zero', 'mean' or a tensor, not {mode!r}")
 
 
+def _clean(model: Any, prompt: Any, images: list, cache: Any, row: int, position: int) -> torch.Tensor:
+    """The unedited logits at ``(row, position)``, the tower replayed from ``cache``."""
+    with torch.no_grad(), model.trace(prompt, images=images):
+        cache.replay()
+        logits = model.logits[row, position].save()
+    return logits.detach()
+
+
 def _ablate(model, prompt, images, geometry, image, mode, tokens, position) -> Ablation:
     chosen = geometry[image]
     rows = chosen.features if tokens is None else torch.as_tensor(list(tokens)) + chosen.offset
-    clean = _logits(model, prompt, images, chosen.row, position)
+    cache = model.vision.cache(prompt, images)
+    clean = _clean(model, prompt, images, cache, chosen.row, position)
     with torch.no_grad(), model.trace(prompt, images=images):
+        cache.replay()
         features = model.vision.image_features
         replacement = _replacement(features, chosen, mode, tokens)
         features[rows] = replacement.to(features.dtype) if isinstance(replacement, torch.Tensor) else replacement
@@ -106,12 +120,14 @@ def occlusion(
     geometry = model.vision.geometry(prompt, images)
     chosen = geometry[image]
     wanted = None if target is None else token_id(model, target)
+    cache = model.vision.cache(prompt, images)
     drops = []
     for tokens in _chunks(chosen.tokens, batch):
         prompts, pictures, copies = _copies(model, prompt, images, len(tokens) + 1)
         edited = [copies[k * len(images) + image] for k in range(len(tokens))]
         rows = torch.tensor([copy.offset + token for copy, token in zip(edited, tokens)])
         with torch.no_grad(), model.trace(prompts, images=pictures):
+            cache.replay(copies=len(prompts))
             features = model.vision.image_features
             replacement = _replacement(features, edited[0], mode, tokens)
             features[rows] = replacement.to(features.dtype) if isinstance(replacement, torch.Tensor) else replacement
@@ -178,17 +194,19 @@ def patch_image(
             saved.append(model.layers[layer].layer_output[donor.row, donor.positions[chosen_tokens]].save())
         source_logits = model.logits[donor.row, position].save()
     wanted = int(source_logits.argmax()) if target is None else token_id(model, target)
-    clean = _logits(model, prompt, images, chosen.row, position)[wanted]
+    cache = model.vision.cache(prompt, images)
+    clean = _clean(model, prompt, images, cache, chosen.row, position)[wanted]
     patched = None
     if per_token:
         effects = torch.stack([
-            _patch_each(model, prompt, images, image, layer, stream.detach(), chosen_tokens, wanted, position, batch)
+            _patch_each(model, prompt, images, image, layer, stream.detach(), chosen_tokens, wanted, position, batch, cache)
             for layer, stream in zip(layers, saved)
         ])
     else:
         runs = []
         for layer, stream in zip(layers, saved):
             with torch.no_grad(), model.trace(prompt, images=images):
+                cache.replay()
                 model.layers[layer].layer_output[chosen.row, chosen.positions[chosen_tokens]] = stream.detach()
                 runs.append(model.logits[chosen.row, position].save())
         patched = torch.stack([run.detach() for run in runs])
@@ -206,7 +224,7 @@ def patch_image(
     )
 
 
-def _patch_each(model, prompt, images, image, layer, stream, chosen, wanted, position, batch) -> torch.Tensor:
+def _patch_each(model, prompt, images, image, layer, stream, chosen, wanted, position, batch, cache) -> torch.Tensor:
     """Effects of patching block ``layer``'s output at one of the ``chosen`` image tokens
     at a time (``stream`` holds the source's rows of those tokens)."""
     effects = []
@@ -217,6 +235,7 @@ def _patch_each(model, prompt, images, image, layer, stream, chosen, wanted, pos
         rows = torch.tensor([copy.row for copy in edited])
         positions = torch.stack([copy.positions[token] for copy, token in zip(edited, tokens)])
         with torch.no_grad(), model.trace(prompts, images=pictures):
+            cache.replay(copies=len(prompts))
             model.layers[layer].layer_output[rows, positions] = stream[rows_of_stream]
             logits = model.logits[:, position, wanted].save()
         effects.append(logits[:-1] - logits[-1])

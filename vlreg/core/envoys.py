@@ -104,6 +104,8 @@ class Standard(Envoy):
             reason = self.root.no_images_in_this_run(group)
             if reason:
                 return reason
+        if self.root._replaying and served.layout_on(self) == "tower":
+            return "this trace replays the tower's cached output (TowerCache.replay), so the tower does not run"
         if group is not None and served.layout_on(self) == "tower" and run.invokes_with_images() > 1:
             return (
                 "images in several invokes run through the tower together, and which of its rows are "

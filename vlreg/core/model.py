@@ -82,6 +82,7 @@ class StandardizedTransformer(Standard, TransformersModel):
         quiet = text_task_fallback(config, task, dispatch)
         self._lock = threading.RLock()
         self._run = Run(None)
+        self._replaying = False
         if device is not None:
             if "device_map" in kwargs:
                 raise ValueError("pass either device= or device_map=, not both")
@@ -169,6 +170,7 @@ class StandardizedTransformer(Standard, TransformersModel):
         What the batch holds per row is kept for the values that cut it per invoke.
         """
         check_invokes(self, invokes)
+        self._replaying = False
         groups, start = [], 0
         for inputs, kwargs in invokes:
             size = self._batch_size(*inputs, **kwargs)

@@ -170,6 +170,14 @@ class Vision(Standard):
 
         return image_geometry(self.root, prompt, images)
 
+    def cache(self, prompt: Any, images: Any) -> Any:
+        """Run ``prompt`` with ``images`` once and keep the tower's output, to replay in
+        traces of the same images (`vlreg.core.reuse.TowerCache`): a sweep over copies of
+        one prompt then runs the tower once, not once per copy."""
+        from .reuse import cache
+
+        return cache(self.root, prompt, images)
+
     def no_images(self) -> str | None:
         """``None`` when images reach the model, else why not (then every vision value is
         `Unavailable` with that reason)."""
