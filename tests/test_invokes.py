@@ -14,7 +14,8 @@ from vlreg import StandardizedTransformer, Unavailable
 from vlreg.testing import build
 from vlreg.testing.conformance import image
 
-FAMILIES = ("qwen2_vl", "qwen2_5_vl", "qwen3_vl", "qwen3_vl_moe", "qwen3_5", "llava_interleave", "llava_1_5", "llava_next")
+FAMILIES = ("qwen2_vl", "qwen2_5_vl", "qwen3_vl", "qwen3_vl_moe", "qwen3_5", "llava_interleave", "llava_1_5", "llava_next",
+            "llava_onevision", "internvl")
 TOLERANCE = {"atol": 1e-4, "rtol": 1e-4}
 
 

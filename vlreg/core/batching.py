@@ -5,7 +5,10 @@ processor must see every prompt and every image at once to pad them). vlreg comb
 them itself: every invoke's prompts, one row each, in invoke order, and each prompt's
 images as a nested list (``images=[[...], [], [...]]``), through the processor with
 padding on the tokenizer's side (the left, for these decoders). Each invoke then owns the
-batch rows nnsight gave it.
+batch rows nnsight gave it. Every row must hold as many tokens as the invoke's own
+encoding gives it: where the nested list changes how the processor expands a prompt's
+images (LLaVA-OneVision does not tile an image that shares its list), the images go as
+one flat list, and where neither form agrees with every invoke, the trace is refused.
 
 nnsight hands an invoke its rows of a value whose leading axis is the batch. A value laid
 out otherwise says how (`value`'s ``layout``), and is served whole and cut here:
@@ -69,6 +72,7 @@ def combine(processor: Any, invokes: list) -> list:
         return invokes
     texts: list = []
     images: list = []
+    alone: list = []
     rest: dict = {}
     for inputs, kwargs in invokes:
         prompts = inputs[0] if inputs else kwargs.get("text")
@@ -77,14 +81,29 @@ def combine(processor: Any, invokes: list) -> list:
                 "invokes that carry images take prompts as text (a string, or a list of strings): "
                 f"got {type(prompts).__name__}"
             )
-        prompts = [prompts] if isinstance(prompts, str) else list(prompts)
         given = kwargs.get("images")
+        alone += _lengths(processor(text=prompts, images=given, padding=True, return_tensors="pt"))
+        prompts = [prompts] if isinstance(prompts, str) else list(prompts)
         per_prompt = _per_prompt(given, len(prompts))
         texts += prompts
         images += per_prompt
         rest.update({key: value for key, value in kwargs.items() if key not in MEDIA | {"text"}})
-    encoding = processor(text=texts, images=images, padding=True, return_tensors="pt")
-    return [((), {**encoding, **rest})]
+    flat = [image for each in images for image in each]
+    for form in (images, flat) if any(len(each) > 1 for each in images) else (images,):
+        encoding = processor(text=texts, images=form, padding=True, return_tensors="pt")
+        if _lengths(encoding) in (None, alone):
+            return [((), {**encoding, **rest})]
+    raise ValueError(
+        "the processor encodes these invokes' images differently together than each invoke alone "
+        "(LLaVA-OneVision tiles an image only when it is its prompt's one image in a list per "
+        "prompt): trace the invokes one at a time"
+    )
+
+
+def _lengths(encoding: Any) -> list | None:
+    """Each row's tokens, padding left out: how the processor expanded its images."""
+    mask = encoding.get("attention_mask")
+    return None if mask is None else mask.sum(-1).tolist()
 
 
 def _per_prompt(images: Any, prompts: int) -> list:

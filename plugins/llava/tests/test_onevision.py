@@ -180,3 +180,24 @@ def test_one_token_at_a_time_on_a_two_image_prompt(model):
         one = analysis.ablate_image(model, prompt, pictures, image=1, mode="mean", tokens=[token])
         expected = one.clean[found.target] - one.ablated[found.target]
         torch.testing.assert_close(found.scores[token], expected, rtol=1e-4, atol=1e-4)
+
+
+def test_invokes_keep_each_ones_solo_encoding(model):
+    """Several invokes go through the processor together; an invoke of two images (each
+    tiled alone, as its solo run has them) must not become one list of two (not tiled)."""
+    two, one = [PICTURE, image(56, 56, seed=2)], [WIDE]
+    saved: list = []  # made outside the trace: names first bound inside one do not leave it
+    with torch.no_grad(), model.trace() as tracer:
+        for prompt, pictures in ((chat(model, images=2), two), (chat(model), one)):
+            with tracer.invoke(prompt, images=pictures):
+                saved.append(model.vision.image_features.save())
+    for (prompt, pictures), features in zip(((chat(model, images=2), two), (chat(model), one)), saved):
+        with torch.no_grad(), model.trace(prompt, images=pictures):
+            expected = model.vision.image_features.save()
+        torch.testing.assert_close(features, expected, atol=1e-4, rtol=1e-4)
+    with pytest.raises(ValueError, match="differently together than each invoke alone"):
+        with model.trace() as tracer:
+            with tracer.invoke([chat(model, images=2)], images=[two]):  # one list of two: not tiled
+                pass
+            with tracer.invoke(chat(model, images=2), images=two):  # each tiled
+                pass
