@@ -1,5 +1,6 @@
-"""The plugin as a distribution: what it claims, and that it serves InternVL3.5-MoE with
-no other family installed (its InternVL3 checkpoints' Qwen2 text part is vlreg-llava's)."""
+"""The plugin as a distribution: what it claims, that InternVL's text models it does not
+claim come from the plugins that do (nothing imported), and that it serves
+InternVL3.5-MoE with no other family installed."""
 
 from __future__ import annotations
 
@@ -8,9 +9,13 @@ import subprocess
 import sys
 import textwrap
 
+import torch
 import vlreg_internvl
+from vlreg import StandardizedTransformer
 from vlreg.core import plugins
 from vlreg.plugin import Claim
+from vlreg.testing import build
+from vlreg.testing.conformance import image
 
 CLAIMS = {Claim("wrapper", "internvl"), Claim("vision", "internvl_vision"), Claim("text", "qwen3_moe")}
 
@@ -21,6 +26,21 @@ def test_claims_are_held():
     for claim in CLAIMS:
         assert held[(claim.kind, claim.model_type)] is vlreg_internvl
     assert plugins.distribution(vlreg_internvl).name == "vlreg-internvl"
+
+
+def test_internvl3_5s_qwen3_text_comes_from_the_plugin_that_claims_it():
+    """InternVL3.5's dense checkpoints pair the InternViT with Qwen3, claimed by another
+    plugin (vlreg-text): served from there, and the image reaches its blocks."""
+    model = StandardizedTransformer(str(build("internvl3_5")), task="image-text-to-text", dispatch=True, device="cpu")
+    assert model.family.parts["text"].model_type == "qwen3"
+    assert model.family.plugins["text"] is plugins.claims()[("text", "qwen3")] is not vlreg_internvl
+    messages = [{"role": "user", "content": [{"type": "image"}, {"type": "text", "text": "What is in this image?"}]}]
+    prompt = model.processor.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
+    with model.trace(prompt, images=[image(112, 84)]):
+        mask = model.vision.image_token_mask.save()
+        features = model.vision.image_features.save()
+        first = model.layers[0].input.save()
+    assert torch.equal(first[mask], features) and features.shape[0] == 80
 
 
 ALONE = textwrap.dedent(

@@ -8,6 +8,8 @@ chat template:
 
 * ``internvl``: InternVL3's shape: the InternViT (a class token, layer scale) on a
   Qwen2 text model, whose part vlreg-llava serves;
+* ``internvl3_5``: InternVL3.5's dense shape: the same tower on a Qwen3 text model, whose
+  part another plugin serves (vlreg-text claims ``qwen3``);
 * ``internvl3_5_moe``: InternVL3.5-30B-A3B's shape: the same tower on a Qwen3-MoE text
   model (each token routed to 2 of 4 experts), served here.
 
@@ -78,6 +80,7 @@ TOWER = {
 #: text model_type -> what its config adds to `TEXT`
 TEXTS = {
     "qwen2": {},
+    "qwen3": {"head_dim": 16},
     "qwen3_moe": {"head_dim": 16, "num_experts": 4, "num_experts_per_tok": 2, "moe_intermediate_size": 32,
                   "norm_topk_prob": True},  # as Qwen3-30B-A3B's router: top-k weights renormalized
 }
@@ -92,7 +95,7 @@ def _builder(text_model: str):
 
 
 def build_internvl(path: Path, *, text_model: str = "qwen2", **overrides: Any) -> Path:
-    """Write a tiny InternVL checkpoint on ``text_model`` (``qwen2`` or ``qwen3_moe``).
+    """Write a tiny InternVL checkpoint on ``text_model`` (``qwen2``, ``qwen3``, ``qwen3_moe``).
     ``overrides``: ``text_config`` and ``vision_config`` dicts, ``image_processor`` (fields
     of the image processor: ``max_patches``, ``size``), other fields of the top-level
     config."""
@@ -127,4 +130,4 @@ def build_internvl(path: Path, *, text_model: str = "qwen2", **overrides: Any) -
     return save(path, config, processor, GenerationConfig(eos_token_id=special["eos_token_id"], pad_token_id=special["pad_token_id"]))
 
 
-BUILDERS = {"internvl": _builder("qwen2"), "internvl3_5_moe": _builder("qwen3_moe")}
+BUILDERS = {"internvl": _builder("qwen2"), "internvl3_5": _builder("qwen3"), "internvl3_5_moe": _builder("qwen3_moe")}
