@@ -27,24 +27,30 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import sweeps  # noqa: E402
 from workloads import WORKLOADS, Native, geometry, plain_forward  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
-TARGETS = {"vlreg / nnsight": 1.03, "vlreg / transformers": 1.10, "build (s over nnsight)": 0.3, "import (s over nnsight + transformers)": 0.2}
+TARGETS = {"vlreg / nnsight": 1.03, "vlreg / transformers": 1.10, "build (s over nnsight)": 0.3,
+           "import (s over nnsight + transformers)": 0.2, "occlusion / floor": 1.2, "everything / hooks": 1.10,
+           "everything peak memory / hooks'": 1.05}
+
+
+DEVICE, DTYPE = "cpu", torch.float32
 
 
 def load(path: Path, runners=("transformers", "nnsight", "vlreg")) -> dict:
-    """The checkpoint as each runner loads it, in float32 on the CPU, eager attention."""
+    """The checkpoint as each runner loads it, on `DEVICE` in `DTYPE`, eager attention."""
     from nnsight import TransformersModel
     from transformers import AutoModelForImageTextToText
 
     from vlreg import StandardizedTransformer
 
-    options = {"attn_implementation": "eager", "dtype": torch.float32}
+    options = {"attn_implementation": "eager", "dtype": DTYPE}
     loaders = {
-        "transformers": lambda: AutoModelForImageTextToText.from_pretrained(path, device_map="cpu", **options).eval(),
-        "nnsight": lambda: Native(TransformersModel(str(path), task="image-text-to-text", dispatch=True, device_map="cpu", **options)),
-        "vlreg": lambda: StandardizedTransformer(str(path), task="image-text-to-text", dispatch=True, device="cpu", **options),
+        "transformers": lambda: AutoModelForImageTextToText.from_pretrained(path, device_map=DEVICE, **options).eval(),
+        "nnsight": lambda: Native(TransformersModel(str(path), task="image-text-to-text", dispatch=True, device_map=DEVICE, **options)),
+        "vlreg": lambda: StandardizedTransformer(str(path), task="image-text-to-text", dispatch=True, device=DEVICE, **options),
     }
     return {runner: loaders[runner]() for runner in runners}
 
@@ -52,6 +58,14 @@ def load(path: Path, runners=("transformers", "nnsight", "vlreg")) -> dict:
 def encoding(path: Path, size: int) -> dict:
     """The processor's encoding of one prompt and one ``size`` x ``size`` image, which every
     runner is given as it is, so none pays for preprocessing."""
+    from transformers import AutoProcessor
+
+    prompt, image = prompt_and_image(path, size)
+    found = AutoProcessor.from_pretrained(path)(text=prompt, images=[image], return_tensors="pt")
+    return {key: value.to(DEVICE) for key, value in found.items()}
+
+
+def prompt_and_image(path: Path, size: int) -> tuple:
     from PIL import Image
     from transformers import AutoProcessor
 
@@ -59,7 +73,7 @@ def encoding(path: Path, size: int) -> dict:
     messages = [{"role": "user", "content": [{"type": "image"}, {"type": "text", "text": "What is in this image?"}]}]
     prompt = processor.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
     image = Image.fromarray((torch.rand(size, size, 3, generator=torch.Generator().manual_seed(0)) * 255).byte().numpy())
-    return dict(processor(text=prompt, images=[image], return_tensors="pt"))
+    return prompt, image
 
 
 def timed(fn, *args) -> float:
@@ -89,6 +103,28 @@ def compare(models: dict, inputs, rounds: int, warmup: int) -> list[dict]:
             "nnsight / transformers": statistics.median(t[1] / t[0] for t in times),
         })
     return rows
+
+
+def study(models: dict, path: Path, size: int, rounds: int, batch: int) -> dict:
+    """The occlusion sweep three ways and "cache everything" against hooks, interleaved."""
+    plain, standard = models["transformers"], models["vlreg"]
+    prompt, image = prompt_and_image(path, size)
+    inputs = encoding(path, size)
+    runs = {
+        "occlusion, vlreg (tower once)": lambda: sweeps.occlusion_vlreg(standard, prompt, [image], batch),
+        "occlusion, tower every batch": lambda: sweeps.occlusion_tower_every_batch(standard, prompt, [image], batch),
+        "occlusion, floor (transformers)": lambda: sweeps.occlusion_floor(plain, inputs, batch),
+        "everything, vlreg": lambda: sweeps.everything_vlreg(standard, inputs),
+        "everything, hooks": lambda: sweeps.everything_hooks(plain, inputs),
+    }
+    times = [{name: timed(run) for name, run in runs.items()} for _ in range(rounds)]
+    found = {name: statistics.median(t[name] for t in times) for name in runs}
+    found["occlusion / floor"] = statistics.median(
+        t["occlusion, vlreg (tower once)"] / t["occlusion, floor (transformers)"] for t in times)
+    found["occlusion before / floor"] = statistics.median(
+        t["occlusion, tower every batch"] / t["occlusion, floor (transformers)"] for t in times)
+    found["everything / hooks"] = statistics.median(t["everything, vlreg"] / t["everything, hooks"] for t in times)
+    return found
 
 
 def in_fresh_process(code: str, repeats: int) -> list[float]:
@@ -135,7 +171,7 @@ MEMORY = """
 import sys, torch, warnings
 warnings.simplefilter("ignore")
 sys.path.insert(0, {here!r})
-import run, workloads
+import run, sweeps, workloads
 
 def status(field):
     line = next(line for line in open("/proc/self/status") if line.startswith(field))
@@ -151,10 +187,11 @@ print(status("VmHWM") - before, workloads.saved_bytes(saved if isinstance(saved,
 """
 
 
-def peak_memory(path: Path, size: int) -> dict:
-    """Peak resident memory the all-blocks workload adds over the loaded model, per
-    runner, each in a fresh process (Linux's /proc peak, reset after the load)."""
-    calls = {
+def peak_memory(path: Path, size: int, calls: dict | None = None) -> dict:
+    """Peak resident memory a workload adds over the loaded model, per runner, each in a
+    fresh process (Linux's /proc peak, reset after the load): by default the all-blocks
+    workload."""
+    calls = calls or {
         "transformers": "workloads.plain_forward(model, inputs)",
         "nnsight": "workloads.native_all_blocks(model, inputs)",
         "vlreg": "workloads.standard_all_blocks(model, inputs)",
@@ -187,6 +224,21 @@ def table(results: dict) -> str:
         f"vlreg {start['build vlreg, meta (s)']:.2f} s "
         f"(+{start['build vlreg, meta (s)'] - start['build nnsight, meta (s)']:.2f} s)",
     ]
+    for name, found in results.get("studies", {}).items():
+        lines += [
+            "",
+            f"occlusion sweep over every image token ({name}): vlreg {found['occlusion, vlreg (tower once)']:.1f} s "
+            f"(the tower once), {found['occlusion / floor']:.3f} x the floor; with the tower every batch "
+            f"{found['occlusion, tower every batch']:.1f} s ({found['occlusion before / floor']:.3f} x); floor "
+            f"(transformers: the tower once, then the text forwards) {found['occlusion, floor (transformers)']:.1f} s",
+            f"cache everything ({name}): vlreg {found['everything, vlreg'] * 1000:.0f} ms, forward hooks "
+            f"{found['everything, hooks'] * 1000:.0f} ms ({found['everything / hooks']:.3f} x)",
+        ]
+        memory = results.get("everything memory", {}).get(name)
+        if memory:
+            vlreg_mib, hooks_mib = (memory[r]["peak_added_bytes"] / 2**20 for r in ("vlreg", "transformers"))
+            lines.append(f"  peak memory: vlreg +{vlreg_mib:.0f} MiB, hooks +{hooks_mib:.0f} MiB "
+                         f"({vlreg_mib / hooks_mib:.3f} x)")
     for name, memory in results.get("memory", {}).items():
         mib = {runner: memory[runner]["peak_added_bytes"] / 2**20 for runner in memory}
         saved = memory["vlreg"]["saved_bytes"] / 2**20
@@ -203,7 +255,16 @@ def main(argv=None) -> int:
     parser.add_argument("--smoke", action="store_true", help="a tiny geometry and a few rounds: checks the script works")
     parser.add_argument("--rounds", type=int, default=None)
     parser.add_argument("--out", default=None, help="where to write the JSON (default: benchmarks/results.json)")
+    parser.add_argument("--device", default="cpu", help="where the models run (cuda when one is present)")
+    parser.add_argument("--dtype", default="float32", help="the weights' dtype (bfloat16 on a GPU)")
+    parser.add_argument("--sweep-batch", type=int, default=16, help="copies per occlusion batch")
     arguments = parser.parse_args(argv)
+    global DEVICE, DTYPE
+    DEVICE, DTYPE = arguments.device, getattr(torch, arguments.dtype)
+    if DEVICE.startswith("cuda") and not torch.cuda.is_available():
+        print(f"--device {DEVICE}: no CUDA device on this machine (torch {torch.__version__} sees none); "
+              f"nothing was measured. Run on the CPU (the default), or on a machine with a GPU.")
+        return 0
     warnings.simplefilter("ignore")
     from transformers.utils import logging
 
@@ -212,8 +273,9 @@ def main(argv=None) -> int:
     rounds = arguments.rounds or (2 if smoke else 9)
     names = ["tiny"] if smoke else ["qwen2-vl-2b", "llava-interleave"]
     results = {"machine": {"python": platform.python_version(), "torch": torch.__version__,
-                           "threads": torch.get_num_threads(), "cpu": platform.processor() or platform.machine()},
-               "rounds": rounds, "geometries": {}, "memory": {}}
+                           "threads": torch.get_num_threads(), "cpu": platform.processor() or platform.machine(),
+                           "device": DEVICE, "dtype": arguments.dtype},
+               "rounds": rounds, "geometries": {}, "memory": {}, "studies": {}, "everything memory": {}}
     for name in names:
         try:
             path, origin = geometry(name, text_layers=4, tower_layers=4)
@@ -225,6 +287,14 @@ def main(argv=None) -> int:
         models = load(path)
         rows = compare(models, encoding(path, size), rounds, warmup=1 if smoke else 2)
         results["geometries"][name] = {"source": origin, "image": f"{size} x {size}", "workloads": rows}
+        if name in ("tiny", "qwen2-vl-2b"):  # the floor is written for the Qwen2-VL wrapper
+            print("  occlusion sweep and cache everything ...", flush=True)
+            study(models, path, size, 1, arguments.sweep_batch)  # a warm-up
+            results["studies"][name] = study(models, path, size, 1 if smoke else 3, arguments.sweep_batch)
+            results["everything memory"][name] = peak_memory(path, size, {
+                "transformers": "sweeps.everything_hooks(model, inputs)",
+                "vlreg": "sweeps.everything_vlreg(model, inputs)",
+            })
         del models
         print("  peak memory ...", flush=True)
         results["memory"][name] = peak_memory(path, size)

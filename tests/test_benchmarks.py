@@ -2,6 +2,8 @@
 
 import json
 import subprocess
+
+import pytest
 import sys
 from pathlib import Path
 
@@ -24,3 +26,21 @@ def test_the_benchmark_script_runs_and_reports_every_row(tmp_path):
     for workload in workloads:
         assert f"| tiny | {workload} |" in done.stdout
     assert "import:" in done.stdout and "build on meta" in done.stdout and "peak memory" in done.stdout
+    study = results["studies"]["tiny"]
+    for measured in ("occlusion, vlreg (tower once)", "occlusion, tower every batch", "occlusion, floor (transformers)",
+                     "everything, vlreg", "everything, hooks"):
+        assert study[measured] > 0, measured
+    assert study["occlusion / floor"] > 0 and study["everything / hooks"] > 0
+    assert set(results["everything memory"]["tiny"]) == {"transformers", "vlreg"}
+    assert "occlusion sweep over every image token (tiny)" in done.stdout and "cache everything (tiny)" in done.stdout
+
+
+def test_a_gpu_run_says_plainly_when_there_is_no_gpu(tmp_path):
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("a GPU is present here: the message for a machine without one does not apply")
+    done = subprocess.run([sys.executable, str(SCRIPT), "--smoke", "--device", "cuda", "--dtype", "bfloat16",
+                           "--out", str(tmp_path / "gpu.json")], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0 and "no CUDA device on this machine" in done.stdout
+    assert not (tmp_path / "gpu.json").exists()
