@@ -152,6 +152,64 @@ print(time.perf_counter() - t)
 """
 
 
+#: The largest geometries (transformers' config classes with the published widths and
+#: depths), built on the meta device: the build's time and memory, no weights.
+LARGE = {
+    "Qwen2-VL-72B": ("Qwen2VLConfig", {"text_config": {"hidden_size": 8192, "intermediate_size": 29568,
+                      "num_hidden_layers": 80, "num_attention_heads": 64, "num_key_value_heads": 8, "vocab_size": 152064},
+                      "vision_config": {"embed_dim": 1280, "depth": 32, "hidden_size": 8192}}),
+    "Qwen2.5-VL-72B": ("Qwen2_5_VLConfig", {"text_config": {"hidden_size": 8192, "intermediate_size": 29568,
+                        "num_hidden_layers": 80, "num_attention_heads": 64, "num_key_value_heads": 8, "vocab_size": 152064},
+                        "vision_config": {"hidden_size": 1280, "depth": 32, "out_hidden_size": 8192}}),
+    "Qwen3-VL (defaults)": ("Qwen3VLConfig", {"vision_config": {"out_hidden_size": 4096}}),
+    "Qwen3.5-MoE (defaults)": ("Qwen3_5MoeConfig", {"vision_config": {"out_hidden_size": 2048}}),
+}
+
+BUILD_MEMORY = """
+import time, warnings
+warnings.simplefilter("ignore")
+from {module} import {cls}
+def status(field):
+    return int(next(l for l in open("/proc/self/status") if l.startswith(field)).split()[1]) * 1024
+{cls}({path!r}, task="image-text-to-text", dispatch=False{extra})  # the first build loads what builds need
+open("/proc/self/clear_refs", "w").write("5")
+before = status("VmRSS")
+t = time.perf_counter()
+model = {cls}({path!r}, task="image-text-to-text", dispatch=False{extra})
+print(time.perf_counter() - t, status("VmHWM") - before)
+"""
+
+
+def large_builds(repeats: int) -> dict:
+    """Build time and the memory a build adds, raw nnsight against vlreg, in fresh processes."""
+    import tempfile
+
+    import transformers
+    from transformers import AutoProcessor
+
+    from vlreg.testing import build
+
+    processor = AutoProcessor.from_pretrained(build("qwen2_vl"))
+    found = {}
+    for name, (config_class, fields) in LARGE.items():
+        folder = Path(tempfile.mkdtemp(prefix="vlreg-bench-"))
+        getattr(transformers, config_class)(**fields).save_pretrained(folder)
+        processor.save_pretrained(folder)
+        runs = {"nnsight": [], "vlreg": []}
+        for _ in range(repeats):
+            for runner, (module, cls, extra) in {
+                "nnsight": ("nnsight", "TransformersModel", f", processor={str(folder)!r}"),
+                "vlreg": ("vlreg", "StandardizedTransformer", ""),
+            }.items():
+                code = BUILD_MEMORY.format(module=module, cls=cls, path=str(folder), extra=extra)
+                done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+                runs[runner].append(tuple(map(float, done.stdout.split()[-2:])))
+        found[name] = {f"{runner} build (s)": statistics.median(t for t, _ in measured) for runner, measured in runs.items()}
+        found[name].update({f"{runner} memory (MiB)": statistics.median(m for _, m in measured) / 2**20
+                            for runner, measured in runs.items()})
+    return found
+
+
 def startup(path: Path, repeats: int) -> dict:
     stack, with_vlreg, nnsight_build, vlreg_build = [], [], [], []
     for _ in range(repeats):  # interleaved, so both see the same machine
@@ -224,6 +282,12 @@ def table(results: dict) -> str:
         f"vlreg {start['build vlreg, meta (s)']:.2f} s "
         f"(+{start['build vlreg, meta (s)'] - start['build nnsight, meta (s)']:.2f} s)",
     ]
+    for name, found in results.get("large builds", {}).items():
+        lines.append(
+            f"build on meta ({name}): nnsight {found['nnsight build (s)']:.2f} s +{found['nnsight memory (MiB)']:.0f} MiB, "
+            f"vlreg {found['vlreg build (s)']:.2f} s +{found['vlreg memory (MiB)']:.0f} MiB "
+            f"(+{found['vlreg build (s)'] - found['nnsight build (s)']:.2f} s)"
+        )
     for name, found in results.get("studies", {}).items():
         lines += [
             "",
@@ -302,6 +366,9 @@ def main(argv=None) -> int:
     results["build geometry"] = "tiny" if smoke else origin
     print("import and build times ...", flush=True)
     results["startup"] = startup(full, 1 if smoke else 5)
+    if not smoke:
+        print("the largest geometries on meta ...", flush=True)
+        results["large builds"] = large_builds(3)
     results["targets"] = TARGETS
     print(table(results))
     out = Path(arguments.out) if arguments.out else HERE / "results.json"
