@@ -353,8 +353,8 @@ def main(argv=None) -> int:
         results["geometries"][name] = {"source": origin, "image": f"{size} x {size}", "workloads": rows}
         if name in ("tiny", "qwen2-vl-2b"):  # the floor is written for the Qwen2-VL wrapper
             print("  occlusion sweep and cache everything ...", flush=True)
-            study(models, path, size, 1, arguments.sweep_batch)  # a warm-up
-            results["studies"][name] = study(models, path, size, 1 if smoke else 3, arguments.sweep_batch)
+            # one round: a sweep is hundreds of forwards, and the models are warm from the workloads
+            results["studies"][name] = study(models, path, size, 1, arguments.sweep_batch)
             results["everything memory"][name] = peak_memory(path, size, {
                 "transformers": "sweeps.everything_hooks(model, inputs)",
                 "vlreg": "sweeps.everything_vlreg(model, inputs)",
