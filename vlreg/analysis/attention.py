@@ -9,7 +9,7 @@ from attrs import frozen
 
 from ..core.errors import Unavailable
 from ..core.geometry import ImageGeometry, encode
-from .tokens import _images, _layers
+from .tokens import _count, _images, _layers
 
 
 @frozen
@@ -100,8 +100,8 @@ def tower_patterns(model: Any, prompt: Any, images: Any, *, layer: int = -1) -> 
     with torch.no_grad(), model.trace(prompt, images=images):
         pattern = attention.attention_probabilities.save()
     pattern = pattern.detach().float()
-    if pattern.shape[0] != len(images) and len(images) != 1:
-        raise ValueError(f"the tower ran on {pattern.shape[0]} crops for {len(images)} images: pass one image at a time")
+    if pattern.shape[0] != _count(images) and _count(images) != 1:
+        raise ValueError(f"the tower ran on {pattern.shape[0]} crops for {_count(images)} images: pass one image at a time")
     patterns, grids = [], []
     prefix = model.vision.class_tokens
     for index, image in enumerate(geometry):

@@ -13,7 +13,7 @@ import torch
 from attrs import frozen
 
 from ..core.geometry import ImageGeometry
-from .tokens import _chunks, _copies, _images, _layers, token_id
+from .tokens import _chunks, _copies, _count, _images, _layers, token_id
 
 
 @frozen
@@ -124,7 +124,7 @@ def occlusion(
     drops = []
     for tokens in _chunks(chosen.tokens, batch):
         prompts, pictures, copies = _copies(model, prompt, images, len(tokens) + 1)
-        edited = [copies[k * len(images) + image] for k in range(len(tokens))]
+        edited = [copies[k * _count(images) + image] for k in range(len(tokens))]
         rows = torch.tensor([copy.offset + token for copy, token in zip(edited, tokens)])
         with torch.no_grad(), model.trace(prompts, images=pictures):
             cache.replay(copies=len(prompts))
@@ -231,7 +231,7 @@ def _patch_each(model, prompt, images, image, layer, stream, chosen, wanted, pos
     for rows_of_stream in _chunks(stream.shape[0], batch):
         tokens = chosen[rows_of_stream].tolist()
         prompts, pictures, copies = _copies(model, prompt, images, len(tokens) + 1)
-        edited = [copies[k * len(images) + image] for k in range(len(tokens))]
+        edited = [copies[k * _count(images) + image] for k in range(len(tokens))]
         rows = torch.tensor([copy.row for copy in edited])
         positions = torch.stack([copy.positions[token] for copy, token in zip(edited, tokens)])
         with torch.no_grad(), model.trace(prompts, images=pictures):

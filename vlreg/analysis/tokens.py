@@ -11,14 +11,16 @@ from ..core.geometry import ImageGeometry, leaves
 
 
 def _images(images: Any) -> list:
-    """``images`` as the trace takes them: a list, flat or one list per prompt
-    (``[[a, b], [c]]``). One prompt's list in a list (``[[a, b]]``) is that prompt's flat
-    list, which every processor takes, so that ``len`` counts a one-prompt call's images."""
-    if not isinstance(images, (list, tuple)):
-        return [images]
-    if len(images) == 1 and isinstance(images[0], (list, tuple)):
-        return list(images[0])
-    return list(images)
+    """``images`` as the trace takes them, in the form given: a list, flat or one list per
+    prompt (``[[a, b], [c]]``). The form is kept, since a processor may encode them
+    differently (LLaVA-OneVision tiles an image only when it is alone in its list), so the
+    helpers analyse what a trace of the same arguments runs. `_count` counts them."""
+    return list(images) if isinstance(images, (list, tuple)) else [images]
+
+
+def _count(images: list) -> int:
+    """How many images ``images`` holds, whatever its nesting."""
+    return len(leaves(images))
 
 
 def _where(geometry: Sequence[ImageGeometry]) -> tuple[torch.Tensor, torch.Tensor]:
@@ -56,7 +58,7 @@ def _logits(model: Any, prompt: Any, images: list, row: int, position: int) -> t
 
 def _copies(model: Any, prompt: Any, images: list, count: int) -> tuple[list, list, list[ImageGeometry]]:
     """``count`` copies of a one-row prompt with its images, a copy a batch row, and the
-    batch's geometry: image ``j`` of copy ``k`` is ``geometry[k * len(images) + j]``.
+    batch's geometry: image ``j`` of copy ``k`` is ``geometry[k * _count(images) + j]``.
     The images go a list per copy, the form most processors take for several prompts
     (SmolVLM's needs it: a flat list would be one prompt's), unless that changes how an
     image is encoded (LLaVA-OneVision tiles an image only when it is its list's one

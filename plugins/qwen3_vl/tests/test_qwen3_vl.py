@@ -81,3 +81,19 @@ def test_qwen3_5_moe_adds_the_gated_shared_expert_to_the_routed_output():
     assert torch.equal(out, (routed + torch.sigmoid(gate) * shared).reshape(out.shape))
     assert "layers.0,2.linear_attn.attention_output" in model.support()
     assert "layers.1.self_attn.attention_probabilities" in model.support()
+
+
+def test_a_moe_model_with_dense_blocks_serves_both_kinds():
+    """Qwen3-VL-MoE's ``mlp_only_layers`` keep a dense MLP: those blocks' ``mlp`` is a plain
+    `Mlp`, the others' a `MoeMlp`, and `support()` says which blocks route."""
+    from vlreg.plugin import MoeMlp
+
+    model = StandardizedTransformer(str(build("qwen3_vl_moe", text_config={"mlp_only_layers": [1]})),
+                                    task="image-text-to-text", dispatch=True, device="cpu")
+    kinds = [isinstance(block.mlp, MoeMlp) for block in model.layers]
+    assert kinds == [True, False, True]
+    assert model.support()["layers.0,2.mlp.router_logits"] is None
+    with model.trace(chat(model, {"type": "image"}), images=PICTURES[:1]):
+        routed = model.layers[0].mlp.router_logits.save()
+        dense = model.layers[1].mlp.mlp_output.save()
+    assert routed.shape[-1] == model.layers[0].mlp.num_experts and dense.shape[-1] == model.hidden_size

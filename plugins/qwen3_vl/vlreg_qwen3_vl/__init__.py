@@ -81,8 +81,10 @@ def vlreg_envoys(part):
         }
         if hybrid:
             found[getattr(modeling, f"{text}GatedDeltaNet")] = LinearAttention
+        found[getattr(modeling, f"{text}MLP")] = Mlp  # dense blocks (mlp_only_layers), or the shared expert
         sparse = getattr(modeling, f"{text}SparseMoeBlock", None)
-        found[sparse or getattr(modeling, f"{text}MLP")] = MoeMlp if sparse else Mlp
+        if sparse is not None:
+            found[sparse] = MoeMlp
         return found
     if part.kind == "vision":
         return {
