@@ -2,7 +2,8 @@
 
 The batch is padded on the left, so an invoke's row holds its solo run's positions at its
 right end; values there agree with the solo run (exactly where the arithmetic is the
-same, within 1e-4 where padding changes the positions a block sees).
+same, within 1e-4 of the value's scale where padding changes the positions a block sees
+or the shapes a matrix product runs on).
 """
 
 from __future__ import annotations
@@ -14,9 +15,17 @@ from vlreg import StandardizedTransformer, Unavailable
 from vlreg.testing import build
 from vlreg.testing.conformance import image
 
+# PaliGemma is served too, with its own test (its processor refuses the text-only case here).
 FAMILIES = ("qwen2_vl", "qwen2_5_vl", "qwen3_vl", "qwen3_vl_moe", "qwen3_5", "llava_interleave", "llava_1_5", "llava_next",
-            "llava_onevision", "internvl")
-TOLERANCE = {"atol": 1e-4, "rtol": 1e-4}
+            "llava_onevision", "internvl", "qwen3_5_moe", "gemma3", "gemma4", "gemma4_unified", "idefics3", "smolvlm")
+TOLERANCE = 1e-4
+
+
+def close(value, want):
+    """Equal up to ``TOLERANCE`` of ``want``'s largest magnitude (a deep block's stream
+    grows large, and padding's rounding grows with it)."""
+    scale = max(1.0, want.abs().max().item())
+    torch.testing.assert_close(value, want, atol=TOLERANCE * scale, rtol=TOLERANCE)
 
 
 @pytest.fixture(scope="module", params=FAMILIES)
@@ -72,9 +81,9 @@ def test_each_invoke_gets_its_solo_runs_values(model):
         assert mask.shape[0] == 1 and not mask[0, :-seq].any()
         assert torch.equal(mask[:, -seq:], expected[0])
         for value, want in zip(values, expected[1:]):
-            torch.testing.assert_close(value[:, -seq:], want, **TOLERANCE)
+            close(value[:, -seq:], want)
         if images:
-            torch.testing.assert_close(got_features, expected_features, **TOLERANCE)
+            close(got_features, expected_features)
 
 
 def test_an_edit_in_one_invoke_stays_in_its_rows(model):
@@ -89,10 +98,10 @@ def test_an_edit_in_one_invoke_stays_in_its_rows(model):
         model.vision.image_features[:] = 0
         expected = model.logits.save()
     seq = expected.shape[1]
-    torch.testing.assert_close(ablated[:, -seq:], expected, **TOLERANCE)
+    close(ablated[:, -seq:], expected)
     with torch.no_grad(), model.trace(second):
         plain = model.logits.save()
-    torch.testing.assert_close(untouched[:, -plain.shape[1]:], plain, **TOLERANCE)
+    close(untouched[:, -plain.shape[1]:], plain)
 
 
 def test_tower_values_belong_to_the_one_invoke_with_images_or_are_refused(model):
@@ -104,7 +113,7 @@ def test_tower_values_belong_to_the_one_invoke_with_images_or_are_refused(model)
             pass
     with torch.no_grad(), model.trace(first, images=first_images):
         expected = model.vision.tower_output.save()
-    torch.testing.assert_close(tower, expected, **TOLERANCE)
+    close(tower, expected)
     with pytest.raises(Unavailable, match="this invoke's prompts carry no images"):
         with torch.no_grad(), model.trace() as tracer:
             with tracer.invoke(first, images=first_images):

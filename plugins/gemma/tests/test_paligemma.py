@@ -111,3 +111,22 @@ def test_text_prompts_are_refused_by_the_processor(loaded):
     with pytest.raises(ValueError, match="images"):
         with model.trace("caption en"):
             model.logits.save()
+
+
+@pytest.mark.parametrize("name", ["paligemma", "paligemma2"])
+def test_several_invokes_each_get_their_solo_runs_values(loaded, name):
+    """Every PaliGemma prompt carries an image (the processor refuses one without), so
+    the several-invokes suite's text-only case does not apply; two image prompts of
+    different lengths each read what they read alone, at the right end of their row."""
+    model = loaded(name)
+    runs = [(chat(model), [PICTURE]), (chat(model, "answer en what colour is the largest shape?"), [image(40, 70, seed=3)])]
+    batched = []
+    with torch.no_grad(), model.trace() as tracer:
+        for prompt, images in runs:
+            with tracer.invoke(prompt, images=images):
+                batched.append((model.vision.image_features.save(), model.logits.save()))
+    for (prompt, images), (features, logits) in zip(runs, batched):
+        with torch.no_grad(), model.trace(prompt, images=images):
+            alone_features, alone = model.vision.image_features.save(), model.logits.save()
+        torch.testing.assert_close(features, alone_features, atol=1e-4, rtol=1e-4)
+        torch.testing.assert_close(logits[:, -alone.shape[1]:], alone, atol=1e-4, rtol=1e-4)
