@@ -1,0 +1,29 @@
+"""Mistral 3 against the conformance suite the core ships.
+
+Two images of different shapes (112 x 84 and 64 x 128) make the tower pad the smaller
+one before its convolution and pack both into one row after it."""
+
+from vlreg.testing.conformance import VisionConformance
+
+
+class TestMistral3(VisionConformance):
+    checkpoint = "mistral3"
+    native = {
+        "layers": "model.language_model.layers",
+        "embed_tokens": "model.language_model.embed_tokens",
+        "norm": "model.language_model.norm",
+        "lm_head": "lm_head",
+        "vision": "model.vision_tower",
+        "vision.layers": "model.vision_tower.transformer.layers",
+        "vision.patch_embed": "model.vision_tower.patch_conv",
+        "vision.layers.0.self_attn": "model.vision_tower.transformer.layers.0.attention",
+        "vision.layers.0.mlp": "model.vision_tower.transformer.layers.0.feed_forward",
+        "vision.layers.0.input_layernorm": "model.vision_tower.transformer.layers.0.attention_norm",
+        "vision.layers.0.post_attention_layernorm": "model.vision_tower.transformer.layers.0.ffn_norm",
+        "projector": "model.multi_modal_projector",
+    }
+    unavailable = {
+        "vision.self_attn.attention_scores": "block-diagonal mask",
+        "vision.self_attn.attention_probabilities": "block-diagonal mask",
+    }
+    image_sizes = ((112, 84), (64, 128))

@@ -1,0 +1,92 @@
+"""Where a Mistral 3 image token lies, checked against the processor and the model.
+
+* the grid is the image's ``[IMG]`` tokens, each row of them followed by ``[IMG_BREAK]``
+  (``[IMG_END]`` after the last), on images of many shapes;
+* each token's box is over the pixels the processor puts in that token's cell: a probe
+  lit at the box's centre is brightest inside the token's 16 x 16 cell of the canvas;
+* each token is exactly its 2 x 2 block of the tower's packed row of patches: changing
+  those patches (and no other) changes that token's features (and no other), for every
+  token of two images of different shapes.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from PIL import Image
+
+from vlreg import StandardizedTransformer
+from vlreg.testing import build
+from vlreg.testing.conformance import image
+
+#: (width, height): squares, strips, odd sides, smaller than a token, past the longest edge
+#: (a side the resize would take to 0 pixels the processor itself refuses).
+SIZES = ((1, 1), (7, 9), (16, 16), (17, 15), (31, 33), (48, 64), (64, 48), (64, 64), (65, 64), (100, 3),
+         (3, 100), (112, 84), (84, 112), (128, 32), (200, 200), (333, 250), (250, 333), (90, 91), (40, 5), (5, 40))
+
+
+@pytest.fixture(scope="module")
+def model():
+    return StandardizedTransformer(str(build("mistral3")), task="image-text-to-text", dispatch=True, device="cpu")
+
+
+def chat(model, images: int = 1) -> str:
+    content = [{"type": "image"}] * images + [{"type": "text", "text": "What is in this image?"}]
+    return model.processor.apply_chat_template([{"role": "user", "content": content}], add_generation_prompt=True, tokenize=False)
+
+
+def test_an_image_is_its_grid_rows_each_ended_by_a_break(model):
+    ids = model.processor.image_break_token_id, model.processor.image_end_token_id
+    for size in SIZES:
+        encoding = model.processor(text=chat(model), images=[image(*size)], return_tensors="pt")
+        (geometry,) = model.vision.geometry(chat(model), [image(*size)])
+        (grid,) = geometry.grids
+        assert grid.fold == 2 and grid.covered.all(), size
+        rows = geometry.positions.reshape(grid.rows, grid.columns)
+        assert (rows[:, 1:] - rows[:, :-1] == 1).all(), size  # a row's tokens are consecutive
+        after = encoding["input_ids"][0, rows[:, -1] + 1].tolist()
+        assert after == [ids[0]] * (grid.rows - 1) + [ids[1]], size
+        height, width = encoding["image_sizes"][0].tolist()
+        assert (grid.rows * 16, grid.columns * 16) == (height, width), size
+
+
+def _probe(size, x: float, y: float) -> Image.Image:
+    pixels = torch.zeros(size[1], size[0], 3, dtype=torch.uint8)
+    pixels[int(y), int(x)] = 255
+    return Image.fromarray(pixels.numpy())
+
+
+def test_a_token_box_covers_the_pixels_of_its_cell(model):
+    for size in SIZES:
+        (geometry,) = model.vision.geometry(chat(model), [image(*size)])
+        (grid,) = geometry.grids
+        assert torch.allclose(grid.boxes[-1, 2:], torch.tensor(size, dtype=torch.float64)), size
+        for token in range(grid.tokens):
+            x0, y0, x1, y1 = grid.boxes[token].tolist()
+            probe = _probe(size, (x0 + x1) / 2, (y0 + y1) / 2)
+            pixels = model.processor(text=chat(model), images=[probe], return_tensors="pt")["pixel_values"][0, 0]
+            y, x = divmod(int(pixels.argmax()), pixels.shape[1])
+            assert (y // 16, x // 16) == divmod(token, grid.columns), (size, token)
+
+
+def test_a_token_is_its_block_of_the_packed_patches(model):
+    """Every token of two images: its features move when, and only when, its 2 x 2 block
+    of patches in the row the tower packs (image after image, raster order) changes."""
+    pictures = [image(112, 84), image(64, 128, seed=1)]
+    prompt = chat(model, 2)
+    geometries = model.vision.geometry(prompt, pictures)
+    with model.trace(prompt, images=pictures):
+        clean = model.vision.image_features.save()
+    start = 0
+    for geometry in geometries:
+        (grid,) = geometry.grids
+        columns = grid.columns * grid.fold
+        for token in range(grid.tokens):
+            r, c = divmod(token, grid.columns)
+            block = [start + (r * grid.fold + i) * columns + c * grid.fold + j for i in range(2) for j in range(2)]
+            with model.trace(prompt, images=pictures):
+                model.vision.layers[-1].layer_output[0, block] += 1
+                features = model.vision.image_features.save()
+            moved = (features != clean).any(-1).nonzero().flatten().tolist()
+            assert moved == [geometry.offset + token], (geometry.index, token)
+        start += grid.tokens * grid.fold**2

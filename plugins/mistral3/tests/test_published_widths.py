@@ -1,0 +1,52 @@
+"""Mistral 3 at the sizes transformers' defaults give (Mistral Small 3.1's: a 40-block
+Mistral text model 5120 wide with 32 heads of 128 over 8 key/value heads, a 24-block
+Pixtral tower 1024 wide with 16 heads and 14-pixel patches, merged 2 x 2), built on the
+meta device (no weights): the names, sizes and support table such a checkpoint gets,
+and what ``vlreg inspect`` prints of it."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from transformers import AutoProcessor, Mistral3Config
+
+from vlreg import StandardizedTransformer, Unavailable
+from vlreg.cli import main
+from vlreg.testing import build
+
+
+@pytest.fixture(scope="module")
+def folder(tmp_path_factory):
+    """The default config, with the tiny checkpoint's processor (nothing is processed on meta)."""
+    folder = tmp_path_factory.mktemp("mistral3")
+    Mistral3Config().save_pretrained(folder)
+    AutoProcessor.from_pretrained(build("mistral3")).save_pretrained(folder)
+    return str(folder)
+
+
+def test_the_default_widths_at_full_depth(folder):
+    model = StandardizedTransformer(folder, task="image-text-to-text", dispatch=False, attn_implementation="eager")
+    assert not model.dispatched and model.family.name == "mistral3"
+    assert (model.num_layers, model.hidden_size, model.num_heads, model.num_kv_heads, model.head_dim) == (40, 5120, 32, 8, 128)
+    vision = model.vision
+    assert (vision.num_layers, vision.vision_hidden_size, vision.num_heads, vision.head_dim, vision.patch_size) == (24, 1024, 16, 64, 14)
+    assert tuple(model.projector.patch_merger.merging_layer.weight.shape) == (1024, 1024 * 2**2)  # 2 x 2 patches a token
+    with pytest.raises(Unavailable, match=r"image_sizes"):
+        vision.image_size
+    rows = model.support()
+    refused = {row for row, why in rows.items() if why}
+    assert refused == {"vision.self_attn.attention_scores", "vision.self_attn.attention_probabilities"}
+    assert "block-diagonal mask" in rows["vision.self_attn.attention_probabilities"]
+    # the projector reads the last block's stream out of the hidden states (vision_feature_layer=-1)
+    assert "edit vision.layers[23].layer_output" in model.read_only()["vision.tower_output"]
+    assert "vision.layer_output" not in model.read_only()
+
+
+def test_inspect_reads_the_default_config(folder, capsys):
+    assert main(["inspect", folder, "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["family"] == "mistral3" and report["class"] == "Mistral3ForConditionalGeneration"
+    assert report["parts"]["vision"]["model_type"] == "pixtral" and "vlreg-mistral3" in report["parts"]["vision"]["plugin"]
+    assert "vlreg-llava" in report["parts"]["text"]["plugin"] and report["no_images"] is None
+    assert report["vision sizes"]["vision_hidden_size"] == 1024 and report["sizes"]["num_layers"] == 40

@@ -1,0 +1,93 @@
+"""vlreg-mistral3: Mistral 3 (``Mistral3ForConditionalGeneration``), declared against
+`vlreg.plugin`.
+
+The wrapper holds the text model at ``model.language_model`` (a Mistral, served by
+vlreg-llava's ``mistral`` text part), the Pixtral tower at ``model.vision_tower``
+(`tower`: this plugin claims ``pixtral``) and the projector at
+``model.multi_modal_projector``: an RMS norm, the patch merger (each
+``spatial_merge_size`` x ``spatial_merge_size`` block of an image's patches into one
+token), then two linear maps. ``model``'s forward writes the features in with
+``inputs_embeds.masked_scatter(mask, features)``.
+
+The projector reads the stream of the block ``vision_feature_layer`` names out of the
+tower's hidden states, not the tower's output: a write to ``vision.tower_output``, or to
+a block after the one read, reaches nothing, and both are read-only, naming the block
+to edit instead. How tokens lie over pixels (row breaks, the spatial merge) is in
+`geometry`; the small checkpoint the tests load in `checkpoints`.
+"""
+
+from vlreg.plugin import Claim, Scatter, VisionLayer, VisionAttention, VisionMlp, hookimpl
+
+from . import tower
+
+WRAPPER_RENAME = {
+    "model.language_model.embed_tokens": "embed_tokens",
+    "model.language_model.layers": "layers",
+    "model.language_model.norm": "norm",
+    "model.vision_tower": "vision",
+    "model.multi_modal_projector": "projector",
+}
+
+SCATTER = Scatter(host="model", operation="inputs_embeds_masked_scatter_0", argument=1)
+
+
+@hookimpl
+def vlreg_plugin_api():
+    return 1
+
+
+@hookimpl
+def vlreg_claims():
+    return [Claim("wrapper", "mistral3"), Claim("vision", "pixtral")]
+
+
+@hookimpl
+def vlreg_rename(part):
+    return {"wrapper": WRAPPER_RENAME, "vision": tower.TOWER_RENAME}.get(part.kind)
+
+
+@hookimpl
+def vlreg_envoys(part):
+    if part.kind != "vision":
+        return None
+    from transformers.models.pixtral import modeling_pixtral as pixtral
+
+    return {
+        pixtral.PixtralVisionModel: tower.PixtralVision,
+        pixtral.PixtralAttentionLayer: VisionLayer,
+        pixtral.PixtralAttention: VisionAttention,
+        pixtral.PixtralMLP: VisionMlp,
+    }
+
+
+@hookimpl
+def vlreg_scatter(part):
+    return SCATTER
+
+
+@hookimpl
+def vlreg_unavailable(part):
+    return tower.unavailable(part) if part.kind == "vision" else None
+
+
+@hookimpl
+def vlreg_read_only(part):
+    if part.kind != "wrapper":
+        return None
+    from .feature_layer import read_only
+
+    return read_only(part.config)
+
+
+@hookimpl
+def vlreg_image_grids(part):
+    from .geometry import mistral3_image_grids
+
+    return mistral3_image_grids(part.config)
+
+
+@hookimpl
+def vlreg_checkpoints():
+    from .checkpoints import BUILDERS
+
+    return BUILDERS
