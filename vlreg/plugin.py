@@ -5,6 +5,7 @@ implements some of the hooks in `vlreg.core.hookspecs` with `hookimpl`, returnin
 declarations below. Nothing else in vlreg is promised to plugins.
 """
 
+from .core.cross import CrossAttentionLayer, CrossAttentionMixer
 from .core.envoys import Attention, Layer, Mlp, Standard, eager_only
 from .core.errors import ReadOnly, Unavailable
 from .core.experts import MoeMlp
@@ -12,7 +13,7 @@ from .core.linear import LinearAttention
 from .core.geometry import ImageGrid, box_grid, clip_boxes
 from .core.hookspecs import hookimpl
 from .core.plugins import adapter
-from .core.parts import Claim, Part, Scatter
+from .core.parts import Claim, CrossAttention, Part, Scatter
 from .core.values import argument, copied, first, returned, value, with_first
 from .core.vision import Patches, Vision, VisionAttention, VisionLayer, VisionMlp, as_patches, patches, variable_resolution
 
@@ -22,12 +23,15 @@ __all__ = [
     "Claim",
     "Part",
     "Scatter",
+    "CrossAttention",
     "Standard",
     "Layer",
     "Attention",
     "Mlp",
     "MoeMlp",
     "LinearAttention",
+    "CrossAttentionLayer",
+    "CrossAttentionMixer",
     "Vision",
     "VisionLayer",
     "VisionAttention",

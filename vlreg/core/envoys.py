@@ -43,6 +43,9 @@ class Standard(Envoy):
     #: The index of the block (of ``layers`` or ``vision.layers``) this envoy is, or is
     #: part of; ``None`` outside the blocks. What a per-block predicate asks.
     block_index: int | None = None
+    #: Whether this envoy is, or is part of, a block that runs only when an image reaches
+    #: the text model (a `CrossAttentionLayer`); set at build.
+    _image_block: bool = False
 
     @classmethod
     def values(cls) -> list[str]:
@@ -63,6 +66,12 @@ class Standard(Envoy):
         """``None`` if this load can serve ``name`` here, else the reason."""
         if self._tower is not None:
             reason = self._tower.no_images()
+            if reason:
+                return reason
+        if self._image_block:
+            from .cross import no_images_for_blocks
+
+            reason = no_images_for_blocks(self.root)
             if reason:
                 return reason
         return self._ask(name, "unavailable")
@@ -100,7 +109,7 @@ class Standard(Envoy):
         group = mediator.batch_group if batcher is not None and batcher.batching else None
         run = self.root._run
         needs = served.needs_images
-        if self._tower is not None if needs is None else needs:
+        if (self._tower is not None or self._image_block) if needs is None else needs:
             reason = self.root.no_images_in_this_run(group)
             if reason:
                 return reason

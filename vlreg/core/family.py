@@ -16,7 +16,7 @@ from attrs import frozen
 
 from . import plugins
 from .errors import NoFamily
-from .parts import Part, Scatter
+from .parts import CrossAttention, Part, Scatter
 
 #: Where the families vlreg's own repository ships come from, for the error that
 #: tells a user what to install. A third-party family is found the same way, through
@@ -58,7 +58,8 @@ class Family:
     plugins: dict[str, Any]
     rename: dict
     envoys: dict
-    scatter: Scatter | None
+    #: Where the image reaches the text model (`Scatter` or `CrossAttention`), or None.
+    scatter: Scatter | CrossAttention | None
     unavailable: dict[str, tuple[Predicate, ...]]
     #: The wrapper's `vlreg_image_grids` function, or None.
     image_grids: Callable | None = None

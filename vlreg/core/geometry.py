@@ -5,7 +5,9 @@ or more `ImageGrid` in sequence order (one on Qwen and LLaVA; LLaVA-NeXT's base 
 its tiles), each a rows x columns raster of tokens with the pixel box every token covers in
 the *original* image. `image_geometry` runs the processor on a prompt and its images, finds
 the image tokens in the encoding and hands each image its run of them, so a per-token score
-can be drawn back onto the picture the user passed in.
+can be drawn back onto the picture the user passed in. Where the image reaches the text
+model by cross-attention (`vlreg.core.cross`), the grids map the positions of the states
+the cross-attention blocks read instead of tokens of the sequence.
 """
 
 from __future__ import annotations
@@ -163,6 +165,10 @@ def image_geometry(model: Any, prompt: "str | Sequence[str]", images: Any) -> li
     declared = [_grids(one) for one in declare(encoding, images, model.processor)]
     if len(declared) != len(images):
         raise ValueError(f"the family declared grids for {len(declared)} images, but {len(images)} were given")
+    if type(model.family.scatter).__name__ == "CrossAttention":
+        from .cross import placed
+
+        return placed(model, encoding, declared, images)
     rows, positions = (encoding["input_ids"] == model._module.config.image_token_id).nonzero(as_tuple=True)
     counts = [sum(grid.tokens for grid in grids) for grids in declared]
     if sum(counts) != rows.numel():

@@ -82,7 +82,9 @@ def vlreg_envoys(part):
 
 @hookspec(firstresult=True)
 def vlreg_scatter(part):
-    """Where the wrapper writes the image features into the embeddings: a `Scatter`.
+    """Where the image reaches the text model: a `Scatter` (the wrapper writes the
+    features into the embeddings) or a `CrossAttention` (the text model takes them as an
+    argument its cross-attention blocks read; Mllama's).
 
     Only asked of the wrapper part. ``None`` means images never reach this model
     (every vision value is then `Unavailable`).

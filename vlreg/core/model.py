@@ -17,7 +17,9 @@ from .family import Family, resolve
 from .batching import Run, combine, run_of
 from .inputs import MEDIA, check_invokes
 from .loading import IMAGE_TEXT, TEXT, config_of, text_task_fallback
+from .cross import CrossAttentionLayer
 from .errors import Unavailable
+from .parts import CrossAttention
 from .values import returned, value
 from .vision import Vision
 
@@ -107,6 +109,12 @@ class StandardizedTransformer(Standard, TransformersModel):
         self._standardize()
 
     # -- sizes ----------------------------------------------------------------
+
+    @property
+    def cross_attention_layers(self) -> list[int]:
+        """The blocks that attend from the text to the image (`CrossAttentionLayer`, with
+        ``cross_attn``); empty where the image enters the token stream."""
+        return [index for index, block in enumerate(self.layers) if isinstance(block, CrossAttentionLayer)]
 
     @property
     def num_layers(self) -> int:
@@ -227,6 +235,13 @@ class StandardizedTransformer(Standard, TransformersModel):
                 tower = envoy
             if row.startswith("vision."):
                 envoy._tower = tower
+        for block in self.cross_attention_layers:
+            for envoy, *_ in _standard_tree(self.layers[block], "", "", None):
+                envoy._image_block = True
+        if isinstance(self.family.scatter, CrossAttention):
+            # The wrapper runs the tower before it calls the text model, whose forward
+            # embeds the tokens: the embeddings come after the image's values.
+            self.order = ("input_ids", "attention_mask", "vision.image_token_mask", "vision", "token_embeddings", "layers", "logits")
         self._instrument()
 
     def _instrument(self) -> None:
@@ -241,8 +256,9 @@ class StandardizedTransformer(Standard, TransformersModel):
                 install_source(envoy)
             for name in type(envoy).values():
                 inside = getattr(type(envoy), name).inside
-                if inside is not None and envoy.why_unavailable(name) is None:
-                    install_source(inside(envoy))
+                host = inside(envoy) if inside is not None and envoy.why_unavailable(name) is None else None
+                if host is not None:
+                    install_source(host)
 
 
 def _text_size(model: StandardizedTransformer, field: str, name: str) -> Any:

@@ -1,4 +1,4 @@
-"""The small declarations plugins hand the host: `Claim`, `Part`, `Scatter`."""
+"""The small declarations plugins hand the host: `Claim`, `Part`, `Scatter`, `CrossAttention`."""
 
 from __future__ import annotations
 
@@ -59,3 +59,20 @@ class Scatter:
     host: str
     operation: str
     argument: int | str = 1
+
+
+@frozen
+class CrossAttention:
+    """The image reaches the text model by cross-attention, not through its token stream.
+
+    Mllama's wrapper hands the projected tower output to the text model as a keyword
+    argument (``cross_attention_states``); no feature is written into the embeddings, and
+    only the blocks built to cross-attend read it, each projecting it to its own keys and
+    values. ``host`` is the text model (path from the model root) and ``argument`` the
+    keyword (or position) it takes the states by: `Vision.image_features` is read there,
+    so an edit reaches every cross-attention block and no block is touched before the
+    first of them. A wrapper returns this from ``vlreg_scatter`` in place of a `Scatter`.
+    """
+
+    host: str
+    argument: int | str = "cross_attention_states"

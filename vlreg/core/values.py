@@ -62,7 +62,8 @@ class value(eproperty):
             once per block: block k's is call k). ``None``: the next one.
         layout: How the value's leading axis holds a batch of several invokes (see
             `vlreg.core.batching`): ``"batch"``, ``"tokens"``, ``"image_tokens"`` or
-            ``"tower"``. ``None``: ``"tower"`` on a tower envoy, else ``"batch"``.
+            ``"tower"``, or a function of the envoy giving one. ``None``: ``"tower"`` on a
+            tower envoy, else ``"batch"``.
         description: One line shown beside the value in the envoy's repr (default: the
             first line of the preprocess's docstring).
     """
@@ -76,7 +77,7 @@ class value(eproperty):
         needs_images: bool | None = None,
         inside: Callable[[Any], Any] | None = None,
         occurrence: Callable[[Any], int] | None = None,
-        layout: str | None = None,
+        layout: "str | Callable[[Any], str] | None" = None,
         description: str | None = None,
     ) -> None:
         super().__init__(key=at if isinstance(at, str) else None, description=description)
@@ -159,7 +160,8 @@ class value(eproperty):
 
     def layout_on(self, obj: Any) -> str:
         """The value's batch layout on ``obj`` (see ``layout``)."""
-        return self.layout or ("tower" if obj._tower is not None else "batch")
+        layout = self.layout(obj) if callable(self.layout) else self.layout
+        return layout or ("tower" if obj._tower is not None else "batch")
 
 
 @contextlib.contextmanager
@@ -217,13 +219,18 @@ def forward_order(model: Any) -> str:
     """The order a forward computes the standard values in, in words."""
     vision = model.__dict__.get("vision")
     images = vision is not None and vision.no_images() is None
+    cross = type(model.family.scatter).__name__ == "CrossAttention"
     steps = ["vision.image_token_mask (off the inputs)"] if images else []
-    steps.append("token_embeddings")
+    if not cross:
+        steps.append("token_embeddings")
     if images:
         last = vision.num_layers - 1  # a vision part may have no blocks (an embedder)
         tower = f"vision.layers[0] to vision.layers[{last}], " if last >= 0 else ""
         steps.append(f"the tower (vision.patch_embeddings, {tower}vision.tower_output) and model.projector")
-        steps.append("vision.image_features (where the features enter the embeddings)")
+        where = "the states the text model's cross-attention blocks read" if cross else "where the features enter the embeddings"
+        steps.append(f"vision.image_features ({where})")
+    if cross:
+        steps.append("token_embeddings")
     steps.append(
         f"layers[0] to layers[{model.num_layers - 1}], each as input, self_attn's values, "
         f"mlp.mlp_output, layer_output"

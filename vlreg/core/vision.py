@@ -21,8 +21,10 @@ from typing import Any, Callable
 
 import torch
 
+from . import cross
 from .envoys import Attention, Layer, Mlp, Standard
 from .errors import Unavailable
+from .parts import CrossAttention
 from .values import first, value, with_first
 
 Patches = torch.Tensor
@@ -95,6 +97,13 @@ def _scatter_back(vision: "Vision", raw: Any, new: torch.Tensor) -> Any:
     return (*args[:argument], new.reshape(native.shape), *args[argument + 1 :]), kwargs
 
 
+def _crossing(vision: "Vision") -> bool:
+    """Whether the image reaches the text model by cross-attention (`vlreg.core.cross`):
+    the features are then the states the text model is called with, ``[batch, positions,
+    hidden]``, not rows scattered into the embeddings."""
+    return isinstance(vision.root.family.scatter, CrossAttention)
+
+
 def _derived_mask(vision: "Vision") -> str:
     return (
         "it is derived from the prompt's tokens (input_ids == the image token id), and the model "
@@ -155,11 +164,13 @@ class Vision(Standard):
     )
 
     image_features = value(
-        _scatter_call,
-        inside=lambda vision: scatter_host(vision.root)[1],
-        layout="image_tokens",
+        lambda vision: cross.states_location(vision) if _crossing(vision) else _scatter_call(vision),
+        inside=lambda vision: None if _crossing(vision) else scatter_host(vision.root)[1],
+        layout=lambda vision: "tower" if _crossing(vision) else "image_tokens",
         description="the features as the text model receives them",
-    )(_scattered).writes(_scatter_back)
+    )(lambda vision, raw: cross.read_states(vision, raw) if _crossing(vision) else _scattered(vision, raw)).writes(
+        lambda vision, raw, new: cross.write_states(vision, raw, new) if _crossing(vision) else _scatter_back(vision, raw, new)
+    )
 
     def geometry(self, prompt: Any, images: Any) -> list:
         """Each image of ``prompt`` as the text model sees it, in the order given: its batch
