@@ -1,0 +1,79 @@
+"""vlreg-mllama: Mllama (``MllamaForConditionalGeneration``, Llama 3.2 Vision).
+
+Mllama's image never enters the token stream. The wrapper (``model``) runs the tower, maps
+its output through ``multi_modal_projector`` and calls the text model with it as
+``cross_attention_states``; the blocks listed in ``cross_attention_layers`` attend from the
+text to those states, the other blocks never see them. The wrapper declares this with
+`CrossAttention` (where a scattering family declares a `Scatter`), so
+``vision.image_features`` is that argument and every cross-attention block reads it.
+
+* ``layers[i]`` is a plain `Layer` (self-attention, ``self_attn``) or, for ``i`` in
+  ``model.cross_attention_layers``, a `GatedCrossLayer` (``cross_attn``, tanh gates);
+* ``vision.layers`` are the tower's local blocks (``transformer.layers``, per tile) and
+  ``vision.global_layers`` its gated global blocks (``global_transformer.layers``, over
+  every tile of an image); the envoys are in `envoys`;
+* `geometry` maps the states' positions to tiles and patches; `checkpoints` builds the
+  tiny checkpoint the tests load.
+
+A text-generation load is transformers' ``MllamaForCausalLM`` (the text model at
+``model``): its cross-attention blocks never run, and their values say so.
+"""
+
+from vlreg.plugin import Claim, CrossAttention, hookimpl
+
+WRAPPER_RENAME = {
+    "model.language_model.embed_tokens": "embed_tokens",
+    "model.language_model.layers": "layers",
+    "model.language_model.norm": "norm",
+    "model.vision_model": "vision",
+    "model.multi_modal_projector": "projector",
+}
+#: A text-generation load is ``MllamaForCausalLM``, the text model at ``model``.
+TEXT_ONLY_RENAME = {"model.layers": "layers", "model.embed_tokens": "embed_tokens", "model.norm": "norm"}
+#: From the tower: its two stacks of blocks and its patch embedding.
+TOWER_RENAME = {
+    "transformer.layers": "layers",
+    "global_transformer.layers": "global_layers",
+    "patch_embedding": "patch_embed",
+}
+
+
+@hookimpl
+def vlreg_plugin_api():
+    return 1
+
+
+@hookimpl
+def vlreg_claims():
+    return [Claim("wrapper", "mllama"), Claim("text", "mllama_text_model"), Claim("vision", "mllama_vision_model")]
+
+
+@hookimpl
+def vlreg_rename(part):
+    return {"wrapper": {**WRAPPER_RENAME, **TEXT_ONLY_RENAME}, "vision": TOWER_RENAME}.get(part.kind)
+
+
+@hookimpl
+def vlreg_envoys(part):
+    from .envoys import ENVOYS
+
+    return ENVOYS[part.kind]
+
+
+@hookimpl
+def vlreg_scatter(part):
+    return CrossAttention(host="model.language_model", argument="cross_attention_states")
+
+
+@hookimpl
+def vlreg_image_grids(part):
+    from .geometry import mllama_image_grids
+
+    return mllama_image_grids(part.config)
+
+
+@hookimpl
+def vlreg_checkpoints():
+    from .checkpoints import BUILDERS
+
+    return BUILDERS
