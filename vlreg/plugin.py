@@ -10,6 +10,7 @@ from .core.envoys import Attention, Layer, Mlp, Standard, eager_only
 from .core.errors import ReadOnly, Unavailable
 from .core.experts import MoeMlp
 from .core.linear import LinearAttention
+from .core.mamba import Mamba
 from .core.geometry import ImageGrid, box_grid, clip_boxes
 from .core.hookspecs import hookimpl
 from .core.plugins import adapter
@@ -30,6 +31,7 @@ __all__ = [
     "Mlp",
     "MoeMlp",
     "LinearAttention",
+    "Mamba",
     "CrossAttentionLayer",
     "CrossAttentionMixer",
     "Vision",

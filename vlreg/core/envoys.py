@@ -242,9 +242,10 @@ class Layer(Standard):
     """
 
     #: A block mixes tokens with ``self_attn``, or with ``linear_attn`` (a `LinearAttention`)
-    #: on a hybrid model's linear blocks.
-    standard_children = {"self_attn": "self_attn.", "linear_attn": "linear_attn.", "mlp": "mlp."}
-    order = ("input", "self_attn", "linear_attn", "mlp", "output", "layer_output")
+    #: or ``mamba`` (a `Mamba`) on a hybrid model's other blocks; a block of one sublayer
+    #: (NemotronH's) has a mixer or an ``mlp``, not both.
+    standard_children = {"self_attn": "self_attn.", "linear_attn": "linear_attn.", "mamba": "mamba.", "mlp": "mlp."}
+    order = ("input", "self_attn", "linear_attn", "mamba", "mlp", "output", "layer_output")
 
     @value("input")
     def input(self, raw: Any) -> Any:

@@ -12,7 +12,8 @@ Every ``test_*`` method then runs against that family's checkpoint, loaded throu
 
 from .experts import ExpertsConformance
 from .linear import LinearAttentionConformance
+from .mamba import MambaConformance
 from .text import TextConformance
 from .vision import VisionConformance, image
 
-__all__ = ["TextConformance", "VisionConformance", "ExpertsConformance", "LinearAttentionConformance", "image"]
+__all__ = ["TextConformance", "VisionConformance", "ExpertsConformance", "LinearAttentionConformance", "MambaConformance", "image"]

@@ -17,7 +17,7 @@ class ExpertsConformance:
     renormalized: ClassVar[bool] = True
 
     def sparse_blocks(self, model: Any) -> list:
-        blocks = [block for block in model.layers if isinstance(block.mlp, MoeMlp)]
+        blocks = [block for block in model.layers if isinstance(block.__dict__.get("mlp"), MoeMlp)]
         assert blocks, "no block's mlp is a MoeMlp: map the family's sparse MLP class onto it"
         return blocks
 

@@ -11,6 +11,7 @@ import torch
 from ...core.envoys import Attention, Layer, Mlp, Standard
 from ...core.experts import MoeMlp
 from ...core.linear import LinearAttention
+from ...core.mamba import Mamba
 from ...core.errors import ReadOnly, Unavailable
 from ...core.model import StandardizedTransformer
 from ..checkpoints import build
@@ -46,7 +47,9 @@ class TextConformance:
       bidirectionally (PaliGemma's prefix-LM): the pattern then has tokens attending to
       later ones, where elsewhere it is causal;
     * ``supports_sdpa``: whether transformers runs the text model under sdpa (Gemma 2's
-      softcapping runs only eager), which the check that the interior needs eager loads.
+      softcapping runs only eager), which the check that the interior needs eager loads;
+    * ``one_sublayer``: whether each block holds one sublayer, a mixer or an MLP
+      (NemotronH's), rather than a mixer and an MLP.
     """
 
     checkpoint: ClassVar[str]
@@ -60,6 +63,7 @@ class TextConformance:
     text_images: ClassVar[int] = 0
     bidirectional_prefix: ClassVar[bool] = False
     supports_sdpa: ClassVar[bool] = True
+    one_sublayer: ClassVar[bool] = False
 
     # -- fixtures -------------------------------------------------------------
 
@@ -105,11 +109,17 @@ class TextConformance:
             assert model.get(name).path == f"model.{native}", name
 
     def test_blocks_are_standard(self, model):
+        kinds = {"self_attn": Attention, "linear_attn": LinearAttention, "mamba": Mamba}
         for block in model.layers:
             assert isinstance(block, Layer)
-            attention, linear = block.__dict__.get("self_attn"), block.__dict__.get("linear_attn")
-            assert isinstance(attention, Attention) != isinstance(linear, LinearAttention), "one mixer per block"
-            assert isinstance(block.mlp, Mlp)
+            mixers = [name for name in kinds if name in block.__dict__]
+            assert all(isinstance(block.__dict__[name], kinds[name]) for name in mixers)
+            mlp = block.__dict__.get("mlp")
+            assert mlp is None or isinstance(mlp, Mlp)
+            if self.one_sublayer:
+                assert len(mixers) + (mlp is not None) == 1, "one sublayer per block"
+            else:
+                assert len(mixers) == 1 and mlp is not None, "one mixer and an MLP per block"
 
     def test_sizes_agree_with_the_weights(self, model):
         assert model.num_layers == len(model.layers._module)
@@ -124,12 +134,12 @@ class TextConformance:
                 model.num_heads, model.num_kv_heads, model.head_dim
             )
         for block in model.layers:
-            if not isinstance(block.mlp, MoeMlp):  # an expert's width is checked by ExpertsConformance
-                assert block.mlp.intermediate_size == model.intermediate_size
+            mlp = block.__dict__.get("mlp")
+            if mlp is not None and not isinstance(mlp, MoeMlp):  # an expert's width is checked by ExpertsConformance
+                assert mlp.intermediate_size == model.intermediate_size
 
     def test_the_repr_lists_each_standard_value_with_its_description(self, model):
-        block = attention_blocks(model)[0]
-        for envoy in (model, block, block.self_attn, block.mlp, *[mixer(b) for b in model.layers]):
+        for envoy in (model, *model.layers, *[part for b in model.layers for part in sublayers(b)]):
             shown = repr(envoy)
             for name in type(envoy).values():
                 description = getattr(type(envoy), name).description
@@ -182,10 +192,10 @@ class TextConformance:
         rows = []  # made outside the trace: names first bound inside one do not leave it
         with model.trace(self.text_prompt(model)):
             for block in model.layers:
-                rows.append((block.input.save(), mixer(block).attention_output.save(),
-                             block.mlp.mlp_output.save(), block.layer_output.save()))
-        for x, attn, mlp, out in rows:
-            torch.testing.assert_close(x + attn + mlp, out)
+                rows.append((block.input.save(), [sublayer_output(part).save() for part in sublayers(block)],
+                             block.layer_output.save()))
+        for x, added, out in rows:
+            torch.testing.assert_close(sum(added, x), out)  # x + a + b, in that order (bfloat16 rounds)
 
     def test_in_place_edit_of_layer_output_reaches_the_next_block(self, model):
         prompt = self.text_prompt(model)
@@ -367,8 +377,20 @@ def attention_blocks(model: StandardizedTransformer) -> list[Layer]:
 
 
 def mixer(block: Layer) -> Standard:
-    """The block's sequence mixer: ``self_attn``, or ``linear_attn`` on a linear block."""
-    return block.__dict__.get("self_attn") or block.__dict__["linear_attn"]
+    """The block's sequence mixer: ``self_attn``, or ``linear_attn`` or ``mamba`` on a
+    hybrid model's other blocks."""
+    return block.__dict__.get("self_attn") or block.__dict__.get("linear_attn") or block.__dict__["mamba"]
+
+
+def sublayers(block: Layer) -> list[Standard]:
+    """The block's sublayers in forward order: its mixer and its MLP, or the one it has
+    (a NemotronH block holds one)."""
+    return [block.__dict__[name] for name in ("self_attn", "linear_attn", "mamba", "mlp") if name in block.__dict__]
+
+
+def sublayer_output(part: Standard) -> Any:
+    """What a sublayer adds to the stream: a mixer's ``attention_output``, an MLP's ``mlp_output``."""
+    return part.mlp_output if isinstance(part, Mlp) else part.attention_output
 
 
 def text_rows(rows: dict, name: str) -> list[str]:

@@ -1,0 +1,123 @@
+"""`Mamba`: a block's sequence mixer that is a Mamba-2 selective state space (SSD).
+
+Hybrid models (NemotronH, and the Bamba/Jamba line) mix such blocks with attention ones;
+the mixer is ``layers[i].mamba``, and ``support()`` names the blocks that have one. In
+the state-space duality a Mamba-2 head is a linear attention whose state decays: with
+``dt = softplus(time_steps + dt_bias)`` (clamped to the mixer's limits) and
+``A = -exp(A_log)``, each head keeps a ``[head_dim, state_size]`` state ``h``,
+
+    h_t = exp(dt_t * A) * h_{t-1} + dt_t * x_t B_t^T,    y_t = h_t C_t + D * x_t,
+
+so ``C`` plays the queries, ``B`` the keys and ``x`` the values (each group of ``B`` and
+``C`` is shared by ``num_heads / num_groups`` heads). The values are read where the
+torch path computes them (a kernel installed in place of a function is called at the
+same place with the same arguments), in the shapes those calls take and return:
+
+* ``conv_output`` ``[batch, seq, conv_dim]``: the short causal convolution's output after
+  its activation, ``x``, ``B`` and ``C`` side by side (a view of the call's
+  ``[batch, conv_dim, seq]``);
+* ``attention_values`` (``x``) ``[batch, seq, num_heads, head_dim]``, ``attention_keys``
+  (``B``) and ``attention_queries`` (``C``) ``[batch, seq, num_groups, state_size]`` and
+  ``time_steps`` ``[batch, seq, num_heads]`` (before the bias and softplus the scan
+  applies): what the chunked scan takes;
+* ``attention_head_outputs`` ``[batch, seq, num_heads, head_dim]``: the scan's ``y``,
+  with the ``D`` skip added, before the gate;
+* ``state_output`` ``[batch, num_heads, head_dim, state_size]``: the state after the
+  prompt. Read-only: nothing in the forward reads it (it reaches a generation's later
+  steps through the cache); ``None`` when the model runs without a cache;
+* ``gates`` ``[batch, seq, num_heads * head_dim]``: ``z``, which the gated norm multiplies
+  ``y`` by (``silu(z)``) before its group RMS norm;
+* ``attention_output``: what the mixer adds to the stream (the name every mixer shares).
+
+They are the prefill's: a generation's single-token steps run the recurrent update,
+another call. In training mode a fused kernel, where one is installed, runs the whole
+mixer as one call, so the values are refused there.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from .envoys import Standard, _size
+from .values import argument, returned, value
+
+
+def _call(mixer: Any, name: str) -> str:
+    return f"{mixer.path}.source.{getattr(mixer, name)}"
+
+
+def _in_training(mixer: Any) -> str | None:
+    if not mixer._module.training:
+        return None
+    return (
+        "the mixer is in training mode, where a fused Mamba kernel (when one is installed) computes it "
+        "in one call that exposes nothing; call model.eval()"
+    )
+
+
+def _state_is_read_nowhere(mixer: Any) -> str:
+    return (
+        "no part of the forward reads the state after the prompt (it reaches a generation's later "
+        "steps through the cache); to change what the mixer computes, edit attention_values, "
+        "attention_keys, attention_queries or time_steps"
+    )
+
+
+def _scan_input(index: int, description: str) -> value:
+    # Views of one split: torch refuses in-place edits of them, so served as copies written back.
+    return argument(index, lambda m: f"{_call(m, 'scan')}.input", copy=True, unavailable=_in_training,
+                    description=description)
+
+
+class Mamba(Standard):
+    """A Mamba-2 mixer (``mamba``). ``conv`` and ``scan`` are nnsight's names for its calls
+    to the causal convolution and to the chunked scan in the module's forward."""
+
+    sourced = True
+    conv: ClassVar[str] = "causal_conv1d_fn_0"
+    scan: ClassVar[str] = "mamba2_chunk_scan_0"
+    order = ("conv_output", "attention_values", "attention_keys", "attention_queries", "time_steps",
+             "attention_head_outputs", "state_output", "gates", "attention_output")
+
+    conv_output = value(
+        lambda m: f"{_call(m, 'conv')}.output", unavailable=_in_training,
+        description="the causal convolution's output after its activation (x, B and C side by side), [batch, seq, conv_dim]",
+    )(lambda m, raw: raw.transpose(1, 2)).writes(lambda m, raw, new: new.transpose(1, 2))
+    attention_values = _scan_input(0, "x, what each head writes into its state, [batch, seq, heads, head_dim]")
+    attention_keys = _scan_input(3, "B, where each token writes in the state, [batch, seq, groups, state_size]")
+    attention_queries = _scan_input(4, "C, what each token reads from the state, [batch, seq, groups, state_size]")
+    time_steps = _scan_input(1, "each token's step per head before the bias and softplus, [batch, seq, heads]")
+    attention_head_outputs = returned(
+        lambda m: f"{_call(m, 'scan')}.output", unavailable=_in_training,
+        description="the scan's output per head (D skip added), before the gate, [batch, seq, heads, head_dim]",
+    )
+    state_output = value(
+        lambda m: f"{_call(m, 'scan')}.output", unavailable=_in_training, read_only=_state_is_read_nowhere,
+        description="the state after the prompt, [batch, heads, head_dim, state_size]",
+    )(lambda m, raw: raw[1] if isinstance(raw, tuple) else None)
+    gates = argument(
+        1, lambda m: f"{m.path}.norm.input", copy=True, unavailable=_in_training,
+        description="z, whose silu gates the scan's output in the gated norm, [batch, seq, heads * head_dim]",
+    )
+    attention_output = returned(description="what the mixer adds to the stream")
+
+    @property
+    def num_heads(self) -> int:
+        return _size(self, "num_heads", (self._module, "num_heads"))
+
+    @property
+    def head_dim(self) -> int:
+        return _size(self, "head_dim", (self._module, "head_dim"))
+
+    @property
+    def num_groups(self) -> int:
+        """Groups of heads that share one ``B`` and ``C``."""
+        return _size(self, "num_groups", (self._module, "n_groups"))
+
+    @property
+    def state_size(self) -> int:
+        return _size(self, "state_size", (self._module, "ssm_state_size"))
+
+    @property
+    def conv_dim(self) -> int:
+        return _size(self, "conv_dim", (self._module, "conv_dim"))
