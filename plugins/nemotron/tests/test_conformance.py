@@ -1,0 +1,27 @@
+"""NemotronH Omni against the conformance suite the core ships."""
+
+from vlreg.testing.conformance import ExpertsConformance, MambaConformance, VisionConformance
+
+
+class TestNemotronHOmni(MambaConformance, ExpertsConformance, VisionConformance):
+    """Mamba-2, experts, attention and MLP blocks, one sublayer each; the RADIO tower; the
+    features written in by the wrapper's own forward (the model root)."""
+
+    checkpoint = "nemotron_h_omni"
+    native = {
+        "layers": "language_model.model.layers",
+        "embed_tokens": "language_model.model.embeddings",
+        "norm": "language_model.model.norm_f",
+        "lm_head": "language_model.lm_head",
+        "layers.0.mamba": "language_model.model.layers.0.mixer",
+        "layers.1.mlp": "language_model.model.layers.1.mixer",
+        "layers.2.self_attn": "language_model.model.layers.2.mixer",
+        "layers.3.mlp": "language_model.model.layers.3.mixer",
+        "vision": "vision_model",
+        "vision.patch_embed": "vision_model.embeddings",
+        "vision.layers": "vision_model.encoder.layer",
+        "vision.layers.0.self_attn": "vision_model.encoder.layer.0.attention",
+        "projector": "multi_modal_projector",
+    }
+    one_sublayer = True
+    renormalized = False  # a sigmoid router: the top-k sigmoid scores, renormalized

@@ -1,0 +1,74 @@
+"""vlreg-nemotron: NemotronH Omni (``nemotron_h_omni``), declared against `vlreg.plugin`.
+
+Three parts, all served here:
+
+* the wrapper (`NemotronH_Omni_Reasoning_V3`): the text model at
+  ``language_model.model``, the RADIO tower at ``vision_model``, the projector at
+  ``multi_modal_projector``; the wrapper's own forward (the model root) runs the tower
+  and writes the features into the embeddings (``inputs_embeds.masked_scatter``), so the
+  scatter's host is the root (``Scatter("")``);
+* the text model, ``nemotron_h``: hybrid blocks of one sublayer each (`text`);
+* the tower, ``radio`` (`tower`), with its image grids (`geometry`).
+
+No audio values: the audio tower (Parakeet) and its scatter are not served.
+"""
+
+from vlreg.plugin import Claim, Scatter, hookimpl
+
+from . import text, tower
+from .geometry import nemotron_image_grids
+
+WRAPPERS = ("nemotron_h_omni",)
+
+WRAPPER_RENAME = {
+    "language_model.model.layers": "layers",
+    "language_model.model.embeddings": "embed_tokens",
+    "language_model.model.norm_f": "norm",
+    "language_model.lm_head": "lm_head",
+    "vision_model": "vision",
+    "vision_model.embeddings": "vision_model.patch_embed",
+    "multi_modal_projector": "projector",
+}
+
+
+@hookimpl
+def vlreg_plugin_api():
+    return 1
+
+
+@hookimpl
+def vlreg_claims():
+    return [Claim("wrapper", model_type) for model_type in WRAPPERS] + [
+        Claim(kind, model_type) for kind, module in (("text", text), ("vision", tower)) for model_type in module.MODEL_TYPES
+    ]
+
+
+@hookimpl
+def vlreg_rename(part):
+    if part.kind == "wrapper":
+        return WRAPPER_RENAME
+    if part.kind == "text":
+        return text.rename(part.config)
+    return tower.RENAME
+
+
+@hookimpl
+def vlreg_envoys(part):
+    return {"text": text.ENVOYS, "vision": tower.ENVOYS}.get(part.kind)
+
+
+@hookimpl
+def vlreg_scatter(part):
+    return Scatter("", "inputs_embeds_masked_scatter_0", 1)
+
+
+@hookimpl
+def vlreg_image_grids(part):
+    return nemotron_image_grids(part.config)
+
+
+@hookimpl
+def vlreg_checkpoints():
+    from .checkpoints import BUILDERS
+
+    return BUILDERS

@@ -1,0 +1,116 @@
+"""NemotronH Omni checkpoints for tests: tiny random-weight ones, written as a hub
+checkpoint is.
+
+``nemotron_h_omni`` writes the config, random weights, a tokenizer with the family's
+special tokens (ChatML's turns, ``<image>``, ``<img>``, ``</img>``, ``<video>`` and the
+audio placeholders the processor looks up), the real ``NemotronH_Omni_Reasoning_V3Processor``
+with its image and video processors, and a ChatML chat template that puts ``<image>``
+where an image stands (the processor expands it to ``<img>``, one ``<image>`` per token,
+``</img>``). No audio: the config has no ``audio_config``, so the model builds no audio
+tower (the processor still takes Parakeet's feature extractor, as the class requires).
+
+The text model has one block of each kind NemotronH mixes, in the default order:
+Mamba-2 (``linear_attention``), experts (``moe``), attention (``full_attention``), MLP
+(``mlp``). Its Mamba chunk is 8 tokens, so a prompt spans several chunks and the scan
+carries its state across them. The tiny RADIO tower sees 8-pixel patches after 2 summary
+and 2 register tokens; the processor resizes an image to at most `MAX_PATCHES` patches
+with both sides even, and the pixel shuffle folds each 2 x 2 block of patches into one
+token.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from vlreg.testing import save, tokenizer
+
+IMAGE, IMAGE_START, IMAGE_END, VIDEO = "<image>", "<img>", "</img>", "<video>"
+AUDIO, AUDIO_START, AUDIO_END = "<so_embedding>", "<so_start>", "<so_end>"
+SPECIAL_TOKENS = ("<unk>", "<s>", "</s>", "<|im_start|>", "<|im_end|>", IMAGE, IMAGE_START, IMAGE_END, VIDEO,
+                  AUDIO, AUDIO_START, AUDIO_END)
+ROLES = {"unk_token": "<unk>", "bos_token": "<s>", "eos_token": "<|im_end|>", "pad_token": "</s>"}
+
+#: ChatML turns, each image as ``<image>`` on a line of its own where it stands.
+CHAT_TEMPLATE = (
+    "{% for message in messages %}{{'<|im_start|>' + message['role'] + '\\n'}}"
+    "{% if message['content'] is string %}{{ message['content'] }}{% else %}"
+    "{% for content in message['content'] %}"
+    "{% if content['type'] == 'image' %}{{ '<image>\\n' }}"
+    "{% elif content['type'] == 'video' %}{{ '<video>\\n' }}"
+    "{% elif content['type'] == 'text' %}{{ content['text'] }}{% endif %}"
+    "{% endfor %}{% endif %}{{'<|im_end|>\\n'}}{% endfor %}"
+    "{% if add_generation_prompt %}{{'<|im_start|>assistant\\n' }}{% endif %}"
+)
+
+#: The tiny tower's patch in pixels, and the patches an image is resized to at least and at most.
+PATCH, MIN_PATCHES, MAX_PATCHES = 8, 16, 64
+
+TEXT = {
+    "hidden_size": 64,
+    "layers_block_type": ["linear_attention", "moe", "full_attention", "mlp"],
+    "num_attention_heads": 4,
+    "num_key_value_heads": 2,
+    "head_dim": 16,
+    "intermediate_size": 128,
+    "mamba_num_heads": 4,
+    "mamba_head_dim": 16,
+    "ssm_state_size": 8,
+    "n_groups": 2,
+    "chunk_size": 8,
+    "n_routed_experts": 4,
+    "num_experts_per_tok": 2,
+    "moe_intermediate_size": 32,
+    "moe_shared_expert_intermediate_size": 32,
+    "max_position_embeddings": 1024,
+}
+TOWER = {
+    "hidden_size": 32,
+    "num_hidden_layers": 2,
+    "num_attention_heads": 4,
+    "mlp_ratio": 2.0,
+    "patch_size": PATCH,
+    "image_size": 64,
+    "max_img_size": 128,
+    "num_cls_tokens": 2,
+    "num_registers": 2,
+}
+
+
+def build_nemotron_h_omni(path: Path, **overrides: Any) -> Path:
+    """Write a tiny NemotronH Omni checkpoint. ``overrides``: ``text_config`` and
+    ``vision_config`` dicts, ``image_processor`` (fields of the image processor), other
+    fields of the top-level config."""
+    from transformers import GenerationConfig, ParakeetFeatureExtractor
+    from transformers.models.nemotron_h_omni import (
+        NemotronH_Omni_Reasoning_V3_Config,
+        NemotronH_Omni_Reasoning_V3ImageProcessor,
+        NemotronH_Omni_Reasoning_V3Processor,
+        NemotronH_Omni_Reasoning_V3VideoProcessor,
+    )
+
+    tok = tokenizer(SPECIAL_TOKENS, **ROLES)
+    ids = dict(zip(SPECIAL_TOKENS, tok.convert_tokens_to_ids(list(SPECIAL_TOKENS))))
+    images = {"patch_size": PATCH, "min_num_patches": MIN_PATCHES, "max_num_patches": MAX_PATCHES,
+              **overrides.pop("image_processor", {})}
+    processor = NemotronH_Omni_Reasoning_V3Processor(
+        image_processor=NemotronH_Omni_Reasoning_V3ImageProcessor(**images),
+        video_processor=NemotronH_Omni_Reasoning_V3VideoProcessor(patch_size=PATCH, video_target_num_patches=MIN_PATCHES),
+        tokenizer=tok,
+        feature_extractor=ParakeetFeatureExtractor(),
+        chat_template=CHAT_TEMPLATE,
+    )
+    special = {"bos_token_id": ids["<s>"], "eos_token_id": ids["<|im_end|>"], "pad_token_id": ids["</s>"]}
+    text = {"vocab_size": len(tok), **TEXT, **special, **overrides.pop("text_config", {})}
+    tower = {**TOWER, "video_temporal_patch_size": 2, **overrides.pop("vision_config", {})}
+    config = NemotronH_Omni_Reasoning_V3_Config(
+        text_config=text,
+        vision_config=tower,
+        image_token_id=ids[IMAGE],
+        video_token_id=ids[IMAGE],
+        **{"downsample_ratio": 0.5, "vision_hidden_size": tower["hidden_size"], "projector_hidden_size": 64, **overrides},
+    )
+    return save(path, config, processor, GenerationConfig(**special))
+
+
+BUILDERS = {"nemotron_h_omni": build_nemotron_h_omni}

@@ -1,0 +1,116 @@
+"""RADIO, NemotronH Omni's tower, and what the wrapper does with its output.
+
+The wrapper hands the tower every image's patches flattened into one packed row with
+each image's grid (``image_grid_hw``); the tower embeds them (a projection, learned
+positions resampled to the grid) and puts its summary (``num_cls_tokens``) and register
+(``num_registers``) tokens before each image's patches, so its stream is
+``[1, sum over images of (prefix + patches), hidden]``, and one image attends only to
+itself. The wrapper keeps the patches, folds each 2 x 2 block of them into one token
+(the pixel shuffle) and projects the tokens (``model.projector``).
+
+The blocks scale each sublayer's output before the stream adds it (``layer_scale1``,
+``layer_scale2``; C-RADIO's scale is 1), so ``attention_output`` and ``mlp_output`` are
+read where the block scales them: what the stream adds. ``tower_output`` is the last
+block's stream as the tower's encoder returns it, which the wrapper's features are cut
+from (the tower's own ``last_hidden_state`` is a copy taken after that).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from transformers.models.radio import modeling_radio as modeling
+
+from vlreg.plugin import (
+    Vision,
+    VisionAttention,
+    VisionLayer,
+    VisionMlp,
+    as_patches,
+    patches,
+    returned,
+    value,
+    variable_resolution,
+)
+
+MODEL_TYPES = ("radio",)
+
+#: Names from the tower (the patch embedding is mounted by the wrapper, as ``embeddings``
+#: is also the text model's token embedding).
+RENAME = {"encoder.layer": "layers", "attention": "self_attn"}
+
+
+def _block(envoy: Any) -> Any:
+    return envoy.parent
+
+
+def _heads(attention: Any, flat: Any) -> Any:
+    return flat.view(*flat.shape[:-1], -1, attention.head_dim)
+
+
+class RadioVision(Vision):
+    """The RADIO tower: summary and register tokens before each image's patches."""
+
+    grid_input = "image_grid_hw"
+
+    patch_embeddings = value(
+        lambda vision: f"{vision.patch_embed.path}.output",
+        description="the patches projected, learned positions added, each image's summary and register tokens before them",
+    )(lambda vision, raw: as_patches(raw)).writes(lambda vision, raw, new: new.reshape(raw.shape))
+    tower_output = patches(
+        lambda vision: f"{vision.path}.encoder.output",
+        read=lambda raw: raw.last_hidden_state,
+        put=lambda raw, new: raw.__setitem__("last_hidden_state", new) or raw,
+        description="the last block's stream, as the tower's encoder returns it (RADIO has no final norm)",
+    )
+
+    @property
+    def class_tokens(self) -> int:
+        """The summary and register tokens before each image's patches."""
+        return self._vision_config.num_cls_tokens + self._vision_config.num_registers
+
+    @property
+    def intermediate_size(self) -> int:
+        return self.layers[0].mlp.intermediate_size
+
+    image_size = property(variable_resolution)
+
+
+class RadioAttention(VisionAttention):
+    """A RADIO block's attention. Queries, keys and values are read where the forward
+    forms them and the head outputs where ``o_proj`` takes them, so they are served
+    under any attention implementation and any number of images; the scores and the
+    pattern are the eager function's, formed where a trace holds one image (with
+    several, each image attends to itself in a call of its own)."""
+
+    attention_queries = returned("source.transpose_0.output", description="the queries, [1, heads, patches, head_dim]")
+    attention_keys = returned("source.transpose_1.output", description="the keys, [1, heads, patches, head_dim]")
+    attention_values = returned("source.transpose_2.output", description="the values, [1, heads, patches, head_dim]")
+    attention_head_outputs = value(
+        lambda attention: f"{attention.o_proj.path}.input",
+        description="each head's output as o_proj receives it, [1, patches, heads, head_dim]",
+    )(lambda attention, raw: _heads(attention, raw[0][0])).writes(
+        lambda attention, raw, new: ((new.reshape(raw[0][0].shape), *raw[0][1:]), raw[1])
+    )
+    attention_output = patches(
+        lambda attention: f"{_block(attention).path}.layer_scale1.output",
+        description="what the attention adds to the stream (after the layer scale), [images, patches, hidden]",
+    )
+
+
+class RadioMlp(VisionMlp):
+    """A RADIO block's MLP, its output read after the layer scale."""
+
+    mlp_output = patches(
+        lambda mlp: f"{_block(mlp).path}.layer_scale2.output",
+        description="what the MLP adds to the stream (after the layer scale), [images, patches, hidden]",
+    )
+
+
+ENVOYS = {
+    modeling.RadioModel: RadioVision,
+    modeling.RadioLayer: VisionLayer,
+    modeling.RadioAttention: RadioAttention,
+    modeling.RadioMLP: RadioMlp,
+    modeling.RadioSwiGLUFFN: RadioMlp,
+}
