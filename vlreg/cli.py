@@ -195,6 +195,8 @@ def _inspect(checkpoint: str, task: str, attn_implementation: str | None, as_jso
         "support": model.support(),
         "read_only": model.read_only(),
     }
+    if model.cross_attention_layers:
+        report["cross_attention_layers"] = model.cross_attention_layers
     if bare:
         report["note"] = "the folder holds no processor files: support() is what a load with the checkpoint's processor serves"
     if vision is not None:
@@ -212,6 +214,8 @@ def _inspect(checkpoint: str, task: str, attn_implementation: str | None, as_jso
     for where, aliases in report["aliases"].items():
         print(f"aliases on {where}: {aliases}")
     print("sizes: " + ", ".join(f"{k} {v}" for k, v in report["sizes"].items()))
+    if "cross_attention_layers" in report:
+        print(f"cross-attention blocks (the image reaches only these): {report['cross_attention_layers']}")
     if "vision sizes" in report:
         print("vision sizes: " + ", ".join(f"{k} {v}" for k, v in report["vision sizes"].items()))
     if bare:
