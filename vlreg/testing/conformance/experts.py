@@ -12,9 +12,12 @@ from ...core.experts import MoeMlp
 class ExpertsConformance:
     """Mix in before `TextConformance` or `VisionConformance` for a family with sparse
     MLPs. Also set ``renormalized``: whether the routing weights are the top-k softmax
-    probabilities renormalized to sum to 1 (Qwen's routers)."""
+    probabilities renormalized to sum to 1 (Qwen's routers), and ``down_proj_transposed``:
+    whether the experts hold each down projection as ``[intermediate, hidden]`` (Llama 4's)
+    rather than ``[hidden, intermediate]``."""
 
     renormalized: ClassVar[bool] = True
+    down_proj_transposed: ClassVar[bool] = False
 
     def sparse_blocks(self, model: Any) -> list:
         blocks = [block for block in model.layers if isinstance(block.__dict__.get("mlp"), MoeMlp)]
@@ -25,26 +28,31 @@ class ExpertsConformance:
         for block in self.sparse_blocks(model):
             mlp = block.mlp
             experts = getattr(mlp, mlp.experts_module)
-            assert tuple(experts.down_proj.shape) == (mlp.num_experts, model.hidden_size, mlp.intermediate_size)
+            widths = (mlp.intermediate_size, model.hidden_size)
+            widths = widths if self.down_proj_transposed else widths[::-1]
+            assert tuple(experts.down_proj.shape) == (mlp.num_experts, *widths)
             assert 0 < mlp.top_k <= mlp.num_experts
 
     def test_routing_and_expert_outputs_sum_to_the_mlp_output(self, model):
         """router_logits -> top-k weights and indices -> weighted slot outputs, whose sum
-        over slots is the routed output, exactly."""
+        over slots is the routed output, exactly (where the family serves the slots)."""
         rows = []  # made outside the trace: names first bound inside one do not leave it
         args, kwargs = self.order_input(model)
         with model.trace(*args, **kwargs):
             for block in self.sparse_blocks(model):
                 mlp = block.mlp
-                rows.append((mlp.router_logits.save(), mlp.expert_weights.save(), mlp.expert_indices.save(),
-                             mlp.expert_outputs.save(), mlp.routed_output.save()))
+                routing = [mlp.router_logits.save(), mlp.expert_weights.save(), mlp.expert_indices.save()]
+                slots = mlp.expert_outputs.save() if mlp.why_unavailable("expert_outputs") is None else None
+                rows.append((*routing, slots, mlp.routed_output.save()))
         for block, (logits, weights, indices, slots, routed) in zip(self.sparse_blocks(model), rows):
             mlp = block.mlp
             tokens = logits.shape[0]
             assert logits.shape == (tokens, mlp.num_experts)
             assert weights.shape == indices.shape == (tokens, mlp.top_k)
-            assert slots.shape == (tokens, mlp.top_k, model.hidden_size)
-            assert torch.equal(slots.sum(1).to(routed.dtype), routed)
+            assert routed.shape == (tokens, model.hidden_size)
+            if slots is not None:
+                assert slots.shape == (tokens, mlp.top_k, model.hidden_size)
+                assert torch.equal(slots.sum(1).to(routed.dtype), routed)
             top = logits.float().softmax(-1).topk(mlp.top_k, dim=-1)
             assert torch.equal(top.indices, indices)
             if self.renormalized:
