@@ -36,6 +36,7 @@ mixer as one call, so the values are refused there.
 
 from __future__ import annotations
 
+import importlib.util
 from typing import Any, ClassVar
 
 from .envoys import Standard, _size
@@ -46,12 +47,15 @@ def _call(mixer: Any, name: str) -> str:
     return f"{mixer.path}.source.{getattr(mixer, name)}"
 
 
-def _in_training(mixer: Any) -> str | None:
-    if not mixer._module.training:
+def _fused(mixer: Any) -> str | None:
+    """In training mode with a fused kernel at hand (``mamba_ssm`` installed, or the hub's
+    kernels in use) the whole mixer is one call; the torch path computes every value."""
+    kernels = importlib.util.find_spec("mamba_ssm") is not None or getattr(mixer.root._module, "use_kernels", False)
+    if not (mixer._module.training and kernels):
         return None
     return (
-        "the mixer is in training mode, where a fused Mamba kernel (when one is installed) computes it "
-        "in one call that exposes nothing; call model.eval()"
+        "the mixer is in training mode with a fused Mamba kernel installed, which computes it in one "
+        "call that exposes nothing; call model.eval()"
     )
 
 
@@ -65,7 +69,7 @@ def _state_is_read_nowhere(mixer: Any) -> str:
 
 def _scan_input(index: int, description: str) -> value:
     # Views of one split: torch refuses in-place edits of them, so served as copies written back.
-    return argument(index, lambda m: f"{_call(m, 'scan')}.input", copy=True, unavailable=_in_training,
+    return argument(index, lambda m: f"{_call(m, 'scan')}.input", copy=True, unavailable=_fused,
                     description=description)
 
 
@@ -80,7 +84,7 @@ class Mamba(Standard):
              "attention_head_outputs", "state_output", "gates", "attention_output")
 
     conv_output = value(
-        lambda m: f"{_call(m, 'conv')}.output", unavailable=_in_training,
+        lambda m: f"{_call(m, 'conv')}.output", unavailable=_fused,
         description="the causal convolution's output after its activation (x, B and C side by side), [batch, seq, conv_dim]",
     )(lambda m, raw: raw.transpose(1, 2)).writes(lambda m, raw, new: new.transpose(1, 2))
     attention_values = _scan_input(0, "x, what each head writes into its state, [batch, seq, heads, head_dim]")
@@ -88,15 +92,15 @@ class Mamba(Standard):
     attention_queries = _scan_input(4, "C, what each token reads from the state, [batch, seq, groups, state_size]")
     time_steps = _scan_input(1, "each token's step per head before the bias and softplus, [batch, seq, heads]")
     attention_head_outputs = returned(
-        lambda m: f"{_call(m, 'scan')}.output", unavailable=_in_training,
+        lambda m: f"{_call(m, 'scan')}.output", unavailable=_fused,
         description="the scan's output per head (D skip added), before the gate, [batch, seq, heads, head_dim]",
     )
     state_output = value(
-        lambda m: f"{_call(m, 'scan')}.output", unavailable=_in_training, read_only=_state_is_read_nowhere,
+        lambda m: f"{_call(m, 'scan')}.output", unavailable=_fused, read_only=_state_is_read_nowhere,
         description="the state after the prompt, [batch, heads, head_dim, state_size]",
     )(lambda m, raw: raw[1] if isinstance(raw, tuple) else None)
     gates = argument(
-        1, lambda m: f"{m.path}.norm.input", copy=True, unavailable=_in_training,
+        1, lambda m: f"{m.path}.norm.input", copy=True, unavailable=_fused,
         description="z, whose silu gates the scan's output in the gated norm, [batch, seq, heads * head_dim]",
     )
     attention_output = returned(description="what the mixer adds to the stream")
