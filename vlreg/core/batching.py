@@ -17,6 +17,9 @@ out otherwise says how (`value`'s ``layout``), and is served whole and cut here:
 * ``"tokens"``: the batch's rows flattened, ``[batch * seq, ...]`` (a routed MLP's tokens);
 * ``"image_tokens"``: every row's image tokens in mask order (``vision.image_features``,
   DeepStack's additions): an invoke gets its rows' image tokens;
+* ``"rows"``: the batch, served from a tensor nnsight cannot narrow (a cross-attention
+  model's states, natively ``[batch * images * tiles, ...]``, served ``[batch, ...]``):
+  an invoke gets its rows;
 * ``"tower"``: the tower's own batch (images, crops, or one packed row of patches): whole
   for the one invoke whose images it ran on; with images in several invokes it is
   unavailable (which rows are whose is the family's layout, and no family declares it).
@@ -31,7 +34,7 @@ from attrs import frozen
 
 from .inputs import MEDIA
 
-LAYOUTS = ("batch", "tokens", "image_tokens", "tower")
+LAYOUTS = ("batch", "tokens", "image_tokens", "rows", "tower")
 
 
 @frozen
@@ -132,6 +135,8 @@ def select(layout: str, whole: Any, group: Sequence[int], run: Run) -> Any:
     if layout == "tokens":
         seq = whole.shape[0] // run.total
         return whole[start * seq : (start + size) * seq]
+    if layout == "rows":
+        return whole[start : start + size]
     if layout == "image_tokens":
         offset = int(run.image_tokens[:start].sum())
         return whole[offset : offset + int(run.image_tokens[start : start + size].sum())]
@@ -142,7 +147,7 @@ def splice(layout: str, whole: Any, group: Sequence[int], run: Run, new: Any) ->
     """``whole`` with ``group``'s part replaced by ``new`` (a copy)."""
     if isinstance(whole, (list, tuple)):
         return [splice(layout, each, group, run, part) for each, part in zip(whole, new)]
-    if layout not in ("tokens", "image_tokens"):
+    if layout not in ("tokens", "image_tokens", "rows"):
         return new
     spliced = whole.clone()
     part = select(layout, spliced, group, run)

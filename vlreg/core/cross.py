@@ -26,6 +26,7 @@ from typing import Any
 import torch
 
 from .envoys import Attention, Layer, eager_only
+from .errors import Unavailable
 from .values import argument, returned
 
 #: Why a cross-attention block's values are absent from a run no image reaches.
@@ -61,7 +62,13 @@ def read_states(vision: Any, raw: Any) -> torch.Tensor:
     """The states as ``[batch, positions, hidden]``, a view of what the text model takes."""
     argument = vision.root.family.scatter.argument
     args, kwargs = raw
-    states = kwargs[argument] if isinstance(argument, str) else args[argument]
+    states = kwargs.get(argument) if isinstance(argument, str) else (args[argument] if len(args) > argument else None)
+    if states is None:
+        raise Unavailable(
+            "vision.image_features is unavailable: the text model was called without the image's states, "
+            "as at a generation step after the first, where the cross-attention blocks read the keys and "
+            "values they cached; read the features at the first step (before tracer.iter)"
+        )
     return states.reshape(_batch(vision, raw), -1, states.shape[-1])
 
 

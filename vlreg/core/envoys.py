@@ -111,6 +111,10 @@ class Standard(Envoy):
         needs = served.needs_images
         if (self._tower is not None or self._image_block) if needs is None else needs:
             reason = self.root.no_images_in_this_run(group)
+            if reason and self._image_block:
+                from .cross import SKIPPED
+
+                return f"{reason}; {SKIPPED}"
             if reason:
                 return reason
         if self.root._replaying and served.layout_on(self) == "tower":

@@ -166,7 +166,7 @@ class Vision(Standard):
     image_features = value(
         lambda vision: cross.states_location(vision) if _crossing(vision) else _scatter_call(vision),
         inside=lambda vision: None if _crossing(vision) else scatter_host(vision.root)[1],
-        layout=lambda vision: "tower" if _crossing(vision) else "image_tokens",
+        layout=lambda vision: "rows" if _crossing(vision) else "image_tokens",
         description="the features as the text model receives them",
     )(lambda vision, raw: cross.read_states(vision, raw) if _crossing(vision) else _scattered(vision, raw)).writes(
         lambda vision, raw, new: cross.write_states(vision, raw, new) if _crossing(vision) else _scatter_back(vision, raw, new)

@@ -1,0 +1,81 @@
+"""What is particular to Mllama beyond the cross-attention suite: generation through the
+cross-attention cache, several invokes, and which text rows the blocks' MLPs reach."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from vlreg import ReadOnly, StandardizedTransformer, Unavailable
+from vlreg.testing import build
+from vlreg.testing.conformance import image
+
+
+@pytest.fixture(scope="module")
+def model():
+    return StandardizedTransformer(str(build("mllama")), task="image-text-to-text", dispatch=True,
+                                   attn_implementation="eager", device="cpu")
+
+
+def prompt(model) -> str:
+    messages = [{"role": "user", "content": [{"type": "image"}, {"type": "text", "text": "What is in this image?"}]}]
+    return model.processor.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
+
+
+def test_an_edit_at_the_first_step_reaches_every_later_step_through_the_cache(model):
+    """The states reach the text model at the first step only; the cross-attention blocks
+    cache their keys and values, so an edit there is what every later step attends to."""
+    picture, last = image(112, 84), model.layers[model.cross_attention_layers[-1]]
+    plain, keys, edited = [], [], []  # made outside the traces
+    with model.generate(prompt(model), images=[picture], max_new_tokens=3, min_new_tokens=3) as tracer:
+        for step in tracer.iter[0:3]:
+            plain.append(model.logits[:, -1].save())
+    with model.generate(prompt(model), images=[picture], max_new_tokens=3, min_new_tokens=3) as tracer:
+        model.vision.image_features = torch.linspace(-1, 1, 20 * model.hidden_size).reshape(1, 20, -1)
+        states = model.vision.image_features.save()
+        for step in tracer.iter[0:3]:
+            keys.append(last.cross_attn.attention_keys.save())
+            edited.append(model.logits[:, -1].save())
+    expected, _ = last.cross_attn.project(states)
+    for step in range(3):
+        torch.testing.assert_close(keys[step], expected)
+        assert not torch.equal(plain[step], edited[step]), step
+    with pytest.raises(Unavailable, match="generation step after the first"):
+        with model.generate(prompt(model), images=[picture], max_new_tokens=2, min_new_tokens=2) as tracer:
+            for step in tracer.iter[0:2]:
+                model.vision.image_features.save()
+
+
+def test_each_invoke_reads_and_edits_its_own_rows_of_the_states(model):
+    first, second = image(112, 84), image(28, 28, 1)
+    with model.trace() as tracer:
+        with tracer.invoke(prompt(model), images=[first]):
+            mine = model.vision.image_features.save()
+        with tracer.invoke(prompt(model), images=[second]):
+            model.vision.image_features[:] = 0
+            keys = model.layers[1].cross_attn.attention_keys.save()
+            logits = model.logits.save()
+    with model.trace(prompt(model), images=[first]):
+        alone = model.vision.image_features.save()
+    with model.trace(prompt(model), images=[second]):
+        model.vision.image_features[:] = 0
+        keys_alone = model.layers[1].cross_attn.attention_keys.save()
+        logits_alone = model.logits.save()
+    assert mine.shape == alone.shape == (1, 20, model.hidden_size)
+    torch.testing.assert_close(mine, alone)
+    torch.testing.assert_close(keys, keys_alone)
+    torch.testing.assert_close(logits, logits_alone)
+
+
+def test_the_mlps_reach_only_the_text_after_the_image(model):
+    """The processor lets a token see the image from its placeholder on; a block's MLP
+    output reaches the stream only there, and the mask the blocks share refuses edits."""
+    with model.trace(prompt(model), images=[image(112, 84)]):
+        placeholder = model.vision.image_token_mask.save()
+        rows = model.layers[1].text_row_mask.save()
+        same = model.layers[3].text_row_mask.save()
+    assert torch.equal(rows, (placeholder.cumsum(-1) > 0).to(rows.dtype))
+    assert torch.equal(rows, same) and 0 < int(rows.sum()) < rows.shape[-1]
+    with pytest.raises(ReadOnly, match="every cross-attention block"):
+        with model.trace(prompt(model), images=[image(112, 84)]):
+            model.layers[1].text_row_mask[:] = 1
