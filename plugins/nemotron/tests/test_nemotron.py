@@ -1,0 +1,100 @@
+"""What is particular to NemotronH Omni: the RADIO tower's packed row and its prefix of
+summary and register tokens, the features the wrapper folds and projects from it, blocks
+named by their kind whatever the order, and generation through the Mamba cache."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from vlreg import StandardizedTransformer
+from vlreg.testing import build
+from vlreg.testing.conformance import image
+
+
+def load(**build_options) -> StandardizedTransformer:
+    return StandardizedTransformer(str(build("nemotron_h_omni", **build_options)), task="image-text-to-text",
+                                   dispatch=True, attn_implementation="eager", device="cpu")
+
+
+@pytest.fixture(scope="module")
+def model():
+    return load()
+
+
+def chat(model, images: int, text: str = "What is in this image?") -> str:
+    content = [{"type": "image"}] * images + [{"type": "text", "text": text}]
+    return model.processor.apply_chat_template([{"role": "user", "content": content}], add_generation_prompt=True,
+                                               tokenize=False)
+
+
+def test_the_features_are_the_tower_output_folded_and_projected(model):
+    """After the tower's prefix rows, tower_output holds the image's patches in raster
+    order; the wrapper's pixel shuffle and projector make them the features."""
+    prompt, pictures = chat(model, 1), [image(112, 84)]
+    (rows, columns), = model.processor(text=prompt, images=pictures, return_tensors="pt")["image_grid_hw"].tolist()
+    with model.trace(prompt, images=pictures):
+        out = model.vision.tower_output.save()
+        features = model.vision.image_features.save()
+    prefix = model.vision.class_tokens
+    assert out.shape[:2] == (1, prefix + rows * columns)
+    wrapper = model._module
+    folded = wrapper.pixel_shuffle(out[0, prefix:].reshape(1, rows, columns, -1), wrapper.config.downsample_ratio)
+    torch.testing.assert_close(wrapper.multi_modal_projector(folded.flatten(0, 2)), features)
+
+
+def test_two_images_are_packed_in_one_row_each_after_its_prefix(model):
+    prompt, pictures = chat(model, 2), [image(112, 84), image(40, 120, seed=1)]
+    grids = model.processor(text=prompt, images=pictures, return_tensors="pt")["image_grid_hw"].tolist()
+    first, second = model.vision.geometry(prompt, pictures)
+    prefix = model.vision.class_tokens
+    with model.trace(prompt, images=pictures):
+        embedded = model.vision.patch_embeddings.save()
+        model.vision.image_features[second.features] = 0  # the second image only
+        stream = model.layers[0].input.save()
+    with model.trace(prompt, images=pictures):
+        plain = model.layers[0].input.save()
+    lengths = [prefix + rows * columns for rows, columns in grids]
+    assert embedded.shape[:2] == (1, sum(lengths))
+    learned = model.vision.patch_embed._module.cls_register_token
+    for start in (0, lengths[0]):  # each image's rows open with the learned summary and register tokens
+        assert torch.equal(embedded[0, start : start + prefix], learned)
+    assert stream[0, second.positions].abs().max() == 0
+    untouched = torch.ones(stream.shape[1], dtype=torch.bool)
+    untouched[second.positions] = False
+    assert torch.equal(stream[0, untouched], plain[0, untouched]) and not torch.equal(stream, plain)
+
+
+def test_blocks_are_named_by_their_kind_in_any_order():
+    kinds = ["full_attention", "linear_attention", "linear_attention", "mlp", "moe"]
+    model = load(text_config={"layers_block_type": kinds})
+    named = [[name for name in ("mamba", "self_attn", "mlp") if name in block.__dict__] for block in model.layers]
+    assert named == [["self_attn"], ["mamba"], ["mamba"], ["mlp"], ["mlp"]]
+    rows = model.support()
+    assert {"layers.0.self_attn.attention_output", "layers.1-2.mamba.attention_output", "layers.3-4.mlp.mlp_output",
+            "layers.4.mlp.router_logits"} <= set(rows)
+    flows = []  # made outside the trace: names first bound inside one do not leave it
+    with model.trace(chat(model, 0)):
+        for block in model.layers[1:3]:
+            flows.append((block.input.save(), block.mamba.attention_output.save(), block.layer_output.save()))
+    for x, mixer, out in flows:
+        torch.testing.assert_close(x + mixer, out)
+
+
+def test_generation_runs_through_the_mamba_cache(model):
+    """A generation's first step is the prefill, where the Mamba values are read (the
+    state it leaves is what the later steps start from); the tokens are transformers' own."""
+    prompt, pictures = chat(model, 1), [image(112, 84)]
+    steps = []  # made before the trace: names first bound inside one do not leave it
+    with model.generate(prompt, images=pictures, max_new_tokens=3, min_new_tokens=3, do_sample=False) as tracer:
+        state = model.layers[0].mamba.state_output.save()
+        for step in tracer.iter[0:3]:
+            steps.append(model.logits[:, -1].argmax(-1).save())
+    with model.generate(prompt, images=pictures, max_new_tokens=3, min_new_tokens=3, do_sample=False) as tracer:
+        tokens = tracer.result.save()
+    mixer = model.layers[0].mamba
+    assert state.shape == (1, mixer.num_heads, mixer.head_dim, mixer.state_size)
+    encoding = model.processor(text=prompt, images=pictures, return_tensors="pt")
+    expected = model._module.generate(**encoding, max_new_tokens=3, min_new_tokens=3, do_sample=False)
+    assert torch.equal(tokens, expected)
+    assert torch.equal(torch.cat(steps), expected[0, -3:])
