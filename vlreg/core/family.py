@@ -33,6 +33,7 @@ KNOWN_DISTRIBUTIONS = {
     **{part: ("vlreg-idefics", "plugins/idefics") for part in ("idefics3", "idefics3_vision", "smolvlm", "smolvlm_vision")},
     "text:qwen3_moe": ("vlreg-internvl", "plugins/internvl"),
     **{part: ("vlreg-mllama", "plugins/mllama") for part in ("mllama", "mllama_text_model", "mllama_vision_model")},
+    **{part: ("vlreg-nemotron", "plugins/nemotron") for part in ("nemotron_h_omni", "nemotron_h", "radio")},
     **{part: ("vlreg-gemma", "plugins/gemma") for part in (
         "gemma3", "paligemma", "gemma4", "gemma4_unified", "gemma4_vision", "gemma4_unified_vision",
         "text:gemma", "text:gemma2", "text:gemma3_text", "text:gemma4_text", "text:gemma4_unified_text")},
