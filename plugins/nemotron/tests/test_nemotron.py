@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from vlreg import StandardizedTransformer
+from vlreg import StandardizedTransformer, Unavailable
 from vlreg.testing import build
 from vlreg.testing.conformance import image
 
@@ -63,6 +63,22 @@ def test_two_images_are_packed_in_one_row_each_after_its_prefix(model):
     untouched = torch.ones(stream.shape[1], dtype=torch.bool)
     untouched[second.positions] = False
     assert torch.equal(stream[0, untouched], plain[0, untouched]) and not torch.equal(stream, plain)
+
+
+def test_the_tower_pattern_is_one_images(model):
+    """With one image the tower's pattern is served (and sums to 1 over its prefix and
+    patches); with two, each attends within itself in a call of its own: refused, while
+    the queries are served over the packed row."""
+    one, two = [image(112, 84)], [image(112, 84), image(40, 120, seed=1)]
+    with model.trace(chat(model, 1), images=one):
+        pattern = model.vision.layers[0].self_attn.attention_probabilities.save()
+    torch.testing.assert_close(pattern.sum(-1), torch.ones_like(pattern.sum(-1)))
+    with model.trace(chat(model, 2), images=two):
+        queries = model.vision.layers[0].self_attn.attention_queries.save()
+    assert queries.shape[2] > pattern.shape[-1]
+    with pytest.raises(Unavailable, match="several images"):
+        with model.trace(chat(model, 2), images=two):
+            model.vision.layers[0].self_attn.attention_probabilities.save()
 
 
 def test_blocks_are_named_by_their_kind_in_any_order():

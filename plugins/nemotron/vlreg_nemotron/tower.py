@@ -17,11 +17,14 @@ from (the tower's own ``last_hidden_state`` is a copy taken after that).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
+from nnsight.intervention.interleaver import Mediator
 from transformers.models.radio import modeling_radio as modeling
 
 from vlreg.plugin import (
+    Unavailable,
     Vision,
     VisionAttention,
     VisionLayer,
@@ -46,6 +49,24 @@ def _block(envoy: Any) -> Any:
 
 def _heads(attention: Any, flat: Any) -> Any:
     return flat.view(*flat.shape[:-1], -1, attention.head_dim)
+
+
+def _count(images: Any) -> int:
+    if isinstance(images, (list, tuple)):
+        return sum(_count(image) for image in images)
+    return int(images is not None)
+
+
+def images_in_this_trace(what: str) -> int:
+    """How many images this trace's invokes hand the processor (or, for an encoding
+    passed as it is, its ``image_grid_hw`` rows), asked from inside the trace."""
+    batcher = getattr(Mediator.current(what).interleaver, "batcher", None)
+    found = 0
+    for inputs, kwargs in getattr(batcher, "invokes", ()):
+        encoding = inputs[0] if inputs and isinstance(inputs[0], Mapping) else kwargs
+        grids = encoding.get("image_grid_hw")
+        found += len(grids) if grids is not None else _count(kwargs.get("images"))
+    return found
 
 
 class RadioVision(Vision):
@@ -96,6 +117,17 @@ class RadioAttention(VisionAttention):
         lambda attention: f"{_block(attention).path}.layer_scale1.output",
         description="what the attention adds to the stream (after the layer scale), [images, patches, hidden]",
     )
+
+    #: Formed only by the call that attends over one image's whole row.
+    one_image = ("attention_scores", "attention_probabilities")
+
+    def refuse(self, name: str) -> None:
+        super().refuse(name)
+        if name in self.one_image and images_in_this_trace(self.label(name)) > 1:
+            raise Unavailable(
+                f"{self.label(name)} is unavailable: with several images the tower attends within each "
+                f"image in a call of its own and forms no one pattern; read it in a trace with one image"
+            )
 
 
 class RadioMlp(VisionMlp):
