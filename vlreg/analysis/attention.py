@@ -9,7 +9,7 @@ from attrs import frozen
 
 from ..core.errors import Unavailable
 from ..core.geometry import ImageGeometry, encode
-from .tokens import _count, _images, _layers
+from .tokens import _count, _images, _layers, in_stream
 
 
 @frozen
@@ -41,6 +41,7 @@ def attention_to_images(
     """Read the text blocks' attention patterns at one query token (loads with
     ``attn_implementation="eager"`` only: the pattern is formed there). ``row`` defaults
     to the first image's batch row."""
+    in_stream(model, "attention_to_images")
     images = _images(images)
     geometry = model.vision.geometry(prompt, images)
     layers = _layers(model, layers)
@@ -85,6 +86,7 @@ def tower_patterns(model: Any, prompt: Any, images: Any, *, layer: int = -1) -> 
     is supported, and its pattern is the base image's. On a tower that pads each image's
     patches to a fixed length (`Vision.padded_patches`: Gemma 4) the pattern is over the
     image's own patches, which come first; a vision part with no blocks has none."""
+    in_stream(model, "tower_patterns")
     images = _images(images)
     if model.vision.num_layers == 0:
         raise Unavailable(

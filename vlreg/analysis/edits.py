@@ -13,7 +13,7 @@ import torch
 from attrs import frozen
 
 from ..core.geometry import ImageGeometry
-from .tokens import _chunks, _copies, _count, _images, _layers, token_id
+from .tokens import _chunks, _copies, _count, _images, _layers, in_stream, token_id
 
 
 @frozen
@@ -51,6 +51,7 @@ def ablate_image(
     ``mode``: ``"zero"``; ``"mean"``, the mean of that image's features over all its
     tokens; or a tensor, ``[hidden_size]`` or ``[tokens, hidden_size]`` (a row per token of
     the image), such as a mean over a data set."""
+    in_stream(model, "ablate_image")
     images = _images(images)
     geometry = model.vision.geometry(prompt, images)
     return _ablate(model, prompt, images, geometry, image, mode, tokens, position)
@@ -116,6 +117,7 @@ def occlusion(
     """`ablate_image` one token at a time. The edits run ``batch`` at a time as copies of
     the prompt in one batch, each chunk with one unedited copy the drops are measured
     against; ``target`` defaults to the unedited run's most likely token."""
+    in_stream(model, "occlusion")
     images = _images(images)
     geometry = model.vision.geometry(prompt, images)
     chosen = geometry[image]
@@ -179,6 +181,7 @@ def patch_image(
     (indices among the image's tokens) patches only those, in one edit. With
     ``per_token``, one token at a time: ``batch`` edits a trace, as copies of the prompt in
     one batch, measured against an unedited copy in the same batch."""
+    in_stream(model, "patch_image")
     images, source_images = _images(images), _images(source_images)
     source_prompt = prompt if source_prompt is None else source_prompt
     geometry = model.vision.geometry(prompt, images)

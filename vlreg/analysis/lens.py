@@ -8,7 +8,7 @@ import torch
 from attrs import frozen
 
 from ..core.geometry import ImageGeometry
-from .tokens import _images, _layers, _split, _where, token_id
+from .tokens import _images, _layers, _split, _where, in_stream, token_id
 
 
 @frozen
@@ -43,6 +43,7 @@ def logit_lens(
 
     The streams are read in one trace and read out after it, with the model's own
     ``norm`` and ``lm_head`` modules, so the trace edits nothing."""
+    in_stream(model, "logit_lens")
     images = _images(images)
     geometry = model.vision.geometry(prompt, images)
     layers = _layers(model, layers)

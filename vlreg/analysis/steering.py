@@ -14,6 +14,7 @@ from typing import Any, Sequence
 import torch
 
 from ..core.geometry import ImageGeometry
+from .tokens import in_stream
 
 Positions = "str | ImageGeometry | torch.Tensor | Sequence[int]"
 
@@ -49,6 +50,7 @@ def _where(model: Any, positions: Any) -> Any:
         mask = model.vision.image_token_mask.as_subclass(torch.Tensor)
         return mask if positions == "image" else ~mask
     if isinstance(positions, ImageGeometry):
+        in_stream(model, "steer at an image's tokens")
         return positions.row, positions.positions
     positions = torch.as_tensor(positions)
     return positions if positions.dtype == torch.bool else (slice(None), positions)

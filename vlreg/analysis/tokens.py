@@ -23,6 +23,20 @@ def _count(images: list) -> int:
     return len(leaves(images))
 
 
+def in_stream(model: Any, helper: str) -> None:
+    """Refuse ``helper``, which works on the image's tokens in the text stream, where the
+    image reaches the text model by cross-attention and has no tokens there (Mllama)."""
+    from ..core.errors import Unavailable
+
+    if type(model.family.scatter).__name__ == "CrossAttention":
+        raise Unavailable(
+            f"{helper} is unavailable: it works on the image's tokens in the text stream, and the "
+            f"{model.family.name!r} family's image reaches the text model by cross-attention, with no "
+            f"tokens there; in a trace, edit or read vision.image_features[geometry.row, geometry.features] "
+            f"and the blocks' cross_attn values (model.cross_attention_layers)"
+        )
+
+
 def _where(geometry: Sequence[ImageGeometry]) -> tuple[torch.Tensor, torch.Tensor]:
     """Batch rows and positions of every image token, in ``image_features`` order."""
     rows = torch.cat([torch.full_like(image.positions, image.row) for image in geometry])

@@ -79,3 +79,32 @@ def test_the_mlps_reach_only_the_text_after_the_image(model):
     with pytest.raises(ReadOnly, match="every cross-attention block"):
         with model.trace(prompt(model), images=[image(112, 84)]):
             model.layers[1].text_row_mask[:] = 1
+
+
+def test_helpers_over_the_images_tokens_refuse_naming_what_to_edit(model):
+    """The analysis helpers that edit or read the image's tokens in the stream have none to
+    work on here: they refuse before running, rather than edit the wrong rows."""
+    from vlreg import analysis
+
+    picture = image(112, 84)
+    helpers = {
+        "ablate_image": lambda: analysis.ablate_image(model, prompt(model), [picture]),
+        "occlusion": lambda: analysis.occlusion(model, prompt(model), [picture]),
+        "patch_image": lambda: analysis.patch_image(model, prompt(model), [picture], [image(112, 84, 1)]),
+        "logit_lens": lambda: analysis.logit_lens(model, prompt(model), [picture]),
+        "attention_to_images": lambda: analysis.attention_to_images(model, prompt(model), [picture]),
+        "tower_patterns": lambda: analysis.tower_patterns(model, prompt(model), [picture]),
+    }
+    for name, call in helpers.items():
+        with pytest.raises(Unavailable, match=f"{name} is unavailable: .*cross-attention.*image_features"):
+            call()
+    (geometry,) = model.vision.geometry(prompt(model), [picture])
+    with pytest.raises(Unavailable, match="cross-attention"):
+        with model.trace(prompt(model), images=[picture]):
+            analysis.steer(model, [0], torch.ones(model.hidden_size), positions=geometry)
+    with model.trace(prompt(model), images=[picture]):
+        plain = model.logits.save()
+    with model.trace(prompt(model), images=[picture]):  # what they name instead
+        model.vision.image_features[geometry.row, geometry.features] = 0
+        ablated = model.logits.save()
+    assert not torch.equal(plain, ablated)
