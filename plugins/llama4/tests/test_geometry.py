@@ -1,0 +1,98 @@
+"""Where a Llama 4 image token lies, checked against the processor and the model.
+
+* an image's grids are the tiles the processor cuts, in the order its separators
+  write them, then the global image where there are several tiles;
+* each token's box is over the pixels the processor puts in that token's cell: a probe
+  lit at the box's centre (a box at least 2 pixels wide and high) is brightest inside that
+  token's 16 x 16 cell of its tile (or of the global image), and a token's box is NaN
+  exactly where its cell is all padding;
+* each token is exactly its 2 x 2 block of its tile's patches: changing those patches
+  (and no other) changes that token's features (and no other), for every token.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from PIL import Image
+
+from vlreg import StandardizedTransformer
+from vlreg.testing import build
+from vlreg.testing.conformance import image
+
+#: (width, height): one tile, 2 x 2, strips of 4 tiles, odd sides, smaller than a tile.
+SIZES = ((32, 32), (16, 16), (112, 84), (84, 112), (10, 200), (200, 10), (64, 33), (33, 64), (300, 300), (1, 1),
+         (45, 90), (90, 45), (100, 7), (64, 64), (65, 65), (31, 97))
+
+
+@pytest.fixture(scope="module")
+def model():
+    return StandardizedTransformer(str(build("llama4")), task="image-text-to-text", dispatch=True, device="cpu",
+                                   dtype=torch.bfloat16)
+
+
+def chat(model, images: int = 1) -> str:
+    content = [{"type": "image"}] * images + [{"type": "text", "text": "What is in this image?"}]
+    return model.processor.apply_chat_template([{"role": "user", "content": content}], add_generation_prompt=True, tokenize=False)
+
+
+def test_grids_are_the_tiles_the_separators_write_then_the_global_image(model):
+    tokens = model.tokenizer.convert_tokens_to_ids
+    for size in SIZES:
+        ids = model.processor(text=chat(model), images=[image(*size)])["input_ids"][0]
+        rows = ids.count(tokens("<|tile_y_separator|>"))
+        columns = ids.count(tokens("<|tile_x_separator|>")) // rows + 1 if rows else 1
+        (geometry,) = model.vision.geometry(chat(model), [image(*size)])
+        labels = [grid.label for grid in geometry.grids]
+        if rows:
+            assert labels == [f"tile {r},{c}" for r in range(rows) for c in range(columns)] + ["global"], size
+        else:
+            assert labels == ["image"], size
+        assert all((grid.rows, grid.columns, grid.fold) == (2, 2, 2) for grid in geometry.grids)
+
+
+def _probe(size, x: float, y: float) -> Image.Image:
+    pixels = torch.zeros(size[1], size[0], 3, dtype=torch.uint8)
+    pixels[int(y), int(x)] = 255
+    return Image.fromarray(pixels.numpy())
+
+
+def test_a_token_box_covers_the_pixels_of_its_cell(model):
+    for size in SIZES:
+        (geometry,) = model.vision.geometry(chat(model), [image(*size)])
+        for index, grid in enumerate(geometry.grids):
+            for token in range(grid.tokens):
+                x0, y0, x1, y1 = grid.boxes[token].tolist()
+                if not grid.covered[token] or min(x1 - x0, y1 - y0) < 2:
+                    continue  # no pixel of the image, or less than a pixel's probe can single out
+                probe = _probe(size, (x0 + x1) / 2, (y0 + y1) / 2)
+                tiles = model.processor(text=chat(model), images=[probe], return_tensors="pt")["pixel_values"][:, 0]
+                y, x = divmod(int(tiles[index].float().argmax()), tiles.shape[-1])
+                assert (y // 16, x // 16) == divmod(token, grid.columns), (size, grid.label, token)
+        # the tiles' tokens over the padding alone: their cells of the canvas are black
+        tiles = model.processor(text=chat(model), images=[Image.new("RGB", size, "white")], return_tensors="pt")["pixel_values"]
+        for index, grid in enumerate(geometry.grids):
+            for token in range(grid.tokens):
+                r, c = divmod(token, grid.columns)
+                cell = tiles[index, 0, r * 16 : (r + 1) * 16, c * 16 : (c + 1) * 16].float()
+                assert bool(grid.covered[token]) == bool(cell.max() > 0), (size, grid.label, token)
+
+
+def test_a_token_is_its_block_of_its_tiles_patches(model):
+    pictures = [image(112, 84)]
+    prompt = chat(model)
+    (geometry,) = model.vision.geometry(prompt, pictures)
+    with model.trace(prompt, images=pictures):
+        clean = model.vision.image_features.save()
+    offset = 0
+    for tile, grid in enumerate(geometry.grids):
+        side = grid.columns * grid.fold  # patches a row of the tile (the class token follows them)
+        for token in range(grid.tokens):
+            r, c = divmod(token, grid.columns)
+            block = [(r * grid.fold + i) * side + c * grid.fold + j for i in range(2) for j in range(2)]
+            with model.trace(prompt, images=pictures):
+                model.vision.layers[-1].layer_output[tile, block] += 1
+                features = model.vision.image_features.save()
+            moved = (features != clean).any(-1).nonzero().flatten().tolist()
+            assert moved == [offset + token], (grid.label, token)
+        offset += grid.tokens

@@ -1,0 +1,26 @@
+"""Llama 4's tower: a ViT over 336-pixel tiles, with its class token last.
+
+``vision_model`` cuts each tile into patches (``patch_embedding``, an unfold and a
+linear map), appends a class token **after** the patches (so `Vision.class_tokens`, the
+rows before them, is 0), adds learned positions, and runs its blocks
+(``model.layers``). Its forward then norms the stream (``layernorm_post``), drops the
+class token and folds each 2 x 2 block of patches into a token with the pixel-shuffle
+MLP (``vision_adapter``), and returns that: what the tower returns is already past the
+steps `Vision.tower_output` stops before, so `Llama4Vision.tower_output` is read where
+the norm returns, ``[tiles, patches + 1, hidden]``.
+"""
+
+from __future__ import annotations
+
+from vlreg.plugin import Vision, patches
+
+TOWER_RENAME = {"patch_embedding": "patch_embed", "model.layers": "layers"}
+
+
+class Llama4Vision(Vision):
+    """Llama 4's tower (``vision_model``)."""
+
+    tower_output = patches(
+        "layernorm_post.output",
+        description="the last block's stream after layernorm_post, [tiles, patches + 1 (class token last), hidden]",
+    )
