@@ -231,8 +231,10 @@ def forward_order(model: Any) -> str:
         steps.append(f"vision.image_features ({where})")
     if cross:
         steps.append("token_embeddings")
+    crossing = getattr(model, "cross_attention_layers", [])
+    mixers = f"self_attn's values (cross_attn's on layers {crossing})" if crossing else "self_attn's values"
     steps.append(
-        f"layers[0] to layers[{model.num_layers - 1}], each as input, self_attn's values, "
+        f"layers[0] to layers[{model.num_layers - 1}], each as input, {mixers}, "
         f"mlp.mlp_output, layer_output"
     )
     steps.append("logits")

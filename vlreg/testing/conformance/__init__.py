@@ -10,10 +10,12 @@ Every ``test_*`` method then runs against that family's checkpoint, loaded throu
 ``from_pretrained`` as a user's would be. Requires pytest.
 """
 
+from .cross import CrossAttentionConformance
 from .experts import ExpertsConformance
 from .linear import LinearAttentionConformance
 from .mamba import MambaConformance
 from .text import TextConformance
 from .vision import VisionConformance, image
 
-__all__ = ["TextConformance", "VisionConformance", "ExpertsConformance", "LinearAttentionConformance", "MambaConformance", "image"]
+__all__ = ["TextConformance", "VisionConformance", "ExpertsConformance", "LinearAttentionConformance", "MambaConformance",
+           "CrossAttentionConformance", "image"]
