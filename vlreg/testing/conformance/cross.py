@@ -157,10 +157,25 @@ class CrossAttentionConformance(VisionConformance):
         assert not torch.equal(plain, ablated)
 
     def test_assigned_features_reach_block_0(self, model):
-        pytest.skip("no feature reaches block 0 here: test_an_edit_to_the_features_reaches_every_cross_attention_block_and_no_block_before")
+        """Here they do not: block 0's input is the token embeddings whatever the states
+        hold (the assignment lands in the cross-attention blocks instead)."""
+        args, kwargs = self.image_input(model)
+        with model.trace(*args, **kwargs):
+            features = model.vision.image_features
+            model.vision.image_features = torch.ones_like(features)
+            embeddings = model.token_embeddings.save()
+            first = model.layers[0].input.save()
+        assert torch.equal(first, embeddings)
 
     def test_features_are_what_block_0_receives_at_the_image_tokens(self, model):
-        pytest.skip("no feature enters the token stream here: test_features_are_what_every_cross_attention_block_reads")
+        """Here no feature enters the stream: block 0 receives the token embeddings at
+        every position, the image's placeholder included."""
+        args, kwargs = self.image_input(model)
+        with model.trace(*args, **kwargs):
+            mask = model.vision.image_token_mask.save()
+            embeddings = model.token_embeddings.save()
+            first = model.layers[0].input.save()
+        assert mask.any() and torch.equal(first, embeddings)
 
     def test_cross_attention_pattern_sums_to_one_over_the_image(self, model):
         patterns, scores = [], []
