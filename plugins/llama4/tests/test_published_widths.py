@@ -64,3 +64,42 @@ def test_inspect_reads_the_default_config(tmp_path, capsys):
     for kind, model_type in (("vision", "llama4_vision_model"), ("text", "llama4_text")):
         assert report["parts"][kind]["model_type"] == model_type and "vlreg-llama4" in report["parts"][kind]["plugin"]
     assert report["no_images"] is None and report["sizes"]["num_layers"] == 48
+
+
+def test_inspect_reads_the_bare_default_config(tmp_path, capsys):
+    Llama4Config().save_pretrained(tmp_path)
+    assert main(["inspect", str(tmp_path)]) == 0
+    shown = capsys.readouterr().out
+    assert "family 'llama4'" in shown and "holds no processor" in shown and "vision.image_features" in shown
+
+
+#: (width, height) -> tiles (rows, columns) at the default 336-pixel tiles, at most 16, by
+#: hand: the canvas of tiles the image fits with the least enlarging (or, too large for
+#: any, the least shrinking), without distortion.
+DEFAULT_TILES = {(336, 336): (1, 1), (672, 336): (1, 2), (336, 1344): (4, 1), (1000, 1000): (3, 3), (100, 50): (1, 1),
+                 (2000, 2000): (4, 4)}
+
+
+def test_geometry_at_the_default_processors_resolution(tmp_path):
+    """Llama 4's default image processor (336-pixel tiles, up to 16) with 14-pixel
+    patches shuffled 2 x 2: 12 x 12 tokens a tile, and a global image past one tile."""
+    from transformers import Llama4ImageProcessor, Llama4Processor
+
+    from vlreg.testing import tokenizer
+    from vlreg.testing.conformance import image
+    from vlreg_llama4.checkpoints import BEGIN, CHAT_TEMPLATE, SPECIAL_TOKENS
+
+    tok = tokenizer(SPECIAL_TOKENS, bos_token=BEGIN, eos_token="<|eot|>")
+    Llama4Processor(image_processor=Llama4ImageProcessor(), tokenizer=tok, chat_template=CHAT_TEMPLATE).save_pretrained(tmp_path)
+    Llama4Config(image_token_index=tok.convert_tokens_to_ids("<|patch|>"),
+                 text_config={"num_hidden_layers": 1, "vocab_size": len(tok)}).save_pretrained(tmp_path)
+    model = lazy(str(tmp_path))
+    prompt = f"{BEGIN}<|image|>What is in this image?"
+    for size, (rows, columns) in DEFAULT_TILES.items():
+        (geometry,) = model.vision.geometry(prompt, [image(*size)])  # checks the tokens against the encoding
+        labels = [grid.label for grid in geometry.grids]
+        if rows * columns == 1:
+            assert labels == ["image"], size
+        else:
+            assert labels == [f"tile {r},{c}" for r in range(rows) for c in range(columns)] + ["global"], size
+        assert all((grid.rows, grid.columns, grid.fold) == (12, 12, 2) for grid in geometry.grids), size

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 
 import pytest
+import torch
 from transformers import AutoProcessor, Mistral3Config
 
 from vlreg import StandardizedTransformer, Unavailable
@@ -50,3 +51,41 @@ def test_inspect_reads_the_default_config(folder, capsys):
     assert report["parts"]["vision"]["model_type"] == "pixtral" and "vlreg-mistral3" in report["parts"]["vision"]["plugin"]
     assert "vlreg-llava" in report["parts"]["text"]["plugin"] and report["no_images"] is None
     assert report["vision sizes"]["vision_hidden_size"] == 1024 and report["sizes"]["num_layers"] == 40
+
+
+def test_inspect_reads_the_bare_default_config(tmp_path, capsys):
+    Mistral3Config().save_pretrained(tmp_path)
+    assert main(["inspect", str(tmp_path)]) == 0
+    shown = capsys.readouterr().out
+    assert "family 'mistral3'" in shown and "holds no processor" in shown and "vision.image_features" in shown
+
+
+#: (width, height) -> (rows, columns) of tokens at the default 1024-pixel longest edge and
+#: 28-pixel tokens (14-pixel patches merged 2 x 2), by hand: a side past 1024 shrinks with
+#: the aspect (floored), then each side is rounded up to whole tokens.
+DEFAULT_GRIDS = {(1024, 768): (28, 37), (2048, 1536): (28, 37), (28, 28): (1, 1), (29, 28): (1, 2), (500, 200): (8, 18),
+                 (200, 500): (18, 8), (3000, 100): (2, 37)}
+
+
+def test_geometry_at_the_default_processors_resolution(tmp_path):
+    """Pixtral's default image processor (longest edge 1024) with Mistral 3's 14-pixel
+    patches merged 2 x 2: each image a raster of 28-pixel tokens, rows ended by breaks."""
+    from transformers import PixtralImageProcessor, PixtralProcessor
+
+    from vlreg.testing import tokenizer
+    from vlreg_mistral3.checkpoints import CHAT_TEMPLATE, SPECIAL_TOKENS
+
+    tok = tokenizer(SPECIAL_TOKENS, unk_token="<unk>", bos_token="<s>", eos_token="</s>", pad_token="<pad>")
+    PixtralProcessor(image_processor=PixtralImageProcessor(), tokenizer=tok, patch_size=14, spatial_merge_size=2,
+                     chat_template=CHAT_TEMPLATE).save_pretrained(tmp_path)
+    Mistral3Config(image_token_index=tok.convert_tokens_to_ids("[IMG]"),
+                   text_config={"num_hidden_layers": 1, "vocab_size": len(tok)}).save_pretrained(tmp_path)
+    model = StandardizedTransformer(str(tmp_path), task="image-text-to-text", dispatch=False)
+    prompt = "<s>[INST][IMG]What is in this image?[/INST]"
+    from vlreg.testing.conformance import image
+
+    for size, (rows, columns) in DEFAULT_GRIDS.items():
+        (geometry,) = model.vision.geometry(prompt, [image(*size)])  # checks the tokens against the encoding
+        (grid,) = geometry.grids
+        assert (grid.rows, grid.columns, grid.fold) == (rows, columns, 2), size
+        assert torch.allclose(grid.boxes[-1, 2:], torch.tensor(size, dtype=torch.float64)), size
