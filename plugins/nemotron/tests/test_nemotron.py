@@ -29,14 +29,20 @@ def chat(model, images: int, text: str = "What is in this image?") -> str:
 
 
 def test_the_features_are_the_tower_output_folded_and_projected(model):
-    """After the tower's prefix rows, tower_output holds the image's patches in raster
-    order; the wrapper's pixel shuffle and projector make them the features."""
+    """Block 0 takes the prefix, then the projected patches plus the resampled positions;
+    after the prefix rows, tower_output holds the image's patches in raster order; the
+    wrapper's pixel shuffle and projector make them the features."""
     prompt, pictures = chat(model, 1), [image(112, 84)]
     (rows, columns), = model.processor(text=prompt, images=pictures, return_tensors="pt")["image_grid_hw"].tolist()
     with model.trace(prompt, images=pictures):
+        patches = model.vision.patch_embeddings.save()
+        positions = model.vision.position_embeddings.save()
+        first = model.vision.layers[0].input.save()
         out = model.vision.tower_output.save()
         features = model.vision.image_features.save()
     prefix = model.vision.class_tokens
+    assert patches.shape == positions.shape == (1, rows * columns, model.vision.vision_hidden_size)
+    assert torch.equal(first[:, prefix:], patches + positions)
     assert out.shape[:2] == (1, prefix + rows * columns)
     wrapper = model._module
     folded = wrapper.pixel_shuffle(out[0, prefix:].reshape(1, rows, columns, -1), wrapper.config.downsample_ratio)
@@ -49,7 +55,7 @@ def test_two_images_are_packed_in_one_row_each_after_its_prefix(model):
     first, second = model.vision.geometry(prompt, pictures)
     prefix = model.vision.class_tokens
     with model.trace(prompt, images=pictures):
-        embedded = model.vision.patch_embeddings.save()
+        embedded = model.vision.layers[0].input.save()
         model.vision.image_features[second.features] = 0  # the second image only
         stream = model.layers[0].input.save()
     with model.trace(prompt, images=pictures):
@@ -79,6 +85,9 @@ def test_the_tower_pattern_is_one_images(model):
     with pytest.raises(Unavailable, match="several images"):
         with model.trace(chat(model, 2), images=two):
             model.vision.layers[0].self_attn.attention_probabilities.save()
+    with pytest.raises(Unavailable, match="in a call of its own"):
+        with model.trace(chat(model, 2), images=two):
+            model.vision.position_embeddings.save()
 
 
 def test_blocks_are_named_by_their_kind_in_any_order():

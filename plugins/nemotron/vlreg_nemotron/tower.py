@@ -1,11 +1,12 @@
 """RADIO, NemotronH Omni's tower, and what the wrapper does with its output.
 
 The wrapper hands the tower every image's patches flattened into one packed row with
-each image's grid (``image_grid_hw``); the tower embeds them (a projection, learned
-positions resampled to the grid) and puts its summary (``num_cls_tokens``) and register
-(``num_registers``) tokens before each image's patches, so its stream is
-``[1, sum over images of (prefix + patches), hidden]``, and one image attends only to
-itself. The wrapper keeps the patches, folds each 2 x 2 block of them into one token
+each image's grid (``image_grid_hw``); the tower projects them (`patch_embeddings`), adds
+its learned position grid resampled to the image's grid (`position_embeddings`) and puts
+its summary (``num_cls_tokens``) and register (``num_registers``) tokens before each
+image's patches, so its stream is ``[1, sum over images of (prefix + patches), hidden]``,
+and one image attends only to itself. With one image,
+``vision.layers[0].input[:, class_tokens:] == patch_embeddings + position_embeddings``. The wrapper keeps the patches, folds each 2 x 2 block of them into one token
 (the pixel shuffle) and projects the tokens (``model.projector``).
 
 The blocks scale each sublayer's output before the stream adds it (``layer_scale1``,
@@ -69,15 +70,35 @@ def images_in_this_trace(what: str) -> int:
     return found
 
 
+def _positions(vision: Any) -> str:
+    """The resampling of the position grid, two calls down the embedding's forward; its
+    first call is the first image's. nnsight sources nested calls in the trace, by
+    waiting for each call to start, so this must run before the embedding does."""
+    embed = vision.patch_embed.source.self_embed_image_0.source.self__embed_packed_patches_0.source
+    return f"{embed.prefix}.self__interpolate_position_embedding_0.output"
+
+
+def _projection(vision: Any) -> str:
+    # The projection runs inside the same nested calls as the resampling: source them
+    # now, so the positions can still be read after the patches.
+    _positions(vision)
+    return f"{vision.patch_embed.path}.patch_projection.output"
+
+
 class RadioVision(Vision):
     """The RADIO tower: summary and register tokens before each image's patches."""
 
     grid_input = "image_grid_hw"
+    order = ("image_token_mask", "patch_embeddings", "position_embeddings", "layers", "tower_output", "image_features")
 
     patch_embeddings = value(
-        lambda vision: f"{vision.patch_embed.path}.output",
-        description="the patches projected, learned positions added, each image's summary and register tokens before them",
+        _projection,
+        description="each patch projected, before the learned positions, every image's packed in one row",
     )(lambda vision, raw: as_patches(raw)).writes(lambda vision, raw, new: new.reshape(raw.shape))
+    position_embeddings = value(
+        _positions, inside=lambda vision: vision.patch_embed,
+        description="the learned position grid resampled to the image's grid, added to its patches (one image a trace)",
+    )(lambda vision, raw: raw).writes(lambda vision, raw, new: new.reshape(raw.shape))
     tower_output = patches(
         lambda vision: f"{vision.path}.encoder.output",
         read=lambda raw: raw.last_hidden_state,
@@ -95,6 +116,14 @@ class RadioVision(Vision):
         return self.layers[0].mlp.intermediate_size
 
     image_size = property(variable_resolution)
+
+    def refuse(self, name: str) -> None:
+        super().refuse(name)
+        if name == "position_embeddings" and images_in_this_trace(self.label(name)) > 1:
+            raise Unavailable(
+                f"{self.label(name)} is unavailable: the grid is resampled for each image in a call of its own; "
+                f"read it in a trace with one image"
+            )
 
 
 class RadioAttention(VisionAttention):
