@@ -63,3 +63,25 @@ def test_inspect_reads_the_default_config_with_and_without_a_processor(tmp_path,
     shown = capsys.readouterr().out
     assert "family 'mllama'" in shown and "holds no processor" in shown and "vision.image_features" in shown
     assert "cross-attention blocks (the image reaches only these): [3, 8, 13, 18, 23, 28, 33, 38]" in shown
+
+
+def test_geometry_at_the_default_tiles(tmp_path):
+    """448-pixel tiles of 14-pixel patches: 32 x 32 patches and a class token a tile, 4
+    tiles an image, so 4100 positions of the states an image, as the tower makes them."""
+    from transformers import MllamaImageProcessor, MllamaProcessor
+
+    from vlreg.testing.conformance import image
+
+    tiny = AutoProcessor.from_pretrained(build("mllama"))
+    MllamaProcessor(image_processor=MllamaImageProcessor(size={"height": 448, "width": 448}), tokenizer=tiny.tokenizer,
+                    chat_template=tiny.chat_template).save_pretrained(tmp_path)
+    MllamaConfig(image_token_index=tiny.tokenizer.convert_tokens_to_ids("<|image|>"),
+                 text_config={"num_hidden_layers": 4, "cross_attention_layers": [1], "vocab_size": len(tiny.tokenizer) - 1,
+                              "bos_token_id": 0, "eos_token_id": 1, "pad_token_id": 2}).save_pretrained(tmp_path)
+    model = StandardizedTransformer(str(tmp_path), task="image-text-to-text", dispatch=False)
+    first, second = model.vision.geometry("<|image|><|image|>What is in these images?", [image(1000, 700), image(300, 900)])
+    assert first.tokens == second.tokens == 4 * (32 * 32 + 1) and second.offset == 4100
+    assert [grid.label for grid in first.grids] == [f"tile {r},{c}{kind}" for r in range(2) for c in range(2)
+                                                    for kind in (" class token", "")]
+    assert [grid.label for grid in second.grids][-2:] == ["tile 2,0", "padding tile 3"]
+    assert first.grids[1].boxes[0].tolist() == [0, 0, 1000 / 896 * 14, 700 / 627 * 14]  # resized to 896 x 627
