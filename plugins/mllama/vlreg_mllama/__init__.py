@@ -9,9 +9,10 @@ text to those states, the other blocks never see them. The wrapper declares this
 
 * ``layers[i]`` is a plain `Layer` (self-attention, ``self_attn``) or, for ``i`` in
   ``model.cross_attention_layers``, a `GatedCrossLayer` (``cross_attn``, tanh gates);
-* ``vision.layers`` are the tower's local blocks (``transformer.layers``, per tile) and
-  ``vision.global_layers`` its gated global blocks (``global_transformer.layers``, over
-  every tile of an image); the envoys are in `envoys`;
+* ``vision.layers`` are the tower's first stack of blocks (``transformer.layers``) and
+  ``vision.global_layers`` its second, gated one (``global_transformer.layers``, after the
+  tiles' positions are added again); both run over all of an image's tiles at once, padded
+  tiles masked. The envoys are in `envoys`;
 * `geometry` maps the states' positions to tiles and patches; `checkpoints` builds the
   tiny checkpoint the tests load.
 
