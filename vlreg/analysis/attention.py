@@ -39,12 +39,20 @@ def attention_to_images(
     row: int | None = None,
 ) -> ImageAttention:
     """Read the text blocks' attention patterns at one query token (loads with
-    ``attn_implementation="eager"`` only: the pattern is formed there). ``row`` defaults
+    ``attn_implementation="eager"`` only: the pattern is formed there), by default in every
+    block that attends (a hybrid model's others mix tokens otherwise). ``row`` defaults
     to the first image's batch row."""
     in_stream(model, "attention_to_images")
     images = _images(images)
     geometry = model.vision.geometry(prompt, images)
-    layers = _layers(model, layers)
+    attending = [block.block_index for block in model.layers if "self_attn" in block.__dict__]
+    layers = _layers(model, attending if layers is None else layers)
+    if set(layers) - set(attending):
+        raise Unavailable(
+            f"attention_to_images is unavailable at layers {sorted(set(layers) - set(attending))}: those blocks "
+            f"have no self_attn (they mix tokens by linear_attn or mamba, or hold only an MLP); the blocks "
+            f"that attend are {attending}"
+        )
     row = geometry[0].row if row is None else row
     rows: list = []
     with torch.no_grad(), model.trace(prompt, images=images):

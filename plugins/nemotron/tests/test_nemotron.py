@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from vlreg import StandardizedTransformer, Unavailable
+from vlreg import StandardizedTransformer, Unavailable, analysis
 from vlreg.testing import build
 from vlreg.testing.conformance import image
 
@@ -88,6 +88,14 @@ def test_the_tower_pattern_is_one_images(model):
     with pytest.raises(Unavailable, match="in a call of its own"):
         with model.trace(chat(model, 2), images=two):
             model.vision.position_embeddings.save()
+
+
+def test_attention_to_the_image_is_read_in_the_blocks_that_attend(model):
+    prompt, pictures = chat(model, 1), [image(112, 84)]
+    found = analysis.attention_to_images(model, prompt, pictures)
+    assert tuple(found.layers) == (2,)  # the Mamba, expert and MLP blocks have no pattern
+    with pytest.raises(Unavailable, match=r"layers \[0\]: those blocks have no self_attn"):
+        analysis.attention_to_images(model, prompt, pictures, layers=[0, 2])
 
 
 def test_blocks_are_named_by_their_kind_in_any_order():
