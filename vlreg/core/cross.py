@@ -43,6 +43,33 @@ def no_images_for_blocks(model: Any) -> str | None:
     return f"{reason}, and {SKIPPED}" if reason else None
 
 
+def check_prompts(model: Any, invokes: list) -> None:
+    """Refuse a batch whose prompts do not all carry images on a cross-attention model: the
+    text model runs its cross-attention blocks for every row once any row has images, so a
+    prompt without one would attend to the padding of the others' states (its run alone
+    skips those blocks), and Mllama's processor gives such a batch inconsistent inputs."""
+    if type(model.family.scatter).__name__ != "CrossAttention":
+        return
+    carrying = []
+    for inputs, kwargs in invokes:
+        prompts = inputs[0] if inputs else kwargs.get("text")
+        count = len(prompts) if isinstance(prompts, (list, tuple)) else 1
+        images = kwargs.get("images")
+        if images is None:
+            carrying += [False] * count
+        elif count > 1 and isinstance(images, (list, tuple)) and all(isinstance(each, (list, tuple)) for each in images):
+            carrying += [len(each) > 0 for each in images]
+        else:
+            carrying += [True] * count
+    if any(carrying) and not all(carrying):
+        raise ValueError(
+            f"the {model.family.name!r} family reads images by cross-attention, and its text model runs "
+            "the cross-attention blocks for every prompt of a batch once one carries images: a prompt "
+            "without an image would attend to the others' padding instead of skipping them, as it does "
+            "alone. Trace the prompts without images apart from those with images."
+        )
+
+
 def states_location(vision: Any) -> str:
     """Where the text model is called with the image's states."""
     return f"{vision.root.path}.{vision.root.family.scatter.host}.input"

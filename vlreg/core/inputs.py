@@ -22,6 +22,9 @@ ACCEPTED = (
 
 def check_invokes(model: Any, invokes: list) -> None:
     """Refuse what no image can reach or what would reach it wrong."""
+    from .cross import check_prompts
+
+    check_prompts(model, invokes)
     for inputs, kwargs in invokes:
         media = {key for key in kwargs.keys() & MEDIA if kwargs[key] is not None}
         if media and model.processor is None:

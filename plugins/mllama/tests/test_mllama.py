@@ -108,3 +108,24 @@ def test_helpers_over_the_images_tokens_refuse_naming_what_to_edit(model):
         model.vision.image_features[geometry.row, geometry.features] = 0
         ablated = model.logits.save()
     assert not torch.equal(plain, ablated)
+
+
+def test_prompts_without_an_image_are_refused_beside_prompts_with_one(model):
+    """Once a row carries images the text model runs the cross-attention blocks for every
+    row, so a text prompt batched with an image prompt would not run as it does alone."""
+    text = "<|begin_of_text|>The quick brown fox"
+    with pytest.raises(ValueError, match="attend to the others' padding"):
+        with model.trace() as tracer:
+            with tracer.invoke(prompt(model), images=[image(112, 84)]):
+                model.logits.save()
+            with tracer.invoke(text):
+                model.logits.save()
+    with pytest.raises(ValueError, match="apart from those with images"):
+        with model.trace([prompt(model), text], images=[[image(112, 84)], []]):
+            model.logits.save()
+    with model.trace() as tracer:  # text prompts together are fine
+        with tracer.invoke(text):
+            first = model.logits.save()
+        with tracer.invoke(text):
+            second = model.logits.save()
+    torch.testing.assert_close(first, second)
