@@ -187,3 +187,19 @@ def test_tower_patterns_are_the_towers_probabilities(loaded, name):
     grid = found.geometry[0].grids[found.grids[0]]
     assert (grid.rows, grid.columns) == (4, 4) and grid.label in ("image", "base")
     assert found.from_token(0, 5).shape == (16,)
+
+
+def test_tower_patterns_read_the_row_of_the_grid_drawn_and_leave_out_trailing_tokens():
+    """A tower that runs each of an image's grids as a row (Llama 4's tiles, then its
+    global image) is read at the row of the grid drawn, the first wholly over the image,
+    and the class token it appends after the patches (`Vision.trailing_tokens`) is left
+    out: a tall strip's first tile holds padding, so the global image (row 4) is drawn."""
+    model = StandardizedTransformer(str(build("llama4")), task="image-text-to-text", dispatch=True, device="cpu",
+                                    attn_implementation="eager", dtype=torch.bfloat16)
+    assert (model.vision.class_tokens, model.vision.trailing_tokens) == (0, 1)
+    for size, grid in (((112, 84), 0), ((10, 200), 4)):
+        found = analysis.tower_patterns(model, chat(model), [image(*size)], layer=1)
+        with model.trace(chat(model), images=[image(*size)]):
+            pattern = model.vision.layers[1].self_attn.attention_probabilities.save()
+        assert pattern.shape[0] == 5 and found.grids == [grid] and found.geometry[0].grids[grid].covered.all()
+        torch.testing.assert_close(found.patterns[0], analysis.attention.fold(pattern[grid, :, :16, :16].float(), 2, 2, 2))

@@ -93,7 +93,9 @@ def tower_patterns(model: Any, prompt: Any, images: Any, *, layer: int = -1) -> 
     Where the tower runs on several crops per image (LLaVA-NeXT), one image at a time
     is supported, and its pattern is the base image's. On a tower that pads each image's
     patches to a fixed length (`Vision.padded_patches`: Gemma 4) the pattern is over the
-    image's own patches, which come first; a vision part with no blocks has none."""
+    image's own patches, which come first; a vision part with no blocks has none. A tower
+    that runs each of an image's grids as a row of its own (tiles and a global image) is
+    read at the row of the first grid wholly over the image."""
     in_stream(model, "tower_patterns")
     images = _images(images)
     if model.vision.num_layers == 0:
@@ -114,20 +116,33 @@ def tower_patterns(model: Any, prompt: Any, images: Any, *, layer: int = -1) -> 
         raise ValueError(f"the tower ran on {pattern.shape[0]} crops for {_count(images)} images: pass one image at a time")
     patterns, grids = [], []
     prefix = model.vision.class_tokens
+    # A tower that runs each grid as a row of its own (tiles and a global image: Idefics3,
+    # InternVL, Llama 4) holds grid g of an image at its images' grids before it, plus g.
+    per_grid = pattern.shape[0] == sum(len(image.grids) for image in geometry)
+    offset = 0
     for index, image in enumerate(geometry):
-        grid = next(i for i, g in enumerate(image.grids) if bool(g.covered.all()))
+        whole = [i for i, g in enumerate(image.grids) if bool(g.covered.all())]
+        if not whole:
+            raise Unavailable(
+                f"tower_patterns is unavailable: every grid of image {index} holds tokens over the "
+                f"processor's padding, and the pattern is drawn over a grid wholly on the image"
+            )
+        grid = whole[0]
         chosen = image.grids[grid]
+        row = offset + grid if per_grid else index
+        offset += len(image.grids)
         patches = chosen.tokens * chosen.fold**2
         padded = model.vision.padded_patches and pattern.shape[-1] > prefix + patches
-        if pattern.shape[-1] != prefix + patches and not padded:
+        if pattern.shape[-1] != prefix + patches + model.vision.trailing_tokens and not padded:
             raise Unavailable(
                 f"tower_patterns is unavailable: the tower's pattern spans {pattern.shape[-1]} positions, "
                 f"but image {index}'s grid is {chosen.rows} x {chosen.columns} tokens of {chosen.fold} x "
                 f"{chosen.fold} patches after {prefix} class tokens ({prefix + patches}): the family does "
-                f"not declare how its patches fold into tokens (ImageGrid.fold, Vision.class_tokens)"
+                f"not declare how its patches fold into tokens (ImageGrid.fold, Vision.class_tokens, "
+                f"Vision.trailing_tokens)"
             )
         end = prefix + patches  # the image's own patches; a padded tower's padding follows them
-        patterns.append(fold(pattern[index, :, prefix:end, prefix:end], chosen.rows, chosen.columns, chosen.fold))
+        patterns.append(fold(pattern[row, :, prefix:end, prefix:end], chosen.rows, chosen.columns, chosen.fold))
         grids.append(grid)
     return TowerPatterns(layer, patterns, grids, geometry)
 

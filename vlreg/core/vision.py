@@ -135,6 +135,9 @@ class Vision(Standard):
     order = ("image_token_mask", "patch_embeddings", "layers", "tower_output", "image_features")
     #: Rows before the patches in the tower's own sequence (CLIP's class token: 1).
     class_tokens: int = 0
+    #: Rows after the patches in the tower's own sequence (Llama 4's class token, which it
+    #: appends: 1).
+    trailing_tokens: int = 0
     #: Whether each image's row of patches is padded after its own patches to a fixed
     #: length (Gemma 4's budget): the tower's values then run past the image's patches.
     padded_patches: bool = False

@@ -96,3 +96,4 @@ def test_a_token_is_its_block_of_its_tiles_patches(model):
             moved = (features != clean).any(-1).nonzero().flatten().tolist()
             assert moved == [offset + token], (grid.label, token)
         offset += grid.tokens
+
