@@ -10,6 +10,10 @@ Three parts, all served here:
 * the text model, ``nemotron_h``: hybrid blocks of one sublayer each (`text`);
 * the tower, ``radio`` (`tower`), with its image grids (`geometry`).
 
+A NemotronH language model on its own (``nemotron_h``, ``NemotronHForCausalLM``) loads
+under the same names too, its config both the wrapper and the text part, so the Omni's
+text model can be compared block by block with the model it came from.
+
 No audio values: the audio tower (Parakeet) and its scatter are not served.
 """
 
@@ -18,7 +22,7 @@ from vlreg.plugin import Claim, Scatter, hookimpl
 from . import text, tower
 from .geometry import nemotron_image_grids
 
-WRAPPERS = ("nemotron_h_omni",)
+WRAPPERS = ("nemotron_h_omni", "nemotron_h")
 
 WRAPPER_RENAME = {
     "language_model.model.layers": "layers",
@@ -29,6 +33,8 @@ WRAPPER_RENAME = {
     "vision_model.embeddings": "vision_model.patch_embed",
     "multi_modal_projector": "projector",
 }
+#: ``NemotronHForCausalLM``: the text model at ``model``.
+BASE_RENAME = {"model.layers": "layers", "model.embeddings": "embed_tokens", "model.norm_f": "norm"}
 
 
 @hookimpl
@@ -46,7 +52,7 @@ def vlreg_claims():
 @hookimpl
 def vlreg_rename(part):
     if part.kind == "wrapper":
-        return WRAPPER_RENAME
+        return BASE_RENAME if part.model_type == "nemotron_h" else WRAPPER_RENAME
     if part.kind == "text":
         return text.rename(part.config)
     return tower.RENAME

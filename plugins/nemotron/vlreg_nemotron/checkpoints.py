@@ -113,4 +113,20 @@ def build_nemotron_h_omni(path: Path, **overrides: Any) -> Path:
     return save(path, config, processor, GenerationConfig(**special))
 
 
-BUILDERS = {"nemotron_h_omni": build_nemotron_h_omni}
+def build_nemotron_h(path: Path, **overrides: Any) -> Path:
+    """Write a tiny NemotronH language model alone (``NemotronHForCausalLM``): the Omni's
+    text config and tokenizer; ``overrides`` are fields of the config."""
+    import torch
+    from transformers import AutoModelForCausalLM, NemotronHConfig
+
+    tok = tokenizer(SPECIAL_TOKENS, **ROLES)
+    ids = dict(zip(SPECIAL_TOKENS, tok.convert_tokens_to_ids(list(SPECIAL_TOKENS))))
+    special = {"bos_token_id": ids["<s>"], "eos_token_id": ids["<|im_end|>"], "pad_token_id": ids["</s>"]}
+    config = NemotronHConfig(vocab_size=len(tok), **{**TEXT, **special, **overrides})
+    torch.manual_seed(0)
+    AutoModelForCausalLM.from_config(config).eval().save_pretrained(path)
+    tok.save_pretrained(path)
+    return Path(path)
+
+
+BUILDERS = {"nemotron_h_omni": build_nemotron_h_omni, "nemotron_h_base": build_nemotron_h}
