@@ -27,6 +27,7 @@ import torch
 
 from .envoys import Attention, Layer, eager_only
 from .errors import Unavailable
+from .parts import CrossAttention
 from .values import argument, returned
 
 #: Why a cross-attention block's values are absent from a run no image reaches.
@@ -48,7 +49,7 @@ def check_prompts(model: Any, invokes: list) -> None:
     text model runs its cross-attention blocks for every row once any row has images, so a
     prompt without one would attend to the padding of the others' states (its run alone
     skips those blocks), and Mllama's processor gives such a batch inconsistent inputs."""
-    if type(model.family.scatter).__name__ != "CrossAttention":
+    if not isinstance(model.family.scatter, CrossAttention):
         return
     carrying = []
     for inputs, kwargs in invokes:
@@ -73,10 +74,6 @@ def check_prompts(model: Any, invokes: list) -> None:
 def states_location(vision: Any) -> str:
     """Where the text model is called with the image's states."""
     return f"{vision.root.path}.{vision.root.family.scatter.host}.input"
-
-
-def text_model(vision: Any) -> Any:
-    return vision.root.get(vision.root.family.scatter.host)
 
 
 def _batch(vision: Any, raw: Any) -> int:
