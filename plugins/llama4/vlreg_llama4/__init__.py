@@ -13,6 +13,10 @@ or on every ``interleave_moe_layer_step``-th block (``moe_layers``) a mixture of
 (`experts`). A text-generation load of the same checkpoint is transformers' text-only
 ``Llama4ForCausalLM`` with its weights read out of the wrapper's (the text model at
 ``model``): the same names, and no tower. Tiles and the global image are in `geometry`.
+
+Llama 4's image processor hands the tower bfloat16 pixels and its tower does not cast
+them, so traces with images need the bfloat16 load Llama 4 is published in
+(``dtype=torch.bfloat16``); transformers itself fails on a float32 load.
 """
 
 from vlreg.plugin import Attention, Claim, Layer, Mlp, Scatter, VisionAttention, VisionLayer, VisionMlp, hookimpl

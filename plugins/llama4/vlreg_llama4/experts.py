@@ -21,6 +21,8 @@ others hold a dense MLP) differs from the routers `MoeMlp` was written on:
 scores beside its logits: the slots are the experts whose score is not 0, largest logit
 first, and the weights the scores there, ``[tokens, top_k]``, as copies whose edits are
 written back into the scores (a slot written to another expert takes its weight there).
+A chosen expert whose sigmoid rounds to 0 (a logit below about -88) adds nothing and is
+read as one not chosen.
 """
 
 from __future__ import annotations
