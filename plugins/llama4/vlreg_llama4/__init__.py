@@ -15,8 +15,9 @@ or on every ``interleave_moe_layer_step``-th block (``moe_layers``) a mixture of
 ``model``): the same names, and no tower. Tiles and the global image are in `geometry`.
 
 Llama 4's image processor hands the tower bfloat16 pixels and its tower does not cast
-them, so traces with images need the bfloat16 load Llama 4 is published in
-(``dtype=torch.bfloat16``); transformers itself fails on a float32 load.
+them, so traces with images need the bfloat16 weights Llama 4 is published in (a load
+keeps the checkpoint's dtype unless told otherwise); on a float32 load transformers
+itself fails.
 """
 
 from vlreg.plugin import Attention, Claim, Layer, Mlp, Scatter, VisionAttention, VisionLayer, VisionMlp, hookimpl
