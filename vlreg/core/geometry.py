@@ -83,6 +83,10 @@ class ImageGeometry:
     family's grids, whose tokens, concatenated, are those positions; ``size`` is the
     original image's ``(width, height)``. ``offset`` is where this image's rows start in
     ``vision.image_features``, which holds every image's tokens in mask order.
+
+    Where the image reaches the text model by cross-attention (Mllama), it has no tokens in
+    the sequence: ``positions`` are then its positions in ``vision.image_features[row]`` (the
+    axis the cross-attention keys run over), and ``offset`` where they start there.
     """
 
     index: int
