@@ -13,9 +13,9 @@ The text model has one block of each kind NemotronH mixes, in the default order:
 Mamba-2 (``linear_attention``), experts (``moe``), attention (``full_attention``), MLP
 (``mlp``). Its Mamba chunk is 8 tokens, so a prompt spans several chunks and the scan
 carries its state across them. The tiny RADIO tower sees 8-pixel patches after 2 summary
-and 2 register tokens; the processor resizes an image to at most `MAX_PATCHES` patches
-with both sides even, and the pixel shuffle folds each 2 x 2 block of patches into one
-token.
+and 2 register tokens and scales its blocks' sublayer outputs by 0.5; the processor
+resizes an image to `MIN_PATCHES` to `MAX_PATCHES` patches with both sides even, and the
+pixel shuffle folds each 2 x 2 block of patches into one token.
 """
 
 from __future__ import annotations
@@ -74,6 +74,8 @@ TOWER = {
     "max_img_size": 128,
     "num_cls_tokens": 2,
     "num_registers": 2,
+    # not 1 (C-RADIO's): a block's sublayer outputs are scaled before the stream adds them
+    "layerscale_value": 0.5,
 }
 
 

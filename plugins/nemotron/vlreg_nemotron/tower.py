@@ -5,9 +5,10 @@ each image's grid (``image_grid_hw``); the tower projects them (`patch_embedding
 its learned position grid resampled to the image's grid (`position_embeddings`) and puts
 its summary (``num_cls_tokens``) and register (``num_registers``) tokens before each
 image's patches, so its stream is ``[1, sum over images of (prefix + patches), hidden]``,
-and one image attends only to itself. With one image,
-``vision.layers[0].input[:, class_tokens:] == patch_embeddings + position_embeddings``. The wrapper keeps the patches, folds each 2 x 2 block of them into one token
-(the pixel shuffle) and projects the tokens (``model.projector``).
+and one image attends only to itself. With one image, ``vision.layers[0].input[:,
+class_tokens:] == patch_embeddings + position_embeddings``. The wrapper keeps the
+patches, folds each 2 x 2 block of them into one token (the pixel shuffle) and projects
+the tokens (``model.projector``).
 
 The blocks scale each sublayer's output before the stream adds it (``layer_scale1``,
 ``layer_scale2``; C-RADIO's scale is 1), so ``attention_output`` and ``mlp_output`` are
