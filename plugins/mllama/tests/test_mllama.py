@@ -129,3 +129,17 @@ def test_prompts_without_an_image_are_refused_beside_prompts_with_one(model):
         with tracer.invoke(text):
             second = model.logits.save()
     torch.testing.assert_close(first, second)
+
+
+def test_a_bfloat16_load_serves_the_states_and_the_cross_attention(model):
+    half = StandardizedTransformer(str(build("mllama")), task="image-text-to-text", dispatch=True,
+                                   attn_implementation="eager", device="cpu", dtype=torch.bfloat16)
+    last = half.layers[half.cross_attention_layers[-1]]
+    with half.trace(prompt(half), images=[image(112, 84)]):
+        half.vision.image_features[:] = 0.5
+        states = half.vision.image_features.save()
+        keys = last.cross_attn.attention_keys.save()
+        pattern = last.cross_attn.attention_probabilities.save()
+    assert states.dtype == keys.dtype == torch.bfloat16
+    torch.testing.assert_close(keys, last.cross_attn.project(states)[0])
+    torch.testing.assert_close(pattern.sum(-1).float(), torch.ones(pattern.shape[:-1]), atol=1e-2, rtol=0)
