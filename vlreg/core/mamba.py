@@ -3,8 +3,8 @@
 Hybrid models (NemotronH, and the Bamba/Jamba line) mix such blocks with attention ones;
 the mixer is ``layers[i].mamba``, and ``support()`` names the blocks that have one. In
 the state-space duality a Mamba-2 head is a linear attention whose state decays: with
-``dt = softplus(time_steps + dt_bias)`` (clamped to the mixer's limits) and
-``A = -exp(A_log)``, each head keeps a ``[head_dim, state_size]`` state ``h``,
+its step ``dt`` (``time_steps``) and ``A = -exp(A_log)``, each head keeps a
+``[head_dim, state_size]`` state ``h``,
 
     h_t = exp(dt_t * A) * h_{t-1} + dt_t * x_t B_t^T,    y_t = h_t C_t + D * x_t,
 
@@ -17,9 +17,13 @@ same place with the same arguments), in the shapes those calls take and return:
   its activation, ``x``, ``B`` and ``C`` side by side (a view of the call's
   ``[batch, conv_dim, seq]``);
 * ``attention_values`` (``x``) ``[batch, seq, num_heads, head_dim]``, ``attention_keys``
-  (``B``) and ``attention_queries`` (``C``) ``[batch, seq, num_groups, state_size]`` and
-  ``time_steps`` ``[batch, seq, num_heads]`` (before the bias and softplus the scan
-  applies): what the chunked scan takes;
+  (``B``) and ``attention_queries`` (``C``) ``[batch, seq, num_groups, state_size]``: what
+  the chunked scan takes;
+* ``time_steps`` ``[batch, seq, num_heads]``: each token's step ``dt``, after the bias,
+  softplus and clamp the torch scan applies to its input, and ``decays`` (the same shape):
+  ``dt * A``, the per-token decay in log space (the state is multiplied by ``exp(decay)``
+  before each write). Both are formed inside the torch scan, so they are refused where a
+  kernel (``mamba_ssm``, or the hub's under ``use_kernels``) runs it;
 * ``attention_head_outputs`` ``[batch, seq, num_heads, head_dim]``: the scan's ``y``,
   with the ``D`` skip added, before the gate;
 * ``state_output`` ``[batch, num_heads, head_dim, state_size]``: the state after the
@@ -59,11 +63,33 @@ def _fused(mixer: Any) -> str | None:
     )
 
 
+def _kernel(mixer: Any) -> str | None:
+    if importlib.util.find_spec("mamba_ssm") is None and not getattr(mixer.root._module, "use_kernels", False):
+        return _fused(mixer)
+    return (
+        "the scan runs as a kernel (mamba_ssm is installed, or the model uses the hub's kernels), which "
+        "forms the steps and decays inside; without it transformers runs the torch scan, which serves them"
+    )
+
+
+def _inside_scan(operation: str) -> Any:
+    """The location of ``operation`` in the torch scan, reached through the calls between
+    the mixer's call and it (known only when the call is made, so drilled in the trace)."""
+
+    def locate(mixer: Any) -> str:
+        drilled = getattr(mixer.source, mixer.scan).source
+        for call in mixer.scan_through:
+            drilled = getattr(drilled, call).source
+        return f"{drilled.prefix}.{operation}"
+
+    return locate
+
+
 def _state_is_read_nowhere(mixer: Any) -> str:
     return (
         "no part of the forward reads the state after the prompt (it reaches a generation's later "
         "steps through the cache); to change what the mixer computes, edit attention_values, "
-        "attention_keys, attention_queries or time_steps"
+        "attention_keys, attention_queries, time_steps or decays"
     )
 
 
@@ -75,12 +101,15 @@ def _scan_input(index: int, description: str) -> value:
 
 class Mamba(Standard):
     """A Mamba-2 mixer (``mamba``). ``conv`` and ``scan`` are nnsight's names for its calls
-    to the causal convolution and to the chunked scan in the module's forward."""
+    to the causal convolution and to the chunked scan in the module's forward;
+    ``scan_through`` names the calls from there to the torch scan (transformers' wrapper
+    that picks a kernel or the torch function)."""
 
     sourced = True
     conv: ClassVar[str] = "causal_conv1d_fn_0"
     scan: ClassVar[str] = "mamba2_chunk_scan_0"
-    order = ("conv_output", "attention_values", "attention_keys", "attention_queries", "time_steps",
+    scan_through: ClassVar[tuple[str, ...]] = ("implementation_0",)
+    order = ("conv_output", "attention_values", "attention_keys", "attention_queries", "time_steps", "decays",
              "attention_head_outputs", "state_output", "gates", "attention_output")
 
     conv_output = value(
@@ -90,7 +119,14 @@ class Mamba(Standard):
     attention_values = _scan_input(0, "x, what each head writes into its state, [batch, seq, heads, head_dim]")
     attention_keys = _scan_input(3, "B, where each token writes in the state, [batch, seq, groups, state_size]")
     attention_queries = _scan_input(4, "C, what each token reads from the state, [batch, seq, groups, state_size]")
-    time_steps = _scan_input(1, "each token's step per head before the bias and softplus, [batch, seq, heads]")
+    time_steps = returned(
+        _inside_scan("torch_clamp_0.output"), unavailable=_kernel,
+        description="each token's step per head, after the bias, softplus and clamp, [batch, seq, heads]",
+    )
+    decays = returned(
+        _inside_scan("A_0.output"), unavailable=_kernel,
+        description="each token's decay per head in log space (step times A), [batch, seq, heads]",
+    )
     attention_head_outputs = returned(
         lambda m: f"{_call(m, 'scan')}.output", unavailable=_fused,
         description="the scan's output per head (D skip added), before the gate, [batch, seq, heads, head_dim]",

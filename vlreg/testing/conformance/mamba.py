@@ -10,26 +10,20 @@ import torch
 from ...core.mamba import Mamba
 
 
-def ssd_scan(values, keys, queries, time_steps, mixer: Any):
+def ssd_scan(values, keys, queries, time_steps, decays, skip):
     """The Mamba-2 recurrence, one token at a time, in float64, from the served values and
-    the mixer's own ``A_log``, ``D``, ``dt_bias`` and step limits: ``dt = clamp(softplus(
-    time_steps + dt_bias))``, the state decays by ``exp(dt * A)`` (``A = -exp(A_log)``) and
-    takes ``dt * x B^T``; a token's output is the state read with ``C``, plus ``D * x``.
-    Returns the outputs ``[batch, seq, heads, head_dim]`` and the final state."""
-    x, b, c, steps = (t.double() for t in (values, keys, queries, time_steps))
-    module = mixer._module
-    a = -module.A_log.detach().double().exp()
-    low, high = module.time_step_limit
-    dt = torch.nn.functional.softplus(steps + module.dt_bias.detach().double()).clamp(low, high)
+    the mixer's ``D`` (``skip``, per head): the state decays by ``exp(decay)`` and takes
+    ``dt * x B^T``; a token's output is the state read with ``C``, plus ``D * x``. Returns
+    the outputs ``[batch, seq, heads, head_dim]`` and the final state."""
+    x, b, c, dt, decay = (t.double() for t in (values, keys, queries, time_steps, decays))
     repeat = x.shape[2] // b.shape[2]
     b, c = b.repeat_interleave(repeat, dim=2), c.repeat_interleave(repeat, dim=2)
     batch, seq, heads, width = x.shape
     state = torch.zeros(batch, heads, width, b.shape[-1], dtype=torch.float64)
     outputs = torch.zeros_like(x)
     for t in range(seq):
-        decay = (dt[:, t] * a).exp()[..., None, None]
-        state = state * decay + dt[:, t, :, None, None] * x[:, t, :, :, None] * b[:, t, :, None, :]
-        outputs[:, t] = torch.einsum("bhpn,bhn->bhp", state, c[:, t]) + module.D.detach().double()[:, None] * x[:, t]
+        state = state * decay[:, t].exp()[..., None, None] + dt[:, t, :, None, None] * x[:, t, :, :, None] * b[:, t, :, None, :]
+        outputs[:, t] = torch.einsum("bhpn,bhn->bhp", state, c[:, t]) + skip.double()[:, None] * x[:, t]
     return outputs, state
 
 
@@ -68,17 +62,20 @@ class MambaConformance:
             for block in self.mamba_blocks(model):
                 mixer = block.mamba
                 rows.append([getattr(mixer, name).save() for name in (
-                    "conv_output", "attention_values", "attention_keys", "attention_queries", "time_steps",
+                    "conv_output", "attention_values", "attention_keys", "attention_queries", "time_steps", "decays",
                     "attention_head_outputs", "state_output")])
-        for block, (conv, x, b, c, steps, heads, state) in zip(self.mamba_blocks(model), rows):
+        for block, (conv, x, b, c, steps, decays, heads, state) in zip(self.mamba_blocks(model), rows):
             mixer = block.mamba
             batch, seq = x.shape[:2]
             assert x.shape == heads.shape == (batch, seq, mixer.num_heads, mixer.head_dim)
             assert b.shape == c.shape == (batch, seq, mixer.num_groups, mixer.state_size)
-            assert steps.shape == (batch, seq, mixer.num_heads)
+            assert steps.shape == decays.shape == (batch, seq, mixer.num_heads)
             assert conv.shape == (batch, seq, mixer.conv_dim)
             assert torch.equal(conv, torch.cat([x.flatten(2), b.flatten(2), c.flatten(2)], -1))
-            expected, final = ssd_scan(x, b, c, steps, mixer)
+            module = mixer._module
+            assert (steps > 0).all()
+            torch.testing.assert_close(decays, steps * -module.A_log.detach().float().exp())  # dt * A
+            expected, final = ssd_scan(x, b, c, steps, decays, module.D.detach())
             tolerance = {"atol": 1e-4, "rtol": 1e-3} if heads.dtype == torch.float32 else {"atol": 2e-2, "rtol": 2e-2}
             torch.testing.assert_close(heads.double(), expected, **tolerance)
             torch.testing.assert_close(state.double(), final, **tolerance)
