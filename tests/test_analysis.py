@@ -203,3 +203,32 @@ def test_tower_patterns_read_the_row_of_the_grid_drawn_and_leave_out_trailing_to
             pattern = model.vision.layers[1].self_attn.attention_probabilities.save()
         assert pattern.shape[0] == 5 and found.grids == [grid] and found.geometry[0].grids[grid].covered.all()
         torch.testing.assert_close(found.patterns[0], analysis.attention.fold(pattern[grid, :, :16, :16].float(), 2, 2, 2))
+
+
+def test_a_packed_tower_serves_a_pattern_per_image_and_tower_patterns_draws_each():
+    """Pixtral packs every image into one row and attends within each image
+    (`PackedVisionAttention`): its pattern is a list, one [heads, n, n] per image, each
+    the softmax of that image's own scores (nothing of the row lies outside the blocks),
+    an in-place edit of one image's pattern reaches only that image's features, and
+    `tower_patterns` draws each image's."""
+    model = StandardizedTransformer(str(build("mistral3")), task="image-text-to-text", dispatch=True,
+                                    attn_implementation="eager", device="cpu")
+    pictures = [image(112, 84), image(64, 128, seed=1)]  # 6 x 8 and 8 x 4 patches
+    prompt = chat(model, 2)
+    with model.trace(prompt, images=pictures):
+        scores = model.vision.layers[0].self_attn.attention_scores.save()
+        pattern = model.vision.layers[0].self_attn.attention_probabilities.save()
+        clean = model.vision.image_features.save()
+    assert [tuple(one.shape) for one in pattern] == [(4, 48, 48), (4, 32, 32)]
+    for one, before in zip(pattern, scores):
+        torch.testing.assert_close(one, before.softmax(-1))
+        torch.testing.assert_close(one.sum(-1), torch.ones(one.shape[:-1]))
+    with model.trace(prompt, images=pictures):
+        model.vision.layers[-1].self_attn.attention_probabilities[1][:] = 0  # the second image's only
+        features = model.vision.image_features.save()
+    geometry = model.vision.geometry(prompt, pictures)
+    first, second = geometry[0].features, geometry[1].features
+    assert torch.equal(features[first], clean[first]) and not torch.equal(features[second], clean[second])
+    found = analysis.tower_patterns(model, prompt, pictures, layer=0)
+    for one, grid, drawn in zip(pattern, (geometry[0].grids[0], geometry[1].grids[0]), found.patterns):
+        torch.testing.assert_close(drawn, analysis.attention.fold(one.float(), grid.rows, grid.columns, 2))

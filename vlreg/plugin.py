@@ -16,6 +16,7 @@ from .core.hookspecs import hookimpl
 from .core.plugins import adapter
 from .core.parts import Claim, CrossAttention, Part, Scatter
 from .core.values import argument, copied, first, returned, value, with_first
+from .core.packed import PackedVisionAttention
 from .core.vision import Patches, Vision, VisionAttention, VisionLayer, VisionMlp, as_patches, patches, variable_resolution
 
 __all__ = [
@@ -37,6 +38,7 @@ __all__ = [
     "Vision",
     "VisionLayer",
     "VisionAttention",
+    "PackedVisionAttention",
     "VisionMlp",
     "Patches",
     "as_patches",

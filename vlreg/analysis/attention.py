@@ -89,7 +89,8 @@ def tower_patterns(model: Any, prompt: Any, images: Any, *, layer: int = -1) -> 
 
     A tower whose attention calls once per image or window (the Qwen ViT) is read as its
     queries, keys and ``cu_seqlens`` and the patterns are computed with
-    ``self_attn.patterns``; any other tower serves ``attention_probabilities`` (eager).
+    ``self_attn.patterns``; any other tower serves ``attention_probabilities`` (eager), per
+    image where it packs its images in one row (`PackedVisionAttention`: Pixtral).
     Where the tower runs on several crops per image (LLaVA-NeXT), one image at a time
     is supported, and its pattern is the base image's. On a tower that pads each image's
     patches to a fixed length (`Vision.padded_patches`: Gemma 4) the pattern is over the
@@ -111,14 +112,16 @@ def tower_patterns(model: Any, prompt: Any, images: Any, *, layer: int = -1) -> 
         return TowerPatterns(layer, patterns, [len(image.grids) - 1 for image in geometry], geometry)
     with torch.no_grad(), model.trace(prompt, images=images):
         pattern = attention.attention_probabilities.save()
-    pattern = pattern.detach().float()
-    if pattern.shape[0] != _count(images) and _count(images) != 1:
-        raise ValueError(f"the tower ran on {pattern.shape[0]} crops for {_count(images)} images: pass one image at a time")
+    # a tower that packs its images in one row serves a pattern per image (PackedVisionAttention)
+    per_image = isinstance(pattern, list)
+    pattern = [one.detach().float() for one in pattern] if per_image else pattern.detach().float()
+    if len(pattern) != _count(images) and _count(images) != 1:
+        raise ValueError(f"the tower ran on {len(pattern)} crops for {_count(images)} images: pass one image at a time")
     patterns, grids = [], []
     prefix = model.vision.class_tokens
     # A tower that runs each grid as a row of its own (tiles and a global image: Idefics3,
     # InternVL, Llama 4) holds grid g of an image at its images' grids before it, plus g.
-    per_grid = pattern.shape[0] == sum(len(image.grids) for image in geometry)
+    per_grid = not per_image and len(pattern) == sum(len(image.grids) for image in geometry)
     offset = 0
     for index, image in enumerate(geometry):
         whole = [i for i, g in enumerate(image.grids) if bool(g.covered.all())]
@@ -132,17 +135,18 @@ def tower_patterns(model: Any, prompt: Any, images: Any, *, layer: int = -1) -> 
         row = offset + grid if per_grid else index
         offset += len(image.grids)
         patches = chosen.tokens * chosen.fold**2
-        padded = model.vision.padded_patches and pattern.shape[-1] > prefix + patches
-        if pattern.shape[-1] != prefix + patches + model.vision.trailing_tokens and not padded:
+        one = pattern[row]
+        padded = model.vision.padded_patches and one.shape[-1] > prefix + patches
+        if one.shape[-1] != prefix + patches + model.vision.trailing_tokens and not padded:
             raise Unavailable(
-                f"tower_patterns is unavailable: the tower's pattern spans {pattern.shape[-1]} positions, "
+                f"tower_patterns is unavailable: the tower's pattern spans {one.shape[-1]} positions, "
                 f"but image {index}'s grid is {chosen.rows} x {chosen.columns} tokens of {chosen.fold} x "
                 f"{chosen.fold} patches after {prefix} class tokens ({prefix + patches}): the family does "
                 f"not declare how its patches fold into tokens (ImageGrid.fold, Vision.class_tokens, "
                 f"Vision.trailing_tokens)"
             )
         end = prefix + patches  # the image's own patches; a padded tower's padding follows them
-        patterns.append(fold(pattern[row, :, prefix:end, prefix:end], chosen.rows, chosen.columns, chosen.fold))
+        patterns.append(fold(one[:, prefix:end, prefix:end], chosen.rows, chosen.columns, chosen.fold))
         grids.append(grid)
     return TowerPatterns(layer, patterns, grids, geometry)
 

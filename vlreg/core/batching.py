@@ -30,7 +30,7 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 import torch
-from attrs import frozen
+from attrs import field, frozen
 
 from .inputs import MEDIA
 
@@ -40,10 +40,13 @@ LAYOUTS = ("batch", "tokens", "image_tokens", "rows", "tower")
 @frozen
 class Run:
     """What the host knows of a trace's batch before the model runs: how many image tokens
-    each row holds (``None`` when the input carries no ids), and each invoke's rows."""
+    each row holds (``None`` when the input carries no ids), each invoke's rows, and the
+    keyword inputs the model is called with (the processor's encoding: a family reads
+    each image's grid there, Pixtral's ``image_sizes``)."""
 
     image_tokens: torch.Tensor | None
     groups: tuple = ()
+    inputs: dict = field(factory=dict, eq=False, repr=False)
 
     @property
     def total(self) -> int:
@@ -64,8 +67,8 @@ def run_of(kwargs: dict, image_token_id: int | None, groups: Sequence) -> Run:
     """The `Run` of the model call nnsight assembled."""
     ids = kwargs.get("input_ids")
     if ids is None or image_token_id is None:
-        return Run(None, tuple(groups))
-    return Run((ids == image_token_id).sum(-1), tuple(groups))
+        return Run(None, tuple(groups), dict(kwargs))
+    return Run((ids == image_token_id).sum(-1), tuple(groups), dict(kwargs))
 
 
 def combine(processor: Any, invokes: list) -> list:

@@ -22,8 +22,4 @@ class TestMistral3(VisionConformance):
         "vision.layers.0.post_attention_layernorm": "model.vision_tower.transformer.layers.0.ffn_norm",
         "projector": "model.multi_modal_projector",
     }
-    unavailable = {
-        "vision.self_attn.attention_scores": "block-diagonal mask",
-        "vision.self_attn.attention_probabilities": "block-diagonal mask",
-    }
     image_sizes = ((112, 84), (64, 128))

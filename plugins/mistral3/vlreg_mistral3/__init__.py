@@ -16,7 +16,7 @@ to edit instead. How tokens lie over pixels (row breaks, the spatial merge) is i
 `geometry`; the small checkpoint the tests load in `checkpoints`.
 """
 
-from vlreg.plugin import Claim, Scatter, VisionLayer, VisionAttention, VisionMlp, hookimpl
+from vlreg.plugin import Claim, Scatter, VisionLayer, VisionMlp, hookimpl
 
 from . import tower
 
@@ -55,7 +55,7 @@ def vlreg_envoys(part):
     return {
         pixtral.PixtralVisionModel: tower.PixtralVision,
         pixtral.PixtralAttentionLayer: VisionLayer,
-        pixtral.PixtralAttention: VisionAttention,
+        pixtral.PixtralAttention: tower.PixtralAttention,
         pixtral.PixtralMLP: VisionMlp,
     }
 
@@ -63,11 +63,6 @@ def vlreg_envoys(part):
 @hookimpl
 def vlreg_scatter(part):
     return SCATTER
-
-
-@hookimpl
-def vlreg_unavailable(part):
-    return tower.unavailable(part) if part.kind == "vision" else None
 
 
 @hookimpl

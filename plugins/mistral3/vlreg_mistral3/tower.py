@@ -8,26 +8,17 @@ runs on that row. So `PixtralVision.patch_embeddings` is the packed row entering
 crop reads), and the block values are that row, like the Qwen ViT's.
 
 The blocks attend within each image only, through a block-diagonal mask over the row:
-one call of the attention function spans every image, so its pattern is no image's.
-The scores and the pattern are refused with `PER_IMAGE` (the queries and keys are
-served whole, and each image's span of the row is its grid of patches).
+one call of the attention function spans every image, so its scores and pattern are
+served per image (`PixtralAttention`, a `PackedVisionAttention`): a list of
+``[heads, n, n]``, one per image, each image's ``n`` patches counted from the
+``image_sizes`` the processor hands the model.
 """
 
 from __future__ import annotations
 
-from typing import Any
-
 from nnsight.intervention.util import first_input, replace_first_input
 
-from vlreg.plugin import Unavailable, Vision, value
-
-#: Why a Pixtral block's attention scores and pattern are not served.
-PER_IMAGE = (
-    "Pixtral's tower packs every image into one row and attends within each image through a "
-    "block-diagonal mask, so one attention call spans all images and no single pattern is an "
-    "image's; form an image's pattern from attention_queries and attention_keys over its span of "
-    "the row (its patches, in order; vision.geometry gives each image's grid)"
-)
+from vlreg.plugin import PackedVisionAttention, Unavailable, Vision, value
 
 #: Tower names, from the tower (``PixtralVisionModel``); none is a Mistral text block's.
 TOWER_RENAME = {
@@ -60,7 +51,16 @@ class PixtralVision(Vision):
     )
 
 
-def unavailable(part: Any) -> dict:
-    """Rows the vision part cannot serve: the per-image pattern."""
-    refuse = lambda envoy: PER_IMAGE  # noqa: E731
-    return {"self_attn.attention_scores": refuse, "self_attn.attention_probabilities": refuse}
+class PixtralAttention(PackedVisionAttention):
+    """A Pixtral block's attention: every image's patches in one row, each image attending
+    to its own."""
+
+    def image_patches(self, inputs: dict) -> list[int]:
+        """``(height // patch) * (width // patch)`` per image, the grid the tower crops each
+        image's patches to (the whole padded batch where no ``image_sizes`` is given)."""
+        patch = self.root.vision.patch_size
+        sizes = inputs.get("image_sizes")
+        if sizes is None:
+            pixels = inputs["pixel_values"]
+            sizes = [pixels.shape[-2:]] * pixels.shape[0]
+        return [(int(height) // patch) * (int(width) // patch) for height, width in sizes]
