@@ -1,5 +1,7 @@
 """NemotronH Omni against the conformance suite the core ships."""
 
+import torch
+
 from vlreg.testing.conformance import ExpertsConformance, MambaConformance, VisionConformance
 
 
@@ -25,3 +27,10 @@ class TestNemotronHOmni(MambaConformance, ExpertsConformance, VisionConformance)
     }
     one_sublayer = True
     renormalized = False  # a sigmoid router: the top-k sigmoid scores, renormalized
+
+
+class TestNemotronHOmniBfloat16(TestNemotronHOmni):
+    """The same in bfloat16, the published checkpoint's dtype (the Mamba scan runs in
+    float32 inside, and its values are checked at bfloat16's tolerance)."""
+
+    load_options = {"dtype": torch.bfloat16}

@@ -58,6 +58,10 @@ TEXT = {
     "ssm_state_size": 8,
     "n_groups": 2,
     "chunk_size": 8,
+    # steps of 0.1 to 1 rather than 0.001 to 0.1: the state a random mixer writes then
+    # moves the logits even in bfloat16
+    "time_step_min": 0.1,
+    "time_step_max": 1.0,
     "n_routed_experts": 4,
     "num_experts_per_tok": 2,
     "moe_intermediate_size": 32,
