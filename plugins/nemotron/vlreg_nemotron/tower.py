@@ -19,10 +19,8 @@ from (the tower's own ``last_hidden_state`` is a copy taken after that).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
-from nnsight.intervention.interleaver import Mediator
 from transformers.models.radio import modeling_radio as modeling
 
 from vlreg.plugin import (
@@ -53,22 +51,11 @@ def _heads(attention: Any, flat: Any) -> Any:
     return flat.view(*flat.shape[:-1], -1, attention.head_dim)
 
 
-def _count(images: Any) -> int:
-    if isinstance(images, (list, tuple)):
-        return sum(_count(image) for image in images)
-    return int(images is not None)
-
-
-def images_in_this_trace(what: str) -> int:
-    """How many images this trace's invokes hand the processor (or, for an encoding
-    passed as it is, its ``image_grid_hw`` rows), asked from inside the trace."""
-    batcher = getattr(Mediator.current(what).interleaver, "batcher", None)
-    found = 0
-    for inputs, kwargs in getattr(batcher, "invokes", ()):
-        encoding = inputs[0] if inputs and isinstance(inputs[0], Mapping) else kwargs
-        grids = encoding.get("image_grid_hw")
-        found += len(grids) if grids is not None else _count(kwargs.get("images"))
-    return found
+def images_in_this_trace(envoy: Any) -> int:
+    """How many images the model is called with in this trace: the rows of the
+    processor's ``image_grid_hw`` among the keyword inputs the host keeps for the run."""
+    grids = envoy.root._run.inputs.get("image_grid_hw")
+    return 0 if grids is None else len(grids)
 
 
 def _positions(vision: Any) -> str:
@@ -120,7 +107,7 @@ class RadioVision(Vision):
 
     def refuse(self, name: str) -> None:
         super().refuse(name)
-        if name == "position_embeddings" and images_in_this_trace(self.label(name)) > 1:
+        if name == "position_embeddings" and images_in_this_trace(self) > 1:
             raise Unavailable(
                 f"{self.label(name)} is unavailable: the grid is resampled for each image in a call of its own; "
                 f"read it in a trace with one image"
@@ -153,7 +140,7 @@ class RadioAttention(VisionAttention):
 
     def refuse(self, name: str) -> None:
         super().refuse(name)
-        if name in self.one_image and images_in_this_trace(self.label(name)) > 1:
+        if name in self.one_image and images_in_this_trace(self) > 1:
             raise Unavailable(
                 f"{self.label(name)} is unavailable: with several images the tower attends within each "
                 f"image in a call of its own and forms no one pattern; read it in a trace with one image"
