@@ -46,6 +46,26 @@ def find_scatter(model: torch.nn.Module, host: str, notes: list[str]) -> tuple[s
     return None
 
 
+#: A text model's parameter that takes the image's states for its cross-attention blocks.
+CROSS_STATES = re.compile(r"cross_attention_states|encoder_hidden_states")
+
+
+def find_cross_attention(model: torch.nn.Module, text: str, notes: list[str]) -> tuple[str, str] | None:
+    """Where no scatter writes features in: the text model's parameter that takes the
+    image's states for blocks that cross-attend to them (Mllama's ``cross_attention_states``)."""
+    import inspect
+
+    parameters = inspect.signature(model.get_submodule(text).forward).parameters
+    found = next((name for name in parameters if CROSS_STATES.fullmatch(name)), None)
+    if found is None:
+        return None
+    notes[:] = [line for line in notes if not line.startswith("no call in the forward")]
+    note(notes, f"no scatter: the text model takes the image's states as {found!r}, read by the blocks that cross-attend "
+                f"(CrossAttention; docs/where-images-meet-text.md): check that the wrapper passes the projector's output "
+                f"there. A random model whose gates start at zero (Mllama's) shuts the image out: set them in the builder")
+    return text, found
+
+
 def _scatter_in(module: torch.nn.Module) -> tuple[str, int | str] | None:
     from nnsight.intervention.envoy import Envoy
 

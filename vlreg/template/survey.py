@@ -39,7 +39,7 @@ from typing import Any
 import torch
 from attrs import field, frozen
 
-from .scatter import find_scatter, note as _note
+from .scatter import find_cross_attention, find_scatter, note as _note
 
 #: Names a block's mixer, its linear-attention mixer and its MLP go by.
 ATTENTION = ("self_attn", "attn", "attention", "self_attention")
@@ -79,6 +79,7 @@ class Survey:
     feature_layer: str | None = None  # the tower's depth field, where the projector reads config.vision_feature_layer
     inserted: tuple[str, ...] = ()  # the scatter host's own parameters (rows it adds to the features)
     text_only: tuple[str, dict[str, str]] | None = None  # a text-generation load's own class and its mounts
+    cross: tuple[str, str] | None = None  # the text model and its argument for the image's states (no scatter)
     notes: dict[str, list[str]] = field(factory=dict)  # kind -> TODO sentences
 
 
@@ -134,7 +135,8 @@ def survey(source: str | Path) -> Survey:
         tower_layers=tower_layers,
         patch_embed=patch_embed,
         projector=projector,
-        scatter=find_scatter(model, host, notes["wrapper"]),
+        scatter=(scatter := find_scatter(model, host, notes["wrapper"])),
+        cross=None if scatter else find_cross_attention(model, text, notes["wrapper"]),
         text_envoys=text_envoys,
         text_rename=text_rename,
         tower_envoys=tower_envoys,
@@ -241,20 +243,26 @@ def _text_blocks(blocks: torch.nn.ModuleList, notes: list[str]) -> tuple[dict, d
     flags = {"experts": False, "shared_expert": False, "hybrid": False}
     for block in blocks:
         envoys[type(block)] = "Layer"
-        if _mixer(block) is None:
+        if isinstance(getattr(block, "cross_attn", None), torch.nn.Module):
+            envoys[type(block)], envoys[type(block.cross_attn)] = "CrossAttentionLayer", "CrossAttentionMixer"
+            _note(notes, f"{type(block).__name__} attends to the image (cross_attn: CrossAttentionLayer): where it scales "
+                         f"its sublayers' outputs (gates), subclass it with attention_gate and mlp_gate; where its "
+                         f"attention norms the keys, override CrossAttentionMixer.project")
+        elif _mixer(block) is None:
             _note(notes, f"{type(block).__name__} has none of {ATTENTION + LINEAR}: name its mixer in TEXT_RENAME")
             continue
-        mixer, linear = _mixer(block)
-        attention = block.get_submodule(mixer)
-        gated = not linear and "sigmoid" in _forward_source(attention) and hasattr(attention, "o_proj")
-        envoys[type(attention)] = "LinearAttention" if linear else "GatedAttention" if gated else "Attention"
-        standard = "linear_attn" if linear else "self_attn"
-        if mixer != standard:
-            rename[mixer] = standard
-        flags["hybrid"] |= linear
-        if gated:
-            _note(notes, f"{type(attention).__name__} calls a sigmoid in its forward, taken for a gate on its heads "
-                         f"before o_proj (GatedAttention): check it, else map it to Attention")
+        else:
+            mixer, linear = _mixer(block)
+            attention = block.get_submodule(mixer)
+            gated = not linear and "sigmoid" in _forward_source(attention) and hasattr(attention, "o_proj")
+            envoys[type(attention)] = "LinearAttention" if linear else "GatedAttention" if gated else "Attention"
+            standard = "linear_attn" if linear else "self_attn"
+            if mixer != standard:
+                rename[mixer] = standard
+            flags["hybrid"] |= linear
+            if gated:
+                _note(notes, f"{type(attention).__name__} calls a sigmoid in its forward, taken for a gate on its heads "
+                             f"before o_proj (GatedAttention): check it, else map it to Attention")
         mlp_name = _child(block, MLP)
         if mlp_name is None:
             _note(notes, f"{type(block).__name__} has none of {MLP}: name its MLP ('mlp') in TEXT_RENAME")

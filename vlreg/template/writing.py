@@ -62,6 +62,8 @@ def module(name: str, found: Survey, claimed: list[str], elsewhere: dict[str, st
     imports = (imports - own).union(*(OWN[name][1] for name in own))
     if "wrapper" in claimed and found.scatter:
         imports.add("Scatter")
+    elif "wrapper" in claimed and found.cross:
+        imports.add("CrossAttention")
     if adapter:
         imports.add("adapter")
     host = found.scatter[0] if found.scatter else found.text.rpartition(".")[0]
@@ -103,9 +105,15 @@ def _wrapper(found: Survey, alias: str | None) -> str:
         text += (_comment(textwrap.fill(f"A text-generation load builds transformers' text-only {loaded}: its "
                                         f"mounts, beside the wrapper's (a key binds only where it resolves).", 86), "#: ")
                  + f"TEXT_ONLY_RENAME = {_dict(mounts)}\n\n")
-    text += ("#: Where the wrapper writes the image features into the embeddings: nnsight's name for the\n"
-             "#: call in the forward of `host`, and the features' argument (a position, or a keyword's name).\n")
-    if found.scatter is None:
+    if found.cross is not None:
+        text += "#: The image reaches the text model (host) as an argument its cross-attention blocks read.\n"
+    else:
+        text += ("#: Where the wrapper writes the image features into the embeddings: nnsight's name for the\n"
+                 "#: call in the forward of `host`, and the features' argument (a position, or a keyword's name).\n")
+    if found.cross is not None:
+        host, argument = found.cross
+        text += f'SCATTER = CrossAttention(host="{host}", argument={argument!r})\n'
+    elif found.scatter is None:
         text += "SCATTER = None  # TODO: no image reaches the text model until this is set\n"
     else:
         host, operation, argument = found.scatter
@@ -172,12 +180,13 @@ def test(name: str, found: Survey, turns: bool = True) -> str:
     """The conformance test: the suite, with the mixins for what the survey found."""
     mixins = [mixin for mixin, present in (("ExpertsConformance", found.experts),
                                            ("LinearAttentionConformance", found.hybrid)) if present]
-    bases = ", ".join([*mixins, "VisionConformance"])
+    suite = "CrossAttentionConformance" if found.cross else "VisionConformance"
+    bases = ", ".join([*mixins, suite])
     unavailable = dict(ADAPTER_ABOUT[found.tower_adapter][1]) if found.tower_adapter else {}
     if found.experts and not found.shared_expert:
         unavailable["mlp.shared_expert_output"] = "no shared expert"
     lines = [f'"""{name} against vlreg\'s conformance suite."""\n',
-             _import("vlreg.testing.conformance", sorted([*mixins, "VisionConformance"])) + "\n",
+             _import("vlreg.testing.conformance", sorted([*mixins, suite])) + "\n",
              f"class TestFamily({bases}):",
              f'    checkpoint = "{name}"',
              f"    native = {_dict(found.native, 4)}"]

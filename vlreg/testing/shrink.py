@@ -17,7 +17,9 @@ What a cut keeps, so the small model still runs as the real one does:
   output on Qwen2-VL, ``out_hidden_size`` elsewhere) follows the text model's new width;
 * block indexes inside the cut tower: DeepStack's taps move to its first blocks (each
   feeds the text block of its rank; a tap past the depth would silently never run), other
-  index lists (full-attention blocks) keep what fits, else the last block.
+  index lists (full-attention blocks) keep what fits, else the last block; the text
+  model's cross-attention blocks likewise (a cut that kept none would never read the
+  image), and a tower output as wide as the blocks it concatenates follows their count.
 """
 
 from __future__ import annotations
@@ -49,6 +51,7 @@ VISION = {
     "embed_dim": 32,
     "intermediate_size": 64,
     "num_hidden_layers": 2,
+    "num_global_layers": 1,
     "depth": 2,
     "num_attention_heads": 2,
     "num_heads": 2,
@@ -57,6 +60,11 @@ VISION = {
 HANDOFF = ("out_hidden_size",)
 #: Vision fields listing tower blocks each of which feeds a text block in order.
 TAPS = ("deepstack_visual_indexes",)
+#: Text fields listing blocks of another kind (Mllama's cross-attention blocks).
+TEXT_INDEXES = ("cross_attention_layers",)
+#: Vision fields that are the tower's output width, the blocks' width times the streams
+#: concatenated (Mllama's: the last block's and each of ``intermediate_layers_indices``).
+CONCATENATED = {"vision_output_dim": "intermediate_layers_indices"}
 
 #: Config fields a processor and the model must agree on: the token ids and the vocabulary
 #: (the tokenizer's), and how images are cut into patches and tokens (the image processor's).
@@ -96,6 +104,11 @@ def _cut_text(config: Any, fields: dict) -> None:
     if layer_types is not None and getattr(config, "num_hidden_layers", None) is not None:
         config.layer_types = _every_kind(list(layer_types), config.num_hidden_layers)
         config.num_hidden_layers = len(config.layer_types)
+    depth = getattr(config, "num_hidden_layers", None)
+    for name in TEXT_INDEXES:
+        indexes = getattr(config, name, None)
+        if indexes and depth:
+            setattr(config, name, [index for index in indexes if index < depth] or [depth - 1])
 
 
 def _every_kind(layer_types: list, depth: int) -> list:
@@ -138,6 +151,9 @@ def _cut_vision(config: Any, fields: dict, text_width: int | None, new_text_widt
             setattr(config, name, list(range(min(len(indexes), depth))))
         else:
             setattr(config, name, [index for index in indexes if index < depth] or [depth - 1])
+    for name, streams in CONCATENATED.items():
+        if getattr(config, name, None) is not None and getattr(config, streams, None) is not None:
+            setattr(config, name, config.hidden_size * (1 + len(getattr(config, streams))))
 
 
 def agreeing(config: Any) -> dict[str, dict]:
