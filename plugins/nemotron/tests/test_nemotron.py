@@ -90,6 +90,26 @@ def test_the_tower_pattern_is_one_images(model):
             model.vision.position_embeddings.save()
 
 
+def test_each_block_takes_the_stream_the_one_before_leaves(model):
+    """Whatever a block's kind (Mamba, experts, attention, MLP), the next one takes what it
+    returns, and what it returns is its input plus its one sublayer's output."""
+    flows = []  # made outside the trace: names first bound inside one do not leave it
+    with model.trace(chat(model, 1), images=[image(112, 84)]):
+        for block in model.layers:
+            x = block.input.save()
+            part = block.__dict__[name_of(block)]
+            added = (part.mlp_output if name_of(block) == "mlp" else part.attention_output).save()
+            flows.append((x, added, block.layer_output.save()))
+    for (x, added, out), (after, _, _) in zip(flows, flows[1:]):
+        assert torch.equal(after, out)
+    for x, added, out in flows:
+        torch.testing.assert_close(x + added, out)
+
+
+def name_of(block) -> str:
+    return next(name for name in ("mamba", "self_attn", "mlp") if name in block.__dict__)
+
+
 def test_attention_to_the_image_is_read_in_the_blocks_that_attend(model):
     prompt, pictures = chat(model, 1), [image(112, 84)]
     found = analysis.attention_to_images(model, prompt, pictures)
