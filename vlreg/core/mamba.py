@@ -51,11 +51,16 @@ def _call(mixer: Any, name: str) -> str:
     return f"{mixer.path}.source.{getattr(mixer, name)}"
 
 
+def _kernels(mixer: Any) -> bool:
+    """Whether transformers runs the mixer's functions as kernels: ``mamba_ssm``'s where it
+    is installed, the hub's where the model was loaded with ``use_kernels``."""
+    return importlib.util.find_spec("mamba_ssm") is not None or bool(getattr(mixer.root._module, "use_kernels", False))
+
+
 def _fused(mixer: Any) -> str | None:
-    """In training mode with a fused kernel at hand (``mamba_ssm`` installed, or the hub's
-    kernels in use) the whole mixer is one call; the torch path computes every value."""
-    kernels = importlib.util.find_spec("mamba_ssm") is not None or getattr(mixer.root._module, "use_kernels", False)
-    if not (mixer._module.training and kernels):
+    """In training mode with a fused kernel at hand the whole mixer is one call; the torch
+    path computes every value."""
+    if not (mixer._module.training and _kernels(mixer)):
         return None
     return (
         "the mixer is in training mode with a fused Mamba kernel installed, which computes it in one "
@@ -64,8 +69,8 @@ def _fused(mixer: Any) -> str | None:
 
 
 def _kernel(mixer: Any) -> str | None:
-    if importlib.util.find_spec("mamba_ssm") is None and not getattr(mixer.root._module, "use_kernels", False):
-        return _fused(mixer)
+    if not _kernels(mixer):
+        return None
     return (
         "the scan runs as a kernel (mamba_ssm is installed, or the model uses the hub's kernels), which "
         "forms the steps and decays inside; without it transformers runs the torch scan, which serves them"
