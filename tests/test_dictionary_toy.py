@@ -1,0 +1,100 @@
+"""The known-answer check of `vlreg.dictionaries`: a dictionary trained on the toy
+model's block-0 output at image tokens (`vlreg.testing.dictionary`), read over held-out
+scenes whose every token's content we know.
+
+A feature is chosen on one set of held-out scenes and checked on another: its strongest
+tokens must lie on shapes of one colour or one shape (precision >= 0.7), and turning it
+off there must move the answer more than turning off other features does. The trained
+dictionary is cached beside the toy (`dictionary.build`).
+"""
+
+from __future__ import annotations
+
+import json
+import random
+
+import pytest
+import torch
+
+from vlreg.dictionaries import Dictionary, feature_maps
+from vlreg.testing import dictionary as trained
+from vlreg.testing import toy
+
+N = 100
+
+
+@pytest.fixture(scope="module")
+def model():
+    return trained.load_model()
+
+
+@pytest.fixture(scope="module")
+def dictionary(model):
+    return trained.load(model)
+
+
+def activations(dictionary, scenes) -> torch.Tensor:
+    return torch.cat([feature_maps(dictionary, s.prompt, [s.image]).activations[0] for s in scenes])
+
+
+@pytest.fixture(scope="module")
+def read(model, dictionary):
+    """Activations and token labels on a selection set and an evaluation set of scenes."""
+    chosen, checked = toy.scenes(N), toy.scenes(N, seed=1)
+    return {"selection": (chosen, activations(dictionary, chosen), trained.label(model, chosen)),
+            "evaluation": (checked, activations(dictionary, checked), trained.label(model, checked))}
+
+
+def test_the_dictionary_is_trained_once_cached_and_reconstructs(model, dictionary):
+    path = trained.build(model)
+    assert path == trained.path() and path.parent == toy.cache_dir()
+    assert Dictionary.load(path, transposed=False).features == trained.RECIPE["features"] == dictionary.features
+    report = json.loads(path.with_suffix(".json").read_text())
+    print(f"dictionary: {report}")
+    assert report["key"] == trained.key() and report["recipe"]["toy"] == toy.key()
+    assert report["variance_explained"] >= 0.99 and report["active_per_token"] <= 8
+
+
+def test_some_features_land_on_shapes_of_one_colour(read):
+    """Features whose strongest tokens, on scenes they were not picked on, are all of
+    one colour's shapes."""
+    _, acts, labels = read["selection"]
+    _, held_acts, held_labels = read["evaluation"]
+    pure = []
+    for feature in range(acts.shape[1]):
+        kind, value, precision, count = trained.purity(acts, labels, feature)
+        if kind == "colour" and precision >= 0.7 and count >= 5:
+            pure.append((feature, value, trained.purity(held_acts, held_labels, feature)))
+    print(f"colour features (feature, colour, held-out purity): {pure}")
+    assert any(again[:2] == ("colour", value) and again[2] >= 0.7 for _, value, again in pure)
+
+
+def test_a_feature_lands_on_one_shape_and_turning_it_off_moves_the_answer(dictionary, read):
+    """The purest feature of the largest activation (chosen on the selection scenes)
+    keeps its purity on the evaluation scenes, and turning it off at its tokens drops
+    the answer's logit, where the asked shape is its shape, more than turning off
+    random features there (drawn from all features, and from those active on its
+    strongest tokens)."""
+    scenes, acts, labels = read["selection"]
+    candidates = []
+    for feature in range(acts.shape[1]):
+        kind, value, precision, count = trained.purity(acts, labels, feature)
+        if precision >= 0.7 and count >= 8:
+            top = acts[:, feature] >= 0.5 * acts[:, feature].max()
+            candidates.append((float(acts[top, feature].mean()), feature, kind, value))
+    _, feature, kind, value = max(candidates)
+    held, held_acts, held_labels = read["evaluation"]
+    again = trained.purity(held_acts, held_labels, feature)
+    top = held_acts[:, feature] >= 0.5 * held_acts[:, feature].max()
+    rng = random.Random(0)
+    anywhere = rng.sample([f for f in range(dictionary.features) if f != feature], 8)
+    beside = rng.sample([f for f in (held_acts[top] > 0).any(0).nonzero()[:, 0].tolist() if f != feature], 4)
+    drops = trained.zero_effects(dictionary, held, held_acts, feature, kind, value, anywhere + beside)
+    mean = drops.mean(1)
+    print(f"feature {feature}: {kind} {value!r}, held-out purity {again[2]:.2f} over {again[3]} tokens; answer logit "
+          f"drop {mean[0]:.3f} over {drops.shape[1]} scenes (max {drops[0].max():.2f}); random features "
+          f"{mean[1:9].mean():.3f} (each {[round(float(m), 3) for m in mean[1:9]]}), features active there "
+          f"{mean[9:].mean():.3f} (each {[round(float(m), 3) for m in mean[9:]]})")
+    assert again[:2] == (kind, value) and again[2] >= 0.7
+    assert drops.shape[1] >= 20
+    assert mean[0] > 0.3 and mean[0] > 2 * mean[1:9].mean() and mean[0] > 2 * mean[9:].mean()

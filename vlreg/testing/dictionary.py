@@ -1,0 +1,227 @@
+"""A dictionary whose features we can check: a small ReLU sparse autoencoder trained here,
+on the toy model's (`vlreg.testing.toy`) block output at image tokens.
+
+The toy's image tokens each hold one 28-pixel cell of a scene: mostly background, some a
+shape of one of six colours. Its answer (a shape's colour) is read from the shape's token
+after block 0, so a dictionary on ``layers[0].layer_output`` at the image tokens should
+find features for what a cell holds, and turning such a feature off at a shape's token
+should move the answer. `build` trains one, or loads it from a cache file next to the
+toy's checkpoint, keyed by a hash of `RECIPE` (which holds the toy's own key).
+
+Training is torch only, on activations read through `StandardizedTransformer` from
+scenes the toy's tests never use (a seed stream of their own), one thread, seeded:
+about forty seconds. The loss is the reconstruction's squared error over the data's
+variance plus an L1 penalty on the activations, each decoder row kept at unit norm.
+
+`label`, `purity` and `zero_effects` are the known-answer check of docs and tests: which
+shape (and colour) each image token holds, how purely a feature's strongest tokens are
+of one colour or one shape, and what turning it off there does to the answer.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from . import toy
+
+VERSION = "dictionary-1"
+
+RECIPE = {
+    "version": VERSION,
+    "toy": toy.key(),
+    "site": "layers[0].layer_output",
+    "scenes": 1000,
+    "scene_seed": 1000,
+    "seed": 0,
+    "features": 128,
+    "l1": 3e-3,
+    "steps": 2000,
+    "batch": 1024,
+    "lr": 3e-3,
+    "threads": 1,
+}
+
+
+def key(recipe: dict = RECIPE) -> str:
+    return hashlib.sha256(json.dumps(recipe, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def path(recipe: dict = RECIPE) -> Path:
+    """Where the trained dictionary is cached: beside the toy's checkpoint folders."""
+    return toy.cache_dir() / f"dictionary-{key(recipe)}.safetensors"
+
+
+def load_model() -> Any:
+    from .. import StandardizedTransformer
+
+    return StandardizedTransformer(str(toy.build()), task="image-text-to-text", dispatch=True,
+                                   attn_implementation="eager", device="cpu")
+
+
+def build(model: Any = None, recipe: dict = RECIPE) -> Path:
+    """The trained dictionary's file (safetensors), trained into the cache if absent;
+    ``model`` is the toy, loaded if not given. Its report is beside it (``.json``)."""
+    target = path(recipe)
+    if not target.exists():
+        model = load_model() if model is None else model
+        dictionary, report = train(model, recipe)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        fd, scratch = tempfile.mkstemp(prefix=f".{target.name}-", dir=target.parent)
+        os.close(fd)
+        try:
+            dictionary.save(scratch)
+            Path(scratch).replace(target)
+        finally:
+            Path(scratch).unlink(missing_ok=True)
+        target.with_suffix(".json").write_text(json.dumps(report, indent=2))
+    return target
+
+
+def load(model: Any = None, recipe: dict = RECIPE) -> Any:
+    """The trained dictionary, attached to the toy ``model`` at the recipe's site."""
+    from ..dictionaries import Dictionary
+
+    model = load_model() if model is None else model
+    return Dictionary.load(build(model, recipe), transposed=False).attach(model, recipe["site"])
+
+
+@torch.no_grad()
+def activations(model: Any, scenes: list, site: str = RECIPE["site"], chunk: int = 50) -> torch.Tensor:
+    """The value at ``site`` at every image token of ``scenes``, ``[scenes * 36, hidden]``."""
+    from ..dictionaries.dictionary import _site
+
+    module, _ = _site(model, site)
+    name = site.rsplit(".", 1)[1]
+    rows = []
+    for start in range(0, len(scenes), chunk):
+        part = scenes[start : start + chunk]
+        with model.trace([s.prompt for s in part], images=[s.image for s in part]):
+            mask = model.vision.image_token_mask.save()
+            value = getattr(module, name).save()
+        rows.append(value[mask].float())
+    return torch.cat(rows)
+
+
+def train(model: Any, recipe: dict = RECIPE) -> tuple[Any, dict]:
+    """Train the dictionary on fresh scenes; returns it and a report (seconds, the
+    reconstruction's share of variance explained, mean active features per token)."""
+    from ..dictionaries import Dictionary
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(recipe["threads"])
+    started = time.perf_counter()
+    try:
+        data = activations(model, toy.scenes(recipe["scenes"], seed=recipe["scene_seed"]), recipe["site"])
+        collected = time.perf_counter() - started
+        generator = torch.Generator().manual_seed(recipe["seed"])
+        width, features = data.shape[1], recipe["features"]
+        mean = data.mean(0)
+        variance = (data - mean).pow(2).sum(-1).mean()
+        w_dec = torch.randn(features, width, generator=generator)
+        w_dec = (w_dec / w_dec.norm(dim=-1, keepdim=True)).requires_grad_()
+        w_enc = w_dec.detach().T.clone().requires_grad_()
+        b_enc = torch.zeros(features, requires_grad=True)
+        b_dec = mean.clone().requires_grad_()
+        optimiser = torch.optim.Adam([w_enc, b_enc, w_dec, b_dec], lr=recipe["lr"])
+        steps = recipe["steps"]
+        schedule = torch.optim.lr_scheduler.LambdaLR(optimiser, lambda s: min(1.0, 2 * (1 - s / steps)))
+        for step in range(steps):
+            x = data[torch.randint(len(data), (recipe["batch"],), generator=generator)]
+            f = torch.relu((x - b_dec) @ w_enc + b_enc)
+            error = (f @ w_dec + b_dec - x).pow(2).sum(-1).mean() / variance
+            sparsity = f.sum(-1).mean()
+            optimiser.zero_grad()
+            (error + recipe["l1"] * sparsity).backward()
+            optimiser.step()
+            schedule.step()
+            with torch.no_grad():
+                w_dec /= w_dec.norm(dim=-1, keepdim=True)
+        # the decoder bias is subtracted in training: fold it into the encoder's bias
+        dictionary = Dictionary.from_tensors(
+            {"W_enc": w_enc.detach(), "b_enc": (b_enc - b_dec @ w_enc).detach(), "W_dec": w_dec.detach(),
+             "b_dec": b_dec.detach()}, transposed=False, source="vlreg.testing.dictionary")
+        with torch.no_grad():
+            f = dictionary.encode(data)
+            explained = 1 - float((dictionary.decode(f) - data).pow(2).sum(-1).mean() / variance)
+            active = float((f > 0).float().sum(-1).mean())
+            alive = int((f > 0).any(0).sum())
+        seconds = time.perf_counter() - started
+    finally:
+        torch.set_num_threads(threads)
+    report = {"recipe": recipe, "key": key(recipe), "collect_seconds": round(collected, 1),
+              "train_seconds": round(seconds, 1), "tokens": len(data), "variance_explained": round(explained, 4),
+              "active_per_token": round(active, 2), "alive_features": alive}
+    return dictionary, report
+
+
+def label(model: Any, scenes: list) -> list[tuple[str, str] | None]:
+    """Per image token of ``scenes`` (36 a scene, in order): the ``(colour, shape)`` of the
+    shape whose box its box overlaps, else None (each shape lies in one token's cell)."""
+    found: list = []
+    for scene in scenes:
+        (geometry,) = model.vision.geometry(scene.prompt, [scene.image])
+        held: list = [None] * geometry.tokens
+        b = geometry.boxes
+        for shape, (colour, (x0, y0, x1, y1)) in scene.shapes.items():
+            for token in ((b[:, 0] < x1) & (x0 < b[:, 2]) & (b[:, 1] < y1) & (y0 < b[:, 3])).nonzero()[:, 0].tolist():
+                held[token] = (colour, shape)
+        found += held
+    return found
+
+
+def purity(acts: torch.Tensor, labels: list, feature: int) -> tuple[str, str, float, int]:
+    """A feature's strongest tokens (activation at least half its largest, over every
+    token of ``acts``) and how many hold one colour, or one shape: ``(kind, value,
+    precision, tokens)`` for whichever of the two is purer, kind ``"colour"`` or
+    ``"shape"``."""
+    column = acts[:, feature]
+    top = (column >= 0.5 * column.max()).nonzero()[:, 0].tolist() if column.max() > 0 else []
+    best = ("colour", "", 0.0, len(top))
+    for index, kind in enumerate(("colour", "shape")):
+        held = [labels[t][index] for t in top if labels[t] is not None]
+        for value in set(held):
+            share = held.count(value) / len(top)
+            if share > best[2]:
+                best = (kind, value, share, len(top))
+    return best
+
+
+@torch.no_grad()
+def zero_effects(dictionary: Any, scenes: list, acts: torch.Tensor, feature: int, kind: str, value: str,
+                 others: "list[int]" = ()) -> torch.Tensor:
+    """For each scene whose answer is about ``value`` (its answer is that colour, or the
+    asked shape is that shape) and where ``feature`` fires: how far the answer's logit
+    at the last position drops when ``feature`` is turned off at the tokens where it
+    fires (through the dictionary, keeping the error), ``[1 + len(others), scenes]``:
+    then each of ``others`` turned off at the same tokens instead (controls). ``acts``
+    holds the scenes' activations, 36 rows a scene."""
+    model = dictionary._model()
+    drops = []
+    for index, scene in enumerate(scenes):
+        if (scene.answer if kind == "colour" else scene.shape) != value:
+            continue
+        where = (acts[index * 36 : (index + 1) * 36, feature] > 0).nonzero()[:, 0].tolist()
+        if not where:
+            continue
+        answer = model.tokenizer.convert_tokens_to_ids(scene.answer)
+        (geometry,) = model.vision.geometry(scene.prompt, [scene.image])
+        with model.trace(scene.prompt, images=[scene.image]):
+            clean = model.logits[0, -1, answer].save()
+        row = []
+        for turned_off in (feature, *others):
+            with model.trace(scene.prompt, images=[scene.image]):
+                rows = dictionary.rows(geometry)
+                for token in where:
+                    dictionary.zero(rows[token : token + 1], turned_off)
+                edited = model.logits[0, -1, answer].save()
+            row.append(float(clean - edited))
+        drops.append(row)
+    return torch.tensor(drops).reshape(-1, 1 + len(others)).T
