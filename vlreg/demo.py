@@ -55,8 +55,12 @@ def findings(model, example) -> dict:
     answer with the target's token (and with a token away from every shape) mean-ablated,
     the answer when the target's tokens are patched, block by block, from the scene with
     the target's colour swapped for another shape's, the last token's attention share on
-    the target and the logit lens's probability of the answer there, per block."""
+    the target and the logit lens's probability of the answer there, per block, and the
+    maps of the trained dictionary's (`vlreg.testing.dictionary`) four features most
+    active at the target."""
     from . import analysis
+    from .dictionaries import feature_maps
+    from .testing import dictionary as trained_dictionary
 
     prompt, image = example.prompt, example.image
     (geometry,) = model.vision.geometry(prompt, [image])
@@ -83,6 +87,8 @@ def findings(model, example) -> dict:
                                      batch=geometry.tokens)
     seen = analysis.attention_to_images(model, prompt, [image]).weights[0].mean(1)
     lens = analysis.logit_lens(model, prompt, [image], target=answer)
+    dictionary = trained_dictionary.load(model)
+    maps = feature_maps(dictionary, prompt, [image])
     return {
         "geometry": geometry, "target": target, "answer": answer, "probability": float(probabilities.max()),
         "occlusion": occluded.scores, "ablated": ablated, "away": far,
@@ -90,6 +96,7 @@ def findings(model, example) -> dict:
         "patch_effects": patched.effects, "patch_per_token": per_token.effects,
         "attention": seen, "attention_share": seen[:, target].sum(-1) / seen.sum(-1),
         "lens": lens.target_probabilities[0],
+        "dictionary": dictionary, "maps": maps, "features": maps.top(4, tokens=target),
     }
 
 
@@ -119,6 +126,9 @@ def summary(example, found: dict) -> list[str]:
         f"logit lens: p({found['answer']!r}) at the {example.shape}'s token per block: "
         f"{blocks(f'{p:.2f}' for p in found['lens'][:, target].mean(-1))}, elsewhere at most "
         f"{blocks(f'{p:.2f}' for p in found['lens'][:, [t for t in range(len(scores)) if t not in target]].max(-1).values)}",
+        f"dictionary on {found['dictionary'].site} ({found['dictionary'].features} features): the most active at the "
+        f"{example.shape}'s token {blocks(f'{f} ({a:.1f})' for f, a in found['features'])}; feature "
+        f"{found['features'][0][0]} is strongest at token {int(found['maps'].map(found['features'][0][0]).argmax())}",
     ]
 
 
@@ -150,6 +160,9 @@ def write_pictures(model, out: str | Path, example=None, found: dict | None = No
                                       zoom=ZOOM, scale=0.5),
         "tower.png": overlay_grid(image, geometry, heads, grid=tower.grids[0], zoom=ZOOM, scale=0.5,
                                   titles=[f"tower head {h}: from the {example.shape}" for h in range(len(heads))]),
+        "dictionary.png": overlay_grid(image, geometry, [found["maps"].map(f) for f, _ in found["features"]], zoom=ZOOM,
+                                       scale=0.5, low=0.0,
+                                       titles=[f"feature {f}: top at the {example.shape}" for f, _ in found["features"]]),
     }
     written = []
     for name, picture in pictures.items():

@@ -5,6 +5,7 @@ blended over the original image, outlines the token grid where the boxes are and
 colour bar; the result has the original image's size, so it lines up with the picture.
 `overlay_grid` lays out several overlays on one colour scale (a score across layers or
 heads). Parts of the image no token covers (outside a centre crop) are dimmed.
+`feature_map` draws one dictionary feature's activations (`vlreg.dictionaries`).
 """
 
 from __future__ import annotations
@@ -180,3 +181,13 @@ def overlay_grid(
             panel = panel.resize((width, height), Image.Resampling.LANCZOS)
         sheet.paste(panel, ((i % across) * (width + gap), (i // across) * (height + gap)))
     return sheet
+
+
+def feature_map(image: Image.Image, maps: Any, feature: int, *, index: int = 0, title: str | None = None,
+                **options: Any) -> Image.Image:
+    """A dictionary feature's activation over image ``index`` of ``maps`` (a
+    `vlreg.dictionaries.FeatureMaps`), drawn with `overlay` on a scale from 0 (the
+    feature off) to its largest activation there, titled with the feature's id."""
+    options.setdefault("low", 0.0)
+    return overlay(image, maps.geometry[index], maps.map(feature, index),
+                   title=f"feature {feature}" if title is None else title, **options)
