@@ -10,8 +10,9 @@ as it would.
 
 The replayed output is the tower's whole output object (its last hidden state, the
 merger's output on the Qwen towers, the hidden states a projector reads, DeepStack's
-taps), every tensor repeated along its leading axis, which is the tower's batch (images,
-crops, or the packed row of patches) on every family. Tower values are not computed in a
+taps), every tensor repeated along the tower's batch axis (`Vision.batch_axis`): the
+leading axis (images, crops, or a packed row of patches), or the patches' axis of a
+tower that packs every image into one row behind a leading axis of 1 (Pixtral's). Tower values are not computed in a
 trace that replays: reading one is refused with the reason.
 """
 
@@ -46,22 +47,25 @@ class TowerCache:
                 f"replay a cache only in a trace of the images it was made from"
             )
         model._replaying = True
-        model.vision.skip(_repeat(self.output, copies))
+        model.vision.skip(_repeat(self.output, copies, model.vision.batch_axis))
 
 
-def _repeat(output: Any, copies: int) -> Any:
-    """``output`` with every tensor repeated ``copies`` times along its leading axis, in
-    new containers (a wrapper may reassign fields of the output it is handed, as LLaVA's
-    and Qwen's replace ``pooler_output`` with its per-image split)."""
+def _repeat(output: Any, copies: int, axis: int = 0) -> Any:
+    """``output`` with every tensor repeated ``copies`` times along ``axis`` (the tower's
+    batch, `Vision.batch_axis`), in new containers (a wrapper may reassign fields of the
+    output it is handed, as LLaVA's and Qwen's replace ``pooler_output`` with its
+    per-image split)."""
     if isinstance(output, torch.Tensor):
-        if copies == 1 or not output.dim():
+        if copies == 1 or output.dim() <= axis:
             return output
-        return output.repeat(copies, *([1] * (output.dim() - 1)))
+        times = [1] * output.dim()
+        times[axis] = copies
+        return output.repeat(*times)
     if isinstance(output, dict):  # transformers' ModelOutput is a dict too
-        repeated = type(output)(**{key: _repeat(value, copies) for key, value in output.items()})
+        repeated = type(output)(**{key: _repeat(value, copies, axis) for key, value in output.items()})
         return repeated
     if isinstance(output, (list, tuple)):
-        return type(output)(_repeat(item, copies) for item in output)
+        return type(output)(_repeat(item, copies, axis) for item in output)
     return output
 
 

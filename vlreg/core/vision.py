@@ -138,6 +138,11 @@ class Vision(Standard):
     #: Rows after the patches in the tower's own sequence (Llama 4's class token, which it
     #: appends: 1).
     trailing_tokens: int = 0
+    #: The axis of the tower's output along which its batch lies: 0 (images, crops, or a
+    #: packed ``[patches, hidden]`` row), or 1 where every image's patches are packed into
+    #: one row behind a leading axis of 1 (Pixtral's ``[1, patches, hidden]``). A replayed
+    #: `TowerCache` repeats the output along it, once per copy of the images.
+    batch_axis: int = 0
     #: Whether each image's row of patches is padded after its own patches to a fixed
     #: length (Gemma 4's budget): the tower's values then run past the image's patches.
     padded_patches: bool = False

@@ -34,6 +34,8 @@ TOWER_RENAME = {
 class PixtralVision(Vision):
     """The Pixtral tower (``model.vision_tower``): every image's patches in one row."""
 
+    batch_axis = 1  # the packed row, [1, patches, hidden]: copies of the images extend it
+
     @property
     def image_size(self) -> int:
         """Unavailable: Pixtral has no fixed resolution."""
