@@ -88,6 +88,7 @@ def build_nemotron_h_omni(path: Path, **overrides: Any) -> Path:
     ``vision_config`` dicts, ``image_processor`` (fields of the image processor), other
     fields of the top-level config."""
     from transformers import GenerationConfig, ParakeetFeatureExtractor
+    from transformers.image_utils import OPENAI_CLIP_MEAN, OPENAI_CLIP_STD
     from transformers.models.nemotron_h_omni import (
         NemotronH_Omni_Reasoning_V3_Config,
         NemotronH_Omni_Reasoning_V3ImageProcessor,
@@ -101,7 +102,9 @@ def build_nemotron_h_omni(path: Path, **overrides: Any) -> Path:
               **overrides.pop("image_processor", {})}
     processor = NemotronH_Omni_Reasoning_V3Processor(
         image_processor=NemotronH_Omni_Reasoning_V3ImageProcessor(**images),
-        video_processor=NemotronH_Omni_Reasoning_V3VideoProcessor(patch_size=PATCH, video_target_num_patches=MIN_PATCHES),
+        video_processor=NemotronH_Omni_Reasoning_V3VideoProcessor(
+            patch_size=PATCH, video_target_num_patches=MIN_PATCHES, norm_mean=list(OPENAI_CLIP_MEAN), norm_std=list(OPENAI_CLIP_STD)
+        ),
         tokenizer=tok,
         feature_extractor=ParakeetFeatureExtractor(),
         chat_template=CHAT_TEMPLATE,
