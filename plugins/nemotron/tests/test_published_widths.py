@@ -62,3 +62,21 @@ def test_inspect_reads_the_config_alone(folder, capsys):
 
 def test_the_census_serves_it():
     assert "vlreg-nemotron" in coverage()["nemotron_h_omni"]
+
+
+def test_an_audio_tower_is_built_and_left_unnamed(folder, tmp_path):
+    """The published checkpoint also carries a Parakeet audio tower; no standard name binds
+    in it, and the names and support table are those of the same model without it."""
+    audio = tmp_path / "with-audio"
+    NemotronH_Omni_Reasoning_V3_Config(audio_config={"projection_hidden_size": 4096, "projection_bias": False}).save_pretrained(audio)
+    processor = tmp_path / "processor"
+    AutoProcessor.from_pretrained(build("nemotron_h_omni")).save_pretrained(processor)
+    with_audio, without = (
+        StandardizedTransformer(str(path), task="image-text-to-text", dispatch=False, processor=str(processor))
+        for path in (audio, folder)
+    )
+    assert with_audio._module.audio_tower is not None and without._module.audio_tower is None
+    assert with_audio._aliases == without._aliases
+    assert with_audio.support() == without.support()
+    inside = list(with_audio.audio_tower.modules())
+    assert len(inside) > 100 and not [envoy for envoy in inside if envoy._aliases], "a standard name bound in the audio tower"
