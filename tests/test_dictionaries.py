@@ -298,3 +298,20 @@ def test_encoding_a_448_image_on_16k_features_reads_the_stream_in_place(loaded):
     with Allocations() as made:
         dictionary.encode(kept.clone() - dictionary.b_dec)  # what subtracting the bias from the rows would make
     assert (256, model.hidden_size) in made.shapes
+
+
+def test_a_feature_map_is_drawn_over_the_image_hottest_where_the_feature_is(loaded):
+    from vlreg.pictures import RAMP, feature_map
+
+    model = loaded("qwen2_vl")
+    dictionary = random_dictionary(model, "layers[1].layer_output")
+    maps = feature_maps(dictionary, chat(model), [PICTURE])
+    feature = int(maps.activations[0].max(0).values.argmax())
+    drawn = feature_map(PICTURE, maps, feature, title="", bar=False)   # nothing drawn over the tokens but the map
+    assert drawn.size == PICTURE.size
+    hottest = int(maps.map(feature).argmax())
+    x0, y0, x1, y1 = maps.geometry[0].boxes[hottest].tolist()
+    x, y = int(x0 + x1) // 2, int(y0 + y1) // 2
+    under = torch.tensor(PICTURE.getpixel((x, y)), dtype=torch.float32)
+    expected = under * 0.45 + torch.tensor(RAMP[-1], dtype=torch.float32) * 0.55
+    assert (torch.tensor(drawn.getpixel((x, y)), dtype=torch.float32) - expected).abs().max() <= 1
