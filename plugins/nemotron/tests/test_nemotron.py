@@ -134,6 +134,18 @@ def test_blocks_are_named_by_their_kind_in_any_order():
         torch.testing.assert_close(x + mixer, out)
 
 
+def test_without_a_cache_the_state_after_the_prompt_is_none(model):
+    """The scan returns the state only for the cache; without one the rest is the same."""
+    prompt = chat(model, 0)
+    runs = []  # made outside the trace: names first bound inside one do not leave it
+    for options in ({"use_cache": False}, {}):
+        with model.trace(prompt, **options):
+            runs.append((model.layers[0].mamba.state_output.save(), model.logits.save()))
+    (none, plain), (state, cached) = runs
+    assert none is None and state is not None
+    assert torch.equal(plain, cached)
+
+
 def test_generation_runs_through_the_mamba_cache(model):
     """A generation's first step is the prefill, where the Mamba values are read (the
     state it leaves is what the later steps start from); the tokens are transformers' own."""
