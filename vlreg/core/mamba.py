@@ -33,9 +33,12 @@ same place with the same arguments), in the shapes those calls take and return:
   ``y`` by (``silu(z)``) before its group RMS norm;
 * ``attention_output``: what the mixer adds to the stream (the name every mixer shares).
 
-They are the prefill's: a generation's single-token steps run the recurrent update,
-another call. In training mode a fused kernel, where one is installed, runs the whole
-mixer as one call, so the values are refused there.
+All but ``gates`` and ``attention_output`` are the prefill's: a generation's later steps
+run each token through the recurrent update (another call, with the convolution's own
+update), so they are refused there (`Mamba.refuse`), unless the generation runs without a
+cache (``use_cache=False``), which runs the scan over the whole sequence at every step.
+In training mode a fused kernel, where one is installed, runs the whole mixer as one
+call, so the values are refused there.
 """
 
 from __future__ import annotations
@@ -43,7 +46,10 @@ from __future__ import annotations
 import importlib.util
 from typing import Any, ClassVar
 
+from nnsight.intervention.interleaver import Mediator
+
 from .envoys import Standard, _size
+from .errors import Unavailable
 from .values import argument, returned, value
 
 
@@ -145,6 +151,25 @@ class Mamba(Standard):
         description="z, whose silu gates the scan's output in the gated norm, [batch, seq, heads * head_dim]",
     )
     attention_output = returned(description="what the mixer adds to the stream")
+
+    #: Values of the prefill's calls (the convolution and the chunked scan).
+    prefill_only: ClassVar[tuple[str, ...]] = (
+        "conv_output", "attention_values", "attention_keys", "attention_queries", "time_steps", "decays",
+        "attention_head_outputs", "state_output",
+    )
+
+    def refuse(self, name: str) -> None:
+        super().refuse(name)
+        if name not in self.prefill_only:
+            return
+        step = Mediator.current(self.label(name)).iteration
+        if step and self.root._run.inputs.get("use_cache", True) is not False:
+            raise Unavailable(
+                f"{self.label(name)} is unavailable at step {step}: after the prefill each token runs "
+                f"the mixer's recurrent update, not the convolution and chunked scan it is read at; "
+                f"read it at the prefill (step 0), or generate with use_cache=False, which runs the "
+                f"scan over the whole sequence at every step"
+            )
 
     @property
     def num_heads(self) -> int:

@@ -163,3 +163,25 @@ def test_generation_runs_through_the_mamba_cache(model):
     expected = model._module.generate(**encoding, max_new_tokens=3, min_new_tokens=3, do_sample=False)
     assert torch.equal(tokens, expected)
     assert torch.equal(torch.cat(steps), expected[0, -3:])
+
+
+def test_the_scans_values_are_the_prefills_unless_there_is_no_cache(model):
+    """After the prefill each token runs the recurrent update: the scan's values are refused
+    there, naming the step, while what the mixer adds is served at every step; without a
+    cache every step runs the scan over the whole sequence, and serves them."""
+    prompt = chat(model, 0)
+    added, outputs = [], []  # made before the traces: names first bound inside one do not leave it
+    with model.generate(prompt, max_new_tokens=2, min_new_tokens=2) as tracer:
+        for step in tracer.iter[0:2]:
+            added.append(model.layers[0].mamba.attention_output.save())
+    assert added[0].shape[1] > 1 and added[1].shape[1] == 1
+    with pytest.raises(Unavailable, match="at step 1: after the prefill"):
+        with model.generate(prompt, max_new_tokens=2, min_new_tokens=2) as tracer:
+            for step in tracer.iter[0:2]:
+                outputs.append(model.layers[0].mamba.attention_head_outputs.save())
+    assert len(outputs) == 1
+    outputs.clear()
+    with model.generate(prompt, max_new_tokens=2, min_new_tokens=2, use_cache=False) as tracer:
+        for step in tracer.iter[0:2]:
+            outputs.append(model.layers[0].mamba.attention_head_outputs.save())
+    assert outputs[1].shape[1] == outputs[0].shape[1] + 1
