@@ -9,7 +9,8 @@ from vlreg import StandardizedTransformer, Unavailable, analysis
 from vlreg.testing import build
 from vlreg.testing.conformance import image
 
-FAMILIES = ("qwen2_vl", "qwen2_5_vl", "qwen3_vl", "llava_interleave", "llava_1_5", "llava_next", "mistral3", "llama4")
+FAMILIES = ("qwen2_vl", "qwen2_5_vl", "qwen3_vl", "llava_interleave", "llava_1_5", "llava_next", "mistral3", "llama4",
+            "nemotron_h_omni")
 
 
 @pytest.fixture(scope="module", params=FAMILIES)
