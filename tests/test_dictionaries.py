@@ -315,3 +315,36 @@ def test_a_feature_map_is_drawn_over_the_image_hottest_where_the_feature_is(load
     under = torch.tensor(PICTURE.getpixel((x, y)), dtype=torch.float32)
     expected = under * 0.45 + torch.tensor(RAMP[-1], dtype=torch.float32) * 0.55
     assert (torch.tensor(drawn.getpixel((x, y)), dtype=torch.float32) - expected).abs().max() <= 1
+
+
+def test_rows_are_views_or_refused(loaded):
+    """`rows` hands out only views, whose edits land: a token or a slice narrows it, a
+    list of tokens is refused, and so is an image whose tokens text lies between
+    (Idefics3's tiles), while its feature maps, which only read, still gather them."""
+    model = loaded("qwen2_vl")
+    dictionary = random_dictionary(model, "layers[0].layer_output")
+    (geometry,) = model.vision.geometry(chat(model), [PICTURE])
+    with torch.no_grad(), model.trace(chat(model), images=[PICTURE]):
+        whole = dictionary.rows(geometry)
+        one, last, some = dictionary.rows(geometry, 3), dictionary.rows(geometry, -1), dictionary.rows(geometry, slice(2, 5))
+        views = torch.tensor([t._base is not None and t.untyped_storage().data_ptr() == whole.untyped_storage().data_ptr()
+                              for t in (one, last, some)]).save()
+        shapes = torch.tensor([t.shape[0] for t in (one, last, some)]).save()
+        same = torch.equal(last[0], whole[-1])
+        same = torch.tensor(same).save()
+    assert bool(views.all()) and shapes.tolist() == [1, 1, 3] and bool(same)
+    with pytest.raises(ValueError, match="a list would be a copy"):
+        with model.trace(chat(model), images=[PICTURE]):
+            dictionary.rows(geometry, [1, 2])
+    tiled = loaded("idefics3")
+    dictionary = random_dictionary(tiled, "layers[0].layer_output")
+    prompt = chat(tiled)
+    (geometry,) = tiled.vision.geometry(prompt, [PICTURE])
+    assert int(geometry.positions[-1] - geometry.positions[0]) + 1 > geometry.tokens
+    with pytest.raises(ValueError, match="not consecutive"):
+        with tiled.trace(prompt, images=[PICTURE]):
+            dictionary.rows(geometry)
+    maps = feature_maps(dictionary, prompt, [PICTURE])
+    with torch.no_grad(), tiled.trace(prompt, images=[PICTURE]):
+        value = tiled.layers[0].layer_output.save()
+    torch.testing.assert_close(maps.activations[0], dictionary.encode(value[geometry.row, geometry.positions]))

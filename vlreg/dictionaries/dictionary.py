@@ -194,25 +194,37 @@ class Dictionary:
         module, _ = _site(model, self.site)
         return getattr(module, self.site.rsplit(".", 1)[1])
 
-    def rows(self, image: ImageGeometry, tokens: Any = None) -> torch.Tensor:
+    def rows(self, image: ImageGeometry, tokens: "int | slice | None" = None) -> torch.Tensor:
         """Inside a trace: the attached value at one image's tokens, ``[tokens, d_in]``,
-        a view of the model's tensor (an edit of it lands). ``tokens`` (indices among
-        the image's tokens) picks some of them; a slice keeps the view, a list copies.
-        Text values are read at the image's row and positions, ``image_features`` at its
-        rows; a tower value is over patches, not tokens, and has no image rows here."""
+        a view of the model's tensor, so an edit of it lands. ``tokens`` (an index or a
+        slice among the image's tokens) narrows it. Text values are read at the image's
+        row and positions, ``image_features`` at its rows. Refused where no view exists
+        (an image whose tokens are not consecutive, a list of tokens): a copy would take
+        edits that never reach the model."""
         self._model()
         if self.site.startswith("vision.layers"):
             raise ValueError(f"{self.site} is over the tower's patches: read() it and pick the patches, or use "
                              "feature_maps, which folds them into the image's tokens")
-        value = self.read()
-        start, stop = int(image.positions[0]), int(image.positions[-1]) + 1
-        if self.site == "vision.image_features":
-            picked = value[image.features]
-        elif stop - start == image.tokens:
-            picked = value[image.row, start:stop]
-        else:
-            picked = value[image.row, image.positions]
+        picked = self._image_rows(self.read(), image)
+        if picked is None:
+            raise ValueError(f"image {image.index}'s tokens are not consecutive in the sequence (text tokens lie "
+                             "between them), so no view holds them: edit read()[row, position] one token at a time")
+        if tokens is not None and not isinstance(tokens, (int, slice)):
+            raise ValueError("tokens is an index or a slice, which keep the rows a view; a list would be a copy "
+                             "whose edits never reach the model: take rows(image)[t : t + 1] for each token")
+        if isinstance(tokens, int):
+            token = range(picked.shape[0])[tokens]
+            return picked[token : token + 1]
         return picked if tokens is None else picked[tokens]
+
+    def _image_rows(self, value: torch.Tensor, image: ImageGeometry) -> "torch.Tensor | None":
+        """The value at one image's tokens as a view, or None where they are not consecutive."""
+        if self.site == "vision.image_features":
+            return value[image.features]
+        start, stop = int(image.positions[0]), int(image.positions[-1]) + 1
+        if stop - start != image.tokens:
+            return None
+        return value[image.row, start:stop]
 
     # ---- the dictionary itself -----------------------------------------------------
 

@@ -82,8 +82,11 @@ def feature_maps(dictionary: Dictionary, prompt: Any, images: Any, *, features: 
         if dictionary.site.startswith("vision.layers"):
             saved.append(dictionary.encode(dictionary.read()).index_select(-1, columns).save())
         else:
+            value = dictionary.read()
             for image in geometry:
-                saved.append(dictionary.encode(dictionary.rows(image)).index_select(-1, columns).save())
+                rows = dictionary._image_rows(value, image)
+                rows = value[image.row, image.positions] if rows is None else rows  # read only: a copy will do
+                saved.append(dictionary.encode(rows).index_select(-1, columns).save())
     if dictionary.site.startswith("vision.layers"):
         activations = _tower_tokens(model, prompt, images, geometry, saved[0].detach().float().cpu())
     else:
