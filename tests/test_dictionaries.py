@@ -69,6 +69,8 @@ def test_both_orientations_and_every_file_kind_load_the_same_dictionary(tmp_path
     npz = Dictionary.load(tmp_path / "params.npz")
     assert "W_enc [d_in, features]" in standard.orientation and "nn.Linear" in flipped.orientation
     assert npz.orientation == standard.orientation
+    assert repr(flipped).startswith("Dictionary(jumprelu, 40 features over 16-wide values, not attached")
+    assert "nn.Linear" in repr(flipped)
     for one in (flipped, npz):
         assert (one.d_in, one.features, one.architecture) == (16, 40, "jumprelu")
         for name in ("W_enc", "b_enc", "W_dec", "b_dec", "threshold"):
@@ -226,6 +228,8 @@ def test_feature_maps_lie_on_each_images_token_grid(loaded, name, site):
     box = (x0, y0, x1 + 1, y1)  # the first token and the one to its right
     inside = maps.tokens_in(box)
     assert inside == [0, 1]
+    with pytest.raises(ValueError, match="overlaps the box"):
+        maps.top(3, box=(-50, -50, -10, -10))
     top = maps.top(3, box=box)
     assert [f for f, _ in top] == maps.activations[0][inside].mean(0).topk(3).indices.tolist()
     assert maps.top(1, tokens=5)[0][0] == int(maps.activations[0][5].argmax())

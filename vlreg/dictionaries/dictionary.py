@@ -38,7 +38,7 @@ SITES = ("layers[i].layer_output", "layers[i].input", "vision.layers[j].layer_ou
          "vision.image_features")
 
 
-@frozen(eq=False)
+@frozen(eq=False, repr=False)
 class Dictionary:
     """A ReLU or JumpReLU dictionary: ``encode(x) = act(x @ W_enc + b_enc)`` (``x - b_dec``
     in place of ``x`` when ``subtract_decoder_bias``, as some ReLU dictionaries are
@@ -59,6 +59,11 @@ class Dictionary:
     source: str = ""
     site: str | None = None
     model: Any = field(default=None, repr=False)
+
+    def __repr__(self) -> str:
+        where = f"attached to {self.site}" if self.site else "not attached"
+        return (f"Dictionary({self.architecture}, {self.features} features over {self.d_in}-wide values, {where}, "
+                f"{self.W_enc.dtype} on {self.W_enc.device}; from {self.source}, {self.orientation})")
 
     @property
     def d_in(self) -> int:

@@ -47,9 +47,10 @@ class FeatureMaps:
         image. Returns ``(feature, mean activation)`` pairs, most active first."""
         chosen = self.tokens_in(box, image) if box is not None else tokens
         acts = self.activations[image]
-        acts = acts if chosen is None else acts[torch.as_tensor(chosen).reshape(-1)]
+        acts = acts if chosen is None else acts[torch.as_tensor(chosen, dtype=torch.long).reshape(-1)]
         if acts.shape[0] == 0:
-            raise ValueError(f"no token of image {image} overlaps the box {tuple(box)}")
+            raise ValueError(f"no token of image {image} overlaps the box {tuple(box)}" if box is not None
+                             else "no tokens given")
         means = acts.mean(0)
         best = means.topk(min(k, means.numel()))
         return [(self.features[i], float(v)) for i, v in zip(best.indices.tolist(), best.values)]

@@ -11,8 +11,9 @@ toy's checkpoint, keyed by a hash of `RECIPE` (which holds the toy's own key).
 
 Training is torch only, on activations read through `StandardizedTransformer` from
 scenes the toy's tests never use (a seed stream of their own), one thread, seeded:
-about twenty seconds here (twice that beside other work). The loss is the reconstruction's squared error over the data's
-variance plus an L1 penalty on the activations, each decoder row kept at unit norm.
+about twenty seconds here (twice that beside other work). The loss is the
+reconstruction's squared error over the data's variance plus an L1 penalty on the
+activations, each decoder row kept at unit norm.
 
 `label`, `purity` and `zero_effects` are the known-answer check of docs and tests: which
 shape (and colour) each image token holds, how purely a feature's strongest tokens are
