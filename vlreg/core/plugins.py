@@ -234,7 +234,11 @@ def not_loaded_serving(kind: str, model_type: str) -> list[tuple[str, str]]:
 
 
 #: Adapters of the built-in families, for the error that says what to install.
-KNOWN_ADAPTERS = {"qwen_vit": "vlreg-qwen2-vl (plugins/qwen2_vl)", "siglip": "vlreg-llava (plugins/llava)"}
+KNOWN_ADAPTERS = {
+    "qwen_vit": "vlreg-qwen2-vl (plugins/qwen2_vl)",
+    "siglip": "vlreg-llava (plugins/llava)",
+    "pixtral_image_grids": "vlreg-mistral3 (plugins/mistral3)",
+}
 
 
 def adapter(name: str) -> Any:

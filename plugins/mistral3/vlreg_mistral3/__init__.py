@@ -13,7 +13,8 @@ The projector reads the stream of the block ``vision_feature_layer`` names out o
 tower's hidden states, not the tower's output: a write to ``vision.tower_output``, or to
 a block after the one read, reaches nothing, and both are read-only, naming the block
 to edit instead. How tokens lie over pixels (row breaks, the spatial merge) is in
-`geometry`; the small checkpoint the tests load in `checkpoints`.
+`geometry`, published as the adapter ``"pixtral_image_grids"`` for other wrappers that
+host the tower; the small checkpoint the tests load in `checkpoints`.
 """
 
 from vlreg.plugin import Claim, Scatter, VisionLayer, VisionMlp, hookimpl
@@ -79,6 +80,16 @@ def vlreg_image_grids(part):
     from .geometry import mistral3_image_grids
 
     return mistral3_image_grids(part.config)
+
+
+@hookimpl
+def vlreg_adapters():
+    """``"pixtral_image_grids"``: `geometry.pixtral_image_grids`, ``(patch, merge=1)`` to a
+    grids function, for a wrapper from another plugin that hosts this plugin's Pixtral
+    tower (vlreg-llava's ``llava`` over ``pixtral``, Pixtral-12B)."""
+    from .geometry import pixtral_image_grids
+
+    return {"pixtral_image_grids": pixtral_image_grids}
 
 
 @hookimpl

@@ -11,6 +11,8 @@ equal cells over the original image, ``fold = spatial_merge_size``.
 In the prompt each row of tokens is followed by ``[IMG_BREAK]`` and the last row by
 ``[IMG_END]`` instead; neither is an image token (the features fill ``[IMG]`` only), so
 an image's positions skip one token after each row, and the grid is its ``[IMG]`` tokens.
+A wrapper with no merge (LLaVA over Pixtral, Pixtral-12B) has the same layout at
+``fold = 1``: `pixtral_image_grids` serves both.
 """
 
 from __future__ import annotations
@@ -20,10 +22,11 @@ from typing import Any
 from vlreg.plugin import ImageGrid, box_grid
 
 
-def mistral3_image_grids(config: Any):
-    """The `vlreg_image_grids` function for a Mistral 3 config."""
-    merge = config.spatial_merge_size
-    token = config.vision_config.patch_size * merge
+def pixtral_image_grids(patch: int, merge: int = 1):
+    """A `vlreg_image_grids` function for a wrapper over the Pixtral tower whose tokens are
+    ``merge`` x ``merge`` blocks of ``patch``-pixel patches (1: a patch is a token, LLaVA's
+    Pixtral-12B). Published to other plugins as the adapter ``"pixtral_image_grids"``."""
+    token = patch * merge
 
     def grids(encoding: Any, images: list, processor: Any) -> list[ImageGrid]:
         found = []
@@ -34,3 +37,8 @@ def mistral3_image_grids(config: Any):
         return found
 
     return grids
+
+
+def mistral3_image_grids(config: Any):
+    """The `vlreg_image_grids` function for a Mistral 3 config."""
+    return pixtral_image_grids(config.vision_config.patch_size, config.spatial_merge_size)
