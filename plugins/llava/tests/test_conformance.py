@@ -1,4 +1,4 @@
-"""The three LLaVA shapes against the conformance suite the core ships."""
+"""The LLaVA shapes against the conformance suite the core ships."""
 
 from vlreg.testing.conformance import VisionConformance
 
@@ -50,3 +50,21 @@ class TestLlavaOnevision(VisionConformance):
     checkpoint = "llava_onevision"
     native = {**WRAPPER, **TOWER, "vision.norm": "model.vision_tower.post_layernorm"}
     projector_output_is_features = False
+
+
+class TestLlavaPixtral(VisionConformance):
+    """Pixtral-12B's layout: LLaVA's wrapper over vlreg-mistral3's Pixtral tower. Two
+    images of different shapes (64 x 48 and 32 x 64) make the tower pad the smaller for
+    its convolution and pack both into one row after it."""
+
+    checkpoint = "llava_pixtral"
+    native = {
+        **WRAPPER,
+        "vision.layers": "model.vision_tower.transformer.layers",
+        "vision.patch_embed": "model.vision_tower.patch_conv",
+        "vision.layers.0.self_attn": "model.vision_tower.transformer.layers.0.attention",
+        "vision.layers.0.mlp": "model.vision_tower.transformer.layers.0.feed_forward",
+        "vision.layers.0.input_layernorm": "model.vision_tower.transformer.layers.0.attention_norm",
+        "vision.layers.0.post_attention_layernorm": "model.vision_tower.transformer.layers.0.ffn_norm",
+    }
+    image_sizes = ((64, 48), (32, 64))

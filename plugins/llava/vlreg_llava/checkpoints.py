@@ -13,7 +13,11 @@ chat template in the prompt format of the checkpoints the shape stands for:
   model, each image cut into crops on a grid (anyres), unpadded, with newline rows;
 * ``llava_onevision``: LlavaOnevisionForConditionalGeneration, a SigLIP tower on a Qwen2
   text model, crops on grids of up to 3 x 3 tiles, unpadded, shrunk past 4 tiles' worth
-  of tokens (``anyres_max_4``; the real checkpoints allow 9 of 36), with newline rows.
+  of tokens (``anyres_max_4``; the real checkpoints allow 9 of 36), with newline rows;
+* ``llava_pixtral``: Pixtral-12B's layout, a Pixtral tower (served by vlreg-mistral3)
+  on a Mistral text model with the real ``PixtralProcessor``: one token per 16-pixel
+  patch (no spatial merge), each row of them ended by ``[IMG_BREAK]``, the last by
+  ``[IMG_END]``, images resized to a longest edge of 64 pixels (the real one: 1024).
 
 Every builder takes ``source``, a real checkpoint's metadata folder (config, tokenizer,
 processor, template; no weights): the checkpoint is then that geometry at the depth the
@@ -296,9 +300,62 @@ def _save(path: Path, config: Any, processor: Any, special: dict[str, int | None
     return save(path, config, processor, GenerationConfig(**{k: v for k, v in special.items() if v is not None}))
 
 
+#: Pixtral-12B's tokens: Mistral's control tokens and Pixtral's three image tokens.
+PIXTRAL_TOKENS = ("<unk>", "<s>", "</s>", "[IMG]", "[IMG_BREAK]", "[IMG_END]", "[INST]", "[/INST]", "<pad>")
+PIXTRAL_PATCH, PIXTRAL_LONGEST = 16, 64
+
+#: Pixtral-12B's format: "<s>[INST]" + the user's parts in order ("[IMG]" where an image
+#: goes) + "[/INST]", the assistant's reply + "</s>"; a system turn's text opens the next
+#: user turn, followed by a blank line.
+PIXTRAL_TEMPLATE = (
+    "{{ bos_token }}{% set held = namespace(system='') %}{% for turn in messages %}"
+    "{% if turn['content'] is string %}{% set parts = [{'type': 'text', 'text': turn['content']}] %}"
+    "{% else %}{% set parts = turn['content'] %}{% endif %}"
+    "{% if turn['role'] == 'system' %}"
+    "{% set held.system = parts | selectattr('type', 'equalto', 'text') | map(attribute='text') | join(' ') ~ '\\n\\n' %}"
+    "{% elif turn['role'] == 'user' %}[INST]{{ held.system }}{% set held.system = '' %}"
+    "{% for part in parts %}{% if part['type'] == 'image' %}[IMG]{% elif part['type'] == 'text' %}{{ part['text'] }}"
+    "{% endif %}{% endfor %}[/INST]"
+    "{% else %}{% for part in parts if part['type'] == 'text' %}{{ part['text'] }}{% endfor %}{{ eos_token }}{% endif %}"
+    "{% endfor %}"
+)
+
+
+def build_llava_pixtral(path: Path, *, source: str | Path | None = None, **overrides: Any) -> Path:
+    """Write a Pixtral-12B-like checkpoint: LlavaForConditionalGeneration with a
+    two-block Pixtral tower (16-pixel patches) on a Mistral text model, the projector
+    reading the last block's stream whole (-1, "full"). ``overrides`` as for
+    `build_llava_interleave`."""
+    if source is not None:
+        return real_geometry(path, source, **overrides)
+    from transformers import LlavaConfig, PixtralImageProcessor, PixtralProcessor
+
+    tok = tokenizer(PIXTRAL_TOKENS, **LLAMA_ROLES)
+    ids = _ids(tok, PIXTRAL_TOKENS)
+    patch = {"height": PIXTRAL_PATCH, "width": PIXTRAL_PATCH}
+    processor = PixtralProcessor(
+        image_processor=PixtralImageProcessor(size={"longest_edge": PIXTRAL_LONGEST}, patch_size=patch),
+        tokenizer=tok,
+        patch_size=PIXTRAL_PATCH,
+        chat_template=PIXTRAL_TEMPLATE,
+    )
+    special = {"bos_token_id": ids["<s>"], "eos_token_id": ids["</s>"], "pad_token_id": ids["<pad>"]}
+    text = overrides.pop("text_config", {})
+    vision = overrides.pop("vision_config", {})
+    tower = {**TOWER, "image_size": PIXTRAL_LONGEST, "patch_size": PIXTRAL_PATCH, "head_dim": 8}
+    config = LlavaConfig(
+        text_config={"model_type": "mistral", "vocab_size": len(tok), **TEXT, "sliding_window": None, **special, **text},
+        vision_config={"model_type": "pixtral", **tower, **vision},
+        image_token_index=ids["[IMG]"],
+        **{"vision_feature_layer": -1, "vision_feature_select_strategy": "full", **special, **overrides},
+    )
+    return _save(path, config, processor, special)
+
+
 BUILDERS = {
     "llava_interleave": build_llava_interleave,
     "llava_1_5": build_llava_1_5,
     "llava_next": build_llava_next,
     "llava_onevision": build_llava_onevision,
+    "llava_pixtral": build_llava_pixtral,
 }

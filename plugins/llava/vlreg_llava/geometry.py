@@ -24,6 +24,12 @@ computed with transformers' own helpers, as the processor computes them.
   prompt's images with others (``batch_num_images`` above 1: images given as a list per
   prompt) is not tiled: it is padded to a square, resized to one tile and followed by one
   newline token, so its grids are that tile and the newline.
+* LLaVA over the Pixtral tower (Pixtral-12B): no fixed square; the tower is
+  vlreg-mistral3's, and so is the layout (each image at its own size, a token per patch,
+  rows ended by ``[IMG_BREAK]``), taken from its adapter ``"pixtral_image_grids"`` at
+  ``fold = 1``. Where it cannot be served (the adapter not installed, the "default"
+  strategy dropping a patch of the packed row, a tiling wrapper) the grids refuse,
+  saying why.
 """
 
 from __future__ import annotations
@@ -35,7 +41,7 @@ import numpy as np
 import torch
 from attrs import frozen
 
-from vlreg.plugin import ImageGrid, box_grid, clip_boxes
+from vlreg.plugin import ImageGrid, Unavailable, adapter, box_grid, clip_boxes
 
 
 @frozen
@@ -125,8 +131,10 @@ def _patches(frame: Frame, height: int, width: int, patch: int, image: Any) -> t
 
 def llava_image_grids(config: Any):
     """``vlreg_image_grids`` for LLaVA (``llava``), LLaVA-NeXT (``llava_next``) and
-    LLaVA-OneVision (``llava_onevision``)."""
+    LLaVA-OneVision (``llava_onevision``), over any tower they host."""
     patch = config.vision_config.patch_size
+    if config.vision_config.model_type == "pixtral":
+        return _pixtral(config)
 
     def plain(encoding: Any, images: Sequence[Any], processor: Any) -> list[list[ImageGrid]]:
         vision = processor.image_processor
@@ -152,6 +160,29 @@ def llava_image_grids(config: Any):
         ]
 
     return {"llava_next": next_, "llava_onevision": onevision}.get(config.model_type, plain)
+
+
+def _pixtral(config: Any):
+    """LLaVA's grids over the Pixtral tower: the tower plugin's, one token per patch, or a
+    function that refuses with the reason."""
+    reason = None
+    if config.model_type != "llava":
+        reason = f"{config.model_type!r} over the Pixtral tower is not worked out (only llava, Pixtral-12B's layout, is)"
+    elif config.vision_feature_select_strategy != "full":
+        reason = (
+            f"vision_feature_select_strategy={config.vision_feature_select_strategy!r} drops the first patch "
+            "of Pixtral's packed row (it has no class token), so the image tokens do not match the patches"
+        )
+    else:
+        try:
+            return adapter("pixtral_image_grids")(config.vision_config.patch_size)
+        except LookupError as error:
+            reason = str(error)
+
+    def refuse(encoding: Any, images: Sequence[Any], processor: Any) -> list[ImageGrid]:
+        raise Unavailable(f"vision.geometry is unavailable: {reason}")
+
+    return refuse
 
 
 def _one_square(processor: Any, image: Any, patch: int) -> list[ImageGrid]:
