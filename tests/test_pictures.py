@@ -107,9 +107,11 @@ def test_demo_out_draws_the_toy_models_answer_on_its_target(tmp_path, capsys):
     said = capsys.readouterr().out
     assert str(tmp_path.resolve()) in said
     written = sorted(tmp_path.glob("*.png"))
-    assert {path.name for path in written} >= {"logit-lens.png", "occlusion.png", "patching.png", "attention.png", "tower.png"}
+    assert {path.name for path in written} >= {"logit-lens.png", "occlusion.png", "patching.png", "attention.png", "tower.png",
+                                              "dictionary.png"}
     example = demo_scene()
     assert f"answer: {example.answer!r}" in said and f"on the {example.shape}" in said
+    assert f"dictionary on layers[0].layer_output (128 features): the most active at the {example.shape}'s token" in said
     x0, y0, x1, y1 = example.target_box
     x, y = (x0 + x1) // 2, (y0 + y1) // 2
     under = torch.tensor(example.image.getpixel((x, y)), dtype=torch.float32)
