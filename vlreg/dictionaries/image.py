@@ -77,17 +77,18 @@ def feature_maps(dictionary: Dictionary, prompt: Any, images: Any, *, features: 
     kept = tuple(range(dictionary.features)) if features is None else tuple(int(f) for f in features)
     if kept and not 0 <= min(kept) <= max(kept) < dictionary.features:
         raise ValueError(f"features are ids below {dictionary.features}, not {kept}")
-    columns = torch.tensor(kept, dtype=torch.long, device=dictionary.W_enc.device)
+    columns = None if features is None else torch.tensor(kept, dtype=torch.long, device=dictionary.W_enc.device)
+    pick = (lambda acts: acts) if columns is None else (lambda acts: acts.index_select(-1, columns))  # noqa: E731
     saved: list = []
     with torch.no_grad(), model.trace(prompt, images=images):
         if dictionary.site.startswith("vision.layers"):
-            saved.append(dictionary.encode(dictionary.read()).index_select(-1, columns).save())
+            saved.append(pick(dictionary.encode(dictionary.read())).save())
         else:
             value = dictionary.read()
             for image in geometry:
                 rows = dictionary._image_rows(value, image)
                 rows = value[image.row, image.positions] if rows is None else rows  # read only: a copy will do
-                saved.append(dictionary.encode(rows).index_select(-1, columns).save())
+                saved.append(pick(dictionary.encode(rows)).save())
     if dictionary.site.startswith("vision.layers"):
         activations = _tower_tokens(model, prompt, images, geometry, saved[0].detach().float().cpu())
     else:
