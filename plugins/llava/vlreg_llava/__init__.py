@@ -9,6 +9,10 @@ one place and serves any wrapper whose config names its model_type:
 * text models (`texts`): ``qwen2``, ``llama``, ``mistral``;
 * towers (`towers`): ``siglip_vision_model``, ``clip_vision_model``.
 
+A ``llava`` wrapper over the ``pixtral`` tower (Pixtral-12B) gets its tower from
+vlreg-mistral3, which claims it, and its geometry from that plugin's adapter
+``"pixtral_image_grids"`` (`geometry`).
+
 `checkpoints` builds small random-weight checkpoints of each shape for tests.
 """
 
