@@ -352,3 +352,21 @@ def test_rows_are_views_or_refused(loaded):
     with torch.no_grad(), tiled.trace(prompt, images=[PICTURE]):
         value = tiled.layers[0].layer_output.save()
     torch.testing.assert_close(maps.activations[0], dictionary.encode(value[geometry.row, geometry.positions]))
+
+
+@pytest.mark.parametrize("name", ("qwen2_vl", "qwen2_5_vl"))
+def test_a_tower_blocks_patches_fold_onto_the_token_grid_from_the_towers_order(loaded, name):
+    """Qwen2.5-VL's blocks hold the patches in window order: a map on the first block's
+    input must equal the same dictionary on `vision.patch_embeddings` (the processor's
+    merge-block order, before the windows), each token's 2 x 2 patches averaged."""
+    model = loaded(name)
+    dictionary = random_dictionary(model, "vision.layers[0].input")
+    prompt = chat(model, images=2)
+    pictures = [PICTURE, image(56, 112, seed=4)]
+    maps = feature_maps(dictionary, prompt, pictures)
+    with torch.no_grad(), model.trace(prompt, images=pictures):
+        patches = model.vision.patch_embeddings.save()
+    tokens = dictionary.encode(patches[0]).reshape(-1, 4, dictionary.features).mean(1)
+    expected = tokens.split([g.tokens for g in maps.geometry])
+    for found, wanted in zip(maps.activations, expected):
+        torch.testing.assert_close(found, wanted, atol=1e-5, rtol=1e-5)

@@ -99,6 +99,7 @@ def feature_maps(dictionary: Dictionary, prompt: Any, images: Any, *, features: 
 def _tower_tokens(model: Any, prompt: Any, images: list, geometry: list[ImageGeometry], acts: torch.Tensor) -> list:
     """Patch activations ``[crops, patches, features]`` as each image's ``[tokens, features]``."""
     vision = model.vision
+    acts = acts[None] if acts.dim() == 2 else acts  # a block's native input on a packed tower: [patches, features]
     if hasattr(vision, "spatial_merge_size") and acts.shape[0] == 1:  # the Qwen ViT: every image's patches in one row
         acts = acts[0]
         if hasattr(vision, "to_scatter_order"):
