@@ -370,3 +370,30 @@ def test_a_tower_blocks_patches_fold_onto_the_token_grid_from_the_towers_order(l
     expected = tokens.split([g.tokens for g in maps.geometry])
     for found, wanted in zip(maps.activations, expected):
         torch.testing.assert_close(found, wanted, atol=1e-5, rtol=1e-5)
+
+
+def test_a_cross_attention_family_maps_its_states_and_refuses_stream_rows(loaded):
+    """Mllama's image reaches the text model as cross-attention states, not tokens in the
+    stream: a dictionary on `vision.image_features` maps each image's positions there
+    (and an edit of them lands), one on a block's stream refuses, saying why."""
+    from vlreg import Unavailable
+
+    model = loaded("mllama")
+    prompt = chat(model)
+    states = random_dictionary(model, "vision.image_features")
+    (geometry,) = model.vision.geometry(prompt, [PICTURE])
+    maps = feature_maps(states, prompt, [PICTURE])
+    with torch.no_grad(), model.trace(prompt, images=[PICTURE]):
+        value = model.vision.image_features.save()
+        clean = model.logits.save()
+    assert value.dim() == 3 and maps.activations[0].shape == (geometry.tokens, states.features)
+    torch.testing.assert_close(maps.activations[0], states.encode(value[geometry.row, geometry.features]))
+    with torch.no_grad(), model.trace(prompt, images=[PICTURE]):
+        states.add(states.rows(geometry), 0, 5.0)
+        edited = model.logits.save()
+    assert (edited - clean).abs().max() > 1e-4
+    stream = random_dictionary(model, "layers[0].layer_output")
+    with pytest.raises(Unavailable, match="cross-attention"):
+        feature_maps(stream, prompt, [PICTURE])
+    with pytest.raises(Unavailable, match="cross-attention"):
+        selectivity(stream, prompt, [PICTURE])

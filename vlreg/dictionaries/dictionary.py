@@ -28,6 +28,7 @@ from typing import Any, Callable
 import torch
 from attrs import evolve, field, frozen
 
+from ..analysis.tokens import in_stream
 from ..core.geometry import ImageGeometry
 
 NAMES = ("W_enc", "b_enc", "W_dec", "b_dec", "threshold")
@@ -210,6 +211,8 @@ class Dictionary:
         if self.site.startswith("vision.layers"):
             raise ValueError(f"{self.site} is over the tower's patches: read() it and pick the patches, or use "
                              "feature_maps, which folds them into the image's tokens")
+        if self.site.startswith("layers"):
+            in_stream(self.model, f"a dictionary's rows at {self.site}")
         picked = self._image_rows(self.read(), image)
         if picked is None:
             raise ValueError(f"image {image.index}'s tokens are not consecutive in the sequence (text tokens lie "
@@ -223,9 +226,11 @@ class Dictionary:
         return picked if tokens is None else picked[tokens]
 
     def _image_rows(self, value: torch.Tensor, image: ImageGeometry) -> "torch.Tensor | None":
-        """The value at one image's tokens as a view, or None where they are not consecutive."""
+        """The value at one image's tokens as a view, or None where they are not consecutive.
+        Where the image reaches the text model by cross-attention (Mllama), ``image_features``
+        are the states, ``[batch, positions, hidden]``, and the image's are in its row."""
         if self.site == "vision.image_features":
-            return value[image.features]
+            return value[image.row, image.features] if cross_attention(self.model) else value[image.features]
         start, stop = int(image.positions[0]), int(image.positions[-1]) + 1
         if stop - start != image.tokens:
             return None
@@ -299,3 +304,9 @@ def _site(model: Any, site: str) -> tuple[Any, int]:
     if not -count <= index < count:
         raise ValueError(f"{site}: the {'tower' if match['vision'] else 'text model'} has {count} blocks")
     return layers[index], width
+
+
+def cross_attention(model: Any) -> bool:
+    """Whether the image reaches ``model``'s text model by cross-attention (no image tokens
+    in the stream)."""
+    return type(model.family.scatter).__name__ == "CrossAttention"

@@ -16,7 +16,7 @@ from typing import Any, Sequence
 import torch
 from attrs import frozen
 
-from ..analysis.tokens import _count, _images, _where
+from ..analysis.tokens import _count, _images, _where, in_stream
 from ..core.errors import Unavailable
 from ..core.geometry import ImageGeometry, encode
 from .dictionary import Dictionary
@@ -72,6 +72,8 @@ def feature_maps(dictionary: Dictionary, prompt: Any, images: Any, *, features: 
     """Encode the attached value at every image token of ``prompt`` with ``images`` (as
     ``model.trace`` takes them) and keep ``features`` (default: all)."""
     model = dictionary._model()
+    if dictionary.site.startswith("layers"):
+        in_stream(model, f"feature_maps at {dictionary.site}")
     images = _images(images)
     geometry = model.vision.geometry(prompt, images)
     kept = tuple(range(dictionary.features)) if features is None else tuple(int(f) for f in features)
@@ -160,6 +162,7 @@ def selectivity(dictionary: Dictionary, prompt: Any, images: Any) -> Selectivity
     model = dictionary._model()
     if not dictionary.site.startswith("layers"):
         raise ValueError(f"selectivity compares image and text tokens, which only the text stream holds, not {dictionary.site}")
+    in_stream(model, "selectivity")
     images = _images(images)
     geometry = model.vision.geometry(prompt, images)
     attended = encode(model.processor, prompt, images)["attention_mask"].bool()
