@@ -1,6 +1,7 @@
 """The Gemma families against vlreg's conformance suite."""
 
-from vlreg.testing.conformance import VisionConformance
+from vlreg import Unavailable
+from vlreg.testing.conformance import AnalysisConformance, VisionConformance
 
 TEXT = {
     "layers": "model.language_model.layers",
@@ -21,7 +22,7 @@ SIGLIP_NAMES = {
 }
 
 
-class TestGemma3(VisionConformance):
+class TestGemma3(AnalysisConformance, VisionConformance):
     """Sandwich-normed text blocks, whose attention and MLP outputs are read after their
     post-norms, so the plain sum holds; a SigLIP tower served by vlreg-llava."""
 
@@ -29,7 +30,7 @@ class TestGemma3(VisionConformance):
     native = SIGLIP_NAMES
 
 
-class TestPaliGemma(VisionConformance):
+class TestPaliGemma(AnalysisConformance, VisionConformance):
     """A plain Gemma text model; the processor takes no prompt without an image, and the
     prompt is a prefix attended bidirectionally."""
 
@@ -37,6 +38,7 @@ class TestPaliGemma(VisionConformance):
     native = SIGLIP_NAMES
     text_images = 1
     bidirectional_prefix = True
+    analysis_refuses = {"compare_streams": (ValueError, "images")}
 
 
 class TestPaliGemma2(TestPaliGemma):
@@ -47,7 +49,7 @@ class TestPaliGemma2(TestPaliGemma):
     supports_sdpa = False
 
 
-class TestGemma4(VisionConformance):
+class TestGemma4(AnalysisConformance, VisionConformance):
     """Sandwich-normed blocks with per-layer inputs and a learned layer scalar (no plain
     sum); the Gemma 4 tower's blocks are sandwich-normed too, read at their post-norms."""
 
@@ -60,9 +62,11 @@ class TestGemma4(VisionConformance):
         "vision.patch_embed": "model.vision_tower.patch_embedder.input_proj",
     }
     plain_sum = False
+    # block 1 of the tiny Gemma 4 stores the keys and values block 3 reuses
+    analysis_refuses = {"skip_layers": (ValueError, r"layers \[3\] reuse its keys and values")}
 
 
-class TestGemma4Unified(VisionConformance):
+class TestGemma4Unified(AnalysisConformance, VisionConformance):
     """No tower: the vision part is the embedder, with no blocks. Its projector runs on
     each image's row padded to the budget; the padding is dropped before the scatter."""
 
@@ -71,3 +75,4 @@ class TestGemma4Unified(VisionConformance):
     plain_sum = False
     projector_output_is_features = False
     tower_blocks = False
+    analysis_refuses = {"tower_patterns": (Unavailable, "has no blocks")}

@@ -1,6 +1,6 @@
 """The InternVL shapes against the conformance suite the core ships."""
 
-from vlreg.testing.conformance import ExpertsConformance, VisionConformance
+from vlreg.testing.conformance import AnalysisConformance, ExpertsConformance, VisionConformance
 
 NATIVE = {
     "layers": "model.language_model.layers",
@@ -18,12 +18,13 @@ NATIVE = {
 }
 
 
-class TestInternVL(VisionConformance):
+class TestInternVL(AnalysisConformance, VisionConformance):
     """InternVL3's shape: the InternViT on Qwen2 (served by vlreg-llava's claim). The
     112 x 84 image is 2 x 2 tiles and a thumbnail, 80 tokens."""
 
     checkpoint = "internvl"
     native = NATIVE
+    image_token = "<IMG_CONTEXT>"
 
 
 class TestInternVL35Moe(ExpertsConformance, TestInternVL):

@@ -1,10 +1,8 @@
 """What InternVL promises beyond the conformance suite: the chat format, the layer-scaled
 tower blocks, the pixel shuffle's patch -> token map (the grids' ``fold``), the tower's
-pattern on tokens, and every analysis helper on it."""
+pattern on tokens. Every analysis helper runs in ``test_conformance.py``."""
 
 from __future__ import annotations
-
-import inspect
 
 import pytest
 import torch
@@ -88,6 +86,7 @@ def test_the_tiles_then_the_thumbnail_fill_the_image_tokens_in_order(model):
         features = model.vision.image_features.save()
     (geometry,) = model.vision.geometry(chat(model), [PICTURE])
     assert [g.label for g in geometry.grids] == ["tile 0,0", "tile 0,1", "tile 1,0", "tile 1,1", "thumbnail"]
+    assert geometry.tokens == 80 and {g.tokens for g in geometry.grids} == {16}
     for crop, grid in enumerate(geometry.grids):
         assert torch.equal(features[geometry.span(crop)], projected[crop])
 
@@ -133,54 +132,3 @@ def test_vision_feature_layer_other_than_the_last_makes_later_values_read_only(t
     assert "edit vision.layers[0].layer_output" in rows["vision.tower_output"]
     assert any(row.startswith("vision.layers.1.") for row in rows)
     assert not any(row.startswith("vision.layers.0.") for row in rows)
-
-
-def _calls(model):
-    """Each helper of `vlreg.analysis`, called on the model as a user would."""
-    prompt, other = chat(model), image(112, 84, seed=7)
-
-    def steered():
-        with model.trace(prompt, images=[PICTURE]):
-            analysis.steer(model, [0], torch.ones(model.hidden_size), positions="image")
-            analysis.skip_layers(model, 1, 1)
-            logits = model.logits.save()
-        return logits
-
-    def projected():
-        with model.trace(prompt, images=[PICTURE]):
-            stream = model.layers[0].layer_output.save()
-        return analysis.top_tokens(model, analysis.project_on_vocab(model, stream[0, -1]), k=3)
-
-    return {
-        "logit_lens": lambda: analysis.logit_lens(model, prompt, [PICTURE], top=2).top_ids[0].shape[1],
-        "ablate_image": lambda: analysis.ablate_image(model, prompt, [PICTURE]).received.shape[0],
-        "occlusion": lambda: analysis.occlusion(model, prompt, [PICTURE], batch=40).scores.shape[0],
-        "patch_image": lambda: analysis.patch_image(model, prompt, [PICTURE], [other]).effects.shape[0],
-        "attention_to_images": lambda: analysis.attention_to_images(model, prompt, [PICTURE]).weights[0].shape[-1],
-        "tower_patterns": lambda: analysis.tower_patterns(model, prompt, [PICTURE]).patterns[0].shape[-1],
-        "token_id": lambda: analysis.token_id(model, "<IMG_CONTEXT>"),
-        "project_on_vocab": projected,
-        "top_tokens": projected,
-        "next_token_probs": lambda: analysis.next_token_probs(model, prompt, [PICTURE]).shape[0],
-        "steer": steered,
-        "skip_layers": steered,
-        "compare_streams": lambda: analysis.compare_streams(model, model, "The quick brown fox"),
-    }
-
-
-def test_every_analysis_helper_runs(model):
-    helpers = [name for name in analysis.__all__ if inspect.isfunction(getattr(analysis, name))]
-    calls = _calls(model)
-    assert not set(helpers) - set(calls), f"helpers this test does not call: {set(helpers) - set(calls)}"
-    found = {name: calls[name]() for name in helpers}
-    assert found["logit_lens"] == found["ablate_image"] == found["occlusion"] == 80
-    assert found["attention_to_images"] == 80 and found["tower_patterns"] == 16
-    assert found["token_id"] == model._module.config.image_token_id
-    assert found["patch_image"] == model.num_layers
-    assert 0 < len(found["top_tokens"]) == 3 and found["next_token_probs"] == model.vocab_size
-    with model.trace(chat(model), images=[PICTURE]):
-        clean = model.logits.save()
-    assert not torch.equal(found["steer"], clean)
-    if "compare_streams" in found:
-        torch.testing.assert_close(found["compare_streams"], torch.ones(model.num_layers, dtype=torch.float64))
-

@@ -4,11 +4,11 @@ processor hands the tower bfloat16 pixels). The default image (112 x 84) is cut 
 
 import torch
 
-from vlreg.testing.conformance import ExpertsConformance, VisionConformance
+from vlreg.testing.conformance import AnalysisConformance, ExpertsConformance, VisionConformance
 from vlreg.testing.conformance.text import attention_blocks
 
 
-class TestLlama4(ExpertsConformance, VisionConformance):
+class TestLlama4(AnalysisConformance, ExpertsConformance, VisionConformance):
     checkpoint = "llama4"
     load_options = {"dtype": torch.bfloat16}
     native = {

@@ -1,6 +1,8 @@
 """The LLaVA shapes against the conformance suite the core ships."""
 
-from vlreg.testing.conformance import VisionConformance
+from vlreg.analysis import occlusion, tower_patterns
+from vlreg.pictures import overlay
+from vlreg.testing.conformance import AnalysisConformance, VisionConformance, image
 
 WRAPPER = {
     "layers": "model.language_model.layers",
@@ -20,21 +22,21 @@ TOWER = {
 }
 
 
-class TestLlavaInterleave(VisionConformance):
+class TestLlavaInterleave(AnalysisConformance, VisionConformance):
     """SigLIP on Qwen2: the tower's post_layernorm norms the patches, so it is ``norm``."""
 
     checkpoint = "llava_interleave"
     native = {**WRAPPER, **TOWER, "vision.norm": "model.vision_tower.post_layernorm"}
 
 
-class TestLlava15(VisionConformance):
+class TestLlava15(AnalysisConformance, VisionConformance):
     """CLIP on Llama: CLIP's post_layernorm norms the pooled CLS row, so no ``norm``."""
 
     checkpoint = "llava_1_5"
     native = {**WRAPPER, **TOWER}
 
 
-class TestLlavaNext(VisionConformance):
+class TestLlavaNext(AnalysisConformance, VisionConformance):
     """CLIP on Mistral, with crops: the scatter receives the projector's output unpadded
     and with newline rows, so the projector's output is not the features."""
 
@@ -43,16 +45,17 @@ class TestLlavaNext(VisionConformance):
     projector_output_is_features = False
 
 
-class TestLlavaOnevision(VisionConformance):
+class TestLlavaOnevision(AnalysisConformance, VisionConformance):
     """SigLIP on Qwen2, with crops: as NeXT, the scatter receives the projector's output
     unpadded, shrunk where the image has many tiles, and with newline rows."""
 
     checkpoint = "llava_onevision"
     native = {**WRAPPER, **TOWER, "vision.norm": "model.vision_tower.post_layernorm"}
     projector_output_is_features = False
+    image_token = "<image>"
 
 
-class TestLlavaPixtral(VisionConformance):
+class TestLlavaPixtral(AnalysisConformance, VisionConformance):
     """Pixtral-12B's layout: LLaVA's wrapper over vlreg-mistral3's Pixtral tower. Two
     images of different shapes (64 x 48 and 32 x 64) make the tower pad the smaller for
     its convolution and pack both into one row after it."""
@@ -68,3 +71,16 @@ class TestLlavaPixtral(VisionConformance):
         "vision.layers.0.post_attention_layernorm": "model.vision_tower.transformer.layers.0.ffn_norm",
     }
     image_sizes = ((64, 48), (32, 64))
+    image_token = "[IMG]"
+
+    def test_a_small_picture_is_a_token_per_patch_and_draws(self, model):
+        """50 x 30 is resized onto 64 x 32 pixels: 2 rows of 4 patches, a token each, which
+        the tower's pattern and occlusion's scores cover and `overlay` draws on the picture."""
+        picture = image(50, 30)
+        prompt = self.image_prompt(model)
+        (geometry,) = model.vision.geometry(prompt, [picture])
+        assert geometry.tokens == 2 * 4
+        assert tower_patterns(model, prompt, [picture]).patterns[0].shape[-1] == geometry.tokens
+        scores = occlusion(model, prompt, [picture], batch=4).scores
+        assert scores.shape == (geometry.tokens,)
+        assert overlay(picture, geometry, scores).size == picture.size

@@ -1,11 +1,11 @@
 """What LLaVA-OneVision promises beyond the conformance suite: its chat format, the
 features' layout (the base crop, the tiles unpadded and shrunk past ``anyres_max_4``,
 newline rows; one padded crop and a newline per image when images come as a list per
-prompt), the tower's pattern, every analysis helper, and the published widths."""
+prompt), the tower's pattern, and the published widths. Every analysis helper runs in
+``test_conformance.py``."""
 
 from __future__ import annotations
 
-import inspect
 import json
 
 import pytest
@@ -95,44 +95,6 @@ def test_tower_patterns_are_the_base_crops_probabilities(model):
         pattern = model.vision.layers[1].self_attn.attention_probabilities.save()
     torch.testing.assert_close(found.patterns[0], pattern[0].float())
     assert found.geometry[0].grids[found.grids[0]].label == "base"
-
-
-def test_every_analysis_helper_runs(model):
-    prompt = chat(model)
-    calls = {
-        "logit_lens": lambda: analysis.logit_lens(model, prompt, [PICTURE], top=2).top_ids[0].shape[1],
-        "ablate_image": lambda: analysis.ablate_image(model, prompt, [PICTURE]).received.shape[0],
-        "occlusion": lambda: analysis.occlusion(model, prompt, [PICTURE], batch=70).scores.shape[0],
-        "patch_image": lambda: analysis.patch_image(model, prompt, [PICTURE], [image(112, 84, seed=7)]).effects.shape[0],
-        "attention_to_images": lambda: analysis.attention_to_images(model, prompt, [PICTURE]).weights[0].shape[-1],
-        "tower_patterns": lambda: analysis.tower_patterns(model, prompt, [PICTURE]).patterns[0].shape[-1],
-        "token_id": lambda: analysis.token_id(model, "<image>"),
-        "project_on_vocab": lambda: analysis.project_on_vocab(model, torch.zeros(model.hidden_size)).shape[0],
-        "top_tokens": lambda: len(analysis.top_tokens(model, torch.zeros(model.vocab_size), k=3)),
-        "next_token_probs": lambda: analysis.next_token_probs(model, prompt, [PICTURE]).shape[0],
-        "steer": lambda: _steered(model, prompt),
-        "skip_layers": lambda: _steered(model, prompt),
-        "compare_streams": lambda: analysis.compare_streams(model, model, "The quick brown fox").shape[0],
-    }
-    helpers = [name for name in analysis.__all__ if inspect.isfunction(getattr(analysis, name))]
-    assert not set(helpers) - set(calls), f"helpers this test does not call: {set(helpers) - set(calls)}"
-    found = {name: calls[name]() for name in helpers}
-    (geometry,) = model.vision.geometry(prompt, [PICTURE])
-    assert found["logit_lens"] == found["ablate_image"] == found["occlusion"] == found["attention_to_images"] == geometry.tokens
-    assert found["tower_patterns"] == 16 and found["token_id"] == model._module.config.image_token_id
-    assert found["patch_image"] == model.num_layers and found["top_tokens"] == 3
-    assert found["project_on_vocab"] == found["next_token_probs"] == model.vocab_size
-    assert found["steer"]
-
-
-def _steered(model, prompt) -> bool:
-    with model.trace(prompt, images=[PICTURE]):
-        clean = model.logits.save()
-    with model.trace(prompt, images=[PICTURE]):
-        analysis.steer(model, [0], torch.ones(model.hidden_size), positions="image")
-        analysis.skip_layers(model, 1, 1)
-        steered = model.logits.save()
-    return not torch.equal(clean, steered)
 
 
 @pytest.fixture(scope="module")

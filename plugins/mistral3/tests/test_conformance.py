@@ -3,10 +3,10 @@
 Two images of different shapes (112 x 84 and 64 x 128) make the tower pad the smaller
 one before its convolution and pack both into one row after it."""
 
-from vlreg.testing.conformance import VisionConformance
+from vlreg.testing.conformance import AnalysisConformance, VisionConformance
 
 
-class TestMistral3(VisionConformance):
+class TestMistral3(AnalysisConformance, VisionConformance):
     checkpoint = "mistral3"
     native = {
         "layers": "model.language_model.layers",

@@ -10,6 +10,7 @@ Every ``test_*`` method then runs against that family's checkpoint, loaded throu
 ``from_pretrained`` as a user's would be. Requires pytest.
 """
 
+from .analysis import AnalysisConformance
 from .cross import CrossAttentionConformance
 from .experts import ExpertsConformance
 from .linear import LinearAttentionConformance
@@ -18,4 +19,4 @@ from .text import TextConformance
 from .vision import VisionConformance, image
 
 __all__ = ["TextConformance", "VisionConformance", "ExpertsConformance", "LinearAttentionConformance", "MambaConformance",
-           "CrossAttentionConformance", "image"]
+           "CrossAttentionConformance", "AnalysisConformance", "image"]

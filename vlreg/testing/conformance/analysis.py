@@ -1,0 +1,104 @@
+"""Conformance of `vlreg.analysis` on a family: every helper runs on its checkpoint and
+gives the shapes the family's geometry says, or refuses as the family declares."""
+
+from __future__ import annotations
+
+import inspect
+from typing import Any, Callable, ClassVar
+
+import pytest
+import torch
+
+from ... import analysis
+from .vision import image
+
+
+class AnalysisConformance:
+    """Mix in before `VisionConformance` to run every function of ``vlreg.analysis.__all__``
+    on the class's model, prompt and first image. A helper added to ``vlreg.analysis``
+    fails the test until it is checked here. Also set:
+
+    * ``analysis_refuses``: helpers the family refuses, each with the error and a fragment
+      of its message, e.g. ``{"tower_patterns": (Unavailable, "has no blocks")}``;
+    * ``image_token``: the image token as a user writes it (by default the tokenizer's
+      name for the config's ``image_token_id``).
+
+    Occlusion runs in two chunks of copies (the chunks' scores must join in order) and the
+    image patched in is the first image's size, so the test costs a few traces."""
+
+    analysis_refuses: ClassVar[dict[str, tuple[type[BaseException], str]]] = {}
+    image_token: ClassVar[str | None] = None
+
+    def test_every_analysis_helper_runs_or_says_why_not(self, model):
+        checks = self.analysis_checks(model)
+        helpers = {name for name in analysis.__all__ if inspect.isfunction(getattr(analysis, name))}
+        assert helpers <= set(checks), f"helpers the conformance suite does not check: {helpers - set(checks)}"
+        assert set(self.analysis_refuses) <= helpers, "a refusal declared for no helper"
+        wrong = []
+        for helper in sorted(helpers):
+            if helper in self.analysis_refuses:
+                error, reason = self.analysis_refuses[helper]
+                with pytest.raises(error, match=reason):
+                    checks[helper]()
+            elif not checks[helper]():
+                wrong.append(helper)
+        assert not wrong, f"helpers whose results disagree with the model or its geometry: {wrong}"
+
+    def analysis_checks(self, model: Any) -> dict[str, Callable[[], bool]]:
+        """Per helper, a call as a user makes it and whether its result holds."""
+        prompt, images = self.image_prompt(model), self.images()[:1]
+        other = image(*images[0].size, seed=7)
+        (geometry,) = model.vision.geometry(prompt, images)
+        tokens = geometry.tokens
+        with model.trace(prompt, images=images):
+            stream = model.layers[0].layer_output.save()
+            clean = model.logits.save()
+        stream = stream[0, -1]
+
+        def changes_logits(edit: Callable[[], None]) -> bool:
+            with model.trace(prompt, images=images):
+                edit()
+                logits = model.logits.save()
+            return logits.shape == clean.shape and not torch.equal(logits, clean)
+
+        def tower_patterns() -> bool:
+            found = analysis.tower_patterns(model, prompt, images)
+            return found.patterns[0].shape[-1] == geometry.grids[found.grids[0]].tokens
+
+        def token_id() -> bool:
+            wanted = model._module.config.image_token_id
+            name = self.image_token or model.tokenizer.convert_ids_to_tokens(wanted)
+            return analysis.token_id(model, name) == wanted
+
+        def top_tokens() -> bool:
+            logits = analysis.project_on_vocab(model, stream)
+            found = analysis.top_tokens(model, logits, k=3)
+            return len(found) == 3 and found[0][0] == model.tokenizer.convert_ids_to_tokens(int(logits.argmax()))
+
+        def next_token_probs() -> bool:
+            probabilities = analysis.next_token_probs(model, prompt, images)
+            return probabilities.shape == (model.vocab_size,) and abs(float(probabilities.sum()) - 1) < 1e-3
+
+        def compare_streams() -> bool:
+            similarity = analysis.compare_streams(model, model, "The quick brown fox")
+            return torch.allclose(similarity, torch.ones(model.num_layers, dtype=similarity.dtype))
+
+        batch = max(1, (tokens + 1) // 2)
+        return {
+            "logit_lens": lambda: analysis.logit_lens(model, prompt, images, top=2).top_ids[0].shape[1] == tokens,
+            "ablate_image": lambda: analysis.ablate_image(model, prompt, images).received.shape[0] == tokens,
+            "occlusion": lambda: analysis.occlusion(model, prompt, images, batch=batch).scores.shape == (tokens,),
+            "patch_image": lambda: analysis.patch_image(model, prompt, images, [other]).effects.shape
+            == (model.num_layers,),
+            "attention_to_images": lambda: analysis.attention_to_images(model, prompt, images).weights[0].shape[-1]
+            == tokens,
+            "tower_patterns": tower_patterns,
+            "token_id": token_id,
+            "project_on_vocab": lambda: analysis.project_on_vocab(model, stream).shape == (model.vocab_size,),
+            "top_tokens": top_tokens,
+            "next_token_probs": next_token_probs,
+            "steer": lambda: changes_logits(lambda: analysis.steer(model, [0], torch.ones(model.hidden_size),
+                                                                   positions="image")),
+            "skip_layers": lambda: changes_logits(lambda: analysis.skip_layers(model, 1, 1)),
+            "compare_streams": compare_streams,
+        }
