@@ -9,6 +9,7 @@ from .core.cross import CrossAttentionLayer, CrossAttentionMixer
 from .core.envoys import Attention, Layer, Mlp, Standard, eager_only
 from .core.errors import ReadOnly, Unavailable
 from .core.experts import MoeMlp
+from .core.feature_layer import hidden_states_read_only
 from .core.linear import LinearAttention
 from .core.mamba import Mamba
 from .core.geometry import ImageGrid, box_grid, clip_boxes
@@ -44,6 +45,7 @@ __all__ = [
     "as_patches",
     "patches",
     "variable_resolution",
+    "hidden_states_read_only",
     "value",
     "argument",
     "returned",

@@ -66,6 +66,8 @@ def module(name: str, found: Survey, claimed: list[str], elsewhere: dict[str, st
         imports.add("CrossAttention")
     if adapter:
         imports.add("adapter")
+    if "wrapper" in claimed and found.feature_layer and not adapter:
+        imports.add("hidden_states_read_only")
     host = found.scatter[0] if found.scatter else found.text.rpartition(".")[0]
     surveyed = textwrap.fill(
         f"Written by `vlreg new-plugin` from a survey of {found.architecture}'s module tree, built on the meta "
@@ -267,36 +269,12 @@ READ_ONLY = {
 
 FEATURE_LAYER = '''
 
-def projected_block(config):
-    """The last tower block whose stream the projector reads: config.vision_feature_layer
-    indexes the tower's hidden states (0 the embeddings', i block i - 1's output)."""
-    layers = config.vision_feature_layer
-    depth = config.vision_config.{depth}
-    chosen = layers if isinstance(layers, (list, tuple)) else [layers]
-    return max(layer % (depth + 1) for layer in chosen) - 1
-
-
 def read_only(part):
-    """Values a write to would not reach the text model, refused with a reason: the
-    projector reads a block's stream out of the tower's hidden states, so the tower's
-    output and every block after that one reach nothing."""
-    read = projected_block(part.config)
-
-    def after_read(envoy):
-        if envoy.block_index is None or envoy.block_index <= read:
-            return None
-        return (
-            f"the projector reads vision.layers[{{read}}]'s stream (vision_feature_layer), so nothing "
-            f"computed in a later block reaches the text model"
-        )
-
-    return {{
-        "vision.tower_output": lambda vision: (
-            f"the projector reads vision.layers[{{read}}]'s stream out of the tower's hidden states, not the "
-            f"tower's output; edit vision.layers[{{read}}].layer_output"
-        ),
-        "vision.*": after_read,
-    }}
+    """The projector reads a block's stream out of the tower's hidden states
+    (config.vision_feature_layer), so the tower's output and every block after the last
+    one read reach nothing: declared read-only, each naming the value to edit instead."""
+    config = part.config
+    return hidden_states_read_only(config.vision_feature_layer, config.vision_config.{depth})
 '''
 
 CLASS_TOKEN_VISION = '''

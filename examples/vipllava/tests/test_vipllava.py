@@ -41,7 +41,7 @@ def test_the_projector_reads_two_blocks_without_their_class_tokens(model):
 
 def test_what_the_projector_does_not_read_refuses_writes(model):
     assert "edit vision.layers[1].layer_output" in model.read_only()["vision.tower_output"]
-    with pytest.raises(ReadOnly, match="nothing later reaches it"):
+    with pytest.raises(ReadOnly, match="nothing a later block computes reaches the text model"):
         with model.trace(prompt(model), images=[image(90, 60)]):
             model.vision.layers[2].layer_output[:] = 0
 

@@ -15,10 +15,11 @@ VipLlavaForConditionalGeneration has three parts, and this plugin claims one:
   vlreg-llava serves both, for any wrapper whose parts have those model types.
 
 What the projector does not read cannot be edited to any effect, so the tower's output
-and every block after the last one it reads are declared read-only (`read_only`).
+and every block after the last one it reads are declared read-only
+(`hidden_states_read_only`).
 """
 
-from vlreg.plugin import Claim, Scatter, hookimpl
+from vlreg.plugin import Claim, Scatter, hidden_states_read_only, hookimpl
 
 #: Standard mounts, from the model root.
 WRAPPER_RENAME = {
@@ -56,9 +57,8 @@ def vlreg_scatter(part):
 
 @hookimpl
 def vlreg_read_only(part):
-    from .reads import read_only
-
-    return read_only(part.config)
+    config = part.config
+    return hidden_states_read_only(config.vision_feature_layer, config.vision_config.num_hidden_layers)
 
 
 @hookimpl

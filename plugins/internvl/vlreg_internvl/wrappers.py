@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from vlreg.plugin import Scatter
+from vlreg.plugin import Scatter, hidden_states_read_only
 
 MODEL_TYPES = ("internvl",)
 
@@ -41,22 +41,5 @@ def envoys(part: Any) -> None:
 
 
 def read_only(part: Any) -> dict[str, Any]:
-    layer = part.config.vision_feature_layer
-    if layer == -1:
-        return {}
     depth = part.config.vision_config.num_hidden_layers
-    read = layer % (depth + 1) - 1  # hidden_states[i] is block i - 1's output, 0 the embeddings'
-    setting = f"vision_feature_layer={layer}"
-
-    def tower_output(vision: Any) -> str:
-        return (
-            f"the projector reads the stream of vision.layers[{read}] ({setting}) out of the tower's "
-            f"hidden states, not the tower's output; edit vision.layers[{read}].layer_output"
-        )
-
-    def after_read(envoy: Any) -> str | None:
-        if envoy.block_index is None or envoy.block_index <= read:
-            return None
-        return f"the projector reads vision.layers[{read}]'s stream ({setting}), so nothing later reaches the text model"
-
-    return {"vision.tower_output": tower_output, "vision.*": after_read}
+    return hidden_states_read_only(part.config.vision_feature_layer, depth, output_when_last=True)

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from vlreg.plugin import Scatter
+from vlreg.plugin import Scatter, hidden_states_read_only
 
 MODEL_TYPES = ("llava", "llava_next", "llava_onevision")
 
@@ -52,33 +52,6 @@ def scatter(part: Any) -> Scatter:
     return SCATTER
 
 
-def projected_block(config: Any) -> int:
-    """The last tower block whose stream the projector reads (-1: the embeddings').
-
-    ``hidden_states[i]`` is block ``i - 1``'s output, 0 the embeddings'; a list of
-    feature layers reads several."""
-    layers = config.vision_feature_layer
-    depth = config.vision_config.num_hidden_layers
-    chosen = layers if isinstance(layers, (list, tuple)) else [layers]
-    return max(layer % (depth + 1) for layer in chosen) - 1
-
-
 def read_only(part: Any) -> dict[str, Any]:
-    read = projected_block(part.config)
-    setting = f"vision_feature_layer={part.config.vision_feature_layer}"
-
-    def tower_output(vision: Any) -> str:
-        return (
-            f"the projector reads the stream of vision.layers[{read}] ({setting}) out of the "
-            f"tower's hidden states, not the tower's output; edit vision.layers[{read}].layer_output"
-        )
-
-    def after_read(envoy: Any) -> str | None:
-        if envoy.block_index is None or envoy.block_index <= read:
-            return None
-        return (
-            f"the projector reads vision.layers[{read}]'s stream ({setting}), so nothing computed "
-            f"in a later block reaches the text model"
-        )
-
-    return {"vision.tower_output": tower_output, "vision.*": after_read}
+    vision = part.config.vision_config
+    return hidden_states_read_only(part.config.vision_feature_layer, vision.num_hidden_layers)

@@ -17,7 +17,7 @@ to edit instead. How tokens lie over pixels (row breaks, the spatial merge) is i
 host the tower; the small checkpoint the tests load in `checkpoints`.
 """
 
-from vlreg.plugin import Claim, Scatter, VisionLayer, VisionMlp, hookimpl
+from vlreg.plugin import Claim, Scatter, VisionLayer, VisionMlp, hidden_states_read_only, hookimpl
 
 from . import tower
 
@@ -70,9 +70,8 @@ def vlreg_scatter(part):
 def vlreg_read_only(part):
     if part.kind != "wrapper":
         return None
-    from .feature_layer import read_only
-
-    return read_only(part.config)
+    config = part.config
+    return hidden_states_read_only(config.vision_feature_layer, config.vision_config.num_hidden_layers)
 
 
 @hookimpl
