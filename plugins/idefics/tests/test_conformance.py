@@ -4,7 +4,7 @@ The default image (112 x 84) is cut into 2 x 2 tiles and a global image on both 
 checkpoints: 5 frames of 2 x 2 tokens each, so every test runs through the tiles.
 """
 
-from vlreg.testing.conformance import VisionConformance
+from vlreg.testing.conformance import AnalysisConformance, VisionConformance
 
 NATIVE = {
     "layers": "model.text_model.layers",
@@ -22,14 +22,14 @@ NATIVE = {
 }
 
 
-class TestIdefics3(VisionConformance):
+class TestIdefics3(AnalysisConformance, VisionConformance):
     """The features reach the embeddings through ``self.inputs_merger(..., image_hidden_states=)``."""
 
     checkpoint = "idefics3"
     native = NATIVE
 
 
-class TestSmolVLM(VisionConformance):
+class TestSmolVLM(AnalysisConformance, VisionConformance):
     """The features reach the embeddings through ``inputs_embeds.masked_scatter``."""
 
     checkpoint = "smolvlm"

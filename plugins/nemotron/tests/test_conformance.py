@@ -2,10 +2,10 @@
 
 import torch
 
-from vlreg.testing.conformance import ExpertsConformance, MambaConformance, VisionConformance
+from vlreg.testing.conformance import AnalysisConformance, ExpertsConformance, MambaConformance, VisionConformance
 
 
-class TestNemotronHOmni(MambaConformance, ExpertsConformance, VisionConformance):
+class TestNemotronHOmni(AnalysisConformance, MambaConformance, ExpertsConformance, VisionConformance):
     """Mamba-2, experts, attention and MLP blocks, one sublayer each; the RADIO tower; the
     features written in by the wrapper's own forward (the model root)."""
 

@@ -2,12 +2,12 @@
 
 import torch
 
-from vlreg.testing.conformance import VisionConformance
+from vlreg.testing.conformance import AnalysisConformance, VisionConformance
 
 PER_CALL = "once per image"
 
 
-class TestQwen2VL(VisionConformance):
+class TestQwen2VL(AnalysisConformance, VisionConformance):
     checkpoint = "qwen2_vl"
     native = {
         "layers": "model.language_model.layers",
