@@ -89,3 +89,15 @@ def _unit_floats(image: Any) -> bool:
     if tensor is None or not tensor.is_floating_point() or tensor.numel() == 0:
         return False
     return bool(tensor.min() >= 0 and 0 < tensor.max() <= 1)
+
+
+def in_weights_dtype(inputs: dict, dtype: torch.dtype) -> dict:
+    """The input's floating-point tensors (pixels, audio features) in the weights' dtype,
+    as transformers' pipelines pass them. A processor may emit another dtype than the
+    load's (Llama 4's gives bfloat16 pixels whatever the weights), and a tower that does
+    not cast them fails deep inside its first matrix product; integer inputs (ids, masks,
+    grids) are left as they are."""
+    if not dtype.is_floating_point:
+        return inputs
+    return {key: value.to(dtype) if isinstance(value, torch.Tensor) and value.is_floating_point() and value.dtype != dtype
+            else value for key, value in inputs.items()}

@@ -15,7 +15,7 @@ from . import plugins
 from .envoys import Standard
 from .family import Family, resolve
 from .batching import Run, combine, run_of
-from .inputs import MEDIA, check_invokes
+from .inputs import MEDIA, check_invokes, in_weights_dtype
 from .loading import IMAGE_TEXT, TEXT, config_of, text_task_fallback
 from .cross import CrossAttentionLayer
 from .errors import Unavailable
@@ -195,6 +195,7 @@ class StandardizedTransformer(Standard, TransformersModel):
         elif self.processor is not None:
             invokes = combine(self.processor, invokes)
         args, kwargs = super()._batch(invokes, fn)
+        kwargs = in_weights_dtype(kwargs, self._module.dtype)
         self._run = run_of(kwargs, getattr(self._module.config, "image_token_id", None), groups)
         return args, kwargs
 

@@ -108,3 +108,18 @@ def test_a_text_generation_load_is_the_causal_lm_read_out_of_the_wrapper(path, m
     with model.trace(QUESTION):
         expected_routing, expected = model.layers[3].mlp.router_logits.save(), model.logits.save()
     assert torch.equal(routing, expected_routing) and torch.equal(logits, expected)
+
+
+def test_a_float32_load_traces_images_as_the_bfloat16_one_does(path, model):
+    """Llama 4's image processor emits bfloat16 pixels whatever the weights; a trace hands
+    them to the tower in the load's dtype (as transformers' pipelines do), so a float32
+    load runs, and its features follow the bfloat16 load's."""
+    wide = StandardizedTransformer(path, task="image-text-to-text", dispatch=True, device="cpu",
+                                   attn_implementation="eager", dtype=torch.float32)
+    picture = image(112, 84)
+    with torch.no_grad(), wide.trace(chat(wide), images=[picture]):
+        features = wide.vision.image_features.save()
+    with torch.no_grad(), model.trace(chat(model), images=[picture]):
+        narrow = model.vision.image_features.save()
+    assert features.dtype == torch.float32
+    torch.testing.assert_close(features, narrow.float(), atol=0.05, rtol=0.05)

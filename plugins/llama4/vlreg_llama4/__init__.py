@@ -14,10 +14,9 @@ or on every ``interleave_moe_layer_step``-th block (``moe_layers``) a mixture of
 ``Llama4ForCausalLM`` with its weights read out of the wrapper's (the text model at
 ``model``): the same names, and no tower. Tiles and the global image are in `geometry`.
 
-Llama 4's image processor hands the tower bfloat16 pixels and its tower does not cast
-them, so traces with images need the bfloat16 weights Llama 4 is published in (a load
-keeps the checkpoint's dtype unless told otherwise); on a float32 load transformers
-itself fails.
+Llama 4's image processor hands the tower bfloat16 pixels whatever the weights' dtype,
+and its tower does not cast them; a trace passes every floating-point input in the load's
+dtype, as transformers' pipelines do, so a float32 load serves images too.
 """
 
 from vlreg.plugin import Attention, Claim, Layer, Mlp, Scatter, VisionAttention, VisionLayer, VisionMlp, hookimpl

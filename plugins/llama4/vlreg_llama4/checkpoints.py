@@ -9,7 +9,7 @@ mixture of 4 experts, 2 a token, beside a shared expert (``interleave_moe_layer_
 as Llama 4 Maverick's; block 3 uses no rotary embedding, as every fourth does), and a
 two-block tower 32 wide with 8-pixel patches, so a tile is 4 x 4 patches plus the class
 token, shuffled into 2 x 2 tokens of 2 x 2 patches. The weights are bfloat16, as Llama 4's
-are: its image processor hands the tower bfloat16 pixels, which a float32 tower refuses.
+are.
 """
 
 from __future__ import annotations
