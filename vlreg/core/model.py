@@ -205,6 +205,12 @@ class StandardizedTransformer(Standard, TransformersModel):
         the input, before the model runs."""
         if self._run.images_in(group) is False:
             where = "this invoke's prompts carry" if group is not None else "this trace's input carries"
+            if self._run.inputs.get("pixel_values_videos") is not None:
+                return (
+                    f"{where} no images, only videos: the tower's and the features' values are served "
+                    f"for images (a video's frames run through the tower in calls of their own, which "
+                    f"vlreg does not serve yet); pass the frames as images=[...] to read them"
+                )
             return (
                 f"{where} no images, so the tower does not run for them and no features are "
                 f"scattered; pass images=[...] with a prompt that has the image placeholder"
