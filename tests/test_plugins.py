@@ -182,3 +182,13 @@ def test_a_claim_that_overrides_the_holder_takes_the_part(path):
 def test_two_plugins_of_one_name_are_refused_naming_both():
     with pytest.raises(ValueError, match="two plugins are named 'qwen2_vl'.*vlreg-qwen2-vl"):
         plugins.register(object(), name="qwen2_vl")
+
+
+def test_loading_every_plugin_imports_no_modeling_module():
+    """``import vlreg`` and loading the installed plugins stays cheap: a plugin imports
+    transformers' modeling modules when a model of its family is built, not at load (one
+    such import costs seconds of every user's start-up, whatever model they load)."""
+    code = ("import sys, vlreg\nfrom vlreg.core.plugins import plugin_manager\nplugin_manager()\n"
+            "print(sorted(m for m in sys.modules if m.startswith('transformers.models.')))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip().splitlines()[-1] == "[]", done.stdout

@@ -60,7 +60,9 @@ def vlreg_rename(part):
 
 @hookimpl
 def vlreg_envoys(part):
-    return {"text": text.ENVOYS, "vision": tower.ENVOYS}.get(part.kind)
+    if part.kind in ("text", "vision"):
+        return (text if part.kind == "text" else tower).envoys()
+    return None
 
 
 @hookimpl

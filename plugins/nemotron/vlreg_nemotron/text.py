@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from transformers.models.nemotron_h import modeling_nemotron_h as modeling
 
 from vlreg.plugin import Attention, Layer, Mamba, Mlp, MoeMlp
 
@@ -38,10 +37,15 @@ class NemotronMoe(MoeMlp):
              "shared_expert_output", "mlp_output")
 
 
-ENVOYS = {
-    modeling.NemotronHBlock: Layer,
-    modeling.NemotronHMamba2Mixer: Mamba,
-    modeling.NemotronHAttention: Attention,
-    modeling.NemotronHMLP: Mlp,
-    modeling.NemotronHMoE: NemotronMoe,
-}
+def envoys() -> dict:
+    """The standard classes keyed on the modeling module's types, imported when a model is
+    built (importing the modeling module costs seconds, which ``import vlreg`` must not)."""
+    from transformers.models.nemotron_h import modeling_nemotron_h as modeling
+
+    return {
+        modeling.NemotronHBlock: Layer,
+        modeling.NemotronHMamba2Mixer: Mamba,
+        modeling.NemotronHAttention: Attention,
+        modeling.NemotronHMLP: Mlp,
+        modeling.NemotronHMoE: NemotronMoe,
+    }

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from transformers.models.radio import modeling_radio as modeling
 
 from vlreg.plugin import (
     Unavailable,
@@ -156,10 +155,15 @@ class RadioMlp(VisionMlp):
     )
 
 
-ENVOYS = {
-    modeling.RadioModel: RadioVision,
-    modeling.RadioLayer: VisionLayer,
-    modeling.RadioAttention: RadioAttention,
-    modeling.RadioMLP: RadioMlp,
-    modeling.RadioSwiGLUFFN: RadioMlp,
-}
+def envoys() -> dict:
+    """The standard classes keyed on the modeling module's types, imported when a model is
+    built (importing the modeling module costs seconds, which ``import vlreg`` must not)."""
+    from transformers.models.radio import modeling_radio as modeling
+
+    return {
+        modeling.RadioModel: RadioVision,
+        modeling.RadioLayer: VisionLayer,
+        modeling.RadioAttention: RadioAttention,
+        modeling.RadioMLP: RadioMlp,
+        modeling.RadioSwiGLUFFN: RadioMlp,
+    }
