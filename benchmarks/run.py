@@ -106,24 +106,25 @@ def compare(models: dict, inputs, rounds: int, warmup: int) -> list[dict]:
 
 
 def study(models: dict, path: Path, size: int, rounds: int, batch: int) -> dict:
-    """The occlusion sweep three ways and "cache everything" against hooks, interleaved."""
+    """The occlusion sweep three ways, one round (a sweep is hundreds of forwards), and
+    "cache everything" against hooks, ``rounds`` rounds interleaved (one forward each, so
+    one round is at the mercy of the machine's drift)."""
     plain, standard = models["transformers"], models["vlreg"]
     prompt, image = prompt_and_image(path, size)
     inputs = encoding(path, size)
-    runs = {
+    sweeps_run = {
         "occlusion, vlreg (tower once)": lambda: sweeps.occlusion_vlreg(standard, prompt, [image], batch),
         "occlusion, tower every batch": lambda: sweeps.occlusion_tower_every_batch(standard, prompt, [image], batch),
         "occlusion, floor (transformers)": lambda: sweeps.occlusion_floor(plain, inputs, batch),
-        "everything, vlreg": lambda: sweeps.everything_vlreg(standard, inputs),
-        "everything, hooks": lambda: sweeps.everything_hooks(plain, inputs),
     }
-    times = [{name: timed(run) for name, run in runs.items()} for _ in range(rounds)]
-    found = {name: statistics.median(t[name] for t in times) for name in runs}
-    found["occlusion / floor"] = statistics.median(
-        t["occlusion, vlreg (tower once)"] / t["occlusion, floor (transformers)"] for t in times)
-    found["occlusion before / floor"] = statistics.median(
-        t["occlusion, tower every batch"] / t["occlusion, floor (transformers)"] for t in times)
-    found["everything / hooks"] = statistics.median(t["everything, vlreg"] / t["everything, hooks"] for t in times)
+    found = {name: timed(run) for name, run in sweeps_run.items()}
+    found["occlusion / floor"] = found["occlusion, vlreg (tower once)"] / found["occlusion, floor (transformers)"]
+    found["occlusion before / floor"] = found["occlusion, tower every batch"] / found["occlusion, floor (transformers)"]
+    everything = [(timed(sweeps.everything_vlreg, standard, inputs), timed(sweeps.everything_hooks, plain, inputs))
+                  for _ in range(rounds)]
+    found["everything, vlreg"] = statistics.median(a for a, _ in everything)
+    found["everything, hooks"] = statistics.median(b for _, b in everything)
+    found["everything / hooks"] = statistics.median(a / b for a, b in everything)
     return found
 
 
@@ -353,8 +354,8 @@ def main(argv=None) -> int:
         results["geometries"][name] = {"source": origin, "image": f"{size} x {size}", "workloads": rows}
         if name in ("tiny", "qwen2-vl-2b"):  # the floor is written for the Qwen2-VL wrapper
             print("  occlusion sweep and cache everything ...", flush=True)
-            # one round: a sweep is hundreds of forwards, and the models are warm from the workloads
-            results["studies"][name] = study(models, path, size, 1, arguments.sweep_batch)
+            # the models are warm from the workloads
+            results["studies"][name] = study(models, path, size, rounds, arguments.sweep_batch)
             results["everything memory"][name] = peak_memory(path, size, {
                 "transformers": "sweeps.everything_hooks(model, inputs)",
                 "vlreg": "sweeps.everything_vlreg(model, inputs)",
