@@ -18,7 +18,7 @@ from PIL import Image
 
 from vlreg import StandardizedTransformer
 from vlreg.testing import build
-from vlreg.testing.conformance import image
+from vlreg.testing.conformance import image, lit
 
 #: (width, height): one tile, 2 x 2, strips of 4 tiles, odd sides, smaller than a tile.
 SIZES = ((32, 32), (16, 16), (112, 84), (84, 112), (10, 200), (200, 10), (64, 33), (33, 64), (300, 300), (1, 1),
@@ -51,11 +51,6 @@ def test_grids_are_the_tiles_the_separators_write_then_the_global_image(model):
         assert all((grid.rows, grid.columns, grid.fold) == (2, 2, 2) for grid in geometry.grids)
 
 
-def _probe(size, x: float, y: float) -> Image.Image:
-    pixels = torch.zeros(size[1], size[0], 3, dtype=torch.uint8)
-    pixels[int(y), int(x)] = 255
-    return Image.fromarray(pixels.numpy())
-
 
 def test_a_token_box_covers_the_pixels_of_its_cell(model):
     for size in SIZES:
@@ -65,7 +60,7 @@ def test_a_token_box_covers_the_pixels_of_its_cell(model):
                 x0, y0, x1, y1 = grid.boxes[token].tolist()
                 if not grid.covered[token] or min(x1 - x0, y1 - y0) < 2:
                     continue  # no pixel of the image, or less than a pixel's probe can single out
-                probe = _probe(size, (x0 + x1) / 2, (y0 + y1) / 2)
+                probe = lit(*size, (x0 + x1) / 2, (y0 + y1) / 2)
                 tiles = model.processor(text=chat(model), images=[probe], return_tensors="pt")["pixel_values"][:, 0]
                 y, x = divmod(int(tiles[index].float().argmax()), tiles.shape[-1])
                 assert (y // 16, x // 16) == divmod(token, grid.columns), (size, grid.label, token)

@@ -23,7 +23,7 @@ from PIL import Image
 
 from vlreg import StandardizedTransformer, Unavailable
 from vlreg.testing import build
-from vlreg.testing.conformance import image
+from vlreg.testing.conformance import image, lit
 
 pytest.importorskip("vlreg_mistral3", reason="vlreg-mistral3 serves the Pixtral tower and its layout")
 
@@ -58,11 +58,6 @@ def test_an_image_is_its_grid_rows_each_ended_by_a_break(model):
         assert (grid.rows * PATCH, grid.columns * PATCH) == (height, width), size
 
 
-def _probe(size, x: float, y: float) -> Image.Image:
-    pixels = torch.zeros(size[1], size[0], 3, dtype=torch.uint8)
-    pixels[int(y), int(x)] = 255
-    return Image.fromarray(pixels.numpy())
-
 
 def test_a_token_box_covers_the_pixels_of_its_cell(model):
     for size in SIZES:
@@ -71,7 +66,7 @@ def test_a_token_box_covers_the_pixels_of_its_cell(model):
         assert torch.allclose(grid.boxes[-1, 2:], torch.tensor(size, dtype=torch.float64)), size
         for token in range(grid.tokens):
             x0, y0, x1, y1 = grid.boxes[token].tolist()
-            probe = _probe(size, (x0 + x1) / 2, (y0 + y1) / 2)
+            probe = lit(*size, (x0 + x1) / 2, (y0 + y1) / 2)
             pixels = model.processor(text=chat(model), images=[probe], return_tensors="pt")["pixel_values"][0, 0]
             y, x = divmod(int(pixels.argmax()), pixels.shape[1])
             assert (y // PATCH, x // PATCH) == divmod(token, grid.columns), (size, token)

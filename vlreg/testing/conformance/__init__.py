@@ -16,7 +16,7 @@ from .experts import ExpertsConformance
 from .linear import LinearAttentionConformance
 from .mamba import MambaConformance
 from .text import TextConformance
-from .vision import VisionConformance, image
+from .vision import VisionConformance, image, lit
 
 __all__ = ["TextConformance", "VisionConformance", "ExpertsConformance", "LinearAttentionConformance", "MambaConformance",
-           "CrossAttentionConformance", "AnalysisConformance", "image"]
+           "CrossAttentionConformance", "AnalysisConformance", "image", "lit"]

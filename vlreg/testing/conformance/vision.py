@@ -22,6 +22,16 @@ def image(width: int, height: int, seed: int = 0) -> Any:
     return Image.fromarray(pixels.numpy())
 
 
+def lit(width: int, height: int, x: float, y: float) -> Any:
+    """A black image of this size with one white pixel at ``(x, y)``: where a token's box
+    says its pixels are, the pixel must land in that token's patches."""
+    from PIL import Image
+
+    pixels = torch.zeros(height, width, 3, dtype=torch.uint8)
+    pixels[int(y), int(x)] = 255
+    return Image.fromarray(pixels.numpy())
+
+
 class VisionConformance(TextConformance):
     """What every vision-language family promises, on top of `TextConformance`.
 
