@@ -184,3 +184,25 @@ def test_the_readmes_families_table_claims_nothing_the_census_does_not_serve():
     served = {model_type for model_type, plugin in coverage().items() if plugin}
     assert claimed and claimed <= served, claimed - served
     assert served <= claimed, f"served but not in the README's table: {served - claimed}"
+
+
+def test_the_readmes_builder_names_are_the_builders_and_build_what_they_say():
+    import re
+    from pathlib import Path
+
+    from vlreg.testing import builders
+
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    table = readme.split("## Checkpoints for tests: the builder names", 1)[1].split("\n## ", 1)[0]
+    claimed = {}
+    for row in table.splitlines():
+        if row.startswith("| `"):
+            names, types = (re.findall(r"`([a-z0-9_]+)`", cell) for cell in row.split("|")[1:3])
+            if not types:  # "the same": each name is its model type
+                types = names
+            elif len(types) == 1:
+                types = types * len(names)
+            claimed.update(zip(names, types, strict=True))
+    assert set(claimed) == set(builders())
+    for name, model_type in claimed.items():
+        assert json.loads((build(name) / "config.json").read_text())["model_type"] == model_type, name
