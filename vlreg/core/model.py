@@ -12,7 +12,8 @@ from nnsight.intervention.source import install_source
 from nnsight.intervention.tracer import InterleavingTracer, ScanningTracer
 
 from . import plugins
-from .envoys import Blocks, Standard
+from .blocks import Blocks
+from .envoys import Standard
 from .family import Family, resolve
 from .batching import Run, combine, run_of
 from .inputs import MEDIA, check_invokes, in_weights_dtype
