@@ -19,11 +19,14 @@ which the server resolves to the model it has loaded. vlreg keeps to that:
 
 from __future__ import annotations
 
+import functools
 import importlib
 import sys
 import threading
 from pathlib import Path
 from typing import Any
+
+import nnsight
 
 from .errors import LocalOnly
 
@@ -123,3 +126,35 @@ def model_key(model: Any, key: Any) -> str:
     if folder is not None:
         huggingface._ID_CACHE.setdefault(repo, str(Path(folder).resolve()))
     return key()
+
+
+def remotely(model_of: Any = None) -> Any:
+    """Give a helper that runs traces a ``remote=`` keyword (``True``, a host, or ``"local"``):
+    the whole helper then runs beside the server's model, in one ``model.session(remote=...)``,
+    and what it returns is sent back. Its traces, its tower cache, the readout it applies
+    after a trace and the geometry it computes are then all the server's: nothing of this
+    process serves it. ``model_of`` maps the helper's first argument to the model (a
+    dictionary's model); by default it is the model."""
+
+    def decorate(helper: Any) -> Any:
+        @functools.wraps(helper)
+        def run(*args: Any, remote: Any = False, **kwargs: Any) -> Any:
+            if not remote:
+                return helper(*args, **kwargs)
+            model = args[0] if model_of is None else model_of(args[0])
+            return on_server(model, remote, run, args, kwargs)
+
+        return run
+
+    return decorate
+
+
+def on_server(model: Any, remote: Any, helper: Any, args: tuple, kwargs: dict) -> Any:
+    """``helper(*args, **kwargs)`` run in one remote session of ``model`` (``remote`` may also
+    be an nnsight backend, as tests pass one)."""
+    from nnsight.tracing.backend import Backend
+
+    how = {"backend": remote} if isinstance(remote, Backend) else {"remote": remote}
+    with model.session(**how):
+        result = nnsight.save(helper(*args, **kwargs))
+    return result
