@@ -16,10 +16,11 @@ import pytest
 import torch
 from nnsight.intervention.serialization import dumps, loads
 
-from vlreg import StandardizedTransformer
-from vlreg.core.envoys import Attention
+from vlreg import LocalOnly, StandardizedTransformer, Unavailable, analysis
+from vlreg.core.envoys import Attention, Standard
 from vlreg.testing import build
 from vlreg.testing.conformance import image
+from vlreg.testing.server import ServerBackend
 
 
 def load(name: str, **options):
@@ -108,3 +109,126 @@ def test_the_key_of_a_local_folder_needs_no_hub_and_rebuilds_the_model(model):
     assert rebuilt.dispatched and rebuilt._module.dtype == torch.bfloat16 and rebuilt.attn_implementation == "sdpa"
     assert rebuilt.layers[0].path == model.layers[0].path and rebuilt.vision.path == model.vision.path
     assert rebuilt.to_model_key() == key
+
+
+# -- sessions, helpers, refusals, placement ------------------------------------------------
+
+
+def ways(model):
+    """The two remote runs a check compares with a local one (see RemoteConformance)."""
+    return ["local", ServerBackend(model)]
+
+
+def test_a_remote_session_carries_a_value_from_one_trace_to_the_next(model):
+    prompt, images = prompt_of(model), [image(112, 84)]
+
+    def run(how):
+        with model.session(**how):
+            with model.trace(prompt, images=images):
+                features = model.vision.image_features  # no save: a session is the boundary
+            with model.trace(prompt, images=images):
+                model.vision.image_features[:] = features * 2
+                doubled = model.logits.save()
+        return doubled
+
+    local = run({})
+    assert torch.equal(run({"remote": "local"}), local)
+    assert torch.equal(run({"backend": ServerBackend(model)}), local)
+
+
+def test_every_analysis_helper_that_runs_traces_takes_remote(model):
+    prompt, images = prompt_of(model), [image(112, 84)]
+    other = [image(112, 84, seed=5)]
+    calls = {
+        "logit_lens": lambda **how: analysis.logit_lens(model, prompt, images, top=2, **how).top_ids,
+        "ablate_image": lambda **how: analysis.ablate_image(model, prompt, images, **how).ablated,
+        "occlusion": lambda **how: analysis.occlusion(model, prompt, images, batch=12, **how).scores,
+        "patch_image": lambda **how: analysis.patch_image(model, prompt, images, other, **how).effects,
+        "attention_to_images": lambda **how: analysis.attention_to_images(model, prompt, images, **how).weights,
+        "tower_patterns": lambda **how: analysis.tower_patterns(model, prompt, images, **how).patterns,
+        "next_token_probs": lambda **how: analysis.next_token_probs(model, prompt, images, **how),
+        "compare_streams": lambda **how: analysis.compare_streams(model, model, "The quick brown fox", **how),
+    }
+    for name, call in calls.items():
+        local = call()
+        # remote="local" hides this process's modules while the request deserializes; once
+        # (occlusion) is enough for the helpers, which travel by reference.
+        for remote in ways(model) if name == "occlusion" else [ServerBackend(model)]:
+            found = call(remote=remote)
+            assert type(found) is type(local), name
+            pairs = zip(local, found) if isinstance(local, list) else [(local, found)]
+            assert all(torch.equal(a, b) for a, b in pairs), f"{name} under remote={remote!r}"
+
+
+def test_dictionary_helpers_take_remote_and_a_dictionary_attaches_again_where_it_arrives(model):
+    from vlreg.dictionaries import Dictionary, feature_maps, selectivity
+
+    width, features = model.hidden_size, 8
+    generator = torch.Generator().manual_seed(0)
+    tensors = {"W_enc": torch.randn(width, features, generator=generator), "b_enc": torch.zeros(features),
+               "W_dec": torch.randn(features, width, generator=generator), "b_dec": torch.zeros(width)}
+    dictionary = Dictionary.from_tensors(tensors).attach(model, "layers[0].layer_output")
+    prompt, images = prompt_of(model), [image(112, 84)]
+    maps, chosen = feature_maps(dictionary, prompt, images), selectivity(dictionary, prompt, images)
+    for remote in ways(model):
+        assert torch.equal(feature_maps(dictionary, prompt, images, remote=remote).activations[0], maps.activations[0])
+        assert torch.equal(selectivity(dictionary, prompt, images, remote=remote).image_rate, chosen.image_rate)
+
+    # A client that never loads the weights (dispatch=False) keeps the matrices as given;
+    # the dictionary attaches again to the model it arrives with, in that model's dtype.
+    client = StandardizedTransformer(str(build("qwen2_vl")), task="image-text-to-text")
+    remote_only = Dictionary.from_tensors(tensors).attach(client, "layers[0].layer_output")
+    assert remote_only.W_enc.device.type == "cpu" and torch.equal(remote_only.W_enc, tensors["W_enc"])
+    server = load("qwen2_vl", dtype=torch.bfloat16)
+    objects = server._remoteable_persistent_objects()
+    arrived = loads(dumps(remote_only), objects)
+    assert arrived.site == "layers[0].layer_output" and arrived.W_enc.dtype == torch.bfloat16
+    assert arrived.model._module is server._module
+
+
+def test_a_trace_replaying_this_process_s_tower_is_refused_before_it_is_sent(model):
+    prompt, images = prompt_of(model), [image(112, 84)]
+    cache = model.vision.cache(prompt, images)
+    # An address nothing listens on: the refusal comes from serializing, not from a server.
+    for remote in ("http://127.0.0.1:9", "local"):
+        with pytest.raises(LocalOnly, match="model.session\\(remote=...\\)"):
+            with model.trace(prompt, images=images, remote=remote):
+                cache.replay()
+                model.logits.save()
+    # Made and replayed on the server, in one session, the cache serves.
+    with model.trace(prompt, images=images):
+        cache.replay()
+        local = model.logits.save()
+    with model.session(backend=ServerBackend(model)):
+        served = model.vision.cache(prompt, images)
+        with model.trace(prompt, images=images):
+            served.replay()
+            replayed = model.logits.save()
+    assert torch.equal(replayed, local)
+
+
+def test_the_readout_refuses_to_run_where_the_weights_are_not():
+    client = StandardizedTransformer(str(build("qwen2_vl")), task="image-text-to-text")
+    with pytest.raises(Unavailable, match="inside the remote trace"):
+        analysis.project_on_vocab(client, torch.zeros(client.hidden_size))
+
+
+@pytest.mark.parametrize("dispatch", [True, False], ids=["cpu", "meta"])
+def test_ndif_multi_gpu_placement_kwargs_bind_the_same_names(model, dispatch):
+    # NDIF's actor loads a model spread over several GPUs with from_model_key(key,
+    # dispatch=True, dtype=<name>, device_map="balanced", max_memory={gpu: bytes}); here
+    # the memory is the CPU's (no GPU), and on meta the placement is left to dispatch.
+    memory = {"cpu": 2**31} if dispatch else {0: 2**30, 1: 2**30}
+    placed = StandardizedTransformer.from_model_key(model.to_model_key(), dispatch=dispatch, dtype="float32",
+                                                    device_map="balanced", max_memory=memory)
+    assert placed.dispatched is dispatch
+    placed._remoteable_set_env(model._remoteable_get_env())  # as the actor does before each request
+    names = lambda m: {name: (type(envoy), envoy.path) for name, envoy in m.named_modules() if isinstance(envoy, Standard)}  # noqa: E731
+    assert names(placed) == names(model) and placed.support() == model.support()
+    if dispatch:
+        prompt, images = prompt_of(model), [image(112, 84)]
+        with placed.trace(prompt, images=images):
+            logits = placed.logits.save()
+        with model.trace(prompt, images=images):
+            want = model.logits.save()
+        assert torch.equal(logits, want)

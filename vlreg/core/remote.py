@@ -19,6 +19,7 @@ which the server resolves to the model it has loaded. vlreg keeps to that:
 
 from __future__ import annotations
 
+import copy
 import functools
 import importlib
 import sys
@@ -41,6 +42,12 @@ class ServerSide(dict):
 
     def __reduce__(self) -> tuple:
         return dict, ()
+
+    def __copy__(self) -> "ServerSide":
+        return ServerSide(self)
+
+    def __deepcopy__(self, memo: dict) -> "ServerSide":
+        return ServerSide(copy.deepcopy(dict(self), memo))
 
 
 def made(cls: type) -> None:
@@ -100,12 +107,21 @@ def arrived(model: Any) -> None:
     own, no last batch, and the family the installed plugins give its module's config,
     whose maps every envoy of the tree takes."""
     from .batching import Run
+    from .errors import NoFamily
     from .family import resolve
 
     model._lock = threading.RLock()
     model._run = Run(None)
     model._replaying = False
-    model.family = resolve(model._module.config)
+    try:
+        model.family = resolve(model._module.config)
+    except NoFamily as error:
+        raise NoFamily(
+            f"where the model arrived (a server, or remote='local''s rehearsal of one): {error} A server "
+            f"resolves the family with its own plugins, so install the plugin in the model actor's "
+            f"environment; remote='local' counts one importable only from outside site-packages "
+            f"(PYTHONPATH, a pip --target folder) as not installed"
+        ) from error
     for envoy in model.modules():
         envoy._rename = model.family.rename
         envoy._envoys = model.family.envoys
