@@ -15,9 +15,10 @@ import threading
 import pytest
 import torch
 from nnsight.intervention.serialization import dumps, loads
+from nnsight.modeling.mixins.remotable import Remotable
 
 from vlreg import LocalOnly, StandardizedTransformer, Unavailable, analysis
-from vlreg.core.envoys import Attention, Standard
+from vlreg.core.envoys import Attention, Layer, Standard
 from vlreg.testing import build
 from vlreg.testing.conformance import image
 from vlreg.testing.server import ServerBackend
@@ -109,6 +110,10 @@ def test_the_key_of_a_local_folder_needs_no_hub_and_rebuilds_the_model(model):
     assert rebuilt.dispatched and rebuilt._module.dtype == torch.bfloat16 and rebuilt.attn_implementation == "sdpa"
     assert rebuilt.layers[0].path == model.layers[0].path and rebuilt.vision.path == model.vision.path
     assert rebuilt.to_model_key() == key
+    # What a server's controller asks before placing it, answered from the folder alone.
+    info = Remotable.describe_checkpoint(key, "float32")
+    assert info.size_bytes >= 4 * sum(p.numel() for p in model._module.parameters())
+    assert info.config.model_type == "qwen2_vl"
 
 
 # -- sessions, helpers, refusals, placement ------------------------------------------------
@@ -232,3 +237,14 @@ def test_ndif_multi_gpu_placement_kwargs_bind_the_same_names(model, dispatch):
         with model.trace(prompt, images=images):
             want = model.logits.save()
         assert torch.equal(logits, want)
+
+
+def test_an_envoy_class_made_inside_a_function_is_refused_before_it_is_sent():
+    def make():
+        class Local(Layer):
+            pass
+
+        return Local
+
+    with pytest.raises(LocalOnly, match="made inside a function"):
+        dumps(object.__new__(make()))
