@@ -19,7 +19,7 @@ from .errors import Unavailable
 from .values import argument, returned, value
 
 
-class Standard(Envoy):
+class Standard(remote.ByReference, Envoy):
     """Base of vlreg's envoys: standard values that refuse, with a reason, to be read
     where this load cannot serve them, or written where a write would not land.
 
@@ -79,15 +79,6 @@ class Standard(Envoy):
         hint = f"did you mean {' or '.join(repr(found) for found in close)}? " if close else ""
         return (f"{where} has no value or module {name!r}: {hint}its standard names are {', '.join(names)} "
                 f"(repr({where}) describes them; native modules keep their own names)")
-
-    def __init_subclass__(cls, **kwargs: Any) -> None:
-        super().__init_subclass__(**kwargs)
-        remote.made(cls)
-
-    def __reduce_ex__(self, protocol: Any) -> tuple:
-        # A remote request names the envoy's class, even one a plugin made at import
-        # (`remote.class_reference`), and carries the state nnsight's Envoy gives it.
-        return remote.envoy_of, (remote.class_reference(type(self)),), self.__getstate__()
 
     @classmethod
     def values(cls) -> list[str]:

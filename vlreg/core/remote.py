@@ -50,9 +50,16 @@ class ServerSide(dict):
         return ServerSide(copy.deepcopy(dict(self), memo))
 
 
-def made(cls: type) -> None:
-    """Record a standard envoy class as it is made (`Standard.__init_subclass__`)."""
-    _MADE.setdefault((cls.__module__, cls.__qualname__), []).append(cls)
+class ByReference:
+    """Base of `Standard`: every envoy class is recorded as it is made, and an envoy
+    pickles as its class's `class_reference` and the state nnsight's Envoy gives it."""
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        _MADE.setdefault((cls.__module__, cls.__qualname__), []).append(cls)
+
+    def __reduce_ex__(self, protocol: Any) -> tuple:
+        return envoy_of, (class_reference(type(self)),), self.__getstate__()
 
 
 def class_reference(cls: type) -> Any:
