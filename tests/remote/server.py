@@ -31,7 +31,6 @@ import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -72,13 +71,14 @@ class Stack:
             "NDIF_DEFAULT_DTYPE": "float32",  # what the local runs it is compared with load in
             "NDIF_DEFAULT_EXECUTION_TIMEOUT_SECONDS": "300",
             "NDIF_DEFAULT_PADDING_BIAS": "0",
+            "NDIF_STATUS_TTL_S": "1",  # /status as it is now, not a minute ago
         }
 
     # -- starting ---------------------------------------------------------------
 
-    def run(self, *argv: str, timeout: float = 60) -> None:
+    def run(self, *argv: str, timeout: float = 60, **env: str) -> None:
         """Run a short command inside the namespace, to completion."""
-        subprocess.run(self._in_namespace(argv), env=self.env, check=True, timeout=timeout)
+        subprocess.run(self._in_namespace(argv), env={**self.env, **env}, check=True, timeout=timeout)
 
     def start(self, name: str, *argv: str) -> None:
         """Start a long-running process in the namespace, in a process group of its own."""
@@ -106,12 +106,11 @@ class Stack:
             "--resources=" + json.dumps({"head": 10, "cuda_memory_bytes": 8 * GiB, "cpu_memory_bytes": 8 * GiB}),
             f"--temp-dir={self.scratch / 'ray'}", "--disable-usage-stats",
         )
-        self.wait("Ray", lambda: self.ray_ready())
+        self.wait("Ray", self.ray_ready)
         # ndif's controller launcher: schedules the detached controller actor and exits.
         self.run(
-            "env", f"RAY_ADDRESS=127.0.0.1:{RAY_PORT}",
             str(BIN / "python"), "-m", "ndif.services.ray.deployments.controller.controller",
-            timeout=300,
+            timeout=300, RAY_ADDRESS=f"127.0.0.1:{RAY_PORT}",
         )
         self.start(
             "api", "gunicorn", "--config", "python:ndif.services.api.gunicorn_conf",
@@ -146,7 +145,9 @@ class Stack:
     # -- stopping ---------------------------------------------------------------
 
     def down(self) -> None:
-        """Stop every process started here, by process group, then whatever is left in the namespace, by PID."""
+        """Stop every process started here: each process group, SIGTERM then SIGKILL, then
+        whatever is left in the namespace, by PID. Raises if any survives."""
+        seen = set(self.namespace_pids())
         for process in reversed(self.processes.values()):
             _signal_group(process.pid, signal.SIGTERM)
         deadline = time.monotonic() + STOP_GRACE
@@ -160,13 +161,20 @@ class Stack:
         left = self.namespace_pids()
         for pid in left:
             _kill(pid)
-        if left:
-            print(f"[test-remote] killed {len(left)} process(es) left in {self.namespace}: {left}", flush=True)
         for _ in range(50):
             if not self.namespace_pids():
                 break
             time.sleep(0.2)
-        subprocess.run(["ip", "netns", "del", self.namespace], check=False)
+        survivors = self.namespace_pids()
+        if not survivors:
+            subprocess.run(["ip", "netns", "del", self.namespace], check=True)
+        print(
+            f"[test-remote] stopped {len(seen)} processes: {len(self.processes)} process groups"
+            + (f", then {len(left)} left in the namespace by PID" if left else ""),
+            flush=True,
+        )
+        if survivors:
+            raise RuntimeError(f"processes {survivors} outlived SIGKILL in namespace {self.namespace}")
 
     def namespace_pids(self) -> list[int]:
         listed = subprocess.run(["ip", "netns", "pids", self.namespace], capture_output=True, text=True)
@@ -195,18 +203,22 @@ def main(argv: list[str]) -> int:
     # A SIGTERM (or the make's Ctrl-C) unwinds through the finally below, like an error.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     stack = Stack()
+    passed = False
     try:
         started = time.monotonic()
         stack.up()
-        print(f"[test-remote] NDIF up in {time.monotonic() - started:.0f} s; logs in {stack.logs}", flush=True)
+        print(f"[test-remote] NDIF up in {time.monotonic() - started:.0f} s", flush=True)
         env = {**os.environ, "VLREG_NDIF_URL": f"http://{API}"}
-        return subprocess.run(stack._in_namespace(command), env=env, cwd=ROOT, timeout=COMMAND_TIMEOUT).returncode
-    except BaseException:
-        _show_logs(stack.logs)
-        raise
+        code = subprocess.run(stack._in_namespace(command), env=env, cwd=ROOT, timeout=COMMAND_TIMEOUT).returncode
+        passed = code == 0
+        return code
     finally:
         stack.down()
-        shutil.rmtree(stack.scratch / "ray", ignore_errors=True)
+        if passed:
+            shutil.rmtree(stack.scratch, ignore_errors=True)
+        else:
+            _show_logs(stack.logs)
+            print(f"[test-remote] the server's logs are kept in {stack.scratch} (Ray's under ray/)", file=sys.stderr)
 
 
 def _show_logs(logs: Path, lines: int = 40) -> None:

@@ -10,12 +10,12 @@ class, for vlreg's models), runs the block and sends the saved values back.
 
 from __future__ import annotations
 
+import json
 import os
+import urllib.request
 
 import pytest
 import torch
-from nnsight import LanguageModel
-from nnsight.modeling.huggingface import _ID_CACHE
 
 from vlreg import StandardizedTransformer
 from vlreg.testing import build
@@ -27,39 +27,10 @@ pytestmark = pytest.mark.skipif(URL is None, reason="needs make test-remote's se
 FAMILIES = ("qwen2_vl", "llava_interleave")
 
 
-def local_key(folder) -> str:
-    """The checkpoint's folder, its own id in the model key: the client canonicalizes a
-    repo id through the Hub, which a folder (and this offline machine) has no entry in.
-    The server reads the same folder (the same disk)."""
-    path = str(folder)
-    _ID_CACHE.setdefault(path, path)
-    return path
-
-
-def test_a_plain_nnsight_model_runs_through_the_server():
-    """The server itself, without vlreg's names: a block's output, an edit, the logits."""
-    model = LanguageModel(local_key(build("qwen2_base")), dispatch=True, device_map="cpu", dtype=torch.float32)
-    prompt = "The Eiffel Tower is in Paris."
-
-    def run(remote):
-        with model.trace(prompt, remote=remote):
-            block = model.model.layers[0].output.save()
-            logits = model.lm_head.output.save()
-        with model.trace(prompt, remote=remote):
-            model.model.layers[0].output[:] = 0
-            edited = model.lm_head.output.save()
-        return block, logits, edited
-
-    here, there = run(False), run(URL)
-    assert not torch.equal(here[1], here[2])
-    for local, remote in zip(here, there):
-        torch.testing.assert_close(remote, local)
-
-
 @pytest.fixture(scope="module", params=FAMILIES)
 def model(request):
     return StandardizedTransformer(
-        local_key(build(request.param)), task="image-text-to-text", dispatch=True,
+        str(build(request.param)), task="image-text-to-text", dispatch=True,
         attn_implementation="eager", device="cpu", dtype=torch.float32,
     )
 
@@ -72,15 +43,16 @@ def prompt_of(model) -> str:
 def reads(model, remote) -> dict:
     """Image values, a block's value and its attention pattern, the logits."""
     with model.trace(prompt_of(model), images=[image(112, 84)], remote=remote):
-        saved = {
-            "image_token_mask": model.vision.image_token_mask.save(),
-            "patch_embeddings": model.vision.patch_embeddings.save(),
-            "image_features": model.vision.image_features.save(),
-            "attention_probabilities": model.layers[1].self_attn.attention_probabilities.save(),
-            "layer_output": model.layers[1].layer_output.save(),
-            "logits": model.logits.save(),
-        }
-    return saved
+        mask = model.vision.image_token_mask.save()
+        patches = model.vision.patch_embeddings.save()
+        features = model.vision.image_features.save()
+        pattern = model.layers[1].self_attn.attention_probabilities.save()
+        block = model.layers[1].layer_output.save()
+        logits = model.logits.save()
+    return {
+        "image_token_mask": mask, "patch_embeddings": patches, "image_features": features,
+        "attention_probabilities": pattern, "layer_output": block, "logits": logits,
+    }
 
 
 def ablated(model, remote) -> torch.Tensor:
@@ -103,3 +75,15 @@ def test_an_image_features_edit_through_the_server_matches_the_local_edit(model)
     here, there = ablated(model, False), ablated(model, URL)
     assert not torch.equal(here, reads(model, False)["logits"])
     torch.testing.assert_close(there, here)
+
+
+def test_the_server_ran_them_on_its_model_actor_for_vlregs_key(model):
+    """What answered is NDIF's deployment of this model's key (vlreg's class), on the CPU actor."""
+    reads(model, URL)
+    with urllib.request.urlopen(f"{URL}/status", timeout=60) as answer:
+        deployments = json.load(answer)["deployments"].values()
+    served = [entry for entry in deployments if entry.get("model_key") == model.to_model_key()]
+    assert model.to_model_key().startswith("vlreg.core.model.StandardizedTransformer:")
+    assert [(entry["application_state"], entry["actor_class"]) for entry in served] == [
+        ("RUNNING", "ndif_cpu.CPUModelActor")
+    ]
