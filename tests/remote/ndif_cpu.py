@@ -55,7 +55,8 @@ class Controller(_ControllerActor):
 @ray.remote(num_cpus=1, max_restarts=0)
 class CPUModelActor(BaseModelDeployment):
     """ndif's model actor, loading on the CPU: the model the key names, in the
-    deployment's dtype, built by the class the key names (vlreg's, for vlreg's key)."""
+    deployment's dtype, built by the class the key names (vlreg's, for vlreg's key).
+    Never restarted (ndif's is, forever): a load that fails fails the run, not loops."""
 
     #: Parking a replica moves its weights off a GPU; on the CPU there is nothing to free.
     CACHEABLE = False

@@ -147,6 +147,8 @@ class Stack:
     def down(self) -> None:
         """Stop every process started here: each process group, SIGTERM then SIGKILL, then
         whatever is left in the namespace, by PID. Raises if any survives."""
+        for sig in (signal.SIGINT, signal.SIGTERM):  # a second Ctrl-C must not cut the stop short
+            signal.signal(sig, signal.SIG_IGN)
         seen = set(self.namespace_pids())
         for process in reversed(self.processes.values()):
             _signal_group(process.pid, signal.SIGTERM)
