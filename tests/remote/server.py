@@ -198,7 +198,7 @@ def _kill(pid: int) -> None:
 
 
 def main(argv: list[str]) -> int:
-    command = argv or [sys.executable, "-m", "pytest", str(HERE), "-q", "-p", "no:cacheprovider", "-rs"]
+    command = argv or [sys.executable, "-m", "pytest", str(HERE), "-q", "-rs"]
     for tool in ("ip", "redis-server"):
         if shutil.which(tool) is None:
             sys.exit(f"test-remote needs `{tool}` (Debian: apt-get install iproute2 redis-server)")
