@@ -66,7 +66,6 @@ def ablated(model, remote) -> torch.Tensor:
 def test_reads_through_the_server_match_the_local_trace(model):
     here, there = reads(model, False), reads(model, URL)
     assert here["image_token_mask"].any()
-    assert there.keys() == here.keys()
     for name, local in here.items():
         torch.testing.assert_close(there[name], local, msg=lambda message: f"{name}: {message}")
 
