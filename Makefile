@@ -31,6 +31,7 @@ bench: $(STAMP)
 # The NDIF server's own venv, so .venv and make test never see it. ndif 0.1.2 says
 # Python >= 3.12, but its sources run on 3.11 beside this stack (pip check is clean);
 # vlreg and the plugins are in it too, since the model actor builds vlreg's model.
+# Ray is pinned at the release the harness was measured with (ndif leaves it open).
 REMOTE_VENV := .venv-remote
 REMOTE_PY := $(REMOTE_VENV)/bin/python
 REMOTE_STAMP := $(REMOTE_VENV)/.vlreg-installed
@@ -39,7 +40,7 @@ $(REMOTE_STAMP): pyproject.toml $(PLUGINS)
 	$(REMOTE_PY) -m pip install -q --upgrade pip
 	$(REMOTE_PY) -m pip install -q torch==2.14.1 torchvision==0.29.1
 	$(REMOTE_PY) -m pip install -q -e '.[test]' $(addprefix -e ,$(dir $(PLUGINS)))
-	$(REMOTE_PY) -m pip install -q --ignore-requires-python 'ndif[api,ray]==0.1.2'
+	$(REMOTE_PY) -m pip install -q --ignore-requires-python 'ndif[api,ray]==0.1.2' 'ray[default]==2.60.0'
 	$(REMOTE_PY) -m pip check
 	touch $(REMOTE_STAMP)
 
