@@ -15,6 +15,7 @@ from ...core.mamba import Mamba
 from ...core.errors import ReadOnly, Unavailable
 from ...core.model import StandardizedTransformer
 from ..checkpoints import build
+from .trust import TextTrust
 
 INTERIOR = (
     "attention_queries",
@@ -26,7 +27,7 @@ INTERIOR = (
 )
 
 
-class TextConformance:
+class TextConformance(TextTrust):
     """What every family's text model promises. Subclass it in a ``Test*`` class and set:
 
     * ``checkpoint``: the name of a checkpoint builder (`vlreg_checkpoints`);
@@ -89,12 +90,14 @@ class TextConformance:
             pytest.skip("transformers runs this text model only with eager attention (it refuses sdpa)")
         return cls.load(path, attn_implementation="sdpa")
 
-    def text_prompt(self, model: StandardizedTransformer) -> "str | dict":
+    def text_prompt(self, model: StandardizedTransformer, text: str | None = None,
+                    generation: bool = True) -> "str | dict":
+        text = text or self.text
         if model.processor is None:  # a base language model: the plain text
-            return self.text
-        content = [{"type": "image"}] * self.text_images + [{"type": "text", "text": self.text}]
+            return text
+        content = [{"type": "image"}] * self.text_images + [{"type": "text", "text": text}]
         messages = [{"role": "user", "content": content}]
-        prompt = model.processor.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
+        prompt = model.processor.apply_chat_template(messages, add_generation_prompt=generation, tokenize=False)
         if not self.text_images:
             return prompt
         from .vision import image
@@ -215,11 +218,14 @@ class TextConformance:
         torch.testing.assert_close(after, plain * 2)
 
     def test_logits_are_the_readout(self, model):
+        """``uncapped_logits`` is ``lm_head``'s output; ``logits`` what the model returns
+        (the same tensor, but after a final softcap: `TextTrust`)."""
         with model.trace(self.text_prompt(model)):
-            logits = model.logits.save()
             readout = model.lm_head.output.save()
-        assert torch.equal(logits, readout)
-        assert logits.shape[-1] == model.vocab_size
+            uncapped = model.uncapped_logits.save()
+            logits = model.logits.save()
+        assert torch.equal(uncapped, readout)
+        assert logits.shape == readout.shape and logits.shape[-1] == model.vocab_size
 
     def test_token_embeddings_are_the_embedding(self, model):
         prompt = self.text_prompt(model)
