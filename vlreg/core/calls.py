@@ -5,8 +5,9 @@ more than once (LFM2-VL's projector, run once per crop: tiles and a thumbnail) w
 answer with the first crop's output alone, and nothing would say so. A plugin maps such a
 module's class onto a subclass of `PerCall` and says how many calls a run makes, from the
 inputs the model is called with (`PerCall.calls`); ``input`` and ``output`` are then lists,
-one entry per call in the order the forward makes them, and an assignment takes such a
-list. The conformance suite counts every standard module's calls in a forward and fails
+one entry per call in the order the forward makes them (reading one waits for the last
+call). An assignment takes such a list and writes each entry as its call returns, so it
+is made before the calls are read in that trace (take their shapes from an earlier one). The conformance suite counts every standard module's calls in a forward and fails
 a family whose module is called more than once without being declared so.
 """
 
