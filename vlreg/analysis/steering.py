@@ -53,6 +53,12 @@ def _where(model: Any, positions: Any) -> Any:
         if positions not in ("text", "image"):
             raise ValueError(f"positions is 'all', 'text', 'image', an ImageGeometry, a mask or indices, not {positions!r}")
         mask = model.vision.image_token_mask.as_subclass(torch.Tensor)
+        if positions == "image" and not mask.any() and computed_positions(model)[0] > 0:
+            raise ValueError(
+                "positions='image' at a generation step after the first: the image's tokens are in the cache "
+                "(this step computes only the new tokens, none of them an image token); steer them at the "
+                "first step, before the steps after it"
+            )
         return mask if positions == "image" else ~mask
     if isinstance(positions, ImageGeometry):
         in_stream(model, "steer at an image's tokens")

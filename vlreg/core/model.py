@@ -16,7 +16,7 @@ from .envoys import Standard
 from .family import Family, resolve
 from .batching import Run, combine, run_of
 from .inputs import MEDIA, check_invokes, in_weights_dtype
-from .options import encode_invoke, route, same_options
+from .options import encode_invoke, processing, refuse_unknown, route, same_options, split
 from .loading import IMAGE_TEXT, TEXT, config_of, text_task_fallback
 from .cross import CrossAttentionLayer
 from .errors import Unavailable
@@ -180,7 +180,15 @@ class StandardizedTransformer(Standard, TransformersModel):
 
     def interleave(self, fn: Any, *args: Any, **kwargs: Any) -> Any:
         with self._lock:
-            return super().interleave(fn, *args, **kwargs)
+            if kwargs.get("batcher") is None:
+                return super().interleave(fn, *args, **kwargs)
+            # the trace's own keywords beside its invokes: the processor's options apply to
+            # every invoke; what nothing takes is refused (generate checks its own)
+            options, kwargs = split(self.processor, kwargs)
+            if getattr(fn, "__name__", "") != "generate":
+                refuse_unknown(self, {key: value for key, value in kwargs.items() if key != "batcher"})
+            with processing(self, options, "the trace"):
+                return super().interleave(fn, *args, **kwargs)
 
     def _batch(self, invokes: list, fn: Any) -> tuple:
         """Check the trace's input, then batch it, images included.

@@ -70,6 +70,9 @@ def _logits_location(model: Any) -> str:
 
 logits = value(
     _logits_location,
+    # the root's whole output, narrowed to an invoke's rows by nnsight, fails on some
+    # families (PaliGemma 2's): the logits are served whole and cut here instead
+    layout=lambda model: "batch" if final_softcap(model) is None else "rows",
     description="the logits the model returns and samples from (lm_head's output, after any final softcap)",
 )(_returned_logits).writes(_with_logits)
 

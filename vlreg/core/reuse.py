@@ -64,8 +64,9 @@ class TowerCache:
         if run.image_tokens is None or int(run.image_tokens.sum()) != copies * self.image_tokens:
             held = "no image tokens" if run.image_tokens is None else f"{int(run.image_tokens.sum())} image tokens"
             raise ValueError(
-                f"this trace holds {held}, not {copies} copies of the cached images' {self.image_tokens}: "
-                f"replay a cache only in a trace of the images it was made from"
+                f"this trace holds {held}, not {copies} cop{'y' if copies == 1 else 'ies'} of the cached images' "
+                f"{self.image_tokens}: replay a cache only in a trace of the images it was made from (with the "
+                f"processor options it was made with)"
             )
         differs = _differs(self.pixels, image_inputs(run.inputs), copies)
         if differs:

@@ -21,7 +21,8 @@ class VisionTrust:
     """Mixed into `VisionConformance`; also set ``processor_options``: processor options
     that change how many image tokens an image makes (``{"max_pixels": 56 * 56}`` on the
     Qwen line), checked against the processor; ``None`` where the tiny processor has no
-    such option, and only an option every image processor takes (``do_normalize``) is."""
+    such option, and only an option every image processor takes (``do_normalize``, turned
+    the other way) is."""
 
     processor_options: ClassVar[dict | None] = None
 
@@ -89,7 +90,8 @@ class VisionTrust:
         processor's encoding with it), `vision.geometry` takes the same options, and a
         keyword nothing takes is refused by name before the model runs."""
         prompt, images = self.image_prompt(model), self.images()[:1]
-        options = self.processor_options or {"do_normalize": False}
+        normalizes = bool(getattr(model.processor.image_processor, "do_normalize", True))
+        options = self.processor_options or {"do_normalize": not normalizes}
         encoding = dict(model.processor(text=prompt, images=images, **options, return_tensors="pt"))
         with model.trace(prompt, images=images, **options):
             mask = model.vision.image_token_mask.save()
