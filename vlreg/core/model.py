@@ -184,8 +184,9 @@ class StandardizedTransformer(Standard, TransformersModel):
                 return super().interleave(fn, *args, **kwargs)
             # the trace's own keywords beside its invokes: the processor's options apply to
             # every invoke; what nothing takes is refused (generate checks its own)
-            options, kwargs = split(self.processor, kwargs)
-            if getattr(fn, "__name__", "") != "generate":
+            generating = getattr(fn, "__name__", "") == "generate"
+            options, kwargs = split(self.processor, kwargs, generating)
+            if not generating:
                 refuse_unknown(self, {key: value for key, value in kwargs.items() if key != "batcher"})
             with processing(self, options, "the trace"):
                 return super().interleave(fn, *args, **kwargs)

@@ -42,18 +42,27 @@ def processor_options(processor: Any, modality: str | None = None) -> frozenset[
     return frozenset(found - OWN - {"common_kwargs"})
 
 
-def split(processor: Any, kwargs: dict) -> tuple[dict, dict]:
-    """``kwargs`` as (the processor's options, the rest)."""
-    taken = processor_options(processor)
+def split(processor: Any, kwargs: dict, generating: bool = False) -> tuple[dict, dict]:
+    """``kwargs`` as (the processor's options, the rest). In a generation, a keyword
+    ``generate`` takes stays with it (``max_length`` is both a tokenizer's and a
+    generation's)."""
+    taken = processor_options(processor) - (_generation_keywords() if generating else frozenset())
     options = {key: value for key, value in kwargs.items() if key in taken}
     return options, {key: value for key, value in kwargs.items() if key not in taken}
+
+
+@functools.lru_cache(maxsize=1)
+def _generation_keywords() -> frozenset[str]:
+    from transformers import GenerationConfig
+
+    return frozenset(GenerationConfig().to_dict())
 
 
 def route(model: Any, inputs: tuple, kwargs: dict, generating: bool = False) -> tuple[tuple, dict, dict]:
     """An invoke's ``(inputs, kwargs)`` as ``(inputs, kwargs without the processor's
     options, those options)``, refusing a keyword nothing takes (a generation's own
     keywords, ``max_new_tokens=``, go to ``generate``, which checks them itself)."""
-    options, rest = split(model.processor, kwargs)
+    options, rest = split(model.processor, kwargs, generating)
     options = {**given(model), **options}
     if not generating:
         refuse_unknown(model, rest)
@@ -102,8 +111,8 @@ def check_options(processor: Any, options: dict, where: str) -> None:
         hints = "; ".join(f"did you mean {found[0]!r}?" for found in near if found)
         raise TypeError(
             f"{', '.join(repr(key) for key in unknown)} given to {where}: not an option of the processor "
-            f"({type(processor).__name__}){'; ' + hints if hints else ''}. {where} takes the processor's options, "
-            f"as a trace does (max_pixels=, size=, images_kwargs=, ...)"
+            f"({type(processor).__name__}){' (' + hints + ')' if hints else ''}; {where} takes the processor's "
+            f"options, as a trace does (max_pixels=, size=, images_kwargs=, ...)"
         )
 
 
@@ -130,12 +139,13 @@ def refuse_unknown(model: Any, kwargs: dict, where: str = "the trace") -> None:
     names = ", ".join(repr(key) for key in unknown)
     near = {key: difflib.get_close_matches(key, sorted(known | taken), n=1) for key in unknown}
     hints = "; ".join(f"did you mean {found[0]!r} for {key!r}?" for key, found in near.items() if found)
-    processor = type(model.processor).__name__ if model.processor is not None else "no processor (a text-only load)"
+    taker = (f"by the processor ({type(model.processor).__name__}) nor" if model.processor is not None
+             else "by a processor (this is a text-only load) nor")
     raise TypeError(
-        f"{names} given to {where} {'is' if len(unknown) == 1 else 'are'} taken neither by the processor "
-        f"({processor}) nor by {type(model._module).__name__}.forward, which would ignore "
-        f"{'it' if len(unknown) == 1 else 'them'}{': ' + hints if hints else ''}. Processor options "
-        f"(max_pixels=, size=, images_kwargs=, ...) go with images=; see the processor's documentation"
+        f"{names} given to {where} {'is' if len(unknown) == 1 else 'are'} taken neither {taker} by "
+        f"{type(model._module).__name__}.forward, which would ignore {'it' if len(unknown) == 1 else 'them'}"
+        f"{': ' + hints if hints else ''}. Processor options (max_pixels=, size=, images_kwargs=, ...) go "
+        f"with images= on a load with task='image-text-to-text'"
     )
 
 

@@ -55,15 +55,15 @@ class TextTrust:
         """``logits`` is what the model returns (after any final softcap), and every
         probability vlreg reports is its softmax: the next-token distribution, the logit
         lens anywhere (`project_on_vocab`) and `top_tokens`."""
-        prompt = self.text_prompt(model)
-        with model.trace(prompt):
+        args, kwargs = self.order_input(model)
+        with model.trace(*args, **kwargs):
             last = model.layers[-1].layer_output.save()
             uncapped = model.uncapped_logits.save()
             logits = model.logits.save()
             returned = model.output.logits.save()
         assert torch.equal(logits, returned), "logits are not what the model returns"
         expected = returned[0, -1].float().softmax(-1)
-        torch.testing.assert_close(analysis.next_token_probs(model, prompt).reshape(-1), expected)
+        torch.testing.assert_close(analysis.next_token_probs(model, *args, **kwargs).reshape(-1), expected)
         lens = analysis.project_on_vocab(model, last[0, -1])
         torch.testing.assert_close(lens.float().softmax(-1), expected, atol=1e-4, rtol=1e-3)
         (token, probability), = analysis.top_tokens(model, lens, k=1)
