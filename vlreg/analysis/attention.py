@@ -10,6 +10,7 @@ from attrs import frozen
 from ..core.errors import Unavailable
 from ..core.geometry import ImageGeometry, encode
 from ..core.options import given, takes_processor_options
+from ..core.remote import remotely
 from .tokens import _count, _images, _layers, in_stream, warn_if_turn_ended
 
 
@@ -30,6 +31,7 @@ class ImageAttention:
         return torch.stack([w.sum(-1).mean(-1) for w in self.weights])
 
 
+@remotely()
 @takes_processor_options
 def attention_to_images(
     model: Any,
@@ -87,6 +89,7 @@ class TowerPatterns:
         return rows.mean(0) if head is None else rows[head]
 
 
+@remotely()
 @takes_processor_options
 def tower_patterns(model: Any, prompt: Any, images: Any, *, layer: int = -1) -> TowerPatterns:
     """The attention pattern of tower block ``layer``, per image.

@@ -14,6 +14,7 @@ from attrs import frozen
 
 from ..core.geometry import ImageGeometry
 from ..core.options import takes_processor_options
+from ..core.remote import remotely
 from .tokens import _chunks, _copies, _count, _images, _layers, in_stream, token_id, warn_if_turn_ended
 
 
@@ -35,6 +36,7 @@ class Ablation:
         return self.ablated - self.clean
 
 
+@remotely()
 @takes_processor_options
 def ablate_image(
     model: Any,
@@ -106,6 +108,7 @@ class Occlusion:
     geometry: list[ImageGeometry]
 
 
+@remotely()
 @takes_processor_options
 def occlusion(
     model: Any,
@@ -164,6 +167,7 @@ class Patching:
     patched: torch.Tensor | None = None
 
 
+@remotely()
 @takes_processor_options
 def patch_image(
     model: Any,

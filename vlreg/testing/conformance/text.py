@@ -14,6 +14,7 @@ from ...core.mamba import Mamba
 from ...core.errors import ReadOnly, Unavailable
 from ...core.model import StandardizedTransformer
 from ..checkpoints import build
+from .remote import RemoteConformance
 from .trust import TextTrust
 
 INTERIOR = (
@@ -26,7 +27,7 @@ INTERIOR = (
 )
 
 
-class TextConformance(TextTrust):
+class TextConformance(TextTrust, RemoteConformance):
     """What every family's text model promises. Subclass it in a ``Test*`` class and set:
 
     * ``checkpoint``: the name of a checkpoint builder (`vlreg_checkpoints`);
