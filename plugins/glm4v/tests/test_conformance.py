@@ -1,0 +1,92 @@
+"""The GLM-V line against the conformance suite the core ships."""
+
+import torch
+
+from vlreg.testing.conformance import AnalysisConformance, ExpertsConformance, VisionConformance
+
+PER_CALL = "once per image"
+GLM = {
+    "layers": "model.language_model.layers",
+    "embed_tokens": "model.language_model.embed_tokens",
+    "norm": "model.language_model.norm",
+    "lm_head": "lm_head",
+    "vision": "model.visual",
+    "vision.layers": "model.visual.blocks",
+    "vision.patch_embed": "model.visual.patch_embed",
+    "vision.layers.0.self_attn": "model.visual.blocks.0.attn",
+    "vision.layers.0.input_layernorm": "model.visual.blocks.0.norm1",
+    "vision.layers.0.post_attention_layernorm": "model.visual.blocks.0.norm2",
+    "projector": "model.visual.merger",
+    # the text block's own names: post_attention_layernorm is the norm before the MLP
+    "layers.0.post_attention_layernorm": "model.language_model.layers.0.post_attention_layernorm",
+}
+TOWER_PATTERN = {
+    "vision.self_attn.attention_scores": PER_CALL,
+    "vision.self_attn.attention_probabilities": PER_CALL,
+}
+
+
+class TestGlm4v(AnalysisConformance, VisionConformance):
+    """GLM-4.1V: sandwich-normed blocks read at their post-norms, so the plain sum holds."""
+
+    checkpoint = "glm4v"
+    native = GLM
+    unavailable = TOWER_PATTERN
+    image_sizes = ((112, 84), (56, 112))
+
+
+class TestGlm4vMoe(ExpertsConformance, VisionConformance):
+    """GLM-4.5V: a dense block, then a routed one beside a shared expert."""
+
+    checkpoint = "glm4v_moe"
+    native = {**GLM, "layers.1.mlp.gate": "model.language_model.layers.1.mlp.gate"}
+    unavailable = TOWER_PATTERN
+    renormalized = False  # sigmoid scores, renormalized then scaled by routed_scaling_factor
+
+    def test_routing_and_expert_outputs_sum_to_the_mlp_output(self, model):
+        """GLM's own routing, from the served logits: experts chosen by sigmoid plus the
+        correction bias within the best group, weighted by their sigmoids renormalized and
+        scaled; the weighted slots sum to the routed output, and shared plus routed is
+        what the block adds."""
+        mlp = self.sparse_blocks(model)[0].mlp
+        gate = mlp.gate._module
+        with model.trace(self.image_prompt(model), images=self.images()[:1]):
+            logits = mlp.router_logits.save()
+            weights = mlp.expert_weights.save()
+            indices = mlp.expert_indices.save()
+            slots = mlp.expert_outputs.save()
+            routed = mlp.routed_output.save()
+            shared = mlp.shared_expert_output.save()
+            out = mlp.mlp_output.save()
+        scores = logits.sigmoid()
+        choice = (scores + gate.e_score_correction_bias).view(len(scores), mlp.n_group, -1)
+        best = choice.topk(2, dim=-1).values.sum(-1).topk(mlp.topk_group, dim=-1).indices
+        allowed = torch.zeros_like(choice[..., 0]).scatter(1, best, 1).bool()
+        expected = choice.masked_fill(~allowed[..., None], float("-inf")).view(len(scores), -1).topk(mlp.top_k).indices
+        assert torch.equal(indices.sort(-1).values, expected.sort(-1).values)
+        chosen = scores.gather(1, indices)
+        torch.testing.assert_close(weights, chosen / chosen.sum(-1, keepdim=True) * mlp.routed_scaling_factor)
+        torch.testing.assert_close(weights.sum(-1), torch.full_like(weights[:, 0], 2.5))
+        assert torch.equal(slots.sum(1).to(routed.dtype), routed)
+        torch.testing.assert_close(out.reshape(routed.shape), routed + shared)
+
+
+class TestGlm46v(VisionConformance):
+    """GLM-4.6V: GLM-4.1V's classes, its parts served by their model types."""
+
+    checkpoint = "glm46v"
+    native = GLM
+    unavailable = TOWER_PATTERN
+
+
+class TestGlmga(TestGlm46v):
+    checkpoint = "glmga"
+
+
+class TestGlmOcr(VisionConformance):
+    """GLM-OCR: GLM-4.1V's text block; a tower with no learned positions, whose attention
+    norms its queries and keys."""
+
+    checkpoint = "glm_ocr"
+    native = GLM
+    unavailable = TOWER_PATTERN

@@ -1,0 +1,49 @@
+"""The Qwen omni thinkers' image and text paths against the conformance suite the core ships."""
+
+from vlreg.testing.conformance import AnalysisConformance, ExpertsConformance, VisionConformance
+
+QWEN = {
+    "layers": "model.language_model.layers",
+    "embed_tokens": "model.language_model.embed_tokens",
+    "norm": "model.language_model.norm",
+    "lm_head": "lm_head",
+    "vision": "model.visual",
+    "vision.layers": "model.visual.blocks",
+    "vision.patch_embed": "model.visual.patch_embed",
+    "vision.layers.0.self_attn": "model.visual.blocks.0.attn",
+    "vision.layers.0.input_layernorm": "model.visual.blocks.0.norm1",
+    "vision.layers.0.post_attention_layernorm": "model.visual.blocks.0.norm2",
+    "projector": "model.visual.merger",
+}
+
+
+class TestQwen2_5OmniThinker(AnalysisConformance, VisionConformance):
+    """Qwen2.5-Omni's thinker: Qwen2.5-VL's windowed tower on images larger than a window,
+    so its merger's output (window order) is not the features (the image tokens' order)."""
+
+    checkpoint = "qwen2_5_omni_thinker"
+    native = QWEN
+    unavailable = {
+        "vision.self_attn.attention_scores": "once per window on a windowed block",
+        "vision.self_attn.attention_probabilities": "once per window on a windowed block",
+    }
+    image_sizes = ((112, 168), (168, 112))
+    projector_output_is_features = False
+
+
+class TestQwen3OmniMoeThinker(ExpertsConformance, VisionConformance):
+    """Qwen3-Omni's thinker: Qwen3-VL's tower and Qwen3-MoE text, every MLP routed; the
+    learned tower positions and DeepStack refused by name."""
+
+    checkpoint = "qwen3_omni_moe_thinker"
+    native = QWEN
+    unavailable = {
+        "vision.position_embeddings": "not served on this family yet",
+        "vision.self_attn.attention_scores": "once per image",
+        "vision.self_attn.attention_probabilities": "once per image",
+        "vision.deepstack_features": "not served on this family yet",
+        "mlp.shared_expert_output": "no shared expert",
+        "layers.0.deepstack_output": "not served on this family yet",
+        "layers.1.deepstack_output": "not served on this family yet",
+    }
+    image_sizes = ((128, 96), (64, 128))
