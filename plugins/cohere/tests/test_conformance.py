@@ -30,7 +30,6 @@ class TestAyaVision(AnalysisConformance, VisionConformance):
 
     checkpoint = "aya_vision"
     native = NATIVE
-    tower_o_proj = "out_proj"
 
 
 class TestCohere2Vision(VisionConformance):
