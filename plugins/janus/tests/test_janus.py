@@ -128,3 +128,21 @@ def test_a_text_only_load_of_janus_pro_has_no_processor_so_no_system_prompt():
     with text_only.trace(prompt):
         without = text_only.input_ids.save()
     assert without.shape[1] < with_system.shape[1] and torch.equal(with_system[0, -without.shape[1] + 1 :], without[0, 1:])
+
+
+def test_two_invokes_each_get_their_own_image(model):
+    """A square image in one invoke, a padded one in the other: each invoke's features are
+    what it gets alone, and zeroing one's leaves the other's logits as they are alone."""
+    square, longer = image(84, 84, seed=3), "What is in this image? Describe the picture."
+    with model.trace(chat(model), images=[square]):
+        alone = model.vision.image_features.save()
+    with model.trace(chat(model, longer), images=[PICTURE]):
+        expected = model.logits.save()
+    with model.trace() as tracer:
+        with tracer.invoke(chat(model), images=[square]):
+            first = model.vision.image_features.clone().save()  # before the edit below
+            model.vision.image_features[:] = 0
+        with tracer.invoke(chat(model, longer), images=[PICTURE]):
+            logits = model.logits.save()
+    torch.testing.assert_close(first, alone)
+    torch.testing.assert_close(logits[:, -expected.shape[1]:], expected)
