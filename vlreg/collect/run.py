@@ -38,8 +38,9 @@ REMOTE = ("remote collection waits on vlreg's NDIF support (issue #23): a remote
 
 @frozen
 class Summary:
-    """What a run did: images and rows it added, images it skipped (name, why), the
-    images the store held before, its seconds, and the store's totals after."""
+    """What a run did (this process, under torchrun): images and rows it added, images
+    it skipped (name, why), the images of its share the store held before, its seconds,
+    and the store's totals after."""
 
     out: Path
     images: int
@@ -62,7 +63,8 @@ class Summary:
             lines.append(f"skipped {len(self.skipped)} unreadable: "
                          + "; ".join(f"{name} ({why})" for name, why in self.skipped))
         lines += list(self.notes)
-        lines.append(f"{self.out} now holds {self.store_images} images, {self.store_rows} rows")
+        if self.rank == 0:  # after every process is done (under torchrun)
+            lines.append(f"{self.out} now holds {self.store_images} images, {self.store_rows} rows")
         return "\n".join(lines)
 
 
@@ -150,6 +152,7 @@ def collect(
         if item.name not in held:
             groups.setdefault(position[item.name] // shard, []).append(item)
     mine = [groups[number] for number in sorted(groups) if number % world_size == rank]
+    already = sum(1 for name in held if name in position and position[name] // shard % world_size == rank)
     batches = Batches(model, sites, at, store_dtype)
     added_images = added_rows = 0
     bar = _bar(sum(len(group) for group in mine), progress and rank == 0, rank, world_size)
@@ -166,7 +169,7 @@ def collect(
     if _barrier(world_size) and rank == 0:
         store.remove_leftovers(folder)  # every process is done: a temporary file left is a killed run's
     after = store.shards(folder)
-    summary = Summary(folder, added_images, added_rows, tuple(skipped), len(held), time.perf_counter() - started,
+    summary = Summary(folder, added_images, added_rows, tuple(skipped), already, time.perf_counter() - started,
                       sum(len(s.images) for s in after), sum(s.rows for s in after), rank, world_size,
                       ("tower values ran one image a forward: the tower's batch is not one entry per image here",)
                       if batches.alone else ())

@@ -79,7 +79,7 @@ def _site(model: Any, given: str, walk: dict) -> Site:
         if child is not None and match.group(2) is not None:
             try:
                 child = child[int(match.group(2))]
-            except (IndexError, TypeError):
+            except (IndexError, TypeError, AttributeError):
                 count = len(child) if hasattr(child, "__len__") else "no"
                 raise ValueError(f"{given!r}: {match.group(1)} has {count} blocks, so there is no "
                                  f"{match.group(1)}[{match.group(2)}]") from None
