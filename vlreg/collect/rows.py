@@ -1,7 +1,8 @@
 """One batch of images through one trace, cut into each image's rows and index.
 
 A batch is one invoke with a prompt per image and a list of images per prompt, the
-form the processor pads together (on the left, for these decoders). Every value is then
+form the processor pads together (on the left, for these decoders); the run stops once
+the last value is read (a store of block 3 never runs the blocks after it). Every value is then
 one tensor over the batch, and each image's rows are found from the batch's own masks,
 read in the same trace: ``attention_mask`` says where each row's prompt lies past its
 padding, ``vision.image_token_mask`` where its image tokens are. So no position is
@@ -49,8 +50,9 @@ class Batches:
         one = len(images) == 1
         saved: list = []
         with torch.no_grad(), self.model.trace(prompts[0] if one else list(prompts),
-                                               images=[images[0]] if one else [[image] for image in images]):
+                                               images=[images[0]] if one else [[image] for image in images]) as tracer:
             read(self.model, self.sites, self.at, self.dtype, saved)
+            tracer.stop()  # nothing after the last value is needed: the blocks past it and the logits do not run
         mask, image_mask, *saved = [tensor.cpu() for tensor in saved]
         if self.kind == "tower":
             return self._tower(images, prompts, saved)

@@ -104,8 +104,10 @@ def _site(model: Any, given: str, walk: dict) -> Site:
             f"(layers[i].input, .output, .layer_output, .self_attn.attention_output, .mlp.mlp_output; "
             f"token_embeddings, logits), vision.image_features, and the tower's (vision.patch_embeddings, "
             f"vision.tower_output, vision.layers[j]'s); read {given} in a trace of your own")
-    key = (id(envoy), value)
-    return Site(name, kind, envoy, value, walk.get(key, len(walk)))
+    if kind == "tower" and getattr(model.vision, "padded_patches", False):
+        raise ValueError(f"{given!r}: this tower pads each image's patches to a fixed budget, so its rows past an "
+                         f"image's patches are padding, not the image: collect vision.image_features or a text value")
+    return Site(name, kind, envoy, value, walk[(id(envoy), value)])
 
 
 def _check_at(model: Any, site: Site, at: str) -> None:
