@@ -117,14 +117,7 @@ def collect(
     the model runs: value names, ``at``, the prompts, the images' files, the store's
     manifest.
     """
-    if remote:
-        raise ValueError(f"remote=True: {REMOTE}")
-    if on_error not in ON_ERROR:
-        raise ValueError(f"on_error={on_error!r}: pass 'stop' (raise at an unreadable image) or 'skip'")
-    if not isinstance(batch, int) or batch < 1:
-        raise ValueError(f"batch={batch!r}: images per forward, a positive integer")
-    if getattr(model, "processor", None) is None:
-        raise ValueError("collect runs images through the model: load it with task='image-text-to-text'")
+    _check(model, remote, on_error, batch)
     rank, world_size = _share(rank, world_size)
     started = time.perf_counter()
     sites = resolve(model, values, at)
@@ -132,27 +125,13 @@ def collect(
     items = sources.items(images, image_column=image_column, key_column=key_column)
     chosen = prompting.Prompts(model, at)
     full = {item.name: chosen.full(prompting.text_of(item, prompt, prompt_column)) for item in items}
-    skipped: list = []
-    for item in items:
-        why = sources.unreadable(item)
-        if why is not None:
-            if on_error == "stop":
-                raise ValueError(f"image {item.name} cannot be read ({why}): fix or remove it, or pass "
-                                 f"on_error='skip' (--on-error skip) to leave it out")
-            skipped.append((item.name, why))
+    skipped = _unreadable(items, on_error)
     readable = [item for item in items if item.name not in dict(skipped)]
     folder = Path(out)
     manifest = _manifest(model, sites, at, prompting.source(prompt, prompt_column), store_dtype, shard_images,
                          readable, full, batch)
     held = _open(folder, manifest, full)
-    shard = manifest["shard_images"]
-    position = {item.name: index for index, item in enumerate(items)}
-    groups: dict[int, list] = {}
-    for item in readable:
-        if item.name not in held:
-            groups.setdefault(position[item.name] // shard, []).append(item)
-    mine = [groups[number] for number in sorted(groups) if number % world_size == rank]
-    already = sum(1 for name in held if name in position and position[name] // shard % world_size == rank)
+    mine, already = _share_of(items, readable, held, manifest["shard_images"], rank, world_size)
     batches = Batches(model, sites, at, store_dtype)
     added_images = added_rows = 0
     bar = _bar(sum(len(group) for group in mine), progress and rank == 0, rank, world_size)
@@ -161,9 +140,9 @@ def collect(
             done, failed = _group(batches, group, full, batch, on_error, bar)
             skipped += failed
             if done:
-                _write(folder, done, full, position)
+                _write(folder, done, full)
                 added_images += len(done)
-                added_rows += sum(len(rows.token) for _, rows in done)
+                added_rows += sum(len(rows.token) for _, _, rows in done)
     finally:
         bar.close()
     if _barrier(world_size) and rank == 0:
@@ -178,17 +157,56 @@ def collect(
     return summary
 
 
+def _check(model: Any, remote: bool, on_error: str, batch: Any) -> None:
+    if remote:
+        raise ValueError(f"remote=True: {REMOTE}")
+    if on_error not in ON_ERROR:
+        raise ValueError(f"on_error={on_error!r}: pass 'stop' (raise at an unreadable image) or 'skip'")
+    if not isinstance(batch, int) or batch < 1:
+        raise ValueError(f"batch={batch!r}: images per forward, a positive integer")
+    if getattr(model, "processor", None) is None:
+        raise ValueError("collect runs images through the model: load it with task='image-text-to-text'")
+
+
+def _unreadable(items: list, on_error: str) -> list:
+    """The image files whose headers do not read, as ``(name, why)``: refused under
+    ``on_error="stop"``, before any work."""
+    skipped = []
+    for item in items:
+        why = sources.unreadable(item)
+        if why is not None:
+            if on_error == "stop":
+                raise ValueError(f"image {item.name} cannot be read ({why}): fix or remove it, or pass "
+                                 f"on_error='skip' (--on-error skip) to leave it out")
+            skipped.append((item.name, why))
+    return skipped
+
+
+def _share_of(items: list, readable: list, held: dict, shard: int, rank: int, world_size: int) -> tuple[list, int]:
+    """This process's groups of images the store lacks (a group: the images whose input
+    position divided by ``shard`` is the group's number; a process: the groups whose
+    number is its rank modulo the world size), and how many of its share the store holds."""
+    position = {item.name: index for index, item in enumerate(items)}
+    groups: dict[int, list] = {}
+    for item in readable:
+        if item.name not in held:
+            groups.setdefault(position[item.name] // shard, []).append((position[item.name], item))
+    mine = [groups[number] for number in sorted(groups) if number % world_size == rank]
+    already = sum(1 for name in held if name in position and position[name] // shard % world_size == rank)
+    return mine, already
+
+
 def _group(batches: Batches, group: list, full: dict, size: int, on_error: str, bar: Any) -> tuple[list, list]:
-    """Every image of ``group`` through the model, ``size`` at a time: ``(item, Rows)``
-    pairs in order, and the images that failed to load (under ``on_error="skip"``)."""
-    done: list[tuple[Any, Rows]] = []
+    """Every image of ``group`` through the model, ``size`` at a time: ``(position, item,
+    Rows)`` in order, and the images that failed to load (under ``on_error="skip"``)."""
+    done: list[tuple[int, Any, Rows]] = []
     failed: list = []
     for start in range(0, len(group), size):
         chunk, pictures = [], []
-        for item in group[start : start + size]:
+        for position, item in group[start : start + size]:
             try:
                 pictures.append(sources.load(item))
-                chunk.append(item)
+                chunk.append((position, item))
             except Exception as error:  # PIL's decode errors are of several kinds
                 if on_error == "stop":
                     raise ValueError(f"image {item.name} cannot be read ({type(error).__name__}: {error}): fix or "
@@ -196,22 +214,23 @@ def _group(batches: Batches, group: list, full: dict, size: int, on_error: str, 
                                      f"on_error='skip'") from error
                 failed.append((item.name, f"{type(error).__name__}: {error}"))
         if chunk:
-            done += list(zip(chunk, batches.run(pictures, [full[item.name] for item in chunk])))
+            found = batches.run(pictures, [full[item.name] for _, item in chunk])
+            done += [(position, item, rows) for (position, item), rows in zip(chunk, found)]
         bar.update(len(group[start : start + size]))
     return done, failed
 
 
-def _write(folder: Path, done: list, full: dict, position: dict) -> None:
-    names = [item.name for item, _ in done]
-    first = position[names[0]]
+def _write(folder: Path, done: list, full: dict) -> None:
+    names = [item.name for _, item, _ in done]
+    first = done[0][0]
     digest = hashlib.sha256(json.dumps(names).encode()).hexdigest()[:8]
     tensors: dict[str, torch.Tensor] = {}
-    for name in done[0][1].values:
-        tensors[name] = torch.cat([rows.values[name] for _, rows in done])
+    for name in done[0][2].values:
+        tensors[name] = torch.cat([rows.values[name] for _, _, rows in done])
     tensors["__image__"] = torch.cat([torch.full((len(rows.token),), i, dtype=torch.int32)
-                                      for i, (_, rows) in enumerate(done)])
-    tensors["__token__"] = torch.cat([rows.token for _, rows in done]).to(torch.int64)
-    tensors["__box__"] = torch.cat([rows.box for _, rows in done]).to(torch.float32)
+                                      for i, (_, _, rows) in enumerate(done)])
+    tensors["__token__"] = torch.cat([rows.token for _, _, rows in done]).to(torch.int64)
+    tensors["__box__"] = torch.cat([rows.box for _, _, rows in done]).to(torch.float32)
     ids = [prompting.prompt_id(full[name]) for name in names]
     texts = {pid: full[name] for pid, name in zip(ids, names)}
     store.write_shard(folder / store.SHARDS, f"{first:010d}-{digest}", tensors,
@@ -222,8 +241,11 @@ def _open(folder: Path, manifest: dict, full: dict) -> dict[str, str]:
     """The store's images (name -> prompt id) after checking it was made as this run
     would make it; a new store gets its manifest."""
     found = store.read_manifest(folder)
+    if found is not None and not store.shard_paths(folder):
+        found = None  # a store that holds nothing yet (its first run died before a shard landed) is new
     if found is None:
-        if folder.exists() and any(not p.name.startswith(".") and p.name != store.SHARDS for p in folder.iterdir()):
+        ours = (store.MANIFEST, store.SHARDS)
+        if folder.exists() and any(not p.name.startswith(".") and p.name not in ours for p in folder.iterdir()):
             raise ValueError(f"{folder} is a folder with files in it but no {store.MANIFEST}: collect into a new or "
                              f"empty folder, or into a store collect made")
         store.write_manifest(folder, manifest)
