@@ -25,13 +25,45 @@ def test_plugins_all_lists_parts_and_hooks(capsys):
     rows = {row["name"]: row for row in json.loads(capsys.readouterr().out)}
     assert "siglip_vision_model" in rows["llava"]["parts"]["vision"]
     assert "vlreg_scatter" in rows["qwen2_vl"]["hooks"]
+    assert ["llava", "llava_interleave"] in rows["llava"]["checkpoints"] and ["llava_1_5"] in rows["llava"]["checkpoints"]
+
+
+def test_plugins_all_lists_the_builder_names(capsys):
+    assert main(["plugins", "--all"]) == 0
+    out = capsys.readouterr().out
+    assert "checkpoints (vlreg.testing.build): llava = llava_interleave, llava_1_5, llava_next, llava_onevision, llava_pixtral" in out
+
+
+def test_every_served_model_type_builds_by_its_name():
+    """Builds are cheap (a fraction of a second each): all are built and their configs
+    checked; loading each is what its plugin's conformance tests do, so here only the
+    default that is not a builder of its own (LLaVA's) is loaded and traced."""
+    from vlreg import StandardizedTransformer
+    from vlreg.cli import coverage
+    from vlreg.testing.conformance import image
+
+    served = [model_type for model_type, plugin in coverage().items() if plugin]
+    assert len(served) >= 20
+    for model_type in served:
+        assert json.loads((build(model_type) / "config.json").read_text())["model_type"] == model_type
+    model = StandardizedTransformer(str(build("llava")), task="image-text-to-text", dispatch=True, device="cpu")
+    content = [{"type": "image"}, {"type": "text", "text": "What is in this image?"}]
+    prompt = model.processor.apply_chat_template([{"role": "user", "content": content}], add_generation_prompt=True, tokenize=False)
+    with model.trace(prompt, images=[image(64, 48)]):
+        features = model.vision.image_features.save()
+    assert features.shape[-1] == model.hidden_size
+
+
+def test_a_builder_name_no_plugin_has_suggests_the_closest():
+    with pytest.raises(KeyError, match="no plugin builds a checkpoint named 'llava_15': did you mean 'llava_1_5'"):
+        build("llava_15")
 
 
 def test_inspect_reads_the_config_and_prints_the_support_table(capsys):
     checkpoint = build("llava_interleave")
     assert main(["inspect", str(checkpoint), "--attn-implementation", "eager"]) == 0
     out = capsys.readouterr().out
-    assert "LlavaForConditionalGeneration, family 'llava'" in out
+    assert out.startswith(f"{checkpoint}: model type 'llava' (LlavaForConditionalGeneration), family 'llava'")
     assert "vision: siglip_vision_model served by plugin 'llava'" in out
     assert "'projector': 'model.multi_modal_projector'" in out
     row = next(line for line in out.splitlines() if "vision.image_features" in line)
@@ -45,6 +77,65 @@ def test_inspect_json(capsys):
     assert report["support"]["vision.image_features"] is None
     assert "attn_implementation='eager'" in report["support"]["self_attn.attention_probabilities"]
     assert report["vision sizes"]["image_size"] == "variable (per image)"
+
+
+#: What a subcommand imports when it runs, and ``--help`` must not: seconds of import.
+HEAVY = ("torch", "transformers", "nnsight", "PIL", "numpy", "pluggy")
+
+HELP = """
+import sys
+from vlreg.cli import main
+try:
+    main(sys.argv[1:])
+except SystemExit:
+    pass
+print(sorted(name for name in sys.modules if name.split(".")[0] in {heavy!r}))
+"""
+
+
+@pytest.mark.parametrize("argv", [["--help"], ["inspect", "--help"], ["plugins", "--help"]])
+def test_help_imports_nothing_a_subcommand_needs(argv):
+    code = HELP.format(heavy=set(HEAVY))
+    done = subprocess.run([sys.executable, "-c", code, *argv], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert "usage: vlreg" in done.stdout
+    assert done.stdout.strip().splitlines()[-1] == "[]"
+
+
+def test_the_package_imports_its_names_when_first_used():
+    code = "import sys, vlreg; before = 'torch' in sys.modules; vlreg.StandardizedTransformer; print(before, 'torch' in sys.modules)"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert done.stdout.split() == ["False", "True"], done.stderr
+
+
+def test_inspect_counts_the_parameters_and_their_memory_without_reading_weights(capsys, tmp_path):
+    from transformers import AutoModelForImageTextToText
+
+    source = build("qwen2_vl")
+    shutil.copy(source / "config.json", tmp_path / "config.json")  # no weights, no processor
+    assert main(["inspect", str(tmp_path), "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    loaded = AutoModelForImageTextToText.from_pretrained(source)
+    parameters = sum(parameter.numel() for parameter in loaded.parameters())
+    assert report["model_type"] == "qwen2_vl" and report["parameters"] == parameters
+    assert report["vision parameters"] == sum(parameter.numel() for parameter in loaded.model.visual.parameters())
+    assert report["weight bytes"] == {"bfloat16": 2 * parameters, "float32": 4 * parameters}
+    assert main(["inspect", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert f"parameters: {parameters:,} (" in out
+    assert f"weights: {2 * parameters / 2**20:.1f} MiB in bfloat16, {4 * parameters / 2**20:.1f} MiB in float32" in out
+
+
+def test_inspect_counts_a_real_geometry_as_published(capsys):
+    from vlreg.testing import shared_checkpoint
+
+    folder = shared_checkpoint("Qwen2-VL-2B-Instruct")
+    if folder is None:
+        pytest.skip("../shared/checkpoints (real configs) is not beside the repository")
+    assert main(["inspect", str(folder)]) == 0
+    out = capsys.readouterr().out
+    assert "parameters: 2,208,985,600 (2.21 B" in out  # the model card's 2.21 B, tied embeddings counted once
+    assert "weights: 4.1 GiB in bfloat16, 8.2 GiB in float32" in out
 
 
 def test_the_console_script_is_installed():
@@ -93,3 +184,25 @@ def test_the_readmes_families_table_claims_nothing_the_census_does_not_serve():
     served = {model_type for model_type, plugin in coverage().items() if plugin}
     assert claimed and claimed <= served, claimed - served
     assert served <= claimed, f"served but not in the README's table: {served - claimed}"
+
+
+def test_the_readmes_builder_names_are_the_builders_and_build_what_they_say():
+    import re
+    from pathlib import Path
+
+    from vlreg.testing import builders
+
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    table = readme.split("## Checkpoints for tests: the builder names", 1)[1].split("\n## ", 1)[0]
+    claimed = {}
+    for row in table.splitlines():
+        if row.startswith("| `"):
+            names, types = (re.findall(r"`([a-z0-9_]+)`", cell) for cell in row.split("|")[1:3])
+            if not types:  # "the same": each name is its model type
+                types = names
+            elif len(types) == 1:
+                types = types * len(names)
+            claimed.update(zip(names, types, strict=True))
+    assert set(claimed) == set(builders())
+    for name, model_type in claimed.items():
+        assert json.loads((build(name) / "config.json").read_text())["model_type"] == model_type, name

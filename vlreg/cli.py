@@ -9,24 +9,42 @@ from typing import Any, Sequence
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="vlreg", description="Standardized tracing of vision-language models.")
-    parser.add_argument("--debug", action="store_true", help="show the whole traceback of an error")
-    commands = parser.add_subparsers(dest="command", required=True)
+    arguments = parser().parse_args(argv)
+    try:
+        return arguments.run(arguments)
+    except Exception as error:  # a command's error is one line; --debug shows where it came from
+        if arguments.debug:
+            raise
+        print(f"vlreg {arguments.command}: {type(error).__name__}: {error}", file=sys.stderr)
+        return 1
+
+
+def parser() -> argparse.ArgumentParser:
+    """The command line. Each subcommand names the function that runs it (``run``), which
+    imports what it needs when it runs: ``vlreg --help`` imports no torch."""
+    top = argparse.ArgumentParser(prog="vlreg", description="Standardized tracing of vision-language models.")
+    top.add_argument("--debug", action="store_true", help="show the whole traceback of an error")
+    commands = top.add_subparsers(dest="command", required=True)
 
     listing = commands.add_parser("plugins", help="the installed plugins and the families they serve")
-    listing.add_argument("--all", action="store_true", help="also the parts and hooks, and plugins not loaded")
+    listing.add_argument("--all", action="store_true",
+                         help="also the parts, hooks and test checkpoints (builder names), and plugins not loaded")
     listing.add_argument("--coverage", action="store_true",
                          help="every model type transformers maps to image-text-to-text, and what serves it")
     listing.add_argument("--json", action="store_true", help="print JSON")
+    listing.set_defaults(run=_plugins_command)
 
-    inspect = commands.add_parser("inspect", help="which plugin serves a checkpoint, its names, sizes and support()")
-    inspect.add_argument("checkpoint", help="a checkpoint folder")
+    inspect = commands.add_parser(
+        "inspect", help="a checkpoint's model type, parameters, weight memory, names, sizes and support(); no weights read")
+    inspect.add_argument("checkpoint", help="a checkpoint folder (or a hub id)")
     inspect.add_argument("--task", default="image-text-to-text", help="the load's task (default: image-text-to-text)")
     inspect.add_argument("--attn-implementation", default=None, help="e.g. eager, to see the attention interior's rows")
     inspect.add_argument("--json", action="store_true", help="print JSON")
+    inspect.set_defaults(run=_inspect_command)
 
     demo = commands.add_parser("demo", help="trace the toy model (trained once per machine), print what it answered and what the helpers found")
     demo.add_argument("--out", default=None, help="also draw the analysis helpers' scores on the image, as PNGs in this folder")
+    demo.set_defaults(run=_demo_command)
 
     new = commands.add_parser("new-plugin", help="write a plugin skeleton for a checkpoint's family")
     new.add_argument("name", help="the plugin's name, e.g. the family's model_type")
@@ -36,33 +54,30 @@ def main(argv: Sequence[str] | None = None) -> int:
     new.add_argument("--processor", default=None,
                      help="a folder with the family's tokenizer and processor, for a --from folder that holds only "
                           "a config (default: borrowed from a tiny checkpoint an installed plugin builds, if any)")
+    new.set_defaults(run=_new_plugin_command)
 
     _collect_parser(commands)
-
-    arguments = parser.parse_args(argv)
-    try:
-        return _run(arguments)
-    except Exception as error:  # a command's error is one line; --debug shows where it came from
-        if arguments.debug:
-            raise
-        print(f"vlreg {arguments.command}: {type(error).__name__}: {error}", file=sys.stderr)
-        return 1
+    return top
 
 
-def _run(arguments: argparse.Namespace) -> int:
-    if arguments.command == "plugins":
-        if arguments.coverage:
-            return _coverage(arguments.json)
-        return _plugins(arguments.all, arguments.json)
-    if arguments.command == "inspect":
-        return _inspect(arguments.checkpoint, arguments.task, arguments.attn_implementation, arguments.json)
-    if arguments.command == "demo":
-        from .demo import run
+def _plugins_command(arguments: argparse.Namespace) -> int:
+    if arguments.coverage:
+        return _coverage(arguments.json)
+    return _plugins(arguments.all, arguments.json)
 
-        run(arguments.out)
-        return 0
-    if arguments.command == "collect":
-        return _collect_command(arguments)
+
+def _inspect_command(arguments: argparse.Namespace) -> int:
+    return _inspect(arguments.checkpoint, arguments.task, arguments.attn_implementation, arguments.json)
+
+
+def _demo_command(arguments: argparse.Namespace) -> int:
+    from .demo import run
+
+    run(arguments.out)
+    return 0
+
+
+def _new_plugin_command(arguments: argparse.Namespace) -> int:
     return _new_plugin(arguments.name, arguments.out, arguments.source, arguments.processor)
 
 
@@ -94,6 +109,7 @@ def _collect_parser(commands: Any) -> None:
     collect.add_argument("--dtype", default=None, help="the weights' dtype, e.g. bfloat16 (default: float32)")
     collect.add_argument("--attn-implementation", default=None, help="transformers' attention implementation")
     collect.add_argument("--remote", action="store_true", help="run on an NDIF server (not yet: refused, saying why)")
+    collect.set_defaults(run=_collect_command)
 
 
 def _collect_command(arguments: argparse.Namespace) -> int:
@@ -126,8 +142,9 @@ def _new_plugin(name: str, out: str, source: str, processor: str | None) -> int:
 
 def plugin_rows(everything: bool = False) -> list[dict[str, Any]]:
     """One row per plugin: name, distribution, version, families, and with
-    ``everything`` the parts it serves, the hooks it implements and the plugins that
-    were not loaded, with why."""
+    ``everything`` the parts it serves, the hooks it implements, the checkpoints it
+    builds for tests (`vlreg.testing.build` names, those of one builder together) and
+    the plugins that were not loaded, with why."""
     from .core import plugins
 
     manager = plugins.plugin_manager()
@@ -145,10 +162,20 @@ def plugin_rows(everything: bool = False) -> list[dict[str, Any]]:
         if everything:
             row["parts"] = {kind: [m for k, m in parts if k == kind] for kind in ("wrapper", "text", "vision")}
             row["hooks"] = sorted(caller.name for caller in manager.get_hookcallers(plugin) or [])
+            row["checkpoints"] = _builder_names(plugins.call(plugin, "vlreg_checkpoints") or {})
         rows.append(row)
     if everything:
         rows += [{"name": name, "not loaded": why} for name, why in sorted(plugins.skipped.items())]
     return rows
+
+
+def _builder_names(builders: dict[str, Any]) -> list[list[str]]:
+    """The builders' names, those of one builder together, shortest first: a model
+    type's name and the variant it builds (``["llava", "llava_interleave"]``)."""
+    groups: dict[int, list[str]] = {}
+    for name, builder in builders.items():
+        groups.setdefault(id(builder), []).append(name)
+    return sorted(sorted(names, key=lambda name: (len(name), name)) for names in groups.values())
 
 
 def coverage() -> dict[str, str | None]:
@@ -194,6 +221,9 @@ def _plugins(everything: bool, as_json: bool) -> int:
                 if model_types:
                     print(f"  {kind}: {', '.join(model_types)}")
             print(f"  hooks: {', '.join(row['hooks'])}")
+            if row["checkpoints"]:
+                names = ", ".join(" = ".join(group) for group in row["checkpoints"])
+                print(f"  checkpoints (vlreg.testing.build): {names}")
     return 0
 
 
@@ -226,10 +256,12 @@ def _inspect(checkpoint: str, task: str, attn_implementation: str | None, as_jso
         )
     vision = model.__dict__.get("vision")
     report = {
+        "model_type": model.family.parts["wrapper"].model_type,
         "family": model.family.name,
         "parts": {kind: {"model_type": part.model_type, "plugin": _plugin_name(model.family.plugins[kind])}
                   for kind, part in model.family.parts.items()},
         "class": type(model._module).__name__,
+        **_weights(model),
         "aliases": {"model": model._aliases, "layers[0]": model.layers[0]._aliases},
         "sizes": {name: _size(model, name) for name in ("num_layers", "hidden_size", "num_heads", "num_kv_heads", "head_dim", "vocab_size")},
         "support": model.support(),
@@ -248,9 +280,14 @@ def _inspect(checkpoint: str, task: str, attn_implementation: str | None, as_jso
     if as_json:
         print(json.dumps(report, indent=2))
         return 0
-    print(f"{checkpoint}: {report['class']}, family {report['family']!r}")
+    print(f"{checkpoint}: model type {report['model_type']!r} ({report['class']}), family {report['family']!r}")
     for kind, part in report["parts"].items():
         print(f"  {kind}: {part['model_type']} served by {part['plugin']}")
+    tower = f"; the vision part {_count(report['vision parameters'])}" if "vision parameters" in report else ""
+    print(f"parameters: {report['parameters']:,} ({_count(report['parameters'])}{tower})")
+    stored = f"; the config's dtype is {report['config dtype']}" if report["config dtype"] else ""
+    print("weights: " + ", ".join(f"{_gib(size)} in {dtype}" for dtype, size in report["weight bytes"].items())
+          + f"{stored} (activations, and a generation's cache, come on top)")
     for where, aliases in report["aliases"].items():
         print(f"aliases on {where}: {aliases}")
     print("sizes: " + ", ".join(f"{k} {v}" for k, v in report["sizes"].items()))
@@ -269,6 +306,37 @@ def _inspect(checkpoint: str, task: str, attn_implementation: str | None, as_jso
         print("\n".join(f"  {row}: {reason}" for row, reason in report["read_only"].items()))
     return 0
 
+
+
+#: Bytes per parameter of the dtypes a report gives the weights' memory in.
+WEIGHT_BYTES = {"bfloat16": 2, "float32": 4}
+
+
+def _weights(model: Any) -> dict[str, Any]:
+    """The parameters of the model built on meta (each shared tensor, tied embeddings,
+    once) and what they take in each of `WEIGHT_BYTES`: the memory the weights alone
+    need on a device, whatever the files hold."""
+    total = sum(parameter.numel() for parameter in model._module.parameters())
+    found: dict[str, Any] = {"parameters": total}
+    vision = model.__dict__.get("vision")
+    if vision is not None:
+        found["vision parameters"] = sum(parameter.numel() for parameter in vision._module.parameters())
+    found["weight bytes"] = {dtype: total * size for dtype, size in WEIGHT_BYTES.items()}
+    dtype = getattr(model._module.config, "dtype", None)
+    found["config dtype"] = str(dtype).removeprefix("torch.") if dtype is not None else None
+    return found
+
+
+def _count(number: int) -> str:
+    """``8291375616`` as ``8.29 B``."""
+    for size, unit in ((10**9, "B"), (10**6, "M"), (10**3, "K")):
+        if number >= size:
+            return f"{number / size:.3g} {unit}"
+    return str(number)
+
+
+def _gib(size: int) -> str:
+    return f"{size / 2**30:.1f} GiB" if size >= 2**30 else f"{size / 2**20:.1f} MiB"
 
 
 def _sizes(vision: Any) -> dict[str, Any]:

@@ -8,6 +8,7 @@ forward computes them.
 
 from __future__ import annotations
 
+import difflib
 from typing import Any, Callable, ClassVar, Iterator
 
 from nnsight.intervention.envoy import Envoy
@@ -46,6 +47,37 @@ class Standard(Envoy):
     #: Whether this envoy is, or is part of, a block that runs only when an image reaches
     #: the text model (a `CrossAttentionLayer`); set at build.
     _image_block: bool = False
+
+    def __getattr__(self, name: str) -> Any:
+        """nnsight's lookup (this envoy's module, its submodules), and where that fails
+        a message that names the standard names closest to ``name``."""
+        try:
+            return super().__getattr__(name)
+        except AttributeError as error:
+            if name.startswith("_") or "_module" not in self.__dict__ or hasattr(type(self), name):
+                raise  # a value's own AttributeError, or Python asking about a protocol
+            raise AttributeError(self._unknown(name)) from error
+
+    def standard_names(self) -> list[str]:
+        """The standard names on this envoy: its values, its standard children present
+        on this load, the aliases its family gives it, and its sizes."""
+        sizes = [
+            name for klass in type(self).__mro__ if issubclass(klass, Standard)
+            for name, attribute in vars(klass).items() if isinstance(attribute, property) and not name.startswith("_")
+        ]
+        children = [name for name in self.standard_children if self.__dict__.get(name) is not None]
+        aliases = [name for name in self.__dict__.get("_aliases", {}) if not name.startswith("E_")]
+        return list(dict.fromkeys([*self.values(), *children, *aliases, *sizes]))
+
+    def _unknown(self, name: str) -> str:
+        where = f"model.{self._label}" if self._label else "model"
+        if name in self.standard_children:
+            return f"{where}.{name} is absent on this load: its family binds no {name} on {type(self._module).__name__}"
+        names = self.standard_names()
+        close = difflib.get_close_matches(name, names, n=3, cutoff=0.6)
+        hint = f"did you mean {' or '.join(repr(found) for found in close)}? " if close else ""
+        return (f"{where} has no value or module {name!r}: {hint}its standard names are {', '.join(names)} "
+                f"(repr({where}) describes them; native modules keep their own names)")
 
     @classmethod
     def values(cls) -> list[str]:

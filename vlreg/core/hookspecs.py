@@ -153,4 +153,8 @@ def vlreg_checkpoints():
     A builder is called as ``builder(path, **overrides)`` and writes a checkpoint
     folder (config, weights, tokenizer, processor, chat template) that
     ``from_pretrained`` loads, the way a real checkpoint is loaded. See `vlreg.testing`.
+
+    Name one builder after each model type the plugin serves, its default variant, so
+    ``build(model_type)`` works for every served type; other names are variants (LLaVA:
+    ``"llava"`` is the same builder as ``"llava_interleave"``, beside ``"llava_1_5"``).
     """

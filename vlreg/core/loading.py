@@ -1,15 +1,18 @@
 """What a load checks before nnsight and transformers are asked for anything.
 
-A checkpoint that cannot load should say so at once and in a user's terms: a local
-folder that is not there (rather than half a minute of hub retries and a message about
-repo ids), a ``model_type`` transformers does not know, a weights file cut short (at
-load, not at the first trace of a lazy build), a text-generation load no image can
-reach.
+A checkpoint that cannot load should say so at once and in a user's terms: a task vlreg
+does not load, a local folder that is not there (rather than half a minute of hub
+retries and a message about repo ids), a hub id with no hub in reach and no copy in the
+hub cache, a ``model_type`` transformers does not know, a folder with a config and no
+weights, a weights file cut short (at load, not at the first trace of a lazy build), a
+text-generation load no image can reach.
 """
 
 from __future__ import annotations
 
 import contextlib
+import difflib
+import functools
 import json
 import logging
 import os
@@ -27,6 +30,25 @@ TEXT = "text-generation"
 
 #: A hub id: ``name`` or ``owner/name``.
 _HUB_ID = re.compile(r"^[\w.-]+(/[\w.-]+)?$")
+
+#: Where transformers loads a checkpoint's weights from, in the order it looks.
+WEIGHT_FILES = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin", "pytorch_model.bin.index.json")
+
+#: How long the check that the hub answers waits (seconds): an answer takes well under
+#: a second where there is a network; without one it fails at once or times out.
+HUB_TIMEOUT = 3.0
+
+
+def check_task(task: str) -> None:
+    """Refuse a task vlreg does not load, naming the ones it does."""
+    if task in (TEXT, IMAGE_TEXT):
+        return
+    close = difflib.get_close_matches(str(task), (TEXT, IMAGE_TEXT), n=1, cutoff=0.5)
+    hint = f"did you mean {close[0]!r}? " if close else ""
+    raise ValueError(
+        f"task={task!r} is not a task vlreg loads: {hint}it takes {TEXT!r} (the default: text prompts, "
+        f"the causal-LM class) or {IMAGE_TEXT!r} (the wrapper with its processor, the way images reach the model)"
+    )
 
 
 def config_of(checkpoint: Any, kwargs: dict) -> Any:
@@ -65,6 +87,122 @@ def local_folder(checkpoint: Any) -> Path | None:
             f"a checkpoint was saved to (save_pretrained), or a hub id such as 'owner/name'"
         )
     return None
+
+
+def hub_checkpoint(checkpoint: Any, kwargs: dict) -> Any:
+    """``checkpoint`` as the load should name it: unchanged for a folder, a loaded model,
+    or a hub id where the hub answers; the folder of its copy in the hub cache where
+    the hub is out of reach (offline, or ``HF_HUB_OFFLINE`` set).
+
+    Raises `ConnectionError` at once for a hub id the hub cannot serve and the cache
+    does not hold, instead of transformers' half a minute of retries.
+    """
+    if not isinstance(checkpoint, (str, os.PathLike)) or local_folder(checkpoint) is not None:
+        return checkpoint
+    repo = os.fspath(checkpoint)
+    offline = _offline_setting() or kwargs.get("local_files_only")
+    why = "HF_HUB_OFFLINE is set" if offline else _hub_unreachable(_endpoint())
+    if why is None:
+        return checkpoint
+    from huggingface_hub import try_to_load_from_cache
+
+    cached = try_to_load_from_cache(repo, "config.json", cache_dir=kwargs.get("cache_dir"), revision=kwargs.get("revision"))
+    if isinstance(cached, str):
+        if not offline:
+            warnings.warn(f"the hub cannot be reached ({why}): loading {repo!r} from its copy in the hub cache", stacklevel=3)
+        return str(Path(cached).parent)
+    where = kwargs.get("cache_dir") or _cache_dir()
+    if offline:
+        problem = f"{why}, so vlreg looks for {repo!r} only in the hub cache ({where}), which holds no copy of it"
+        fix = "unset HF_HUB_OFFLINE to download it"
+    else:
+        problem = (f"{repo!r} is no folder here, so it is taken for a hub id, but the hub ({_endpoint()}) cannot "
+                   f"be reached from this machine ({why}) and the hub cache ({where}) holds no copy of it")
+        fix = "check the network (or HF_ENDPOINT, or a proxy)"
+    raise ConnectionError(
+        f"{problem}: {fix}, or download it where there is a network (hf download {repo}) and pass "
+        f"the folder it is in"
+    )
+
+
+def _offline_setting() -> bool:
+    """Whether the user asked huggingface_hub and transformers to stay offline."""
+    return any(os.environ.get(name, "").upper() in ("1", "ON", "YES", "TRUE") for name in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"))
+
+
+def _endpoint() -> str:
+    from huggingface_hub import constants
+
+    return os.environ.get("HF_ENDPOINT", constants.ENDPOINT).rstrip("/")
+
+
+def _cache_dir() -> str:
+    from huggingface_hub import constants
+
+    return constants.HF_HUB_CACHE
+
+
+@functools.lru_cache(maxsize=None)
+def _hub_unreachable(endpoint: str) -> str | None:
+    """Why ``endpoint`` does not answer (no name resolution, no route, refused, no answer
+    in `HUB_TIMEOUT`), or ``None``: any HTTP answer, even an error status, means a
+    network. Asked once per process and endpoint; proxies set in the environment are used."""
+    import ssl
+    import urllib.error
+    import urllib.request
+
+    try:
+        urllib.request.urlopen(urllib.request.Request(endpoint, method="HEAD"), timeout=HUB_TIMEOUT).close()
+    except urllib.error.HTTPError:
+        return None
+    except OSError as error:  # URLError, socket errors and timeouts are all OSErrors
+        reason = getattr(error, "reason", error)
+        if isinstance(reason, ssl.SSLError):  # something answered; leave certificates to huggingface_hub
+            return None
+        return str(reason) or type(reason).__name__
+    return None
+
+
+def weights_to_check(checkpoint: Any, kwargs: dict) -> tuple[Path, str | None] | None:
+    """The local folder a load reads weights from and the files' variant, for
+    `check_weights`; ``None`` for a hub id or a loaded model, and where the weights come
+    from elsewhere (``gguf_file=``, ``state_dict=``)."""
+    folder = local_folder(checkpoint)
+    if folder is None or any(key in kwargs for key in ("gguf_file", "state_dict")):
+        return None
+    return folder, kwargs.get("variant")
+
+
+def check_weights(folder: Path, variant: str | None = None) -> None:
+    """A folder the weights are to be loaded from holds them: the file transformers will
+    read, and every shard its index names. Raises `FileNotFoundError` naming what is
+    missing (a folder with a config alone is built on meta with ``dispatch=False``)."""
+    names = [_with_variant(name, variant) for name in WEIGHT_FILES]
+    present = [name for name in names if (folder / name).is_file()]
+    if not present:
+        raise FileNotFoundError(
+            f"{folder} holds a config but no weights: transformers loads {names[0]} (or {names[1]} and the "
+            f"shards it names, or {names[2]}), and none of them is there. Copy the weights into the folder "
+            f"(was a download cut short?), or build the model on meta without them (dispatch=False; "
+            f"vlreg inspect reads only the config)"
+        )
+    if present[0].endswith(".index.json"):
+        index = folder / present[0]
+        shards = sorted(set(json.loads(index.read_text()).get("weight_map", {}).values()))
+        missing = [shard for shard in shards if not (folder / shard).is_file()]
+        if missing:
+            raise FileNotFoundError(
+                f"{index} names {len(shards)} weight shards and {len(missing)} of them are not in the folder: "
+                f"{', '.join(missing)}. Fetch or copy the missing shards (was a download cut short?)"
+            )
+
+
+def _with_variant(name: str, variant: str | None) -> str:
+    """``model.safetensors`` with ``variant="fp16"`` as transformers names it: ``model.fp16.safetensors``."""
+    if variant is None:
+        return name
+    stem, extension = name.rsplit(".", 1)
+    return f"{stem}.{variant}.{extension}"
 
 
 def check_folder(folder: Path, trust_remote_code: bool = False) -> None:

@@ -12,11 +12,13 @@ from nnsight.intervention.source import install_source
 from nnsight.intervention.tracer import InterleavingTracer, ScanningTracer
 
 from . import plugins
+from .blocks import Blocks
 from .envoys import Standard
 from .family import Family, resolve
 from .batching import Run, combine, run_of
 from .inputs import MEDIA, check_invokes, in_weights_dtype
-from .loading import IMAGE_TEXT, TEXT, config_of, text_task_fallback
+from .loading import IMAGE_TEXT, TEXT, check_task, check_weights, config_of, hub_checkpoint, text_task_fallback
+from .loading import weights_to_check
 from .cross import CrossAttentionLayer
 from .errors import Unavailable
 from .parts import CrossAttention
@@ -79,8 +81,13 @@ class StandardizedTransformer(Standard, TransformersModel):
         **kwargs: Any,
     ) -> None:
         task = task or TEXT
+        check_task(task)
+        checkpoint = hub_checkpoint(checkpoint, kwargs)
         config = config_of(checkpoint, kwargs)
         self.family: Family = resolve(config)
+        self._weights_source = weights_to_check(checkpoint, kwargs)
+        if dispatch:
+            self._check_weights()
         quiet = text_task_fallback(config, task, dispatch)
         self._lock = threading.RLock()
         self._run = Run(None)
@@ -103,7 +110,7 @@ class StandardizedTransformer(Standard, TransformersModel):
                 task=task,
                 dispatch=dispatch,
                 rename=self.family.rename,
-                envoys=self.family.envoys,
+                envoys={torch.nn.ModuleList: Blocks, **self.family.envoys},
                 **kwargs,
             )
         self._standardize()
@@ -223,8 +230,14 @@ class StandardizedTransformer(Standard, TransformersModel):
         """Load the weights into the meta-built tree, keeping every standard name."""
         if self.dispatched:
             return
+        self._check_weights()
         super().dispatch()
         self._instrument()
+
+    def _check_weights(self) -> None:
+        """Before weights are read from a local folder: it holds them (`check_weights`)."""
+        if self._weights_source is not None:
+            check_weights(*self._weights_source)
 
     def _standardize(self) -> None:
         """Check the family bound the standard names, label every standard envoy for
@@ -238,6 +251,9 @@ class StandardizedTransformer(Standard, TransformersModel):
                 )
         for envoy, row, name, block in _standard_tree(self, "", "", None):
             envoy._row, envoy._label, envoy.block_index = row, name, block
+            for attribute in envoy.standard_children:
+                if isinstance(blocks := envoy.__dict__.get(attribute), Blocks):
+                    blocks._label = f"{name}.{attribute}" if name else attribute
             if isinstance(envoy, Vision):
                 tower = envoy
             if row.startswith("vision."):

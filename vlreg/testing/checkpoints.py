@@ -13,6 +13,7 @@ a builder can make a model with the real widths and token ids at reduced depth.
 from __future__ import annotations
 
 import atexit
+import difflib
 import json
 import os
 import shutil
@@ -64,12 +65,20 @@ def build(name: str, path: str | os.PathLike | None = None, **overrides: Any) ->
     """Write the checkpoint ``name`` (into ``path``, else a cached temporary folder that
     is removed when the process exits; `forget` removes it sooner).
 
+    ``name`` is a served model type (``"llava"``: its default variant) or a variant's
+    name (``"llava_1_5"``); ``vlreg plugins --all`` lists them per plugin.
+
     ``overrides`` go to the builder (config fields such as ``num_hidden_layers``).
     Without a ``path`` the same (name, overrides) is built once per process.
     """
     available = builders()
     if name not in available:
-        raise KeyError(f"no plugin builds a checkpoint named {name!r}; installed: {sorted(available)}")
+        close = difflib.get_close_matches(name, available, n=3, cutoff=0.5)
+        hint = f"did you mean {' or '.join(map(repr, close))}? " if close else ""
+        raise KeyError(
+            f"no plugin builds a checkpoint named {name!r}: {hint}the names are the served model types "
+            f"and their variants: {', '.join(sorted(available))} (vlreg plugins --all lists each plugin's)"
+        )
     key = (name, json.dumps(overrides, sort_keys=True, default=str))
     if path is None and key in _built:
         return _built[key]

@@ -353,6 +353,7 @@ def build_llava_pixtral(path: Path, *, source: str | Path | None = None, **overr
 
 
 BUILDERS = {
+    "llava": build_llava_interleave,  # the model type's default: the smallest published LLaVA's shape
     "llava_interleave": build_llava_interleave,
     "llava_1_5": build_llava_1_5,
     "llava_next": build_llava_next,
