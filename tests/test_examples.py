@@ -19,7 +19,9 @@ DISTRIBUTION = "vlreg-vipllava-example"
 @pytest.fixture(scope="module")
 def env(tmp_path_factory):
     """The environment of a process in which the example is pip-installed, as a user would."""
-    target = tmp_path_factory.mktemp("installed")
+    # Named site-packages: while nnsight's remote="local" deserializes a request it keeps
+    # only such folders importable, as a server keeps what is installed there.
+    target = tmp_path_factory.mktemp("installed") / "site-packages"
     installed = subprocess.run(
         [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(target), str(EXAMPLE)],
         capture_output=True, text=True, timeout=600,

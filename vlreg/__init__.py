@@ -18,7 +18,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .core.errors import NoFamily, OutOfOrder, ReadOnly, Unavailable
+    from .core.errors import LocalOnly, NoFamily, OutOfOrder, ReadOnly, Unavailable
     from .core.hookspecs import hookimpl
     from .core.model import StandardizedTransformer
 
@@ -29,10 +29,11 @@ _HOMES = {
     "ReadOnly": ".core.errors",
     "OutOfOrder": ".core.errors",
     "NoFamily": ".core.errors",
+    "LocalOnly": ".core.errors",
     "hookimpl": ".core.hookspecs",
 }
 
-__all__ = ["StandardizedTransformer", "Unavailable", "ReadOnly", "OutOfOrder", "NoFamily", "hookimpl"]
+__all__ = ["StandardizedTransformer", "Unavailable", "ReadOnly", "OutOfOrder", "NoFamily", "LocalOnly", "hookimpl"]
 __version__ = "0.1.0"
 
 

@@ -9,6 +9,7 @@ from attrs import frozen
 
 from ..core.errors import Unavailable
 from ..core.geometry import ImageGeometry, encode
+from ..core.remote import remotely
 from .tokens import _count, _images, _layers, in_stream
 
 
@@ -29,6 +30,7 @@ class ImageAttention:
         return torch.stack([w.sum(-1).mean(-1) for w in self.weights])
 
 
+@remotely()
 def attention_to_images(
     model: Any,
     prompt: Any,
@@ -84,6 +86,7 @@ class TowerPatterns:
         return rows.mean(0) if head is None else rows[head]
 
 
+@remotely()
 def tower_patterns(model: Any, prompt: Any, images: Any, *, layer: int = -1) -> TowerPatterns:
     """The attention pattern of tower block ``layer``, per image.
 

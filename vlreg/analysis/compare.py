@@ -6,15 +6,18 @@ from typing import Any
 
 import torch
 
+from ..core.remote import remotely
 
-def compare_streams(model_a: Any, model_b: Any, prompt: str) -> torch.Tensor:
+
+def compare_streams(model_a: Any, model_b: Any, prompt: str, *, remote: Any = False) -> torch.Tensor:
     """The cosine similarity of the two models' streams after each block, ``[layers]``,
     averaged over the prompt's positions: a vision-language model's text model against
     the base model it came from, or a model against an edited copy. Both must tokenize
-    ``prompt`` alike and have as many blocks."""
+    ``prompt`` alike and have as many blocks. With ``remote=``, each model's streams are
+    read where that model is served (a request per model)."""
     if model_a.num_layers != model_b.num_layers:
         raise ValueError(f"the models have {model_a.num_layers} and {model_b.num_layers} blocks")
-    streams = [_streams(model, prompt) for model in (model_a, model_b)]
+    streams = [_streams(model, prompt, remote=remote) for model in (model_a, model_b)]
     if streams[0].shape != streams[1].shape:
         raise ValueError(
             f"the models read the prompt as {streams[0].shape[1]} and {streams[1].shape[1]} tokens: "
@@ -23,6 +26,7 @@ def compare_streams(model_a: Any, model_b: Any, prompt: str) -> torch.Tensor:
     return torch.nn.functional.cosine_similarity(streams[0], streams[1], dim=-1).mean(-1)
 
 
+@remotely()
 def _streams(model: Any, prompt: str) -> torch.Tensor:
     saved: list = []
     with torch.no_grad(), model.trace(prompt):

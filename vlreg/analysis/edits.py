@@ -13,6 +13,7 @@ import torch
 from attrs import frozen
 
 from ..core.geometry import ImageGeometry
+from ..core.remote import remotely
 from .tokens import _chunks, _copies, _count, _images, _layers, in_stream, token_id
 
 
@@ -34,6 +35,7 @@ class Ablation:
         return self.ablated - self.clean
 
 
+@remotely()
 def ablate_image(
     model: Any,
     prompt: Any,
@@ -103,6 +105,7 @@ class Occlusion:
     geometry: list[ImageGeometry]
 
 
+@remotely()
 def occlusion(
     model: Any,
     prompt: str,
@@ -159,6 +162,7 @@ class Patching:
     patched: torch.Tensor | None = None
 
 
+@remotely()
 def patch_image(
     model: Any,
     prompt: Any,

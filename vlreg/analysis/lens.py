@@ -7,7 +7,9 @@ from typing import Any, Sequence
 import torch
 from attrs import frozen
 
+from ..core.errors import Unavailable
 from ..core.geometry import ImageGeometry
+from ..core.remote import remotely
 from .tokens import _images, _layers, _split, _where, in_stream, token_id
 
 
@@ -30,6 +32,7 @@ class LogitLens:
         return tokenizer.convert_ids_to_tokens(self.top_ids[image][layer, :, 0].tolist())
 
 
+@remotely()
 def logit_lens(
     model: Any,
     prompt: Any,
@@ -71,7 +74,15 @@ def project_on_vocab(model: Any, stream: torch.Tensor) -> torch.Tensor:
     """The model's final norm and readout applied to a saved stream value (any block's
     ``input`` or ``layer_output``, at any positions, ``[..., hidden_size]``): the logit
     lens anywhere. Runs the norm and readout modules on the tensor after the trace, so
-    the trace edits nothing; the result is logits, ``[..., vocab_size]``."""
+    the trace edits nothing; the result is logits, ``[..., vocab_size]``. Refused where
+    the readout's weights are not in this process (a load traced remotely, never
+    dispatched here): apply ``model.lm_head(model.norm(stream))`` in the remote trace."""
+    if model.lm_head._module.weight.is_meta:
+        raise Unavailable(
+            "project_on_vocab is unavailable: it runs the readout here, and this load's weights are not here "
+            "(dispatch=False, traced remotely); read model.lm_head(model.norm(stream)) inside the remote trace, "
+            "or call project_on_vocab inside a model.session(remote=...)"
+        )
     with torch.no_grad():
         return model.lm_head._module(model.norm._module(stream.detach()))
 
@@ -87,6 +98,7 @@ def top_tokens(model: Any, logits: torch.Tensor, k: int = 5) -> list:
     return list(zip(names, best.values.tolist()))
 
 
+@remotely()
 def next_token_probs(model: Any, prompt: Any, images: Any = None) -> torch.Tensor:
     """The next-token distribution after ``prompt`` (with its ``images``): ``[vocab]``, or
     ``[batch, vocab]`` for several prompts."""

@@ -14,11 +14,12 @@ from typing import Any, Callable, ClassVar, Iterator
 from nnsight.intervention.envoy import Envoy
 from nnsight.intervention.util import first_input, replace_first_input
 
+from . import remote
 from .errors import Unavailable
 from .values import argument, returned, value
 
 
-class Standard(Envoy):
+class Standard(remote.ByReference, Envoy):
     """Base of vlreg's envoys: standard values that refuse, with a reason, to be read
     where this load cannot serve them, or written where a write would not land.
 

@@ -41,3 +41,13 @@ class NoFamily(LookupError):
     Raised before any weight is read, naming the model_type that is unclaimed, the
     families that are installed, and what to install (or enable).
     """
+
+
+class LocalOnly(Exception):
+    """A trace sent to a server (``remote=True``, a host, or ``"local"``) names something
+    only this process can serve.
+
+    Raised while nnsight serializes the request, before anything is sent, naming what
+    to do instead (make it on the server: in the remote trace itself, or in a
+    ``model.session(remote=...)``).
+    """

@@ -17,6 +17,7 @@ from attrs import frozen
 from . import plugins
 from .errors import NoFamily
 from .parts import CrossAttention, Part, Scatter
+from .remote import ServerSide
 
 #: Where the families vlreg's own repository ships come from, for the error that
 #: tells a user what to install. A third-party family is found the same way, through
@@ -138,8 +139,8 @@ def resolve(config: Any) -> Family:
         name=plugins.plugin_manager().get_name(served["wrapper"]),
         parts=parts,
         plugins=served,
-        rename=rename,
-        envoys=envoys,
+        rename=ServerSide(rename),
+        envoys=ServerSide(envoys),
         scatter=scatter,
         unavailable=tables["unavailable"],
         image_grids=grids,

@@ -11,7 +11,7 @@ from nnsight.intervention.envoy import Envoy
 from nnsight.intervention.source import install_source
 from nnsight.intervention.tracer import InterleavingTracer, ScanningTracer
 
-from . import plugins
+from . import plugins, remote
 from .blocks import Blocks
 from .envoys import Standard
 from .family import Family, resolve
@@ -223,6 +223,19 @@ class StandardizedTransformer(Standard, TransformersModel):
                 f"scattered; pass images=[...] with a prompt that has the image placeholder"
             )
         return None
+
+    # -- remote ---------------------------------------------------------------
+
+    def __getstate__(self) -> dict:
+        # What a remote request carries of the model (`vlreg.core.remote`).
+        return remote.travelling(super().__getstate__())
+
+    def __setstate__(self, state: dict) -> None:
+        super().__setstate__(state)
+        remote.arrived(self)
+
+    def _remoteable_model_key(self) -> str:
+        return remote.model_key(self, super()._remoteable_model_key)
 
     # -- building -------------------------------------------------------------
 

@@ -22,7 +22,7 @@ from typing import Any
 
 import torch
 
-from .errors import Unavailable
+from .errors import LocalOnly, Unavailable
 
 
 class TowerCache:
@@ -48,6 +48,15 @@ class TowerCache:
             )
         model._replaying = True
         model.vision.skip(_repeat(self.output, copies, model.vision.batch_axis))
+
+    def __reduce__(self) -> Any:
+        raise LocalOnly(
+            "a TowerCache holds the output of this process's tower, which a server does not replay: its "
+            "traces run the server's weights. Make the cache where it is replayed: call vision.cache and "
+            "replay it inside one model.session(remote=...), or pass remote= to the analysis helper that "
+            "caches (it then runs on the server whole), or let the remote trace run the tower. (A remote block carries every name it reads that is bound "
+            "here, even one it binds again first: name the server's cache afresh.)"
+        )
 
 
 def _repeat(output: Any, copies: int, axis: int = 0) -> Any:

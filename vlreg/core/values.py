@@ -101,11 +101,18 @@ class value(eproperty):
         # A value made by a factory has a lambda for its stub; the class attribute
         # is its name, which is what `support` rows and `Unavailable` messages use.
         self.name = name
+        self.owner = owner
         # A subclass that serves a value from elsewhere serves the same value.
         for base in owner.__mro__[1:]:
             inherited = base.__dict__.get(name)
             if self.description is None and isinstance(inherited, value):
                 self.description = inherited.description
+
+    def __reduce__(self) -> tuple:
+        # By reference: the class it is on, and its name there (a property pickles not).
+        from .remote import class_reference, descriptor_of
+
+        return descriptor_of, (class_reference(self.owner), self.name)
 
     def writes(self, rebuild: Callable[[Any, Any, Any], Any]) -> "value":
         """Map an assigned value back into the model's layout.

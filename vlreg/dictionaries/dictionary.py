@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 import torch
-from attrs import evolve, field, frozen
+from attrs import evolve, field, fields_dict, frozen
 
 from ..analysis.tokens import in_stream
 from ..core.geometry import ImageGeometry
@@ -185,12 +185,22 @@ class Dictionary:
         """This dictionary bound to ``site`` of ``model``, its matrices on the device and in
         the dtype of the module that computes the value. Refuses, before any trace, a
         site that is not one of `SITES`, a block out of range and a width that is not
-        the value's."""
+        the value's. On a load whose weights are not here (``dispatch=False``, traced
+        remotely) the matrices stay as they are: they move when they arrive on the server,
+        where the dictionary attaches again (see `__reduce__`)."""
         module, width = _site(model, site)
         if width != self.d_in:
             raise ValueError(f"this dictionary reads {self.d_in}-wide values, but {site} is {width} wide")
         weight = next(module._module.parameters())
+        if weight.is_meta:
+            return evolve(self, site=site, model=model)
         return evolve(self.to(weight.device, weight.dtype), site=site, model=model)
+
+    def __reduce__(self) -> tuple:
+        # A remote request carries the matrices and the site; the dictionary attaches
+        # again to the model it arrives with, taking that model's device and dtype.
+        kept = {name: getattr(self, name) for name in fields_dict(Dictionary) if name not in ("model", "site")}
+        return _rebuilt, (kept, self.model, self.site)
 
     def read(self) -> Any:
         """Inside a trace: the attached value, as the model serves it."""
@@ -290,6 +300,11 @@ class Dictionary:
         if self.model is None:
             raise ValueError("this dictionary is not attached: dictionary.attach(model, 'layers[i].layer_output')")
         return self.model
+
+
+def _rebuilt(kept: dict, model: Any, site: str | None) -> Dictionary:
+    dictionary = Dictionary(**kept)
+    return dictionary if model is None else dictionary.attach(model, site)
 
 
 def _site(model: Any, site: str) -> tuple[Any, int]:

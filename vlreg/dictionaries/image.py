@@ -19,6 +19,7 @@ from attrs import frozen
 from ..analysis.tokens import _count, _images, _where, in_stream
 from ..core.errors import Unavailable
 from ..core.geometry import ImageGeometry, encode
+from ..core.remote import remotely
 from .dictionary import Dictionary
 
 
@@ -68,6 +69,7 @@ class FeatureMaps:
             raise ValueError(f"feature {feature} was not kept: these maps hold {len(self.features)} features") from None
 
 
+@remotely(model_of=lambda dictionary: dictionary._model())
 def feature_maps(dictionary: Dictionary, prompt: Any, images: Any, *, features: Sequence[int] | None = None) -> FeatureMaps:
     """Encode the attached value at every image token of ``prompt`` with ``images`` (as
     ``model.trace`` takes them) and keep ``features`` (default: all)."""
@@ -155,6 +157,7 @@ class Selectivity:
         return list(zip(best.indices.tolist(), best.values.tolist()))
 
 
+@remotely(model_of=lambda dictionary: dictionary._model())
 def selectivity(dictionary: Dictionary, prompt: Any, images: Any) -> Selectivity:
     """Each feature's firing at the image tokens against the text tokens of ``prompt``
     (one prompt or a list, with its images). Only for values in the text stream

@@ -15,8 +15,9 @@ from .cross import CrossAttentionConformance
 from .experts import ExpertsConformance
 from .linear import LinearAttentionConformance
 from .mamba import MambaConformance
+from .remote import RemoteConformance
 from .text import TextConformance
 from .vision import VisionConformance, image, lit
 
 __all__ = ["TextConformance", "VisionConformance", "ExpertsConformance", "LinearAttentionConformance", "MambaConformance",
-           "CrossAttentionConformance", "AnalysisConformance", "image", "lit"]
+           "CrossAttentionConformance", "AnalysisConformance", "RemoteConformance", "image", "lit"]

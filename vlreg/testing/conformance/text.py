@@ -15,6 +15,7 @@ from ...core.mamba import Mamba
 from ...core.errors import ReadOnly, Unavailable
 from ...core.model import StandardizedTransformer
 from ..checkpoints import build
+from .remote import RemoteConformance
 
 INTERIOR = (
     "attention_queries",
@@ -26,7 +27,7 @@ INTERIOR = (
 )
 
 
-class TextConformance:
+class TextConformance(RemoteConformance):
     """What every family's text model promises. Subclass it in a ``Test*`` class and set:
 
     * ``checkpoint``: the name of a checkpoint builder (`vlreg_checkpoints`);

@@ -1,0 +1,96 @@
+"""Remote conformance: a family's traces read and edit the same under remote execution.
+
+Every check runs a trace three ways and compares them: here, under nnsight's
+``remote="local"`` (the request serialized as it is sent to NDIF, deserialized with the
+modules a server lacks hidden), and through `vlreg.testing.server.ServerBackend` (the
+request that arrives is what runs, as on an NDIF model actor). Blocks name only the
+model and plain values, and return what they read by ``.save()`` (a list through
+``nnsight.save``): a server sends back the saved names, nothing else of the block.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import nnsight
+import torch
+
+from ..server import ServerBackend
+
+WAYS = ("remote='local'", "an NDIF actor's run of the request")
+
+
+def _ways(model: Any) -> list[dict]:
+    return [{"remote": "local"}, {"backend": ServerBackend(model)}]
+
+
+def _same(local: Any, remote: Any, what: str, way: str) -> None:
+    if isinstance(local, (list, tuple)):
+        assert len(local) == len(remote), f"{what} under {way}: {len(remote)} values, not {len(local)}"
+        for index, (a, b) in enumerate(zip(local, remote)):
+            _same(a, b, f"{what}[{index}]", way)
+        return
+    assert torch.equal(torch.as_tensor(local), torch.as_tensor(remote)), f"{what} differs under {way}"
+
+
+class RemoteConformance:
+    """Mixed into `TextConformance`, so every family, built in or a third party's, runs it.
+
+    Uses the class's ``order_input`` (an image prompt and one image on a vision family)."""
+
+    def _compare(self, model: Any, run: Any, what: str) -> None:
+        local = run({})
+        for way, how in zip(WAYS, _ways(model)):
+            _same(local, run(how), what, way)
+
+    def _images(self, model: Any) -> bool:
+        vision = model.__dict__.get("vision")
+        return vision is not None and vision.no_images() is None
+
+    def test_every_value_read_remotely_is_the_local_value(self, model):
+        """Every served standard value (image values, block values, the attention interior
+        where this load serves it, the logits), read in forward order in one trace."""
+        args, kwargs = self.order_input(model)
+
+        def run(how):
+            with model.trace(*args, **kwargs, **how):
+                read = nnsight.save([getattr(envoy, name).save() for envoy, name in model.walk()
+                                     if envoy.why_unavailable(name) is None])
+            return read
+
+        self._compare(model, run, "the walk's values")
+
+    def test_several_invokes_and_their_edits_run_remotely_as_locally(self, model):
+        """Two invokes of the class's input: the first reads, the second edits the image
+        features (its own rows of them) and a block's stream."""
+        args, kwargs = self.order_input(model)
+        images = self._images(model)
+
+        def run(how):
+            with model.trace(**how) as tracer:
+                with tracer.invoke(*args, **kwargs):
+                    first = model.vision.image_features.save() if images else model.layers[0].input.save()
+                    clean = model.logits.save()
+                with tracer.invoke(*args, **kwargs):
+                    if images:
+                        model.vision.image_features[:] = 0
+                    model.layers[0].layer_output[:] *= 0.5
+                    edited = model.logits.save()
+            return first, clean, edited
+
+        self._compare(model, run, "the invokes' values")
+
+    def test_generating_with_an_edit_remotely_gives_the_local_tokens(self, model):
+        args, kwargs = self.order_input(model)
+        images = self._images(model)
+
+        def run(how):
+            with model.generate(*args, **kwargs, max_new_tokens=2, min_new_tokens=2, do_sample=False, **how) as tracer:
+                if images:
+                    model.vision.image_features[:] = 0
+                else:
+                    model.layers[0].layer_output[:] = 0
+                tokens = tracer.result.save()
+            return tokens
+
+        self._compare(model, run, "the generated tokens")
