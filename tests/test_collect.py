@@ -10,6 +10,7 @@ from vlreg import StandardizedTransformer
 from vlreg.cli import main
 from vlreg.collect import collect, open_store
 from vlreg.testing import build
+from vlreg.testing.server import ServerBackend
 
 #: Qwen2-VL's tiny processor gives these sizes 4, 6, 12 and 16 image tokens, so a batch pads.
 SIZES = [(56, 56), (84, 56), (112, 84), (112, 112), (56, 56)]
@@ -211,8 +212,6 @@ def test_refusals_before_any_work(qwen, folder, tmp_path):
     refused(qwen, tmp_path, r"at='image' reads the image's tokens, but the prompt .* holds no image", images=folder,
             prompt=no_image)
     refused(qwen, tmp_path, r"image would never reach the model", images=folder, prompt=no_image, at="last")
-    refused(qwen, tmp_path, r"remote collection waits on vlreg's NDIF support \(issue #23\)", images=folder,
-            remote=True)
 
 
 def test_an_unreadable_image_stops_or_is_skipped_as_asked(qwen, folder, tmp_path):
@@ -265,9 +264,25 @@ def test_the_command_line(qwen, folder, tmp_path, capsys):
     collect(qwen, ["layers[0].layer_output", "vision.image_features"], folder, library, prompt=QUESTION,
             dtype="float16", batch=2, progress=False)
     assert torch.equal(open_store(library)["layers[0].layer_output"][:], store["layers[0].layer_output"][:])
-    assert main(["collect", checkpoint, "--images", str(folder), "--values", "layers[0].layer_output", "--out",
-                 str(tmp_path / "remote"), "--remote"]) == 1
-    assert "issue #23" in capsys.readouterr().err
     assert main(["collect", checkpoint, "--images", str(tmp_path / "nothing"), "--values", "layers[0].layer_output",
                  "--out", str(tmp_path / "x")]) == 1
     assert "no folder" in capsys.readouterr().err
+
+
+def test_remote_batches_come_back_as_the_local_rows(qwen, folder, tmp_path):
+    """Each batch's trace sent as a remote request: run by what arrives, as an NDIF model
+    actor runs it (`ServerBackend`), and by the command line's ``--remote local`` (nnsight's
+    serialized rehearsal, on a model built here without its weights)."""
+    values = ["vision.image_features", "layers[1].layer_output"]
+    collect(qwen, values, folder, tmp_path / "here", prompt=QUESTION, batch=2, progress=False)
+    collect(qwen, values, folder, tmp_path / "server", prompt=QUESTION, batch=2, progress=False,
+            remote=ServerBackend(qwen))
+    assert main(["collect", str(build("qwen2_vl")), "--images", str(folder), "--values", *values, "--out",
+                 str(tmp_path / "local"), "--prompt", QUESTION, "--batch", "2", "--remote", "local"]) == 0
+    here = open_store(tmp_path / "here")
+    for made in ("server", "local"):
+        store = open_store(tmp_path / made)
+        assert store.images == here.images and torch.equal(store.index.token, here.index.token)
+        assert torch.equal(store.index.box.nan_to_num(-1), here.index.box.nan_to_num(-1))
+        for name in values:
+            assert torch.allclose(store[name][:], here[name][:], atol=1e-6), (made, name)

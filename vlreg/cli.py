@@ -108,7 +108,9 @@ def _collect_parser(commands: Any) -> None:
                                                          "each process its LOCAL_RANK's)")
     collect.add_argument("--dtype", default=None, help="the weights' dtype, e.g. bfloat16 (default: float32)")
     collect.add_argument("--attn-implementation", default=None, help="transformers' attention implementation")
-    collect.add_argument("--remote", action="store_true", help="run on an NDIF server (not yet: refused, saying why)")
+    collect.add_argument("--remote", nargs="?", const=True, default=False, metavar="HOST",
+                         help="trace each batch on NDIF, or on the server at HOST (http://host:port), or 'local' "
+                              "(nnsight's serialized rehearsal here); the rows are written here")
     collect.set_defaults(run=_collect_command)
 
 

@@ -2,7 +2,8 @@
 
 The images' folder is checked before the model loads (an empty folder, an unreadable file
 under ``--on-error stop``), so a mistake costs no load. Under ``torchrun`` a CUDA device is
-the process's own (``cuda:LOCAL_RANK``).
+the process's own (``cuda:LOCAL_RANK``). With ``--remote`` the model is built here without
+its weights (the server holds them) and each batch is traced there.
 """
 
 from __future__ import annotations
@@ -17,8 +18,6 @@ def run(arguments: argparse.Namespace) -> int:
     from . import run as running
     from . import sources
 
-    if arguments.remote:
-        raise ValueError(f"--remote: {running.REMOTE}")
     images: Any = arguments.images
     if _saved_dataset(Path(images)):
         import datasets
@@ -34,12 +33,14 @@ def run(arguments: argparse.Namespace) -> int:
     device = arguments.device
     if device == "cuda" and "LOCAL_RANK" in os.environ:
         device = f"cuda:{os.environ['LOCAL_RANK']}"
-    model = StandardizedTransformer(arguments.checkpoint, task="image-text-to-text", dispatch=True, device=device,
-                                    dtype=arguments.dtype, attn_implementation=arguments.attn_implementation)
+    remote = arguments.remote
+    model = StandardizedTransformer(arguments.checkpoint, task="image-text-to-text", dispatch=not remote,
+                                    device=None if remote else device, dtype=arguments.dtype,
+                                    attn_implementation=arguments.attn_implementation)
     running.collect(model, arguments.values, images, arguments.out, prompt=arguments.prompt, at=arguments.at,
                     batch=arguments.batch, dtype=arguments.store_dtype, on_error=arguments.on_error,
                     shard_images=arguments.shard_images, image_column=arguments.image_column,
-                    prompt_column=arguments.prompt_column, key_column=arguments.key_column)
+                    prompt_column=arguments.prompt_column, key_column=arguments.key_column, remote=remote)
     return 0
 
 

@@ -9,6 +9,10 @@ padding, ``vision.image_token_mask`` where its image tokens are. So no position 
 computed from a prompt encoded alone, whose positions the padding would shift: a
 prompt's ``k``-th real token is where the row's attention mask has its ``k``-th one.
 
+With ``remote=``, each batch's trace is sent as any remote trace is (nnsight's
+serialization, vlreg's names rebuilt by the server's plugins) and the rows come back as
+the trace's saved list; the geometry and everything after the trace run here.
+
 Boxes come from ``model.vision.geometry`` of the prompt with the image alone, kept per
 (prompt, image size): an image's tokens and their boxes depend on its size, not its
 pixels, so a folder of same-size images asks the processor for its geometry once.
@@ -19,6 +23,7 @@ from __future__ import annotations
 import math
 from typing import Any, Sequence
 
+import nnsight
 import torch
 from attrs import frozen
 
@@ -38,8 +43,9 @@ class Rows:
 class Batches:
     """Runs batches for ``sites`` at ``at``, keeping rows in ``dtype`` (``None``: as computed)."""
 
-    def __init__(self, model: Any, sites: Sequence[Site], at: str, dtype: Any) -> None:
+    def __init__(self, model: Any, sites: Sequence[Site], at: str, dtype: Any, remote: Any = False) -> None:
         self.model, self.sites, self.at, self.dtype = model, list(sites), at, dtype
+        self.remote = remote
         self.kind = sites[0].kind if all(site.kind == "tower" for site in sites) else "tokens"
         self.alone = False  # tower values whose batch layout is not one entry per image
         self._geometry: dict = {}
@@ -48,10 +54,10 @@ class Batches:
         if self.alone and len(images) > 1:
             return [rows for image, prompt in zip(images, prompts) for rows in self.run([image], [prompt])]
         one = len(images) == 1
-        saved: list = []
-        with torch.no_grad(), self.model.trace(prompts[0] if one else list(prompts),
-                                               images=[images[0]] if one else [[image] for image in images]) as tracer:
-            read(self.model, self.sites, self.at, self.dtype, saved)
+        text, pictures = (prompts[0], [images[0]]) if one else (list(prompts), [[image] for image in images])
+        model, sites, at, dtype = self.model, self.sites, self.at, self.dtype  # what a remote trace carries
+        with torch.no_grad(), model.trace(text, images=pictures, **_remote(self.remote)) as tracer:
+            saved = nnsight.save(read(model, sites, at, dtype))
             tracer.stop()  # nothing after the last value is needed: the blocks past it and the logits do not run
         mask, image_mask, *saved = [tensor.cpu() for tensor in saved]
         if self.kind == "tower":
@@ -143,3 +149,13 @@ class Batches:
         down = torch.arange(side, dtype=boxes.dtype).reshape(1, side, 1, 1)
         left, top = x0 + across * width, y0 + down * height
         return torch.stack([left, top, left + width, top + height], -1).reshape(length, 4).float()
+
+
+def _remote(remote: Any) -> dict:
+    """A trace's keywords for ``remote``: none; ``remote=`` (``True``, a host, ``"local"``);
+    or ``backend=``, for an nnsight backend (as the tests pass one)."""
+    from nnsight.tracing.backend import Backend
+
+    if isinstance(remote, Backend):
+        return {"backend": remote}
+    return {"remote": remote} if remote else {}

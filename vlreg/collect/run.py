@@ -31,9 +31,6 @@ from .sites import Site, resolve
 #: A shard's size when ``shard_images`` is not given: about this many bytes of rows.
 SHARD_BYTES = 256 * 2**20
 ON_ERROR = ("stop", "skip")
-REMOTE = ("remote collection waits on vlreg's NDIF support (issue #23): a remote server does not build vlreg's "
-          "standard names or run its per-row cuts yet, so the same batches cannot be sent there; run collect "
-          "where the model is loaded")
 
 
 @frozen
@@ -110,14 +107,17 @@ def collect(
         image_column, prompt_column, key_column: A dataset's columns of the image, the
             prompt's text and the image's name (default: its row number).
         progress: Show a progress bar and print the summary (stderr).
-        remote: Run on an NDIF server: refused until vlreg serves its names there.
+        remote: Send each batch's trace to NDIF (``True``), a server of your own (its
+            address) or nnsight's local rehearsal (``"local"``); the rows come back and
+            are written here. Load the model with ``dispatch=False`` to keep the weights
+            on the server.
         rank, world_size: This process's share (default: ``RANK``, ``WORLD_SIZE``).
 
     Returns the run's `Summary`. Everything the input already tells is checked before
     the model runs: value names, ``at``, the prompts, the images' files, the store's
     manifest.
     """
-    _check(model, remote, on_error, batch)
+    _check(model, on_error, batch)
     rank, world_size = _share(rank, world_size)
     started = time.perf_counter()
     sites = resolve(model, values, at)
@@ -129,10 +129,10 @@ def collect(
     readable = [item for item in items if item.name not in dict(skipped)]
     folder = Path(out)
     manifest = _manifest(model, sites, at, prompting.source(prompt, prompt_column), store_dtype, shard_images,
-                         readable, full, batch)
+                         readable, full, batch, remote)
     held = _open(folder, manifest, full)
     mine, already = _share_of(items, readable, held, manifest["shard_images"], rank, world_size)
-    batches = Batches(model, sites, at, store_dtype)
+    batches = Batches(model, sites, at, store_dtype, remote)
     added_images = added_rows = 0
     bar = _bar(sum(len(group) for group in mine), progress and rank == 0, rank, world_size)
     try:
@@ -157,9 +157,7 @@ def collect(
     return summary
 
 
-def _check(model: Any, remote: bool, on_error: str, batch: Any) -> None:
-    if remote:
-        raise ValueError(f"remote=True: {REMOTE}")
+def _check(model: Any, on_error: str, batch: Any) -> None:
     if on_error not in ON_ERROR:
         raise ValueError(f"on_error={on_error!r}: pass 'stop' (raise at an unreadable image) or 'skip'")
     if not isinstance(batch, int) or batch < 1:
@@ -278,7 +276,7 @@ def _show(value: Any) -> str:
 
 
 def _manifest(model: Any, sites: list[Site], at: str, prompt: str, dtype: Any, shard_images: int | None,
-              items: list, full: dict, batch: int) -> dict:
+              items: list, full: dict, batch: int, remote: Any) -> dict:
     from .. import __version__
 
     shard = shard_images or _shard_size(model, sites, at, items, full, batch, dtype)
@@ -289,22 +287,23 @@ def _manifest(model: Any, sites: list[Site], at: str, prompt: str, dtype: Any, s
         "at": at,
         "prompt": prompt,
         "dtype": str(dtype or model.dtype).removeprefix("torch."),
-        "model": identity(model),
+        "model": identity(model, local=not remote),
         "shard_images": int(shard),
     }
 
 
-def identity(model: Any) -> dict:
+def identity(model: Any, local: bool = True) -> dict:
     """The model as a store records it: its path, a hash of its config, a fingerprint of
-    its weights (every tensor's name, shape, dtype and first and last few values: two
-    random builds of one config differ), and the weights' dtype."""
-    if not model.dispatched:
+    its weights (every tensor's name, shape, dtype and, where the weights are here, first
+    and last few values: two random builds of one config differ), and the weights' dtype.
+    A model traced remotely is not loaded here for this: its fingerprint has no values."""
+    if local and not model.dispatched:
         model.dispatch()
     config = {k: v for k, v in model.config.to_dict().items() if k not in ("_name_or_path", "transformers_version", "dtype")}
     weights = hashlib.sha256()
     for name, tensor in model.named_parameters():
         weights.update(f"{name}{tuple(tensor.shape)}{tensor.dtype}".encode())
-        if tensor.device.type != "meta" and tensor.numel():
+        if local and tensor.device.type != "meta" and tensor.numel():
             flat = tensor.detach().reshape(-1)
             weights.update(torch.cat([flat[:8], flat[-8:]]).float().cpu().numpy().tobytes())
     return {

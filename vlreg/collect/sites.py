@@ -134,14 +134,14 @@ def _unknown(model: Any, given: str) -> str:
             f"({', '.join(rows[:12])}{', ...' if len(rows) > 12 else ''}){hint}")
 
 
-def read(model: Any, sites: Sequence[Site], at: str, dtype: Any, saved: list) -> None:
-    """Inside a trace: append to ``saved`` (a list made before the trace, so it outlives
-    it) the attention mask, the image-token mask and each site's rows: a stream value at
-    the positions ``at`` picks (``[rows, width]``, rows in batch-row then position order),
-    the features whole, a tower value whole (split per image after)."""
-    mask = model.attention_mask.save()
-    image = model.vision.image_token_mask.save()
-    saved += [mask, image]
+def read(model: Any, sites: Sequence[Site], at: str, dtype: Any) -> list:
+    """Inside a trace: the attention mask, the image-token mask and each site's rows: a
+    stream value at the positions ``at`` picks (``[rows, width]``, rows in batch-row then
+    position order), the features whole, a tower value whole (split per image after).
+    Save the list (``nnsight.save``): a remote trace sends back saved names only."""
+    mask = model.attention_mask
+    image = model.vision.image_token_mask
+    found = [mask, image]
     if any(site.kind == "stream" for site in sites):
         real = mask.bool()
         if at == "image":
@@ -153,9 +153,10 @@ def read(model: Any, sites: Sequence[Site], at: str, dtype: Any, saved: list) ->
         else:
             where = real & (real.long().cumsum(-1) == real.long().sum(-1, keepdim=True))
     for site in sites:
-        found = getattr(site.envoy, site.value)
+        value = getattr(site.envoy, site.value)
         if site.kind == "stream":
-            found = found[where]
-        elif found.dim() == 2 and site.kind == "tower":
-            found = found[None]  # a packed tower's native [patches, hidden]
-        saved.append(found.detach().to(dtype).save() if dtype is not None else found.detach().save())
+            value = value[where]
+        elif value.dim() == 2 and site.kind == "tower":
+            value = value[None]  # a packed tower's native [patches, hidden]
+        found.append(value.detach() if dtype is None else value.detach().to(dtype))
+    return found
