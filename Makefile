@@ -26,6 +26,7 @@ demo: $(STAMP)
 
 bench: $(STAMP)
 	$(PY) benchmarks/run.py
+	$(PY) benchmarks/collect.py
 
 clean:
 	rm -rf $(VENV)
