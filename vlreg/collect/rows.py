@@ -27,7 +27,7 @@ import nnsight
 import torch
 from attrs import frozen
 
-from .sites import Site, read
+from .sites import Site, picked, read
 
 
 @frozen(eq=False)
@@ -72,8 +72,7 @@ class Batches:
 
     def _tokens(self, images, prompts, real, image_mask, saved) -> list[Rows]:
         at = self.at
-        where = {"image": image_mask, "text": real & ~image_mask, "all": real,
-                 "last": real & (real.long().cumsum(-1) == real.long().sum(-1, keepdim=True))}[at]
+        where = picked(real, image_mask, at)
         counts = where.sum(-1).tolist()
         per_site = []
         for site, tensor in zip(self.sites, saved):

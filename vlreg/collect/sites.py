@@ -142,16 +142,7 @@ def read(model: Any, sites: Sequence[Site], at: str, dtype: Any) -> list:
     mask = model.attention_mask
     image = model.vision.image_token_mask
     found = [mask, image]
-    if any(site.kind == "stream" for site in sites):
-        real = mask.bool()
-        if at == "image":
-            where = image
-        elif at == "text":
-            where = real & ~image
-        elif at == "all":
-            where = real
-        else:
-            where = real & (real.long().cumsum(-1) == real.long().sum(-1, keepdim=True))
+    where = picked(mask.bool(), image, at)
     for site in sites:
         value = getattr(site.envoy, site.value)
         if site.kind == "stream":
@@ -160,3 +151,16 @@ def read(model: Any, sites: Sequence[Site], at: str, dtype: Any) -> list:
             value = value[None]  # a packed tower's native [patches, hidden]
         found.append(value.detach() if dtype is None else value.detach().to(dtype))
     return found
+
+
+def picked(real: Any, image: Any, at: str) -> Any:
+    """``[batch, seq]``, True at the positions ``at`` reads, from where each row's prompt is
+    (``real``, the attention mask) and its image tokens: the last position is the last
+    real one, on whichever side the padding is."""
+    if at == "image":
+        return image
+    if at == "text":
+        return real & ~image
+    if at == "all":
+        return real
+    return real & (real.long().cumsum(-1) == real.long().sum(-1, keepdim=True))
