@@ -17,7 +17,7 @@ memory against the number of images, and the time to open a large store.
   seconds to `open_store` and index one row, and the resident memory that adds.
 
     python benchmarks/collect.py            # the full run (about 10 minutes here)
-    python benchmarks/collect.py --smoke    # tiny sizes: checks the script (about a minute)
+    python benchmarks/collect.py --smoke    # tiny sizes: checks the script
 """
 
 from __future__ import annotations
@@ -281,13 +281,14 @@ def main(argv=None) -> int:
     else:
         path, source = geometry("qwen2-vl-2b", text_layers=4, tower_layers=4)
     print(f"throughput: {source} ...", flush=True)
-    results = {"throughput": {"source": source, **throughput(path, 8 if smoke else 32, 56 if smoke else 224, 4 if smoke else 8,
-                                                                 1 if smoke else 5, block=1 if smoke else 2)}}
+    results = {"throughput": {"source": source, **throughput(path, 4 if smoke else 32, 56 if smoke else 224,
+                                                                 2 if smoke else 8, 1 if smoke else 5,
+                                                                 block=1 if smoke else 2)}}
     tiny, _ = geometry("tiny", 0, 0)
     print("memory ...", flush=True)
-    results["memory"] = memory(tiny, (20, 100) if smoke else (200, 1000), 56)
+    results["memory"] = memory(tiny, (10, 20) if smoke else (200, 1000), 56)
     print("open a large store ...", flush=True)
-    results["open"] = open_large(0.05 if smoke else 2.0, 2 if smoke else 8)
+    results["open"] = open_large(0.01 if smoke else 2.0, 2 if smoke else 8)
     results["targets"] = TARGETS
     print(report(results))
     out = Path(arguments.out) if arguments.out else HERE / "collect.json"
