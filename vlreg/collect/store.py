@@ -23,7 +23,6 @@ in input order, whichever process wrote them.
 from __future__ import annotations
 
 import json
-import mmap
 import os
 import struct
 from pathlib import Path
@@ -113,16 +112,19 @@ class Shard:
                    header["__token__"]["shape"][0])
 
     def tensor(self, name: str) -> torch.Tensor:
-        """Tensor ``name``, memory-mapped (a copy-on-write mapping: the file is never written)."""
+        """Tensor ``name``, memory-mapped: a private (copy-on-write) mapping of the file, so
+        the file is never written, and one that keeps no file descriptor open, so a store
+        of thousands of shards can be read whole."""
         entry = self.tensors[name]
         dtype, shape = DTYPES[entry["dtype"]], entry["shape"]
-        begin, end = entry["data_offsets"]
+        begin, end = (self.start + offset for offset in entry["data_offsets"])
         if end == begin:
             return torch.empty(shape, dtype=dtype)
-        with open(self.path, "rb") as handle:
-            mapped = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_COPY)
-        flat = torch.frombuffer(mapped, dtype=dtype, count=(end - begin) // dtype.itemsize, offset=self.start + begin)
-        return flat.reshape(shape)
+        mapped = torch.from_file(str(self.path), shared=False, size=os.path.getsize(self.path), dtype=torch.uint8)
+        raw = mapped[begin:end]
+        if begin % dtype.itemsize:  # safetensors aligns its tensors; a file that does not is copied
+            raw = raw.clone()
+        return raw.view(dtype).reshape(shape)
 
 
 def shard_paths(folder: Path) -> list[Path]:
