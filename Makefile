@@ -1,5 +1,6 @@
 # make demo: install into .venv if needed, then trace the toy model (trained once per machine).
 # make test: install into .venv if needed, then run the tests.
+# make test-remote (opt-in): a localhost NDIF server in .venv-remote, vlreg traces through it.
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
@@ -15,7 +16,7 @@ $(STAMP): pyproject.toml $(PLUGINS)
 	$(PY) -m pip install -q -e '.[test]' $(addprefix -e ,$(dir $(PLUGINS)))
 	touch $(STAMP)
 
-.PHONY: install test demo bench clean
+.PHONY: install test demo bench clean test-remote
 install: $(STAMP)
 
 test: $(STAMP)
@@ -28,5 +29,25 @@ bench: $(STAMP)
 	$(PY) benchmarks/run.py
 	$(PY) benchmarks/collect.py
 
+# The NDIF server's own venv, so .venv and make test never see it. ndif 0.1.2 says
+# Python >= 3.12, but its sources run on 3.11 beside this stack (pip check is clean);
+# vlreg and the plugins are in it too, since the model actor builds vlreg's model.
+# Ray is pinned at the release the harness was measured with (ndif leaves it open).
+REMOTE_VENV := .venv-remote
+REMOTE_PY := $(REMOTE_VENV)/bin/python
+REMOTE_STAMP := $(REMOTE_VENV)/.vlreg-installed
+$(REMOTE_STAMP): pyproject.toml $(PLUGINS)
+	test -x $(REMOTE_PY) || $(PYTHON) -m venv $(REMOTE_VENV)
+	$(REMOTE_PY) -m pip install -q --upgrade pip
+	$(REMOTE_PY) -m pip install -q torch==2.14.1 torchvision==0.29.1
+	$(REMOTE_PY) -m pip install -q -e '.[test]' $(addprefix -e ,$(dir $(PLUGINS)))
+	$(REMOTE_PY) -m pip install -q --ignore-requires-python 'ndif[api,ray]==0.1.2' 'ray[default]==2.60.0'
+	$(REMOTE_PY) -m pip check
+	touch $(REMOTE_STAMP)
+
+test-remote: $(REMOTE_STAMP)
+	command -v redis-server >/dev/null || (apt-get update -q && apt-get install -y -q redis-server)
+	$(REMOTE_PY) tests/remote/server.py
+
 clean:
-	rm -rf $(VENV)
+	rm -rf $(VENV) $(REMOTE_VENV)
