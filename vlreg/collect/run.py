@@ -249,7 +249,7 @@ def _open(folder: Path, manifest: dict, full: dict) -> dict[str, str]:
         store.write_manifest(folder, manifest)
         return {}
     differences = [f"{key}: {_show(found.get(key))}, not {_show(manifest[key])}"
-                   for key in ("values", "at", "prompt", "dtype", "model")
+                   for key in ("format", "values", "at", "prompt", "dtype", "model")
                    if _compared(key, found.get(key)) != _compared(key, manifest[key])]
     if differences:
         raise ValueError(f"the store at {folder} was made with other settings ({'; '.join(differences)}): collect "
