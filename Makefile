@@ -16,7 +16,7 @@ $(STAMP): pyproject.toml $(PLUGINS)
 	$(PY) -m pip install -q -e '.[test]' $(addprefix -e ,$(dir $(PLUGINS)))
 	touch $(STAMP)
 
-.PHONY: install test demo bench clean test-remote
+.PHONY: install test demo bench catalog clean test-remote
 install: $(STAMP)
 
 test: $(STAMP)
@@ -48,6 +48,10 @@ $(REMOTE_STAMP): pyproject.toml $(PLUGINS)
 test-remote: $(REMOTE_STAMP)
 	command -v redis-server >/dev/null || (apt-get update -q && apt-get install -y -q redis-server)
 	$(REMOTE_PY) tests/remote/server.py
+
+# after changing a plugin's claims or adapters (its pyproject.toml's entry points)
+catalog: $(STAMP)
+	$(PY) -m vlreg.core.catalog .
 
 clean:
 	rm -rf $(VENV) $(REMOTE_VENV)

@@ -42,3 +42,73 @@ def test_rotary_sections_follow_a_head_size_derived_from_the_width():
 def test_a_named_head_size_is_kept_with_its_rotary_settings():
     text = shrink(transformers.Qwen3_5Config()).get_text_config()
     assert text.head_dim == 256 and text.rope_parameters["partial_rotary_factor"] == 0.25
+
+
+def test_widths_given_per_stage_or_per_bank_stay_lists():
+    # Florence-2's DaViT gives each of its four stages a width, heads and a depth
+    florence = shrink(transformers.Florence2Config())
+    vision, text = florence.vision_config, florence.get_text_config()
+    assert list(vision.embed_dim) == [32] * 4 and list(vision.num_heads) == [2] * 4
+    assert list(vision.depths) == [1, 1, 2, 1], "a stage's blocks are cut, never added"
+    assert vision.projection_dim == text.hidden_size, "what the tower hands the text model follows its width"
+    assert text.encoder_layers == text.decoder_layers == 2  # BART's decoder is cut too
+    # ERNIE-4.5-VL gives its expert banks (text, vision) each a width
+    ernie = shrink(transformers.Ernie4_5_VLMoeConfig()).get_text_config()
+    assert ernie.moe_intermediate_size == [32, 32]
+
+
+def test_the_configs_other_parts_are_cut_and_follow_the_widths_they_read():
+    blip = shrink(transformers.Blip2Config())
+    assert blip.qformer_config.num_hidden_layers == 2
+    assert blip.qformer_config.encoder_hidden_size == blip.vision_config.hidden_size == 32
+    idefics = shrink(transformers.Idefics2Config())
+    assert idefics.perceiver_config.hidden_size == idefics.get_text_config().hidden_size == 64
+    assert idefics.perceiver_config.resampler_depth == 2
+    omni = shrink(transformers.Qwen2_5OmniThinkerConfig())
+    assert omni.audio_config.encoder_layers == 2
+    assert omni.audio_config.output_dim == omni.get_text_config().hidden_size
+    emu3 = shrink(transformers.Emu3Config(vocabulary_map={"<image>": 5}))
+    vq = emu3.vq_config
+    assert (vq.base_channels, vq.num_res_blocks) == (32, 1)
+    assert vq.hidden_size == vq.base_channels * vq.channel_multiplier[-1], "its attention is as wide as its last level"
+    assert vq.codebook_size == 32768, "the codes are the tokenizer's: never cut"
+
+
+def blip2_folder(path):
+    """A BLIP-2 checkpoint folder with its real processor (a tiny tokenizer, 56-pixel
+    images) and the published config's tower, whose initializer range is 1e-10."""
+    from transformers import Blip2Config, Blip2Processor, BlipImageProcessor
+
+    from vlreg.testing import tokenizer
+
+    tok = tokenizer(["<pad>", "</s>", "<image>"], pad_token="<pad>", eos_token="</s>")
+    pad, eos, image = tok.convert_tokens_to_ids(["<pad>", "</s>", "<image>"])
+    Blip2Processor(image_processor=BlipImageProcessor(size={"height": 56, "width": 56}), tokenizer=tok,
+                   num_query_tokens=4).save_pretrained(path)
+    Blip2Config(num_query_tokens=4, image_token_index=image, vision_config={"image_size": 56},
+                text_config={"vocab_size": len(tok), "pad_token_id": pad, "eos_token_id": eos, "bos_token_id": eos},
+                ).save_pretrained(path)
+    return path
+
+
+def test_a_small_copy_of_a_family_with_a_qformer_runs_and_its_tower_computes(tmp_path):
+    import torch
+    from PIL import Image
+    from transformers import AutoModelForImageTextToText, AutoProcessor
+
+    from vlreg.testing import small_copy
+
+    source = blip2_folder(tmp_path / "source")
+    assert transformers.AutoConfig.from_pretrained(source).vision_config.initializer_range == 1e-10
+    path = small_copy(source, tmp_path / "copy")
+    model = AutoModelForImageTextToText.from_pretrained(path).eval()
+    assert len(model.qformer.encoder.layer) == 2
+    processor = AutoProcessor.from_pretrained(path)
+    inputs = processor(images=Image.new("RGB", (56, 56), "red"), text="a photo", return_tensors="pt")
+    with torch.no_grad():
+        embedded = model.vision_model.embeddings(inputs["pixel_values"])
+        after = model.vision_model.encoder.layers[0](embedded)
+        logits = model(**inputs).logits
+    # with the published 1e-10 the embeddings are ~1e-9 and a block adds exactly nothing
+    assert embedded.std() > 0.1 and (after - embedded).abs().max() > 1e-3
+    assert logits.shape[1] == inputs["input_ids"].shape[1] and torch.isfinite(logits).all()

@@ -27,7 +27,9 @@ def test_a_generated_plugin_installs_and_passes_its_own_test(tmp_path):
     folder = tmp_path / "vlreg-llava-copy"
     assert (folder / "pyproject.toml").exists() and (folder / "vlreg_llava_copy" / "__init__.py").exists()
 
-    target = tmp_path / "installed"
+    # Named site-packages, as tests/test_examples.py does: nnsight's remote="local" keeps only
+    # such folders importable while it deserializes, as a server keeps what is installed.
+    target = tmp_path / "installed" / "site-packages"
     installed = subprocess.run(
         [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(target), str(folder)],
         capture_output=True, text=True, timeout=600,

@@ -5,6 +5,7 @@ implements some of the hooks in `vlreg.core.hookspecs` with `hookimpl`, returnin
 declarations below. Nothing else in vlreg is promised to plugins.
 """
 
+from .core.calls import PerCall
 from .core.cross import CrossAttentionLayer, CrossAttentionMixer
 from .core.envoys import Attention, Layer, Mlp, Standard, eager_only
 from .core.errors import ReadOnly, Unavailable
@@ -40,6 +41,7 @@ __all__ = [
     "VisionLayer",
     "VisionAttention",
     "PackedVisionAttention",
+    "PerCall",
     "VisionMlp",
     "Patches",
     "as_patches",

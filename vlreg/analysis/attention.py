@@ -9,8 +9,9 @@ from attrs import frozen
 
 from ..core.errors import Unavailable
 from ..core.geometry import ImageGeometry, encode
+from ..core.options import given, takes_processor_options
 from ..core.remote import remotely
-from .tokens import _count, _images, _layers, in_stream
+from .tokens import _count, _images, _layers, in_stream, warn_if_turn_ended
 
 
 @frozen
@@ -31,6 +32,7 @@ class ImageAttention:
 
 
 @remotely()
+@takes_processor_options
 def attention_to_images(
     model: Any,
     prompt: Any,
@@ -45,6 +47,7 @@ def attention_to_images(
     block that attends (a hybrid model's others mix tokens otherwise). ``row`` defaults
     to the first image's batch row."""
     in_stream(model, "attention_to_images")
+    warn_if_turn_ended(model, prompt, position, "attention_to_images")
     images = _images(images)
     geometry = model.vision.geometry(prompt, images)
     attending = [block.block_index for block in model.layers if "self_attn" in block.__dict__]
@@ -87,6 +90,7 @@ class TowerPatterns:
 
 
 @remotely()
+@takes_processor_options
 def tower_patterns(model: Any, prompt: Any, images: Any, *, layer: int = -1) -> TowerPatterns:
     """The attention pattern of tower block ``layer``, per image.
 
@@ -179,7 +183,7 @@ def _merged_patterns(model, attention, prompt, images, geometry) -> list[torch.T
         whole[:, start:end, start:end] = call
     vision = model.vision
     if hasattr(vision, "to_scatter_order"):
-        grid_thw = encode(model.processor, prompt, images)["image_grid_thw"]
+        grid_thw = encode(model.processor, prompt, images, **given(model))["image_grid_thw"]
         whole = vision.to_scatter_order(vision.to_scatter_order(whole, grid_thw, dim=-2), grid_thw, dim=-1)
     unit = vision.spatial_merge_size**2
     found, start = [], 0

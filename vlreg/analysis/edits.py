@@ -13,8 +13,9 @@ import torch
 from attrs import frozen
 
 from ..core.geometry import ImageGeometry
+from ..core.options import takes_processor_options
 from ..core.remote import remotely
-from .tokens import _chunks, _copies, _count, _images, _layers, in_stream, token_id
+from .tokens import _chunks, _copies, _count, _images, _layers, in_stream, token_id, warn_if_turn_ended
 
 
 @frozen
@@ -36,6 +37,7 @@ class Ablation:
 
 
 @remotely()
+@takes_processor_options
 def ablate_image(
     model: Any,
     prompt: Any,
@@ -54,6 +56,7 @@ def ablate_image(
     tokens; or a tensor, ``[hidden_size]`` or ``[tokens, hidden_size]`` (a row per token of
     the image), such as a mean over a data set."""
     in_stream(model, "ablate_image")
+    warn_if_turn_ended(model, prompt, position, "ablate_image")
     images = _images(images)
     geometry = model.vision.geometry(prompt, images)
     return _ablate(model, prompt, images, geometry, image, mode, tokens, position)
@@ -106,6 +109,7 @@ class Occlusion:
 
 
 @remotely()
+@takes_processor_options
 def occlusion(
     model: Any,
     prompt: str,
@@ -121,6 +125,7 @@ def occlusion(
     the prompt in one batch, each chunk with one unedited copy the drops are measured
     against; ``target`` defaults to the unedited run's most likely token."""
     in_stream(model, "occlusion")
+    warn_if_turn_ended(model, prompt, position, "occlusion")
     images = _images(images)
     geometry = model.vision.geometry(prompt, images)
     chosen = geometry[image]
@@ -163,6 +168,7 @@ class Patching:
 
 
 @remotely()
+@takes_processor_options
 def patch_image(
     model: Any,
     prompt: Any,
@@ -186,6 +192,7 @@ def patch_image(
     ``per_token``, one token at a time: ``batch`` edits a trace, as copies of the prompt in
     one batch, measured against an unedited copy in the same batch."""
     in_stream(model, "patch_image")
+    warn_if_turn_ended(model, prompt, position, "patch_image")
     images, source_images = _images(images), _images(source_images)
     source_prompt = prompt if source_prompt is None else source_prompt
     geometry = model.vision.geometry(prompt, images)

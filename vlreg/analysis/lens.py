@@ -9,8 +9,10 @@ from attrs import frozen
 
 from ..core.errors import Unavailable
 from ..core.geometry import ImageGeometry
+from ..core.options import takes_processor_options
+from ..core.readout import readout
 from ..core.remote import remotely
-from .tokens import _images, _layers, _split, _where, in_stream, token_id
+from .tokens import _images, _layers, _split, _where, in_stream, token_id, warn_if_turn_ended
 
 
 @frozen
@@ -33,6 +35,7 @@ class LogitLens:
 
 
 @remotely()
+@takes_processor_options
 def logit_lens(
     model: Any,
     prompt: Any,
@@ -57,7 +60,7 @@ def logit_lens(
             streams.append(model.layers[layer].layer_output[rows, positions].save())
     with torch.no_grad():
         stream = torch.stack([saved.detach() for saved in streams])
-        probabilities = model.lm_head._module(model.norm._module(stream)).float().softmax(-1)
+        probabilities = readout(model, stream).float().softmax(-1)
     best = probabilities.topk(top, dim=-1)
     wanted = None if target is None else token_id(model, target)
     return LogitLens(
@@ -74,7 +77,8 @@ def project_on_vocab(model: Any, stream: torch.Tensor) -> torch.Tensor:
     """The model's final norm and readout applied to a saved stream value (any block's
     ``input`` or ``layer_output``, at any positions, ``[..., hidden_size]``): the logit
     lens anywhere. Runs the norm and readout modules on the tensor after the trace, so
-    the trace edits nothing; the result is logits, ``[..., vocab_size]``. Refused where
+    the trace edits nothing; the result is logits as ``model.logits`` holds them (after
+    the final softcap where the model applies one), ``[..., vocab_size]``. Refused where
     the readout's weights are not in this process (a load traced remotely, never
     dispatched here): apply ``model.lm_head(model.norm(stream))`` in the remote trace."""
     if model.lm_head._module.weight.is_meta:
@@ -83,13 +87,14 @@ def project_on_vocab(model: Any, stream: torch.Tensor) -> torch.Tensor:
             "(dispatch=False, traced remotely); read model.lm_head(model.norm(stream)) inside the remote trace, "
             "or call project_on_vocab inside a model.session(remote=...)"
         )
-    with torch.no_grad():
-        return model.lm_head._module(model.norm._module(stream.detach()))
+    return readout(model, stream.detach())
 
 
 def top_tokens(model: Any, logits: torch.Tensor, k: int = 5) -> list:
     """The ``k`` most likely tokens of ``logits`` (``[vocab]``, or ``[..., vocab]`` for a
-    list per position) as ``(token, probability)`` pairs."""
+    list per position) as ``(token, probability)`` pairs. ``logits`` are as ``model.logits``
+    and `project_on_vocab` give them (what the model returns, after any final softcap),
+    so the probabilities are the model's own."""
     probabilities = logits.detach().float().softmax(-1)
     if probabilities.dim() > 1:
         return [top_tokens(model, row, k) for row in logits]
@@ -99,9 +104,12 @@ def top_tokens(model: Any, logits: torch.Tensor, k: int = 5) -> list:
 
 
 @remotely()
+@takes_processor_options
 def next_token_probs(model: Any, prompt: Any, images: Any = None) -> torch.Tensor:
     """The next-token distribution after ``prompt`` (with its ``images``): ``[vocab]``, or
-    ``[batch, vocab]`` for several prompts."""
+    ``[batch, vocab]`` for several prompts; the softmax of the logits the model returns
+    and samples from (after the final softcap where the model applies one)."""
+    warn_if_turn_ended(model, prompt, -1, "next_token_probs")
     options = {} if images is None else {"images": _images(images)}
     with torch.no_grad(), model.trace(prompt, **options):
         logits = model.logits[:, -1].save()

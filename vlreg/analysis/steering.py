@@ -24,13 +24,18 @@ def steer(model: Any, layers: "int | Sequence[int]", vector: torch.Tensor, posit
     """Add ``scale * vector`` (``[hidden_size]``) to ``layers[i].layer_output`` for each
     block ``i`` in ``layers``, at ``positions``:
 
-    * ``"all"``, every position; ``"text"`` or ``"image"``, the tokens
-      `vision.image_token_mask` says are text or image (the mask is read first, so call
-      this before reading any later value);
+    * ``"all"``, every position the forward computes; ``"text"`` or ``"image"``, the
+      tokens `vision.image_token_mask` says are text or image (the mask is read first, so
+      call this before reading any later value);
     * an `ImageGeometry` (from ``model.vision.geometry(prompt, images)``): that image's
-      tokens, in its batch row;
-    * a ``[batch, seq]`` boolean mask, or sequence positions (every row).
-    """
+      tokens, in its batch row (inside an invoke of a batch, where the batch's padding put
+      them: `ImageGeometry.placed`);
+    * a ``[batch, seq]`` boolean mask, or sequence positions (every row; negative ones
+      count from the end of the sequence).
+
+    Positions are sequence positions. At a generation step after the first, a block
+    computes only the new token (the earlier ones are in the cache): the step acts on the
+    positions it computes, and positions already in the cache are refused, naming it."""
     where = _where(model, positions)
     for layer in sorted({range(model.num_layers)[i] for i in ([layers] if isinstance(layers, int) else layers)}):
         stream = model.layers[layer].layer_output
@@ -48,12 +53,69 @@ def _where(model: Any, positions: Any) -> Any:
         if positions not in ("text", "image"):
             raise ValueError(f"positions is 'all', 'text', 'image', an ImageGeometry, a mask or indices, not {positions!r}")
         mask = model.vision.image_token_mask.as_subclass(torch.Tensor)
+        if positions == "image" and not mask.any() and computed_positions(model)[0] > 0:
+            raise ValueError(
+                "positions='image' at a generation step after the first: the image's tokens are in the cache "
+                "(this step computes only the new tokens, none of them an image token); steer them at the "
+                "first step, before the steps after it"
+            )
         return mask if positions == "image" else ~mask
     if isinstance(positions, ImageGeometry):
         in_stream(model, "steer at an image's tokens")
-        return positions.row, positions.positions
+        row, at = positions.placed(model)
+        first, total = computed_positions(model)
+        return row, _local(at, first, total, f"image {positions.index}'s tokens")
     positions = torch.as_tensor(positions)
-    return positions if positions.dtype == torch.bool else (slice(None), positions)
+    first, total = computed_positions(model)
+    if positions.dtype == torch.bool:
+        if positions.shape[-1] == total and first:
+            if positions[..., :first].any():
+                _in_cache(positions[..., :first].nonzero()[:, -1].unique(), first, total)
+            return positions[..., first:]
+        if positions.shape[-1] not in (total, total - first):
+            raise ValueError(f"a mask of positions is [batch, {total}] (the sequence), not {list(positions.shape)}")
+        return positions
+    return slice(None), _local(positions, first, total, "positions")
+
+
+def computed_positions(model: Any) -> tuple[int, int]:
+    """``(first, total)``: this forward computes sequence positions ``first`` to
+    ``total - 1``. ``first`` is 0 on a plain trace and a generation's prefill; at a later
+    step the earlier positions are in the cache (their keys and values were computed
+    before). Read off the model's inputs, so call it before any later value."""
+    args, kwargs = model.inputs
+    ids = kwargs.get("input_ids", args[0] if args else None)
+    tokens = ids if ids is not None else kwargs.get("inputs_embeds")
+    computed = tokens.shape[1]
+    mask = kwargs.get("attention_mask")
+    if isinstance(mask, torch.Tensor) and mask.dim() == 2:
+        return mask.shape[-1] - computed, mask.shape[-1]
+    cache = kwargs.get("past_key_values")
+    past = int(cache.get_seq_length()) if hasattr(cache, "get_seq_length") else 0
+    return past, past + computed
+
+
+def _local(positions: Any, first: int, total: int, what: str) -> torch.Tensor:
+    """Sequence ``positions`` (negative ones from the end) as indices into what this
+    forward computes; refused where they are in the cache."""
+    positions = torch.as_tensor(positions, dtype=torch.long)
+    absolute = torch.where(positions < 0, positions + total, positions)
+    if ((absolute < 0) | (absolute >= total)).any():
+        raise IndexError(f"{what} {positions.tolist()} fall outside the sequence of {total} positions")
+    cached = absolute < first
+    if cached.any():
+        _in_cache(absolute[cached].unique(), first, total)
+    return absolute - first
+
+
+def _in_cache(cached: torch.Tensor, first: int, total: int) -> None:
+    raise ValueError(
+        f"sequence positions {cached.tolist()} are in the cache at this generation step: it computes "
+        f"position{'s' if total - first > 1 else ''} {first}{f'..{total - 1}' if total - first > 1 else ''} "
+        f"(the new token{'s' if total - first > 1 else ''}), and the earlier ones' keys and values are read "
+        f"from the cache (past_key_values), computed at the step that made them. Steer them at that step "
+        f"(the prompt's at the first, before the steps after it), or steer positions from {first} on"
+    )
 
 
 def skip_layers(model: Any, start: int, end: int) -> None:

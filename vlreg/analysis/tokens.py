@@ -97,3 +97,53 @@ def _copies(model: Any, prompt: Any, images: list, count: int) -> tuple[list, li
 
 def _chunks(count: int, size: int) -> list[list[int]]:
     return [list(range(start, min(count, start + size))) for start in range(0, count, size)]
+
+
+_MARK = "vlreg-turn-mark"
+
+
+def _turn_end(model: Any) -> "tuple[str, str] | None":
+    """What the chat template writes after a user turn (``"<|im_end|>\\n"``) and what
+    ``add_generation_prompt=True`` adds after that; ``None`` where it tells them not apart."""
+    cached = model.__dict__.get("_vlreg_turn_end", False)
+    if cached is not False:
+        return cached
+    found = None
+    owner = model.processor if model.processor is not None else model.tokenizer
+    content: Any = [{"type": "text", "text": _MARK}] if model.processor is not None else _MARK
+    try:
+        closed, opened = (owner.apply_chat_template([{"role": "user", "content": content}], tokenize=False,
+                                                    add_generation_prompt=flag) for flag in (False, True))
+        end, generation = closed[closed.rindex(_MARK) + len(_MARK):], opened[len(closed):]
+        if end.strip() and generation.strip() and opened.startswith(closed):
+            found = (end, generation)
+    except Exception:  # no chat template, or one that needs more than a user turn
+        found = None
+    model.__dict__["_vlreg_turn_end"] = found
+    return found
+
+
+def warn_if_turn_ended(model: Any, prompt: Any, position: int, helper: str) -> None:
+    """Warn where ``helper`` reads position -1 of a prompt that ends a chat turn (made
+    without ``add_generation_prompt=True``): position -1 is then the turn's end token, not
+    the position the assistant's answer is predicted from."""
+    import warnings
+
+    if position != -1:
+        return
+    prompts = [prompt] if isinstance(prompt, str) else prompt
+    if not isinstance(prompts, (list, tuple)) or not all(isinstance(each, str) for each in prompts):
+        return
+    ending = _turn_end(model)
+    if ending is None:
+        return
+    end = ending[0].rstrip()
+    if any(each.rstrip().endswith(end) for each in prompts):
+        warnings.warn(
+            f"{helper} reads position -1, and the prompt ends its turn ({end.strip()!r}) with no assistant turn "
+            f"opened after it, so position -1 is the end of the user's turn, not where the answer is predicted "
+            f"from: build the prompt with apply_chat_template(..., add_generation_prompt=True), or pass "
+            f"position= explicitly",
+            UserWarning,
+            stacklevel=3,
+        )

@@ -40,17 +40,21 @@ LAYOUTS = ("batch", "tokens", "image_tokens", "rows", "tower")
 @frozen
 class Run:
     """What the host knows of a trace's batch before the model runs: how many image tokens
-    each row holds (``None`` when the input carries no ids), each invoke's rows, and the
-    keyword inputs the model is called with (the processor's encoding: a family reads
-    each image's grid there, Pixtral's ``image_sizes``)."""
+    each row holds (``None`` when the input carries no ids, or the model no image token),
+    each invoke's rows, the keyword inputs the model is called with (the processor's
+    encoding: a family reads each image's grid there, Pixtral's ``image_sizes``) and the
+    batch's rows (``rows``), counted from the inputs whatever they hold: cutting a value
+    to an invoke's rows must not depend on images."""
 
     image_tokens: torch.Tensor | None
     groups: tuple = ()
     inputs: dict = field(factory=dict, eq=False, repr=False)
+    rows: int = 0
 
     @property
     def total(self) -> int:
-        return 0 if self.image_tokens is None else int(self.image_tokens.numel())
+        """The batch's rows (0 before any run)."""
+        return self.rows
 
     def images_in(self, group: Sequence[int] | None) -> bool | None:
         """Whether ``group``'s rows (the whole batch for ``None``) hold image tokens."""
@@ -66,14 +70,20 @@ class Run:
 def run_of(kwargs: dict, image_token_id: int | None, groups: Sequence) -> Run:
     """The `Run` of the model call nnsight assembled."""
     ids = kwargs.get("input_ids")
+    rows = sum(size for _, size in groups)
+    for name in ("input_ids", "inputs_embeds", "attention_mask"):
+        if isinstance(kwargs.get(name), torch.Tensor):
+            rows = kwargs[name].shape[0]
+            break
     if ids is None or image_token_id is None:
-        return Run(None, tuple(groups), dict(kwargs))
-    return Run((ids == image_token_id).sum(-1), tuple(groups), dict(kwargs))
+        return Run(None, tuple(groups), dict(kwargs), rows)
+    return Run((ids == image_token_id).sum(-1), tuple(groups), dict(kwargs), rows)
 
 
-def combine(processor: Any, invokes: list) -> list:
-    """Several invokes, at least one carrying images, as one invoke of a padded encoding;
-    other inputs are left to nnsight."""
+def combine(processor: Any, invokes: list, options: dict | None = None) -> list:
+    """Several invokes, at least one carrying images, as one invoke of a padded encoding
+    (with the processor's ``options``); other inputs are left to nnsight."""
+    options = options or {}
     if len(invokes) < 2 or not any(kwargs.keys() & MEDIA for _, kwargs in invokes):
         return invokes
     texts: list = []
@@ -88,7 +98,7 @@ def combine(processor: Any, invokes: list) -> list:
                 f"got {type(prompts).__name__}"
             )
         given = kwargs.get("images")
-        alone += _lengths(processor(text=prompts, images=given, padding=True, return_tensors="pt"))
+        alone += _lengths(processor(text=prompts, images=given, **options, padding=True, return_tensors="pt"))
         prompts = [prompts] if isinstance(prompts, str) else list(prompts)
         per_prompt = _per_prompt(given, len(prompts))
         texts += prompts
@@ -96,7 +106,7 @@ def combine(processor: Any, invokes: list) -> list:
         rest.update({key: value for key, value in kwargs.items() if key not in MEDIA | {"text"}})
     flat = [image for each in images for image in each]
     for form in (images, flat) if any(len(each) > 1 for each in images) else (images,):
-        encoding = processor(text=texts, images=form, padding=True, return_tensors="pt")
+        encoding = processor(text=texts, images=form, **options, padding=True, return_tensors="pt")
         if _lengths(encoding) in (None, alone):
             return [((), {**encoding, **rest})]
     raise ValueError(
@@ -141,6 +151,8 @@ def select(layout: str, whole: Any, group: Sequence[int], run: Run) -> Any:
     if layout == "rows":
         return whole[start : start + size]
     if layout == "image_tokens":
+        if run.image_tokens is None:
+            return whole
         offset = int(run.image_tokens[:start].sum())
         return whole[offset : offset + int(run.image_tokens[start : start + size].sum())]
     return whole

@@ -378,6 +378,14 @@ class Attention(Standard):
         """The width of one head."""
         return _size(self, "head_dim", (self._module, "head_dim"))
 
+    @property
+    def qk_head_dim(self) -> int:
+        """The width of one head's queries and keys: the module's ``qk_head_dim`` where it
+        has one (attention whose queries and keys are wider than its values), else
+        `head_dim`."""
+        found = getattr(self._module, "qk_head_dim", None)
+        return int(found) if found is not None else self.head_dim
+
 
 class Mlp(Standard):
     """A block's MLP; ``mlp_output`` is what it adds to the stream."""

@@ -14,36 +14,10 @@ from typing import Any, Callable
 
 from attrs import frozen
 
-from . import plugins
+from . import catalog, plugins
 from .errors import NoFamily
 from .parts import CrossAttention, Part, Scatter
 from .remote import ServerSide
-
-#: Where the families vlreg's own repository ships come from, for the error that
-#: tells a user what to install. A third-party family is found the same way, through
-#: its entry point; it just cannot be suggested before it is installed.
-KNOWN_DISTRIBUTIONS = {
-    "qwen2_vl": ("vlreg-qwen2-vl", "plugins/qwen2_vl"),
-    "qwen2_5_vl": ("vlreg-qwen2-5-vl", "plugins/qwen2_5_vl"),
-    "llava": ("vlreg-llava", "plugins/llava"),
-    "llava_next": ("vlreg-llava", "plugins/llava"),
-    "llava_onevision": ("vlreg-llava", "plugins/llava"),
-    **{family: ("vlreg-qwen3-vl", "plugins/qwen3_vl") for family in ("qwen3_vl", "qwen3_vl_moe", "qwen3_5", "qwen3_5_moe")},
-    "internvl": ("vlreg-internvl", "plugins/internvl"),
-    "internvl_vision": ("vlreg-internvl", "plugins/internvl"),
-    **{part: ("vlreg-idefics", "plugins/idefics") for part in ("idefics3", "idefics3_vision", "smolvlm", "smolvlm_vision")},
-    "text:qwen3_moe": ("vlreg-internvl", "plugins/internvl"),
-    **{part: ("vlreg-mllama", "plugins/mllama") for part in ("mllama", "mllama_text_model", "mllama_vision_model")},
-    **{part: ("vlreg-nemotron", "plugins/nemotron") for part in ("nemotron_h_omni", "nemotron_h", "radio")},
-    **{part: ("vlreg-gemma", "plugins/gemma") for part in (
-        "gemma3", "paligemma", "gemma4", "gemma4_unified", "gemma4_vision", "gemma4_unified_vision",
-        "text:gemma", "text:gemma2", "text:gemma3_text", "text:gemma4_text", "text:gemma4_unified_text")},
-    # A base language model's config is both its wrapper (served by vlreg-text) and its
-    # text model (served, for these, by the plugin whose families use it): keyed by part.
-    **{f"wrapper:{base}": ("vlreg-text", "plugins/text") for base in ("qwen2", "qwen3", "llama", "mistral", "gemma3_text")},
-    "qwen3": ("vlreg-text", "plugins/text"),
-    **{f"text:{base}": ("vlreg-llava", "plugins/llava") for base in ("qwen2", "llama", "mistral")},
-}
 
 Predicate = Callable[[Any], "str | None"]
 
@@ -164,14 +138,15 @@ def _unclaimed(part: Part, served: dict[str, Any]) -> str:
             f"{part.kind} model, model_type {part.model_type!r}"
         )
     if held_back:
-        named = ", ".join(f"{name!r} ({why})" for name, why in held_back)
+        named = "; ".join(f"{name!r} ({why}) from {dist}" for name, dist, why in held_back)
         return (
             f"{what}. An installed plugin that serves it was not loaded: {named}. Enable it "
             f"(take it out of VLREG_DISABLE_PLUGINS, or add it to VLREG_LOAD_PLUGINS) to load this checkpoint."
         )
-    known = KNOWN_DISTRIBUTIONS.get(f"{part.kind}:{part.model_type}") or KNOWN_DISTRIBUTIONS.get(part.model_type)
-    if known is not None:
-        fix = f"install the {known[0]} distribution (from the vlreg repository: pip install ./{known[1]})"
+    known = catalog.serving(part.kind, part.model_type)
+    if known:
+        fix = " or ".join(f"install the {dist} distribution (from the vlreg repository: pip install ./{folder})"
+                          for dist, folder in known)
     else:
         fix = "no known plugin serves it; docs/writing-a-plugin.md shows how to write one"
     return f"{what}. Installed families: {installed}. To load it, {fix}."

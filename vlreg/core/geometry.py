@@ -95,6 +95,9 @@ class ImageGeometry:
     grids: tuple[ImageGrid, ...]
     size: tuple[int, int]
     offset: int
+    #: The row's token ids without padding and where they start in it: what `placed`
+    #: finds this image's prompt by in a batch (``None``: not checked).
+    source: Any = field(default=None, eq=False, repr=False)
 
     @property
     def tokens(self) -> int:
@@ -119,6 +122,13 @@ class ImageGeometry:
             raise ValueError(f"no token of grid {grid} covers pixel ({x}, {y})")
         return int(inside.nonzero()[0])
 
+    def placed(self, model: Any) -> tuple[int, torch.Tensor]:
+        """Inside a trace (in an invoke of it), ``(row, positions)`` of this image's tokens
+        as this invoke's values index them: its row among the invoke's rows, its positions
+        moved by the padding the batch gave that row. Refused unless that row holds the
+        prompt this geometry was made from (a geometry of another prompt or batch)."""
+        return placed(model, self)
+
     def span(self, grid: int = -1) -> slice:
         """The tokens of ``grids[grid]`` among this image's tokens."""
         grid = range(len(self.grids))[grid]
@@ -138,21 +148,72 @@ def leaves(images: Any) -> list:
     return [leaf for item in images for leaf in leaves(item)]
 
 
-def encode(processor: Any, prompt: "str | Sequence[str]", images: Sequence[Any]) -> Any:
+def encode(processor: Any, prompt: "str | Sequence[str]", images: Sequence[Any], **options: Any) -> Any:
     """The processor's encoding of ``prompt`` and ``images`` as a trace makes it (several
-    prompts padded, as `StandardizedTransformer` pads them). ``images`` is handed over as
-    the trace hands it, flat or a list per prompt."""
+    prompts padded, as `StandardizedTransformer` pads them), with the processor's
+    ``options`` (``max_pixels=``, ...). ``images`` is handed over as the trace hands it,
+    flat or a list per prompt."""
     if isinstance(prompt, (list, tuple)):
         if len(prompt) > 1:
-            return processor(text=list(prompt), images=list(images), padding=True, return_tensors="pt")
+            return processor(text=list(prompt), images=list(images), **options, padding=True, return_tensors="pt")
         prompt = prompt[0]
-    return processor(text=prompt, images=list(images), return_tensors="pt")
+    return processor(text=prompt, images=list(images), **options, return_tensors="pt")
 
 
-def image_geometry(model: Any, prompt: "str | Sequence[str]", images: Any) -> list[ImageGeometry]:
+def configured(processor: Any, options: dict) -> Any:
+    """``processor`` as it runs with ``options``: a copy whose image processor holds them,
+    so a family's grids, which read the image processor's settings (``size``, tiling),
+    describe what the processor does with these options. ``processor`` itself is left
+    as it is."""
+    if not options:
+        return processor
+    import copy
+
+    from .options import processor_options
+
+    image_processor = processor.image_processor
+    flat = {key: value for key, value in options.items()
+            if key in processor_options(processor, "images_kwargs") and key != "images_kwargs"}
+    flat.update(options.get("images_kwargs") or {})
+    changed = copy.copy(processor)
+    if flat:
+        changed.image_processor = type(image_processor).from_dict({**image_processor.to_dict(), **flat})
+    return changed
+
+
+def image_size(image: Any) -> tuple[int, int]:
+    """``(width, height)`` of a PIL image, or of a numpy array or torch tensor as the
+    image processor reads it (channels first or last, as transformers infers them)."""
+    if hasattr(image, "size") and not callable(image.size) and not hasattr(image, "shape"):
+        return tuple(image.size)
+    import numpy
+    from transformers.image_utils import get_image_size, infer_channel_dimension_format
+
+    array = image.detach().cpu().numpy() if hasattr(image, "detach") else numpy.asarray(image)
+    if array.ndim == 2:
+        return array.shape[1], array.shape[0]
+    height, width = get_image_size(array, infer_channel_dimension_format(array))
+    return int(width), int(height)
+
+
+def as_pil(image: Any) -> Any:
+    """``image`` as a PIL image (the form a family's grids read sizes off), unchanged if it is one."""
+    from PIL import Image
+
+    if isinstance(image, Image.Image):
+        return image
+    width, height = image_size(image)
+    return Image.new("RGB", (width, height))
+
+
+def image_geometry(model: Any, prompt: "str | Sequence[str]", images: Any, **options: Any) -> list[ImageGeometry]:
     """Each image of ``prompt``, in the order given: its row, its token positions, its
-    grids and boxes. Runs the processor only; no trace. ``images`` is what the trace
-    takes: one image, a list, or a list per prompt (`leaves` gives their order)."""
+    grids and boxes. Runs the processor only, with the trace's processor ``options``; no
+    trace. ``images`` is what the trace takes: one image, a list, or a list per prompt
+    (`leaves` gives their order); PIL images, numpy arrays or torch tensors."""
+    from .inputs import check_images, check_placeholders
+    from .options import check_options, given
+
     vision = model.vision
     reason = vision.no_images()
     if reason:
@@ -163,10 +224,15 @@ def image_geometry(model: Any, prompt: "str | Sequence[str]", images: Any) -> li
             f"vision.geometry is unavailable: the {model.family.name!r} family declares no image grids "
             "(its plugin implements no vlreg_image_grids)"
         )
+    check_options(model.processor, options, "vision.geometry")
+    options = {**given(model), **options}
     given = list(images) if isinstance(images, (list, tuple)) else [images]
-    encoding = encode(model.processor, prompt, given)
-    images = leaves(given)  # the family's grids, and the sizes, are per image in order
-    declared = [_grids(one) for one in declare(encoding, images, model.processor)]
+    check_images(given, model.processor)
+    check_placeholders(model, prompt, given)
+    processor = configured(model.processor, options)
+    encoding = encode(processor, prompt, given)
+    images = [as_pil(image) for image in leaves(given)]  # the family's grids, and the sizes, are per image in order
+    declared = [_grids(one) for one in declare(encoding, images, processor)]
     if len(declared) != len(images):
         raise ValueError(f"the family declared grids for {len(declared)} images, but {len(images)} were given")
     if type(model.family.scatter).__name__ == "CrossAttention":
@@ -193,10 +259,50 @@ def image_geometry(model: Any, prompt: "str | Sequence[str]", images: Any) -> li
                 grids=grids,
                 size=tuple(image.size),
                 offset=offset,
+                source=_source(encoding, int(row[0])) if count else None,
             )
         )
         offset += count
     return found
+
+
+def _source(encoding: Any, row: int) -> tuple[torch.Tensor, int]:
+    ids = encoding["input_ids"][row]
+    mask = encoding.get("attention_mask")
+    if mask is None:
+        return ids.clone(), 0
+    kept = mask[row].bool()
+    return ids[kept].clone(), int(kept.nonzero()[0]) if kept.any() else 0
+
+
+def placed(model: Any, geometry: ImageGeometry) -> tuple[int, torch.Tensor]:
+    """`ImageGeometry.placed`."""
+    from nnsight.intervention.interleaver import Mediator
+
+    mediator = Mediator.current("an ImageGeometry's positions")
+    batcher = getattr(mediator.interleaver, "batcher", None)
+    group = mediator.batch_group if batcher is not None and batcher.batching else None
+    run = model._run
+    start, size = group if group is not None else (0, run.rows)
+    if not 0 <= geometry.row < size:
+        raise ValueError(
+            f"this ImageGeometry is of batch row {geometry.row}, but this invoke holds {size} row(s): it was "
+            f"made for another batch; make it with model.vision.geometry(this invoke's prompt, its images)"
+        )
+    ids, mask = run.inputs.get("input_ids"), run.inputs.get("attention_mask")
+    if geometry.source is None or ids is None:
+        return geometry.row, geometry.positions
+    row = ids[start + geometry.row]
+    kept = mask[start + geometry.row].bool() if mask is not None else torch.ones_like(row, dtype=torch.bool)
+    own, lead = geometry.source
+    if not torch.equal(row[kept].cpu(), own):
+        raise ValueError(
+            f"this ImageGeometry was made from another prompt than the one in this invoke's row {geometry.row} "
+            f"(its tokens differ), so its positions would land on other tokens: make it with "
+            f"model.vision.geometry(this invoke's prompt, its images), with the trace's processor options"
+        )
+    shift = (int(kept.nonzero()[0]) if kept.any() else 0) - lead
+    return geometry.row, geometry.positions + shift
 
 
 def _grids(declared: Any) -> tuple[ImageGrid, ...]:

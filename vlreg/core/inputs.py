@@ -35,6 +35,37 @@ def check_invokes(model: Any, invokes: list) -> None:
             )
         if kwargs.get("images") is not None:
             check_images(kwargs["images"], model.processor)
+            check_placeholders(model, inputs[0] if inputs else kwargs.get("text"), kwargs["images"])
+
+
+def check_placeholders(model: Any, prompts: Any, images: Any) -> None:
+    """Refuse prompts whose image placeholders (the processor's ``image_token``) are not
+    one per image: some processors fail deep inside on it, or pair the images wrongly
+    (NemotronH Omni's). A prompt with no placeholder is left to the processor (PaliGemma's
+    puts them in itself). Prompts that are not text (an encoding) are not counted."""
+    token = getattr(model.processor, "image_token", None)
+    if images is None or not isinstance(token, str) or not token:
+        return
+    prompts = [prompts] if isinstance(prompts, str) else prompts
+    if not isinstance(prompts, (list, tuple)) or not all(isinstance(prompt, str) for prompt in prompts):
+        return
+    counts = [prompt.count(token) for prompt in prompts]
+    if sum(counts) == 0:
+        return
+    nested = isinstance(images, (list, tuple)) and len(prompts) > 1 and len(images) == len(prompts) and all(
+        isinstance(each, (list, tuple)) for each in images)
+    given = [len(list(_leaves(each))) for each in images] if nested else [len(list(_leaves(images)))]
+    held = counts if nested else [sum(counts)]
+    for index, (placeholders, pictures) in enumerate(zip(held, given)):
+        if placeholders != pictures:
+            where = f"prompt {index}" if nested else ("the prompt" if len(prompts) == 1 else "the prompts")
+            raise ValueError(
+                f"{where} {'holds' if nested or len(prompts) == 1 else 'hold'} {placeholders} image "
+                f"placeholder{'s' if placeholders != 1 else ''} ({token!r}), but {pictures} image"
+                f"{'s were' if pictures != 1 else ' was'} given: pass one image per placeholder, in order "
+                f"(a list per prompt when several prompts carry images), or put one placeholder per image in "
+                f"the prompt (the chat template writes one for each {{'type': 'image'}} entry)"
+            )
 
 
 def check_images(images: Any, processor: Any) -> None:

@@ -11,7 +11,7 @@ from nnsight.intervention.envoy import Envoy
 from nnsight.intervention.source import install_source
 from nnsight.intervention.tracer import InterleavingTracer, ScanningTracer
 
-from . import plugins, remote
+from . import plugins, readout, remote
 from .blocks import Blocks
 from .envoys import Standard
 from .family import Family, resolve
@@ -19,9 +19,11 @@ from .batching import Run, combine, run_of
 from .inputs import MEDIA, check_invokes, in_weights_dtype
 from .loading import IMAGE_TEXT, TEXT, check_task, check_weights, config_of, hub_checkpoint, text_task_fallback
 from .loading import weights_to_check
+from .options import encode_invoke, processing, refuse_unknown, route, same_options, split
 from .cross import CrossAttentionLayer
 from .errors import Unavailable
 from .parts import CrossAttention
+from .sizes import agreed
 from .values import returned, value
 from .vision import Vision
 
@@ -52,11 +54,12 @@ class StandardizedTransformer(Standard, TransformersModel):
     """
 
     standard_children = {"layers": "", "vision": "vision."}
-    order = ("input_ids", "attention_mask", "vision.image_token_mask", "token_embeddings", "vision", "layers", "logits")
+    order = ("input_ids", "attention_mask", "vision.image_token_mask", "token_embeddings", "vision", "layers",
+             "uncapped_logits", "logits")
 
     input_ids = value(lambda model: f"{model.path}.input", description="the prompt's token ids, [batch, seq]")(
         lambda model, raw: _model_input(raw, "input_ids")
-    ).writes(lambda model, raw, new: _with_model_input(raw, "input_ids", new))
+    ).writes(lambda model, raw, new: _with_model_input(raw, "input_ids", new, model))
     attention_mask = value(
         lambda model: f"{model.path}.input", description="1 at the prompt's tokens, 0 at padding, [batch, seq]"
     )(lambda model, raw: _model_input(raw, "attention_mask")).writes(
@@ -67,7 +70,8 @@ class StandardizedTransformer(Standard, TransformersModel):
         lambda model: f"{model.embed_tokens.path}.output",
         description="the token embeddings, before anything is scattered into them",
     )
-    logits = returned(lambda model: f"{model.lm_head.path}.output", description="lm_head's output")
+    uncapped_logits = readout.uncapped_logits
+    logits = readout.logits
 
     def __init__(
         self,
@@ -135,23 +139,33 @@ class StandardizedTransformer(Standard, TransformersModel):
 
     @property
     def num_heads(self) -> int:
-        """Query heads per text attention."""
-        return self._text_config.num_attention_heads
+        """Query heads per text attention (`vlreg.core.sizes`: what the blocks agree on)."""
+        return agreed(self.layers, "self_attn", "num_heads", "num_heads", lambda: self._text_config.num_attention_heads)
 
     @property
     def num_kv_heads(self) -> int:
         """Key/value heads per text attention (fewer than `num_heads` under GQA)."""
-        return _text_size(self, "num_key_value_heads", "num_kv_heads") or self.num_heads
+        return agreed(self.layers, "self_attn", "num_kv_heads", "num_kv_heads",
+                      lambda: _text_size(self, "num_key_value_heads", "num_kv_heads") or self.num_heads)
 
     @property
     def head_dim(self) -> int:
         """The width of one text attention head."""
-        return _text_size(self, "head_dim", "head_dim") or self.hidden_size // self.num_heads
+        return agreed(self.layers, "self_attn", "head_dim", "head_dim",
+                      lambda: _text_size(self, "head_dim", "head_dim") or self.hidden_size // self.num_heads)
+
+    @property
+    def qk_head_dim(self) -> int:
+        """The width of one text attention head's queries and keys (``head_dim`` where they
+        are as wide as the values, as on every family served today)."""
+        return agreed(self.layers, "self_attn", "qk_head_dim", "qk_head_dim", lambda: self.head_dim)
 
     @property
     def intermediate_size(self) -> int:
-        """The hidden width of the text blocks' MLPs."""
-        return self._text_config.intermediate_size
+        """The hidden width of the text blocks' MLPs (an expert's, on a mixture of experts),
+        read off the modules: `Unavailable` where the blocks differ in it."""
+        return agreed(self.layers, "mlp", "intermediate_size", "intermediate_size",
+                      lambda: self._text_config.intermediate_size)
 
     @property
     def vocab_size(self) -> int:
@@ -173,34 +187,45 @@ class StandardizedTransformer(Standard, TransformersModel):
 
     def interleave(self, fn: Any, *args: Any, **kwargs: Any) -> Any:
         with self._lock:
-            return super().interleave(fn, *args, **kwargs)
+            if kwargs.get("batcher") is None:
+                return super().interleave(fn, *args, **kwargs)
+            # the trace's own keywords beside its invokes: the processor's options apply to
+            # every invoke; what nothing takes is refused (generate checks its own)
+            generating = getattr(fn, "__name__", "") == "generate"
+            options, kwargs = split(self.processor, kwargs, generating)
+            if not generating:
+                refuse_unknown(self, {key: value for key, value in kwargs.items() if key != "batcher"})
+            with processing(self, options, "the trace"):
+                return super().interleave(fn, *args, **kwargs)
 
     def _batch(self, invokes: list, fn: Any) -> tuple:
         """Check the trace's input, then batch it, images included.
 
         Images no image can reach, or that would reach it wrong, are refused here,
-        before the model runs. Prompts that carry images go through the processor at
-        once, padded on the tokenizer's side (the left, for these decoders): several in
-        one invoke, or several invokes (`batching.combine`; nnsight refuses those).
+        before the model runs. Processor options (``max_pixels=``, ``images_kwargs=``)
+        go to the processor, and a keyword nothing takes is refused (`vlreg.core.options`).
+        Prompts that carry images go through the processor at once, padded on the
+        tokenizer's side (the left, for these decoders): several in one invoke, or
+        several invokes (`batching.combine`; nnsight refuses those).
         What the batch holds per row is kept for the values that cut it per invoke.
         """
         check_invokes(self, invokes)
         self._replaying = False
+        routed = [route(self, inputs, kwargs, generating=getattr(fn, "__name__", "") == "generate")
+                  for inputs, kwargs in invokes]
+        invokes = [(inputs, kwargs) for inputs, kwargs, _ in routed]
         groups, start = [], 0
         for inputs, kwargs in invokes:
             size = self._batch_size(*inputs, **kwargs)
             groups.append((start, size))
             start += size
         if len(invokes) == 1 and self.processor is not None:
-            inputs, kwargs = invokes[0]
+            (inputs, kwargs, options), = routed
             prompts = inputs[0] if inputs else kwargs.get("text")
-            if isinstance(prompts, (list, tuple)) and len(prompts) > 1 and kwargs.keys() & MEDIA:
-                call = {key: value for key, value in kwargs.items() if key in MEDIA}
-                rest = {key: value for key, value in kwargs.items() if key not in MEDIA | {"text"}}
-                encoding = self.processor(text=list(prompts), **call, padding=True, return_tensors="pt")
-                invokes = [((), {**encoding, **rest})]
+            if kwargs.keys() & MEDIA and isinstance(prompts, (str, list, tuple)):
+                invokes = [((), encode_invoke(self, prompts, kwargs, options))]
         elif self.processor is not None:
-            invokes = combine(self.processor, invokes)
+            invokes = combine(self.processor, invokes, same_options(routed))
         args, kwargs = super()._batch(invokes, fn)
         kwargs = in_weights_dtype(kwargs, self._module.dtype)
         self._run = run_of(kwargs, getattr(self._module.config, "image_token_id", None), groups)
@@ -271,13 +296,17 @@ class StandardizedTransformer(Standard, TransformersModel):
                 tower = envoy
             if row.startswith("vision."):
                 envoy._tower = tower
+        projector = self.__dict__.get("projector")
+        if isinstance(projector, Standard):  # a family's per-call projector (`PerCall`)
+            projector._row, projector._label = "projector.", "projector"
         for block in self.cross_attention_layers:
             for envoy, *_ in _standard_tree(self.layers[block], "", "", None):
                 envoy._image_block = True
         if isinstance(self.family.scatter, CrossAttention):
             # The wrapper runs the tower before it calls the text model, whose forward
             # embeds the tokens: the embeddings come after the image's values.
-            self.order = ("input_ids", "attention_mask", "vision.image_token_mask", "vision", "token_embeddings", "layers", "logits")
+            self.order = ("input_ids", "attention_mask", "vision.image_token_mask", "vision", "token_embeddings", "layers",
+                          "uncapped_logits", "logits")
         self._instrument()
 
     def _instrument(self) -> None:
@@ -348,12 +377,23 @@ def _model_input(raw: Any, name: str) -> torch.Tensor:
     return found
 
 
-def _with_model_input(raw: Any, name: str, new: torch.Tensor) -> Any:
+def _with_model_input(raw: Any, name: str, new: torch.Tensor, model: Any = None) -> Any:
     args, kwargs = raw
+    old = _model_input(raw, name)
+    if new.shape != old.shape:
+        raise ValueError(f"{name} keeps its shape {tuple(old.shape)} in a trace, not {tuple(new.shape)}")
+    image_token = getattr(getattr(getattr(model, "_module", None), "config", None), "image_token_id", None)
+    if name == "input_ids" and image_token is not None and not torch.equal(new == image_token, old == image_token):
+        moved = (new == image_token) != (old == image_token)
+        where = moved.nonzero()[:, -1].unique().tolist()
+        raise ValueError(
+            f"the new input_ids move image tokens (id {image_token}) at positions {where}: the model writes each "
+            f"image's features at the prompt's image tokens, as many as its images make, so the run would fail "
+            f"or misplace them. Keep every image token where it is (change text tokens only), or edit the prompt "
+            f"and its images; to change what an image contributes, edit vision.image_features"
+        )
     if name == "input_ids" and args and "input_ids" not in kwargs:
         return (new, *args[1:]), kwargs
-    if new.shape != _model_input(raw, name).shape:
-        raise ValueError(f"{name} keeps its shape {tuple(_model_input(raw, name).shape)} in a trace, not {tuple(new.shape)}")
     return args, {**kwargs, name: new}
 
 

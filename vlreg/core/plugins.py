@@ -30,7 +30,7 @@ from typing import Any
 
 import pluggy
 
-from . import hookspecs
+from . import catalog, hookspecs
 from .parts import Claim
 
 ENTRY_POINT_GROUP = hookspecs.PROJECT
@@ -79,12 +79,15 @@ def _load_entry_points() -> None:
             skipped[entry_point.name] = NOT_ALLOWED
             continue
         try:
-            register(entry_point.load(), name=entry_point.name, distribution=entry_point.dist)
+            plugin = entry_point.load()
+            register(plugin, name=entry_point.name, distribution=entry_point.dist)
         except Exception as error:  # one broken plugin must not take the others down
             if os.environ.get("VLREG_STRICT_PLUGINS") == "1":
                 raise RuntimeError(f"vlreg plugin {where} failed to load: {error}") from error
             skipped[entry_point.name] = f"failed: {type(error).__name__}: {error}"
             failures.append(f"{where}: {type(error).__name__}: {error}")
+        else:
+            _check_declared(entry_point, plugin)
     if failures:
         warnings.warn(
             "vlreg skipped plugins that failed to load (set VLREG_STRICT_PLUGINS=1 to make this "
@@ -212,33 +215,55 @@ def claims() -> dict[tuple[str, str], Any]:
     return {key: plugin for key, plugin in served.items() if plugin is not None}
 
 
-def not_loaded_serving(kind: str, model_type: str) -> list[tuple[str, str]]:
+def not_loaded_serving(kind: str, model_type: str) -> list[tuple[str, str, str]]:
     """Installed plugins that would serve this part but were not loaded by choice
-    (disabled, or left out of ``VLREG_LOAD_PLUGINS``): ``[(entry point, why)]``.
+    (disabled, or left out of ``VLREG_LOAD_PLUGINS``): ``[(entry point, distribution, why)]``.
 
-    Only asked when a load finds no plugin: their claims are read off the module,
-    which is imported for that, and never registered.
+    Their claims are read off their distribution's metadata (`catalog.declared`), so a
+    plugin held back is never run; one whose distribution declares nothing is imported
+    to ask it, and never registered.
     """
     found = []
     for entry_point in _entry_points():
         why = skipped.get(entry_point.name)
         if why not in (DISABLED, NOT_ALLOWED):
             continue
-        try:
-            made = getattr(entry_point.load(), "vlreg_claims")() or []
-        except Exception:  # a plugin that cannot say is not named
-            continue
-        if (kind, model_type) in {(claim.kind, claim.model_type) for claim in map(_as_claim, made)}:
-            found.append((entry_point.name, why))
+        if (kind, model_type) in _claims_declared(entry_point):
+            found.append((entry_point.name, _dist_name(entry_point.dist), why))
     return found
 
 
-#: Adapters of the built-in families, for the error that says what to install.
-KNOWN_ADAPTERS = {
-    "qwen_vit": "vlreg-qwen2-vl (plugins/qwen2_vl)",
-    "siglip": "vlreg-llava (plugins/llava)",
-    "pixtral_image_grids": "vlreg-mistral3 (plugins/mistral3)",
-}
+def _claims_declared(entry_point: importlib.metadata.EntryPoint) -> set[tuple[str, str]]:
+    declared = catalog.declared(entry_point)
+    if declared is not None:
+        return declared["claims"]
+    try:
+        made = getattr(entry_point.load(), "vlreg_claims")() or []
+    except Exception:  # a plugin that cannot say is not named
+        return set()
+    return {(claim.kind, claim.model_type) for claim in map(_as_claim, made)}
+
+
+def _check_declared(entry_point: importlib.metadata.EntryPoint, plugin: Any) -> None:
+    """Warn where a plugin's metadata (what the host says of it when it is not loaded)
+    and its hooks disagree."""
+    declared = catalog.declared(entry_point)
+    if declared is None:
+        return
+    made = {key for key, entries in _claims.items() if any(p is plugin for p, _ in entries)}
+    offered = set(call(plugin, "vlreg_adapters") or {})
+    wrong = [f"{what}: {', '.join(sorted(items))}" for what, items in (
+        (f"claims missing from {catalog.CLAIMS}", {":".join(key) for key in made - declared["claims"]}),
+        (f"{catalog.CLAIMS} it does not claim", {":".join(key) for key in declared["claims"] - made}),
+        (f"adapters missing from {catalog.ADAPTERS}", offered - declared["adapters"]),
+        (f"{catalog.ADAPTERS} it does not publish", declared["adapters"] - offered),
+    ) if items]
+    if wrong:
+        warnings.warn(
+            f"{describe(plugin)}: its entry-point metadata and its hooks disagree ({'; '.join(wrong)}), so the host "
+            f"misnames it while it is not loaded: make the entry points in its pyproject.toml match its hooks.",
+            stacklevel=4,
+        )
 
 
 def adapter(name: str) -> Any:
@@ -265,7 +290,7 @@ def adapter(name: str) -> Any:
             if name in (offer or {}):
                 found.append((module, offer[name]))
     if not found:
-        where = KNOWN_ADAPTERS.get(name)
+        where = " or ".join(f"{dist} ({folder})" for dist, folder in catalog.publishing(name))
         raise LookupError(
             f"no installed vlreg plugin publishes the adapter {name!r}: "
             f"{'install ' + where if where else 'install the plugin that publishes it'}"

@@ -104,7 +104,7 @@ def descriptor_of(reference: Any, name: str) -> Any:
 
 def travelling(state: dict) -> dict:
     """The model's pickled state, without what belongs to this process."""
-    for name in ("_lock", "_run", "_replaying", "family"):
+    for name in ("_lock", "_run", "_replaying", "family", "_vlreg_options"):
         state.pop(name, None)
     return state
 

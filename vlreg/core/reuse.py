@@ -25,26 +25,56 @@ import torch
 from .errors import LocalOnly, Unavailable
 
 
+#: The inputs a processor derives from the prompt's text, not from its images.
+TEXT_INPUTS = frozenset({"input_ids", "attention_mask", "token_type_ids", "mm_token_type_ids", "position_ids"})
+
+
+def image_inputs(inputs: dict) -> dict:
+    """What the processor made of a run's images: every tensor input but those laid out
+    along the prompt's tokens (ids, masks, token types; Mllama's cross-attention mask)."""
+    ids = inputs.get("input_ids")
+    tokens = tuple(ids.shape) if isinstance(ids, torch.Tensor) else None
+    return {
+        key: value for key, value in inputs.items()
+        if isinstance(value, torch.Tensor) and key not in TEXT_INPUTS
+        and not (tokens is not None and value.dim() >= 2 and tuple(value.shape[:2]) == tokens)
+    }
+
+
 class TowerCache:
     """The tower's output for one prompt's images, to replay in traces of them.
 
     Made by ``model.vision.cache(prompt, images)``; ``image_tokens`` is how many image
-    tokens the images make, which a trace replaying it must hold ``copies`` times.
+    tokens the images make, and ``pixels`` what the processor made of the images (pixel
+    values, grids, sizes): a trace replaying it must hold ``copies`` copies of exactly
+    those, or the text model would receive another image's features.
     """
 
-    def __init__(self, model: Any, output: Any, image_tokens: int) -> None:
+    def __init__(self, model: Any, output: Any, image_tokens: int, pixels: dict | None = None) -> None:
         self.model, self.output, self.image_tokens = model, output, image_tokens
+        self.pixels = pixels or {}
 
     def replay(self, copies: int = 1) -> None:
         """Inside a trace whose images are ``copies`` copies of the cached ones, in order:
-        skip the tower and hand on its cached output, repeated ``copies`` times."""
+        skip the tower and hand on its cached output, repeated ``copies`` times. Refused,
+        before the model runs, unless the processor made of the trace's images exactly
+        ``copies`` copies of what it made of the cached ones."""
         model = self.model
         run = model._run
         if run.image_tokens is None or int(run.image_tokens.sum()) != copies * self.image_tokens:
             held = "no image tokens" if run.image_tokens is None else f"{int(run.image_tokens.sum())} image tokens"
             raise ValueError(
-                f"this trace holds {held}, not {copies} copies of the cached images' {self.image_tokens}: "
-                f"replay a cache only in a trace of the images it was made from"
+                f"this trace holds {held}, not {copies} cop{'y' if copies == 1 else 'ies'} of the cached images' "
+                f"{self.image_tokens}: replay a cache only in a trace of the images it was made from (with the "
+                f"processor options it was made with)"
+            )
+        differs = _differs(self.pixels, image_inputs(run.inputs), copies)
+        if differs:
+            raise ValueError(
+                f"this trace's images are not {copies} cop{'y' if copies == 1 else 'ies'} of the cached ones: "
+                f"the processor's {differs} differ from what it made of the images the cache was made from, "
+                f"so the replay would hand the text model the cached images' features; make a cache of "
+                f"these images (model.vision.cache(prompt, images)), or trace without replaying"
             )
         model._replaying = True
         model.vision.skip(_repeat(self.output, copies, model.vision.batch_axis))
@@ -57,6 +87,19 @@ class TowerCache:
             "caches (it then runs on the server whole), or let the remote trace run the tower. (A remote block carries every name it reads that is bound "
             "here, even one it binds again first: name the server's cache afresh.)"
         )
+
+
+def _differs(cached: dict, traced: dict, copies: int) -> str | None:
+    """Which of the processor's image inputs of a trace are not ``copies`` copies of the
+    cached ones (along their leading axis), in words; ``None`` when all are."""
+    if cached.keys() != traced.keys():
+        return f"inputs ({sorted(traced)} against the cache's {sorted(cached)})"
+    for key, value in cached.items():
+        expected = value if copies == 1 else torch.cat([value] * copies)
+        other = traced[key]
+        if other.shape != expected.shape or not torch.equal(other.to(expected.dtype), expected):
+            return f"{key}"
+    return None
 
 
 def _repeat(output: Any, copies: int, axis: int = 0) -> Any:
@@ -78,14 +121,16 @@ def _repeat(output: Any, copies: int, axis: int = 0) -> Any:
     return output
 
 
-def cache(model: Any, prompt: Any, images: Any) -> TowerCache:
-    """Run ``prompt`` with ``images`` once, keeping the tower's output (`TowerCache`)."""
+def cache(model: Any, prompt: Any, images: Any, **options: Any) -> TowerCache:
+    """Run ``prompt`` with ``images`` once (with the processor's ``options``), keeping the
+    tower's output and what the processor made of the images (`TowerCache`)."""
     vision = model.vision
     reason = vision.no_images()
     if reason:
         raise Unavailable(f"vision.cache is unavailable: {reason}")
     found: list = []
-    with torch.no_grad(), model.trace(prompt, images=images) as tracer:
+    with torch.no_grad(), model.trace(prompt, images=images, **options) as tracer:
         found.append(_repeat(vision.output, 1).save())  # copied as the tower returns it
         tracer.stop()  # the tower's output is all this run is for
-    return TowerCache(model, found[0], int(model._run.image_tokens.sum()))
+    pixels = {key: value.clone() for key, value in image_inputs(model._run.inputs).items()}
+    return TowerCache(model, found[0], int(model._run.image_tokens.sum()), pixels)

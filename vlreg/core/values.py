@@ -60,6 +60,10 @@ class value(eproperty):
         occurrence: A function of the envoy giving which call of the location, counted
             from 0 in the run, this value is (one call site in a loop over the blocks, run
             once per block: block k's is call k). ``None``: the next one.
+        calls: A function of the envoy giving how many times this run calls the location
+            (a projector run once per crop), read off the run's inputs: the value is then
+            served as a list, every call's in order, and assigned as one. ``None``: the
+            location is called once (the first call is served).
         layout: How the value's leading axis holds a batch of several invokes (see
             `vlreg.core.batching`): ``"batch"``, ``"tokens"``, ``"image_tokens"`` or
             ``"tower"``, or a function of the envoy giving one. ``None``: ``"tower"`` on a
@@ -77,6 +81,7 @@ class value(eproperty):
         needs_images: bool | None = None,
         inside: Callable[[Any], Any] | None = None,
         occurrence: Callable[[Any], int] | None = None,
+        calls: Callable[[Any], int] | None = None,
         layout: "str | Callable[[Any], str] | None" = None,
         description: str | None = None,
     ) -> None:
@@ -87,6 +92,7 @@ class value(eproperty):
         self.needs_images = needs_images
         self.inside = inside
         self.occurrence = occurrence
+        self.calls = calls
         self.layout = layout
 
     def __call__(self, preprocess: Callable) -> "value":
@@ -142,7 +148,12 @@ class value(eproperty):
             return self
         obj.refuse(self.name)
         label = obj.label(self.name)
-        with _in_order(obj, label, self._pin(obj)), _served_whole(obj, label, self.layout_on(obj)) as group:
+        if self.calls is not None:
+            return [self._one(obj, owner, label, call) for call in range(self.calls(obj))]
+        return self._one(obj, owner, label, self._pin(obj))
+
+    def _one(self, obj: Any, owner: Any, label: str, occurrence: int | None) -> Any:
+        with _in_order(obj, label, occurrence), _served_whole(obj, label, self.layout_on(obj)) as group:
             served = super().__get__(obj, owner)
         if group is not None:
             served = select(self.layout_on(obj), served, group, obj.root._run)
@@ -157,6 +168,14 @@ class value(eproperty):
         if reason is not None:
             raise ReadOnly(f"{obj.label(self.name)} cannot be written: {reason}")
         label, layout = obj.label(self.name), self.layout_on(obj)
+        if self.calls is not None:
+            calls = self.calls(obj)
+            if not isinstance(new, (list, tuple)) or len(new) != calls:
+                raise ValueError(f"{label} is served per call ({calls} in this run): assign a list of {calls}")
+            for call, each in enumerate(new):
+                with _in_order(obj, label, call):
+                    super().__set__(obj, each)
+            return
         with _in_order(obj, label, self._pin(obj)), _served_whole(obj, label, layout) as group:
             if group is not None:
                 new = splice(layout, eproperty.__get__(self, obj, type(obj)), group, obj.root._run, new)

@@ -25,6 +25,7 @@ from . import cross
 from .envoys import Attention, Layer, Mlp, Standard
 from .errors import Unavailable
 from .parts import CrossAttention
+from .sizes import agreed
 from .values import first, value, with_first
 
 Patches = torch.Tensor
@@ -180,22 +181,25 @@ class Vision(Standard):
         lambda vision, raw, new: cross.write_states(vision, raw, new) if _crossing(vision) else _scatter_back(vision, raw, new)
     )
 
-    def geometry(self, prompt: Any, images: Any) -> list:
+    def geometry(self, prompt: Any, images: Any, **options: Any) -> list:
         """Each image of ``prompt`` as the text model sees it, in the order given: its batch
         row, its image tokens' positions, its token grids and the pixel box each token
         covers in the original image (`ImageGeometry`). Runs the processor, not the model,
-        so it needs no trace; the family declares the grids (`vlreg_image_grids`)."""
+        so it needs no trace; the family declares the grids (`vlreg_image_grids`).
+        ``options`` are the processor's, as a trace takes them (``max_pixels=``, ...).
+        Inside an invoke of a batch, `ImageGeometry.placed` gives its row and positions there."""
         from .geometry import image_geometry
 
-        return image_geometry(self.root, prompt, images)
+        return image_geometry(self.root, prompt, images, **options)
 
-    def cache(self, prompt: Any, images: Any) -> Any:
+    def cache(self, prompt: Any, images: Any, **options: Any) -> Any:
         """Run ``prompt`` with ``images`` once and keep the tower's output, to replay in
         traces of the same images (`vlreg.core.reuse.TowerCache`): a sweep over copies of
-        one prompt then runs the tower once, not once per copy."""
+        one prompt then runs the tower once, not once per copy. ``options`` are the
+        processor's, as a trace takes them."""
         from .reuse import cache
 
-        return cache(self.root, prompt, images)
+        return cache(self.root, prompt, images, **options)
 
     def no_images(self) -> str | None:
         """``None`` when images reach the model, else why not (then every vision value is
@@ -232,15 +236,24 @@ class Vision(Standard):
 
     @property
     def num_heads(self) -> int:
-        return self._vision_config.num_attention_heads
+        return agreed(self.__dict__.get("layers"), "self_attn", "num_heads", "vision.num_heads",
+                      lambda: self._vision_config.num_attention_heads)
 
     @property
     def head_dim(self) -> int:
-        return self.vision_hidden_size // self.num_heads
+        return agreed(self.__dict__.get("layers"), "self_attn", "head_dim", "vision.head_dim",
+                      lambda: self.vision_hidden_size // self.num_heads)
+
+    @property
+    def qk_head_dim(self) -> int:
+        """The width of one tower head's queries and keys."""
+        return agreed(self.__dict__.get("layers"), "self_attn", "qk_head_dim", "vision.qk_head_dim",
+                      lambda: self.head_dim)
 
     @property
     def intermediate_size(self) -> int:
-        return self._vision_config.intermediate_size
+        return agreed(self.__dict__.get("layers"), "mlp", "intermediate_size", "vision.intermediate_size",
+                      lambda: self._vision_config.intermediate_size)
 
     @property
     def patch_size(self) -> int:

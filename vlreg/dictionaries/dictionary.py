@@ -241,10 +241,11 @@ class Dictionary:
         are the states, ``[batch, positions, hidden]``, and the image's are in its row."""
         if self.site == "vision.image_features":
             return value[image.row, image.features] if cross_attention(self.model) else value[image.features]
-        start, stop = int(image.positions[0]), int(image.positions[-1]) + 1
+        row, positions = image.placed(self.model)  # where this invoke's batch put the tokens
+        start, stop = int(positions[0]), int(positions[-1]) + 1
         if stop - start != image.tokens:
             return None
-        return value[image.row, start:stop]
+        return value[row, start:stop]
 
     # ---- the dictionary itself -----------------------------------------------------
 

@@ -19,6 +19,7 @@ from attrs import frozen
 from ..analysis.tokens import _count, _images, _where, in_stream
 from ..core.errors import Unavailable
 from ..core.geometry import ImageGeometry, encode
+from ..core.options import given, takes_processor_options
 from ..core.remote import remotely
 from .dictionary import Dictionary
 
@@ -70,6 +71,7 @@ class FeatureMaps:
 
 
 @remotely(model_of=lambda dictionary: dictionary._model())
+@takes_processor_options(model_of=lambda dictionary: dictionary._model())
 def feature_maps(dictionary: Dictionary, prompt: Any, images: Any, *, features: Sequence[int] | None = None) -> FeatureMaps:
     """Encode the attached value at every image token of ``prompt`` with ``images`` (as
     ``model.trace`` takes them) and keep ``features`` (default: all)."""
@@ -107,7 +109,7 @@ def _tower_tokens(model: Any, prompt: Any, images: list, geometry: list[ImageGeo
     if hasattr(vision, "spatial_merge_size") and acts.shape[0] == 1:  # the Qwen ViT: every image's patches in one row
         acts = acts[0]
         if hasattr(vision, "to_scatter_order"):
-            acts = vision.to_scatter_order(acts, encode(model.processor, prompt, images)["image_grid_thw"], dim=0)
+            acts = vision.to_scatter_order(acts, encode(model.processor, prompt, images, **given(model))["image_grid_thw"], dim=0)
         unit = vision.spatial_merge_size ** 2
         found, start = [], 0
         for image in geometry:
@@ -158,6 +160,7 @@ class Selectivity:
 
 
 @remotely(model_of=lambda dictionary: dictionary._model())
+@takes_processor_options(model_of=lambda dictionary: dictionary._model())
 def selectivity(dictionary: Dictionary, prompt: Any, images: Any) -> Selectivity:
     """Each feature's firing at the image tokens against the text tokens of ``prompt``
     (one prompt or a list, with its images). Only for values in the text stream
@@ -168,7 +171,7 @@ def selectivity(dictionary: Dictionary, prompt: Any, images: Any) -> Selectivity
     in_stream(model, "selectivity")
     images = _images(images)
     geometry = model.vision.geometry(prompt, images)
-    attended = encode(model.processor, prompt, images)["attention_mask"].bool()
+    attended = encode(model.processor, prompt, images, **given(model))["attention_mask"].bool()
     image_mask = torch.zeros_like(attended)
     image_mask[_where(geometry)] = True
     masks = torch.stack([image_mask, attended & ~image_mask]).to(dictionary.W_enc.device, dictionary.W_enc.dtype)

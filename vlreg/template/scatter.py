@@ -2,8 +2,11 @@
 
 Read off the source of a forward, as nnsight instruments it: an assignment whose value
 is a call that takes the variable it replaces (``x = x.masked_scatter(mask, features)``,
-``x = self.inputs_merger(inputs_embeds=x, image_hidden_states=features)``) and an
-argument named for image features. The features' argument is its position, or its
+``x = x.to(device).masked_scatter(...)``, ``x = self.inputs_merger(inputs_embeds=x,
+image_hidden_states=features)``) and an argument named for image features, or whatever
+``masked_scatter``'s source is named (BLIP-2's ``language_model_inputs``). A call that
+names an audio's or a video's tensor is another modality's scatter, never the image's
+(an omni model writes its audio first). The features' argument is its position, or its
 keyword's name where the call passes it by keyword; the call's name is nnsight's (its
 attribute chain joined by ``_``, and the occurrence on that line).
 """
@@ -17,7 +20,9 @@ import torch
 
 #: An argument that carries image features, by its variable's name; and names that do not.
 FEATURES = re.compile(r"image|vision|visual|feature|embeds|hidden_states")
-NOT_FEATURES = re.compile(r"mask|ids|token|video|position|inputs_embeds")
+NOT_FEATURES = re.compile(r"mask|ids|token|position|inputs_embeds")
+#: A tensor of another modality, by its variable's name: the call is that modality's scatter.
+OTHER_MODALITY = re.compile(r"audio|video|speech")
 
 
 def note(notes: list[str], text: str) -> None:
@@ -42,7 +47,8 @@ def find_scatter(model: torch.nn.Module, host: str, notes: list[str]) -> tuple[s
             break
         path = path.rpartition(".")[0]
     note(notes, f"no call in the forward of {host or 'the root'} or above takes image features and replaces the "
-                 f"embeddings: find where they are written (print model.{host}.source) and set SCATTER")
+                 f"embeddings: find where they are written (print {'.'.join(['model', host] if host else ['model'])}"
+                 f".source) and set SCATTER")
     return None
 
 
@@ -67,10 +73,14 @@ def find_cross_attention(model: torch.nn.Module, text: str, notes: list[str]) ->
 
 
 def _scatter_in(module: torch.nn.Module) -> tuple[str, int | str] | None:
+    import warnings
+
     from nnsight.intervention.envoy import Envoy
 
     try:
-        compiled = Envoy(module).source.compiled
+        with warnings.catch_warnings():  # nnsight's notes on the module's child names are not the survey's
+            warnings.simplefilter("ignore")
+            compiled = Envoy(module).source.compiled
     except Exception:  # a forward with no Python source: nothing to find here
         return None
     at = {}
@@ -83,7 +93,7 @@ def _scatter_in(module: torch.nn.Module) -> tuple[str, int | str] | None:
             continue
         call = node.value
         argument = _features(call, target.id)
-        if argument is None or not _updates(call, target.id):
+        if argument is None or not _updates(call, target.id) or _other_modality(call):
             continue
         name = "_".join(_dotted(call.func))
         operations = [op for op in at.get(call.lineno, ()) if re.fullmatch(rf"{re.escape(name)}_\d+", op)]
@@ -104,16 +114,29 @@ def _dotted(expr: ast.expr) -> list[str]:
     return parts[::-1]
 
 
+def _receiver(call: ast.Call) -> ast.expr | None:
+    """What a method call is made on, through a chain (``x.to(device).masked_scatter``: ``x``)."""
+    expr = call.func.value if isinstance(call.func, ast.Attribute) else None
+    while isinstance(expr, (ast.Call, ast.Attribute, ast.Subscript)):
+        expr = expr.func if isinstance(expr, ast.Call) else expr.value
+    return expr
+
+
 def _updates(call: ast.Call, target: str) -> bool:
     """Whether the call takes the variable it is assigned to (``x = x.masked_scatter(...)``,
     ``x = self.merge(inputs_embeds=x, ...)``): it writes into the embeddings."""
-    receiver = call.func.value if isinstance(call.func, ast.Attribute) else None
     values = [*call.args, *(keyword.value for keyword in call.keywords)]
-    return any(isinstance(v, ast.Name) and v.id == target for v in [receiver, *values])
+    return any(isinstance(v, ast.Name) and v.id == target for v in [_receiver(call), *values])
+
+
+def _other_modality(call: ast.Call) -> bool:
+    names = [node.id for node in ast.walk(call) if isinstance(node, ast.Name)]
+    return any(OTHER_MODALITY.search(name) for name in names)
 
 
 def _features(call: ast.Call, target: str) -> int | str | None:
-    """Which argument carries the image features: a position, or a keyword's name."""
+    """Which argument carries the image features: a position, or a keyword's name;
+    ``masked_scatter``'s source whatever its name."""
 
     def carries(value: ast.expr) -> bool:
         return isinstance(value, ast.Name) and value.id != target and bool(FEATURES.search(value.id)) \
@@ -122,4 +145,7 @@ def _features(call: ast.Call, target: str) -> int | str | None:
     for index, value in enumerate(call.args):
         if carries(value):
             return index
+    source = call.args[1] if len(call.args) == 2 else None
+    if _dotted(call.func)[-1:] == ["masked_scatter"] and isinstance(source, ast.Name) and source.id != target:
+        return 1
     return next((keyword.arg for keyword in call.keywords if keyword.arg and carries(keyword.value)), None)

@@ -5,16 +5,21 @@ hybrid text model mixes) and the model is built on the meta device, so no weight
 read and a folder holding only ``config.json`` is enough. What is found:
 
 * the mounts, from the root: the text model (the submodule whose config is the text
-  config), its block list (the longest module list whose blocks hold an attention),
-  embeddings, final norm and readout; the tower and its block list, found the same way,
-  so a tower's other lists (Qwen3-VL's DeepStack mergers) are never taken for its blocks;
+  config), its block list, embeddings, final norm and readout; the tower and its block
+  list, found the same way. The blocks are the module list holding an attention in any
+  of its blocks (LFM2's first ones are convolutions) that the part's forward runs first
+  (a BART encoder's before its decoder's), then the longest: never a list of mergers or
+  norms beside them (Qwen3-VL's DeepStack mergers), nor a Q-Former's or a perceiver's,
+  which are other parts of the config;
 * the projector: the module beside the text model and the tower in their parent
-  (LLaVA's ``multi_modal_projector``), else the tower's own module after its blocks (the
-  Qwen merger, ``model.visual.merger``: it runs inside the tower);
-* the scatter: in the forward of the text model's parent, the call whose result replaces
-  the embeddings and which is passed the image features, positionally (``masked_scatter``,
-  the features' position) or by keyword (Idefics3's ``self.inputs_merger(...,
-  image_hidden_states=...)``, the keyword's name);
+  (LLaVA's ``multi_modal_projector``), never another part's model (a Q-Former, an audio
+  tower), else the tower's own module after its blocks (the Qwen merger,
+  ``model.visual.merger``: it runs inside the tower);
+* the scatter: in the forward of the text model's parent or above it (BLIP-2 writes in
+  the root's own), the call whose result replaces the embeddings and which is passed the
+  image features, positionally (``masked_scatter``, the features' position) or by
+  keyword (Idefics3's ``self.inputs_merger(..., image_hidden_states=...)``, the
+  keyword's name); never an audio's or a video's (an omni model's first scatter);
 * the envoy classes: each block's mixer (full attention, heads gated before ``o_proj``
   where its forward calls a sigmoid, or a linear one), MLP (dense, or routed to experts),
   and the tower's (with a class token where it has one); a tower an installed plugin
@@ -24,6 +29,11 @@ read and a folder holding only ``config.json`` is enough. What is found:
   for the config (Qwen3.5's ``ForCausalLM``), and what the projector reads
   (``vision_feature_layer``: a block's stream, so later blocks reach nothing).
 
+A config with no ``vision_config`` (Emu3's and Chameleon's VQ image encoders are their
+``vq_config``) is surveyed for its text model and its scatter; the host serves an image
+only through a vision part, so its skeleton serves the text names and says so. A tower
+with no list of attention blocks (a convolutional encoder) is a `Vision` with no blocks.
+
 A heuristic that holds on every family vlreg serves is still a guess on a new one: what
 the survey guesses or cannot decide is a TODO note on the part it concerns
 (`Survey.notes`), written beside the declaration.
@@ -31,22 +41,16 @@ the survey guesses or cannot decide is a TODO note on the part it concerns
 
 from __future__ import annotations
 
-import inspect
-import re
 from pathlib import Path
 from typing import Any
 
 import torch
 from attrs import field, frozen
 
+from . import modules as tree
+from .modules import ATTENTION, LINEAR, MLP
 from .scatter import find_cross_attention, find_scatter, note as _note
-
-#: Names a block's mixer, its linear-attention mixer and its MLP go by.
-ATTENTION = ("self_attn", "attn", "attention", "self_attention")
-LINEAR = ("linear_attn",)
-MLP = ("mlp", "feed_forward", "ffn")
-#: A tower parameter that is a class token prepended to the patches (CLIP's).
-CLASS_TOKEN = re.compile(r"class_embedding|cls_token|class_token")
+from .tower import patch_embed as find_patch_embed, projector as find_projector, tower_envoys as find_tower
 
 
 @frozen
@@ -62,8 +66,8 @@ class Survey:
     embed_tokens: str
     norm: str | None
     lm_head: str
-    vision: str
-    tower_layers: str
+    vision: str | None  # None: the config has no vision part
+    tower_layers: str | None  # None: the tower has no blocks
     patch_embed: str | None
     projector: str | None
     scatter: tuple[str, str, int | str] | None  # host, operation, the features' argument
@@ -87,45 +91,60 @@ def survey(source: str | Path) -> Survey:
     """Survey the family of the checkpoint folder ``source`` (only its config is read)."""
     from transformers import AutoConfig, AutoModelForImageTextToText
 
-    from ..testing.shrink import shrink
+    from ..testing.shrink import extra_parts, shrink
 
     config = AutoConfig.from_pretrained(source)
-    if getattr(config, "vision_config", None) is None:
-        raise ValueError(f"{config.model_type!r} has no vision_config: new-plugin writes skeletons of "
-                         f"vision-language families (a tower, a text model and the scatter between them)")
     shrink(config)
     with torch.device("meta"):
         model = AutoModelForImageTextToText.from_config(config)
     notes: dict[str, list[str]] = {"wrapper": [], "text": [], "vision": []}
-    text_config, vision_config = config.get_text_config(), config.vision_config
-    text = _submodel(model, text_config.model_type)
-    vision = _submodel(model, vision_config.model_type)
-    text_module, tower = model.get_submodule(text), model.get_submodule(vision)
-    layers, tower_layers = _blocks(text_module), _blocks(tower)
+    text_config, vision_config = config.get_text_config(), getattr(config, "vision_config", None)
+    others = {name: part.model_type for name, part in extra_parts(config).items() if part is not text_config}
+    text = tree.submodel(model, text_config.model_type)
+    text_module = model.get_submodule(text)
+    layers = tree.blocks(text_module)
+    if layers is None:
+        raise ValueError(f"{type(text_module).__name__} holds no list of blocks with an attention; name it by hand")
     text_envoys, text_rename, flags = _text_blocks(text_module.get_submodule(layers), notes["text"])
-    tower_envoys, tower_rename, tower_adapter = _tower(tower, tower_layers, _names_in(text_module, layers), notes["vision"])
     host = text.rpartition(".")[0]
-    projector = _projector(model, host, text, vision, tower_layers, notes["wrapper"])
-    patch_embed = _patch_embed(tower)
-    norm = _child(text_module, ("norm", "final_layernorm", "ln_f", "final_norm"))
-    embed_tokens = _relative(text_module, text_module.get_input_embeddings())
-    lm_head = _relative(model, model.get_output_embeddings())
+    elsewhere = _other_parts(model, others, notes["wrapper"])
+    if vision_config is not None:
+        vision = tree.submodel(model, vision_config.model_type)
+        tower = model.get_submodule(vision)
+        tower_layers = tree.blocks(tower)
+        tower_envoys, tower_rename, tower_adapter = find_tower(tower, tower_layers, tree.names_in(text_module, layers),
+                                                           notes["vision"])
+        projector = find_projector(model, host, text, vision, tower_layers, elsewhere, notes["wrapper"])
+        patch_embed = find_patch_embed(tower)
+    else:
+        vision = tower_layers = projector = patch_embed = tower_adapter = None
+        tower_envoys, tower_rename = {}, {}
+        _note(notes["wrapper"], f"{config.model_type!r} has no vision_config, and the host serves an image only through "
+                                f"a vision part: this skeleton serves the text names. Where the image enters is "
+                                f"surveyed below (SCATTER) for when a declaration can say how the image part's "
+                                f"output becomes the embeddings there (discrete codes embedded as tokens, issue #24)")
+    norm = tree.final_norm(text_module, layers)
+    embed_tokens = tree.relative(text_module, text_module.get_input_embeddings())
+    lm_head = tree.relative(model, model.get_output_embeddings())
     native = {
         "layers": f"{text}.{layers}",
         "embed_tokens": f"{text}.{embed_tokens}",
         **({"norm": f"{text}.{norm}"} if norm else {}),
         "lm_head": lm_head,
-        "vision": vision,
-        "vision.layers": f"{vision}.{tower_layers}",
+        **({"vision": vision} if vision else {}),
+        **({"vision.layers": f"{vision}.{tower_layers}"} if tower_layers else {}),
         **({"vision.patch_embed": f"{vision}.{patch_embed}"} if patch_embed else {}),
         **_in_block(text_module, layers, text_rename, "layers", text),
-        **_in_block(tower, tower_layers, tower_rename, "vision.layers", vision),
+        **(_in_block(tower, tower_layers, tower_rename, "vision.layers", vision) if tower_layers else {}),
         **({"projector": projector} if projector else {}),
     }
+    parts = {"wrapper": config.model_type, "text": text_config.model_type}
+    if vision_config is not None:
+        parts["vision"] = vision_config.model_type
     return Survey(
         model_type=config.model_type,
         architecture=type(model).__name__,
-        parts={"wrapper": config.model_type, "text": text_config.model_type, "vision": vision_config.model_type},
+        parts=parts,
         text=text,
         layers=layers,
         embed_tokens=embed_tokens,
@@ -135,7 +154,8 @@ def survey(source: str | Path) -> Survey:
         tower_layers=tower_layers,
         patch_embed=patch_embed,
         projector=projector,
-        scatter=(scatter := find_scatter(model, host, notes["wrapper"])),
+        # a text model that is the whole config's (Chameleon's) writes the image in its own forward
+        scatter=(scatter := find_scatter(model, text if text_config is config else host, notes["wrapper"])),
         cross=None if scatter else find_cross_attention(model, text, notes["wrapper"]),
         text_envoys=text_envoys,
         text_rename=text_rename,
@@ -153,6 +173,24 @@ def survey(source: str | Path) -> Survey:
     )
 
 
+def _other_parts(model: torch.nn.Module, others: dict[str, str], notes: list[str]) -> set[str]:
+    """The paths of the models of the config's other parts (a Q-Former, a perceiver, an
+    audio tower, a VQ encoder), each named in a note: vlreg has no names for them yet."""
+    paths = set()
+    for field_name, model_type in others.items():
+        try:
+            path = tree.submodel(model, model_type)
+        except ValueError:
+            _note(notes, f"the config's {field_name} ({model_type!r}) builds no submodule of its own: check where it is "
+                         f"used")
+            continue
+        paths.add(path)
+        _note(notes, f"the config has another part, {field_name} ({model_type!r}, at {path}), which vlreg does not "
+                     f"name: its values are reached by native paths ({path}.*) until the host claims such parts "
+                     f"(issue #24); the builder cuts it like the others")
+    return paths
+
+
 def _text_only(config: Any, wrapper: type, notes: list[str]) -> tuple[str, dict[str, str]] | None:
     """The class a text-generation load builds, where it is not the wrapper (Qwen3.5's
     ``Qwen3_5ForCausalLM``), and its mounts: a load with ``task="text-generation"`` binds
@@ -165,17 +203,18 @@ def _text_only(config: Any, wrapper: type, notes: list[str]) -> tuple[str, dict[
     with torch.device("meta"):
         model = AutoModelForCausalLM.from_config(config)
     try:
-        text = _submodel(model, config.get_text_config().model_type)
+        text = tree.submodel(model, config.get_text_config().model_type)
     except ValueError:
         _note(notes, f"a text-generation load builds {type(model).__name__}: name its mounts in WRAPPER_RENAME")
         return None
     module = model.get_submodule(text)
-    mounts = {f"{text}.{_blocks(module)}": "layers",
-              f"{text}.{_relative(module, module.get_input_embeddings())}": "embed_tokens"}
-    norm = _child(module, ("norm", "final_layernorm", "ln_f", "final_norm"))
+    layers = tree.blocks(module)
+    mounts = {f"{text}.{layers}": "layers",
+              f"{text}.{tree.relative(module, module.get_input_embeddings())}": "embed_tokens"}
+    norm = tree.final_norm(module, layers)
     if norm:
         mounts[f"{text}.{norm}"] = "norm"
-    mounts[_relative(model, model.get_output_embeddings())] = "lm_head"
+    mounts[tree.relative(model, model.get_output_embeddings())] = "lm_head"
     return type(model).__name__, mounts
 
 
@@ -193,49 +232,6 @@ def _in_block(part: torch.nn.Module, layers: str, rename: dict, standard: str, p
     return {f"{standard}.0.{new}": f"{path}.{layers}.0.{old}" for old, new in rename.items() if old in children}
 
 
-def _submodel(model: torch.nn.Module, model_type: str) -> str:
-    for name, module in model.named_modules():
-        if name and getattr(getattr(module, "config", None), "model_type", None) == model_type:
-            return name
-    raise ValueError(f"no submodule of {type(model).__name__} is a {model_type!r} model")
-
-
-def _mixer(block: torch.nn.Module) -> tuple[str, bool] | None:
-    """The name of the block's token mixer and whether it is a linear one."""
-    for name, child in block.named_children():
-        linear = name in LINEAR or "DeltaNet" in type(child).__name__
-        if name in ATTENTION or linear:
-            return name, linear
-    return None
-
-
-def _blocks(module: torch.nn.Module) -> str:
-    """The longest module list whose first element mixes tokens: the blocks, never a
-    list of mergers or norms beside them."""
-    lists = [(name, m) for name, m in module.named_modules()
-             if isinstance(m, torch.nn.ModuleList) and len(m) and _mixer(m[0]) is not None]
-    if not lists:
-        raise ValueError(f"{type(module).__name__} holds no list of blocks with an attention; name it by hand")
-    return max(lists, key=lambda item: len(item[1]))[0]
-
-
-def _names_in(module: torch.nn.Module, layers: str) -> set[str]:
-    """Every child name inside the blocks at ``layers``."""
-    return {name.rpartition(".")[2] for block in module.get_submodule(layers) for name, _ in block.named_modules()}
-
-
-def _child(module: torch.nn.Module, names: tuple[str, ...]) -> str | None:
-    return next((name for name in names if isinstance(getattr(module, name, None), torch.nn.Module)), None)
-
-
-def _relative(root: torch.nn.Module, module: torch.nn.Module) -> str:
-    return next(name for name, m in root.named_modules() if m is module)
-
-
-def _is_norm(module: torch.nn.Module) -> bool:
-    return "norm" in type(module).__name__.lower()
-
-
 def _text_blocks(blocks: torch.nn.ModuleList, notes: list[str]) -> tuple[dict, dict, dict]:
     """The text blocks' classes (every block: a hybrid model mixes kinds) and renames."""
     envoys: dict[type, str] = {}
@@ -248,13 +244,15 @@ def _text_blocks(blocks: torch.nn.ModuleList, notes: list[str]) -> tuple[dict, d
             _note(notes, f"{type(block).__name__} attends to the image (cross_attn: CrossAttentionLayer): where it scales "
                          f"its sublayers' outputs (gates), subclass it with attention_gate and mlp_gate; where its "
                          f"attention norms the keys, override CrossAttentionMixer.project")
-        elif _mixer(block) is None:
-            _note(notes, f"{type(block).__name__} has none of {ATTENTION + LINEAR}: name its mixer in TEXT_RENAME")
-            continue
+        elif tree.mixer(block) is None:
+            mixers = [name for name, child in block.named_children() if name not in MLP and not tree.is_norm(child)]
+            kinds = ", ".join(f"{name} ({type(block.get_submodule(name)).__name__})" for name in mixers) or "nothing"
+            _note(notes, f"some {type(block).__name__} blocks mix tokens by {kinds}, none of {ATTENTION + LINEAR}: vlreg "
+                         f"has no values for that mixer kind yet (issue #24): name it in TEXT_RENAME once it does")
         else:
-            mixer, linear = _mixer(block)
+            mixer, linear = tree.mixer(block)
             attention = block.get_submodule(mixer)
-            gated = not linear and "sigmoid" in _forward_source(attention) and hasattr(attention, "o_proj")
+            gated = not linear and "sigmoid" in tree.forward_source(attention) and hasattr(attention, "o_proj")
             envoys[type(attention)] = "LinearAttention" if linear else "GatedAttention" if gated else "Attention"
             standard = "linear_attn" if linear else "self_attn"
             if mixer != standard:
@@ -263,7 +261,7 @@ def _text_blocks(blocks: torch.nn.ModuleList, notes: list[str]) -> tuple[dict, d
             if gated:
                 _note(notes, f"{type(attention).__name__} calls a sigmoid in its forward, taken for a gate on its heads "
                              f"before o_proj (GatedAttention): check it, else map it to Attention")
-        mlp_name = _child(block, MLP)
+        mlp_name = tree.child(block, MLP)
         if mlp_name is None:
             _note(notes, f"{type(block).__name__} has none of {MLP}: name its MLP ('mlp') in TEXT_RENAME")
             continue
@@ -282,109 +280,3 @@ def _text_blocks(blocks: torch.nn.ModuleList, notes: list[str]) -> tuple[dict, d
         _note(notes, "the MLPs route to experts: MoeMlp expects children 'gate', 'experts' and maybe "
                      "'shared_expert'; subclass it (router_module, experts_module, shared_expert_module) if they differ")
     return envoys, rename, flags
-
-
-def _forward_source(module: torch.nn.Module) -> str:
-    try:
-        return inspect.getsource(type(module).forward)
-    except (OSError, TypeError):
-        return ""
-
-
-def _is_qwen_vit(tower: torch.nn.Module, attention: torch.nn.Module) -> bool:
-    """The packed Qwen ViT: every image of a prompt in one row, with its patch grid
-    (``grid_thw``), attention split per image at ``cu_seqlens``."""
-    packed = "grid_thw" in inspect.signature(tower.forward).parameters
-    return packed and "cu_seqlens" in inspect.signature(attention.forward).parameters
-
-
-#: Towers an installed plugin publishes an adapter for: adapter name -> how to recognize one.
-TOWER_ADAPTERS = {"qwen_vit": _is_qwen_vit}
-
-
-def _tower(tower: torch.nn.Module, layers: str, text_names: set[str], notes: list[str]) -> tuple[dict, dict, str | None]:
-    """The tower's classes and names, or an adapter's where one serves this tower."""
-    from ..core.plugins import adapter
-
-    block = tower.get_submodule(f"{layers}.0")
-    mixer, _ = _mixer(block)
-    attention = block.get_submodule(mixer)
-    mlp_name = _child(block, MLP)
-    for other, module in tower.named_modules():
-        if isinstance(module, torch.nn.ModuleList) and other != layers and not other.startswith(f"{layers}."):
-            kinds = ", ".join(sorted({type(m).__name__ for m in module}))
-            _note(notes, f"the tower also holds {other} ({len(module)} x {kinds}), which are not its blocks: if what "
-                         f"they make reaches the text model (DeepStack), serve it on the text blocks; this skeleton "
-                         f"leaves it out")
-    for name, recognizes in TOWER_ADAPTERS.items():
-        if not recognizes(tower, attention):
-            continue
-        try:
-            published = adapter(name)
-        except LookupError as error:
-            _note(notes, f"this tower looks like the one the adapter {name!r} serves, but {error}")
-            break
-        envoys = {type(tower): "ADAPTER.Vision", type(block): "VisionLayer", type(attention): "ADAPTER.Attention"}
-        if mlp_name is not None:
-            envoys[type(block.get_submodule(mlp_name))] = "VisionMlp"
-        if any(hasattr(tower, attribute) for attribute in ("pos_embed", "position_embedding")):
-            _note(notes, "the tower adds learned position embeddings before block 0, which the adapter's Vision does "
-                         "not serve (vlreg-qwen3-vl's vision.position_embeddings does)")
-        return envoys, dict(published.tower_rename), name
-    token = next((name for name, _ in tower.named_parameters() if CLASS_TOKEN.search(name)
-                  and not name.startswith(f"{layers}.")), None)
-    envoys = {type(tower): "ClassTokenVision" if token else "Vision", type(block): "VisionLayer",
-              type(attention): "VisionAttention"}
-    rename = {layers: "layers", mixer: "self_attn"}
-    if mlp_name is not None:
-        envoys[type(block.get_submodule(mlp_name))] = "VisionMlp"
-        rename[mlp_name] = "mlp"
-    norms = [name for name, child in block.named_children() if _is_norm(child)]
-    if len(norms) == 2:
-        rename.update({norms[0]: "input_layernorm", norms[1]: "post_attention_layernorm"})
-    else:
-        _note(notes, f"{type(block).__name__} has {len(norms)} norms ({', '.join(norms) or 'none'}): name the one "
-                     f"before the attention input_layernorm and the one before the MLP post_attention_layernorm")
-    patch = _patch_embed(tower)
-    if patch is not None:
-        rename[patch] = "patch_embed"
-    clash = {native for native in rename if "." not in native and native in text_names and native != rename[native]}
-    for native in sorted(clash):
-        del rename[native]
-        _note(notes, f"a text block also has a child named {native!r}: a single name binds on every module that "
-                     f"has it, so rename it with its path from the tower")
-    what = f"its class token ({token}) is one row before the patches (class_tokens = 1), and " if token else ""
-    _note(notes, f"{what}whether the tower folds patches into tokens (ImageGrid.fold) and which module is its "
-                 f"final norm over the patches ('norm') are not surveyed")
-    return envoys, {native: standard for native, standard in rename.items() if native != standard}, None
-
-
-def _patch_embed(tower: torch.nn.Module) -> str | None:
-    for name, module in tower.named_modules():
-        if isinstance(module, (torch.nn.Conv2d, torch.nn.Conv3d)):
-            parent = name.rpartition(".")[0]
-            return parent if parent and "PatchEmbed" in type(tower.get_submodule(parent)).__name__ else name
-    return None
-
-
-def _projector(model: torch.nn.Module, host: str, text: str, vision: str, tower_layers: str, notes: list[str]) -> str | None:
-    """The last module before the scatter: beside the text model and the tower, else the
-    tower's first module after its blocks (a merger inside the tower)."""
-    prefix = f"{host}." if host else ""
-    beside = [f"{prefix}{name}" for name, _ in model.get_submodule(host).named_children()
-              if f"{prefix}{name}" not in (text, vision)]
-    if beside:
-        return beside[0]
-    tower = model.get_submodule(vision)
-    children = list(tower.named_children())
-    top = tower_layers.split(".")[0]
-    after = [name for name, _ in children[[n for n, _ in children].index(top) + 1:]]
-    found = [name for name in after if not isinstance(getattr(tower, name), torch.nn.ModuleList)
-             and not _is_norm(getattr(tower, name))]
-    if found:
-        _note(notes, f"the projector is {vision}.{found[0]}, inside the tower (the module after its blocks): check "
-                     f"that it is the last module before the scatter")
-        return f"{vision}.{found[0]}"
-    _note(notes, "no projector found beside the tower or after its blocks: name the last module before the scatter "
-                 "'projector' in WRAPPER_RENAME")
-    return None

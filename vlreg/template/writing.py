@@ -34,13 +34,14 @@ def write(name: str, folder: Path, package: str, found: Survey, source: Path, bo
     from ..core import plugins
 
     served = {kind: plugins.claimant(kind, model_type) for kind, model_type in found.parts.items()}
-    claimed = [kind for kind in ("wrapper", "text", "vision") if served[kind] is None]
+    claimed = [kind for kind in served if served[kind] is None]
     elsewhere = {kind: plugins.describe(plugin) for kind, plugin in served.items() if plugin is not None}
     (folder / package).mkdir(parents=True)
     (folder / "tests").mkdir()
     data = f'\n[tool.setuptools.package-data]\n{package} = ["processor/*"]\n' if borrowed is not None else ""
+    claims = "".join(f'"{kind}:{found.parts[kind]}" = "{package}"\n' for kind in claimed)
     (folder / "pyproject.toml").write_text(
-        PYPROJECT.format(name=name.replace("_", "-"), entry=name, package=package) + data
+        PYPROJECT.format(name=name.replace("_", "-"), entry=name, package=package, claims=claims) + data
     )
     (folder / package / "__init__.py").write_text(module(name, found, claimed, elsewhere, source))
     (folder / package / "checkpoints.py").write_text(checkpoints(name, found, source, borrowed))
@@ -60,13 +61,14 @@ def module(name: str, found: Survey, claimed: list[str], elsewhere: dict[str, st
     imports = {"Claim", "hookimpl"} | {standard for standard in classes.values() if "." not in standard}
     own = imports & set(OWN)
     imports = (imports - own).union(*(OWN[name][1] for name in own))
+    images = found.vision is not None
     if "wrapper" in claimed and found.scatter:
         imports.add("Scatter")
     elif "wrapper" in claimed and found.cross:
         imports.add("CrossAttention")
     if adapter:
         imports.add("adapter")
-    if "wrapper" in claimed and found.feature_layer and not adapter:
+    if "wrapper" in claimed and found.feature_layer and not adapter and images:
         imports.add("hidden_states_read_only")
     host = found.scatter[0] if found.scatter else found.text.rpartition(".")[0]
     surveyed = textwrap.fill(
@@ -98,7 +100,9 @@ def _wrapper(found: Survey, alias: str | None) -> str:
     rename = {f"{found.text}.{found.layers}": "layers", f"{found.text}.{found.embed_tokens}": "embed_tokens"}
     if found.norm:
         rename[f"{found.text}.{found.norm}"] = "norm"
-    rename.update({found.lm_head: "lm_head", found.vision: "vision"})
+    rename[found.lm_head] = "lm_head"
+    if found.vision:
+        rename[found.vision] = "vision"
     if found.projector:
         rename[found.projector] = "projector"
     text = _notes(found.notes["wrapper"]) + f"#: From the model root: the standard mounts.\nWRAPPER_RENAME = {_dict(rename)}\n\n"
@@ -120,6 +124,8 @@ def _wrapper(found: Survey, alias: str | None) -> str:
     else:
         host, operation, argument = found.scatter
         text += f'SCATTER = Scatter(host="{host}", operation="{operation}", argument={argument!r})\n'
+    if found.vision is None:
+        return text
     if alias:
         return text + f"\n#: Values a write to would not reach the text model, refused with a reason.\nREAD_ONLY = {alias}.read_only\n"
     if found.feature_layer:
@@ -144,7 +150,10 @@ def _hooks(name: str, found: Survey, claimed: list[str], modules: dict[str, str]
             envoys += f'    if part.kind == "{kind}":\n        return {{\n{entries}        }}\n'
     if "text" in claimed or "vision" in claimed:
         hooks.append(HOOK.format(body=f"def vlreg_envoys(part):\n{envoys}    return None"))
-    if "wrapper" in claimed:
+    if "wrapper" in claimed and found.vision is None:
+        hooks.append("# The config has no vision part, so the host asks no vlreg_scatter: SCATTER waits for the\n"
+                     "# declaration that serves the image part (see the TODO above it).")
+    elif "wrapper" in claimed:
         hooks.append(HOOK.format(body="def vlreg_scatter(part):\n    return SCATTER"))
         read_only = "read_only(part)" if found.feature_layer and not alias else "READ_ONLY"
         hooks.append(HOOK.format(body=f'def vlreg_read_only(part):\n    return {read_only} if part.kind == "wrapper" else None'))
@@ -182,7 +191,7 @@ def test(name: str, found: Survey, turns: bool = True) -> str:
     """The conformance test: the suite, with the mixins for what the survey found."""
     mixins = [mixin for mixin, present in (("ExpertsConformance", found.experts),
                                            ("LinearAttentionConformance", found.hybrid)) if present]
-    suite = "CrossAttentionConformance" if found.cross else "VisionConformance"
+    suite = "CrossAttentionConformance" if found.cross else "VisionConformance" if found.vision else "TextConformance"
     bases = ", ".join([*mixins, suite])
     unavailable = dict(ADAPTER_ABOUT[found.tower_adapter][1]) if found.tower_adapter else {}
     if found.experts and not found.shared_expert:
@@ -194,9 +203,11 @@ def test(name: str, found: Survey, turns: bool = True) -> str:
              f"    native = {_dict(found.native, 4)}"]
     if unavailable:
         lines.append(f"    unavailable = {_dict(unavailable, 4)}")
-    if found.inserted:
+    if found.inserted and found.vision:
         lines.append(f"    # the wrapper adds rows of its own ({', '.join(found.inserted)}) to the projector's output\n"
                      f"    projector_output_is_features = False")
+    if found.vision and found.tower_layers is None:
+        lines.append("    tower_blocks = False  # the survey found no blocks in the tower")
     lines.append(TEST_TODO)
     if not turns:
         lines.append(BASE_PROMPTS)
@@ -250,6 +261,9 @@ dependencies = ["vlreg"]
 [project.entry-points.vlreg]
 {entry} = "{package}"
 
+# What the plugin claims, read by the host while it is not loaded: keep equal to vlreg_claims.
+[project.entry-points."vlreg.claims"]
+{claims}
 [tool.setuptools.packages.find]
 include = ["{package}*"]
 """

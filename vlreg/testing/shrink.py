@@ -19,7 +19,17 @@ What a cut keeps, so the small model still runs as the real one does:
   feeds the text block of its rank; a tap past the depth would silently never run), other
   index lists (full-attention blocks) keep what fits, else the last block; the text
   model's cross-attention blocks likewise (a cut that kept none would never read the
-  image), and a tower output as wide as the blocks it concatenates follows their count.
+  image), and a tower output as wide as the blocks it concatenates follows their count;
+* a width or depth given per stage or per expert bank (a list: Florence-2's ``embed_dim``,
+  ERNIE's ``moe_intermediate_size``) stays a list of the same length;
+* the config's other parts (a Q-Former, a perceiver, an audio encoder, an adapter, a VQ
+  image encoder: ``*_config`` beside the text and vision ones) are cut too, and their
+  fields that were the text model's or the tower's width follow it (a Q-Former's
+  ``encoder_hidden_size``, a perceiver's ``hidden_size``).
+
+A random small copy is only useful if its weights are not all but zero: an initializer
+range a published config sets for loading, not for training (BLIP-2's tower, 1e-10, so
+every image would read alike), is set to 0.02.
 """
 
 from __future__ import annotations
@@ -43,7 +53,17 @@ TEXT = {
     "shared_expert_intermediate_size": 32,
     "linear_num_key_heads": 2,
     "linear_num_value_heads": 4,
+    # an encoder-decoder's (BART's) and OPT's names for the same
+    "encoder_layers": 2,
+    "decoder_layers": 2,
+    "encoder_attention_heads": 4,
+    "decoder_attention_heads": 4,
+    "encoder_ffn_dim": 128,
+    "decoder_ffn_dim": 128,
+    "ffn_dim": 128,
 }
+#: Text fields that are the text model's width where they equal it (OPT's embeddings).
+TEXT_WIDTHS = ("word_embed_proj_dim",)
 #: Config fields set on a vision config, where it has them (the image and patch sizes
 #: stay: the processor cuts images for them).
 VISION = {
@@ -55,9 +75,38 @@ VISION = {
     "depth": 2,
     "num_attention_heads": 2,
     "num_heads": 2,
+    "depths": 2,  # blocks per stage, for a staged tower (Florence-2's DaViT)
 }
+#: Config fields set on any other part, where it has them: a Q-Former, a perceiver
+#: resampler, an audio encoder, an adapter, a VQ image encoder.
+EXTRA = {
+    "hidden_size": 32,
+    "intermediate_size": 64,
+    "num_hidden_layers": 2,
+    "num_attention_heads": 2,
+    "num_key_value_heads": 1,
+    "resampler_depth": 2,
+    "resampler_n_heads": 2,
+    "resampler_head_dim": 16,
+    "d_model": 32,
+    "encoder_layers": 2,
+    "encoder_attention_heads": 2,
+    "encoder_ffn_dim": 64,
+    "conf_num_hidden_layers": 2,
+    "conf_num_attention_heads": 2,
+    "num_res_blocks": 1,
+}
+#: Fields counted in blocks: a list of them is cut entry by entry to at most the size given.
+DEPTHS = re.compile(r".*(layers|depths?|_blocks)")
+#: The channels a VQ encoder's convolutions start from (GroupNorm takes 32 groups).
+BASE_CHANNELS = 32
+#: Below this an initializer range leaves random weights all but zero (see the module).
+INITIALIZER_FLOOR = 1e-4
 #: Vision fields that are what the tower hands the text model: they follow its width.
 HANDOFF = ("out_hidden_size",)
+#: Suffixes of the fields that are a width: one that was the text model's (or, in another
+#: part, the tower's) follows it (Florence-2's tower ``projection_dim``).
+WIDTHS = ("hidden_size", "_dim")
 #: Vision fields listing tower blocks each of which feeds a text block in order.
 TAPS = ("deepstack_visual_indexes",)
 #: Text fields listing blocks of another kind (Mllama's cross-attention blocks).
@@ -80,24 +129,72 @@ def shrink(config: Any, text: dict | None = None, vision: dict | None = None) ->
     """``config`` with the text and vision parts' widths and depths cut (in place);
     ``text`` and ``vision`` are fields set after the cut (``{"num_hidden_layers": 4}``)."""
     text_config = config.get_text_config()
+    vision_config = getattr(config, "vision_config", None)
+    extras = [part for part in extra_parts(config).values() if part is not text_config]
+    # the text model's width wins where the tower's was the same
+    owners = {getattr(part, "hidden_size", None): part for part in (vision_config, text_config) if part is not None}
     width = getattr(text_config, "hidden_size", None)
     _cut_text(text_config, {**TEXT, **(text or {})})
-    vision_config = getattr(config, "vision_config", None)
     if vision_config is not None:
         _cut_vision(vision_config, {**VISION, **(vision or {})}, width, text_config.hidden_size)
+    widths = {old: part.hidden_size for old, part in owners.items() if isinstance(old, int)}
+    for part in extras:
+        _cut_extra(part, widths)
+    for part in [config, text_config, vision_config, *extras]:
+        _lift_initializer(part)
     return config
+
+
+def extra_parts(config: Any) -> dict[str, Any]:
+    """The config's parts beside the text and vision ones: ``{"qformer_config": ...}``."""
+    from transformers import PretrainedConfig
+
+    return {name: part for name, part in vars(config).items()
+            if isinstance(part, PretrainedConfig) and name not in PARTS}
 
 
 def _set(config: Any, fields: dict) -> None:
     for name, size in fields.items():
-        if getattr(config, name, None) is not None:
+        current = getattr(config, name, None)
+        if isinstance(current, (list, tuple)) and not isinstance(size, (list, tuple)):
+            # one entry per stage or expert bank: as many entries, a stage's blocks never added
+            entries = [min(entry, size) if DEPTHS.fullmatch(name) else size for entry in current]
+            setattr(config, name, type(current)(entries))
+        elif current is not None:
             setattr(config, name, size)
+
+
+def _cut_extra(config: Any, widths: dict[int, int]) -> None:
+    """Cut another part; a width field that was the text model's or the tower's follows
+    it (``widths``: old width -> new)."""
+    follow = {name: widths[size] for name, size in vars(config).items()
+              if name.endswith(WIDTHS) and isinstance(size, int) and not isinstance(size, bool) and size in widths}
+    base = getattr(config, "base_channels", None)
+    if isinstance(base, int) and base > BASE_CHANNELS:  # a VQ encoder: its attention width is counted in channels
+        hidden = getattr(config, "hidden_size", None)
+        if isinstance(hidden, int) and hidden % base == 0:
+            follow["hidden_size"] = hidden // base * BASE_CHANNELS
+        follow["base_channels"] = BASE_CHANNELS
+    fields = {name: size for name, size in EXTRA.items() if not (name == "hidden_size" and base is not None)}
+    _set(config, {**fields, **follow})
+    depth = getattr(config, "num_hidden_layers", None)
+    if isinstance(depth, int):
+        _cut_indexes(config, depth)
+
+
+def _lift_initializer(config: Any) -> None:
+    if hasattr(config, "initializer_range") and (config.initializer_range or 0) < INITIALIZER_FLOOR:
+        config.initializer_range = 0.02
 
 
 def _cut_text(config: Any, fields: dict) -> None:
     head_dim = getattr(config, "head_dim", None)
     derived = head_dim is None and getattr(config, "hidden_size", None) and getattr(config, "num_attention_heads", None)
+    width = getattr(config, "hidden_size", None)
     _set(config, fields)
+    for name in TEXT_WIDTHS:
+        if width is not None and getattr(config, name, None) == width:
+            setattr(config, name, config.hidden_size)
     if derived:  # the head size follows the width: rotary sections must follow it
         _scale_sections(config, config.hidden_size // config.num_attention_heads)
     layer_types = getattr(config, "layer_types", None)
@@ -138,12 +235,20 @@ def _cut_vision(config: Any, fields: dict, text_width: int | None, new_text_widt
     handoff = {
         name: new_text_width
         for name, size in vars(config).items()
-        if name in HANDOFF or (name.endswith("hidden_size") and text_width is not None and size == text_width)
+        if name in HANDOFF or (name.endswith(WIDTHS) and text_width is not None and size == text_width)
     }
     _set(config, {**fields, **handoff})
     depth = getattr(config, "depth", None) or getattr(config, "num_hidden_layers", None)
-    if depth is None:
+    if not isinstance(depth, int):
         return
+    _cut_indexes(config, depth)
+    for name, streams in CONCATENATED.items():
+        if getattr(config, name, None) is not None and getattr(config, streams, None) is not None:
+            setattr(config, name, config.hidden_size * (1 + len(getattr(config, streams))))
+
+
+def _cut_indexes(config: Any, depth: int) -> None:
+    """Lists of block indexes inside a part cut to ``depth`` blocks (see the module)."""
     for name, indexes in list(vars(config).items()):
         if not (name.endswith(("_indexes", "_indices")) and isinstance(indexes, (list, tuple)) and indexes):
             continue
@@ -151,9 +256,6 @@ def _cut_vision(config: Any, fields: dict, text_width: int | None, new_text_widt
             setattr(config, name, list(range(min(len(indexes), depth))))
         else:
             setattr(config, name, [index for index in indexes if index < depth] or [depth - 1])
-    for name, streams in CONCATENATED.items():
-        if getattr(config, name, None) is not None and getattr(config, streams, None) is not None:
-            setattr(config, name, config.hidden_size * (1 + len(getattr(config, streams))))
 
 
 def agreeing(config: Any) -> dict[str, dict]:

@@ -79,16 +79,20 @@ def test_a_token_per_patch_and_the_projector_is_linear(loaded):
     assert (geometry.grids[0].rows, geometry.grids[0].columns, geometry.grids[0].fold) == (side, side, 1)
 
 
-def test_gemma2s_logits_are_the_readout_before_the_final_softcap(loaded):
-    """``logits`` is ``lm_head``'s output; PaliGemma 2 (Gemma 2) then softcaps it, which
-    keeps every token's rank: what the model returns is ``tanh(logits / cap) * cap``."""
+def test_gemma2s_logits_are_what_the_model_returns_after_the_final_softcap(loaded):
+    """``logits`` is what PaliGemma 2 (Gemma 2) returns and samples from, ``lm_head``'s
+    output softcapped, ``tanh(z / cap) * cap``; ``uncapped_logits`` is ``lm_head``'s output.
+    The cap keeps every token's rank, not its probability: the distributions differ."""
     model = loaded("paligemma2")
     cap = model._module.config.text_config.final_logit_softcapping
     assert cap
     with model.trace(chat(model), images=[PICTURE]):
+        readout = model.lm_head.output.save()
+        uncapped = model.uncapped_logits.save()
         logits = model.logits.save()
         returned = model.output.logits.save()
-    torch.testing.assert_close(returned, torch.tanh(logits / cap) * cap)
+    assert torch.equal(uncapped, readout) and torch.equal(logits, returned)
+    torch.testing.assert_close(logits, torch.tanh(uncapped / cap) * cap)
 
 
 def test_gemma2_scores_are_softcapped_before_the_mask(loaded):

@@ -27,6 +27,7 @@ class TestIdefics3(AnalysisConformance, VisionConformance):
 
     checkpoint = "idefics3"
     native = NATIVE
+    processor_options = {"do_image_splitting": False}  # the global image only: fewer image tokens
 
 
 class TestSmolVLM(AnalysisConformance, VisionConformance):

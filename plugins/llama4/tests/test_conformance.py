@@ -2,8 +2,10 @@
 processor hands the tower bfloat16 pixels). The default image (112 x 84) is cut into
 2 x 2 tiles and a global image, so every test runs through the tiles."""
 
+import pytest
 import torch
 
+from vlreg import Unavailable
 from vlreg.testing.conformance import AnalysisConformance, ExpertsConformance, VisionConformance
 from vlreg.testing.conformance.text import attention_blocks
 
@@ -34,9 +36,11 @@ class TestLlama4(AnalysisConformance, ExpertsConformance, VisionConformance):
         text = model._module.config.text_config
         dense = [block for block in model.layers if not block._module.is_moe_layer]
         assert dense and all(block.mlp.intermediate_size == text.intermediate_size_mlp for block in dense)
+        with pytest.raises(Unavailable, match="differ"):  # dense blocks and experts: no one width
+            model.intermediate_size
         for block in model.layers:
             if block._module.is_moe_layer:
-                assert block.mlp.intermediate_size == model.intermediate_size == text.intermediate_size
+                assert block.mlp.intermediate_size == text.intermediate_size
                 assert block.mlp.shared_expert.down_proj.weight.shape[1] == text.intermediate_size
         attention = attention_blocks(model)[0].self_attn
         assert attention.o_proj.weight.shape[1] == model.num_heads * model.head_dim

@@ -123,3 +123,24 @@ def test_a_float32_load_traces_images_as_the_bfloat16_one_does(path, model):
         narrow = model.vision.image_features.save()
     assert features.dtype == torch.float32
     torch.testing.assert_close(features, narrow.float(), atol=0.05, rtol=0.05)
+
+
+def test_a_text_loads_expert_values_are_cut_per_invoke(path):
+    """Llama4ForCausalLM has no image token: two text invokes each get their own rows of
+    the routed tokens, and zeroing the routed output in one leaves the other's logits."""
+    text = StandardizedTransformer(path, dispatch=True, device="cpu", attn_implementation="eager", dtype=torch.bfloat16)
+    short, long = QUESTION, QUESTION + " The capital of France is Paris."
+    saved: list = []
+    for edit in (False, True):
+        with text.trace() as tracer:
+            with tracer.invoke(short):
+                saved.append(text.layers[1].mlp.router_logits.save())
+                if edit:
+                    text.layers[1].mlp.routed_output[:] = 0
+            with tracer.invoke(long):
+                saved.append(text.layers[1].mlp.router_logits.save())
+                saved.append(text.logits.save())
+    with text.trace([short, long]):
+        whole = text.layers[1].mlp.router_logits.save()
+    assert saved[0].shape[0] + saved[1].shape[0] == whole.shape[0] and saved[0].shape[0] == saved[1].shape[0]
+    torch.testing.assert_close(saved[5], saved[2])

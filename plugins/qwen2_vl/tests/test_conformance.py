@@ -27,6 +27,7 @@ class TestQwen2VL(AnalysisConformance, VisionConformance):
         "vision.self_attn.attention_probabilities": PER_CALL,
     }
     image_sizes = ((112, 84), (56, 112))
+    processor_options = {"max_pixels": 56 * 56}
 
 
 class TestQwen2VLBfloat16(TestQwen2VL):

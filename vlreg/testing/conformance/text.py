@@ -9,13 +9,13 @@ import pytest
 import torch
 
 from ...core.envoys import Attention, Layer, Mlp, Standard
-from ...core.experts import MoeMlp
 from ...core.linear import LinearAttention
 from ...core.mamba import Mamba
 from ...core.errors import ReadOnly, Unavailable
 from ...core.model import StandardizedTransformer
 from ..checkpoints import build
 from .remote import RemoteConformance
+from .trust import TextTrust
 
 INTERIOR = (
     "attention_queries",
@@ -27,7 +27,7 @@ INTERIOR = (
 )
 
 
-class TextConformance(RemoteConformance):
+class TextConformance(TextTrust, RemoteConformance):
     """What every family's text model promises. Subclass it in a ``Test*`` class and set:
 
     * ``checkpoint``: the name of a checkpoint builder (`vlreg_checkpoints`);
@@ -90,12 +90,14 @@ class TextConformance(RemoteConformance):
             pytest.skip("transformers runs this text model only with eager attention (it refuses sdpa)")
         return cls.load(path, attn_implementation="sdpa")
 
-    def text_prompt(self, model: StandardizedTransformer) -> "str | dict":
+    def text_prompt(self, model: StandardizedTransformer, text: str | None = None,
+                    generation: bool = True) -> "str | dict":
+        text = text or self.text
         if model.processor is None:  # a base language model: the plain text
-            return self.text
-        content = [{"type": "image"}] * self.text_images + [{"type": "text", "text": self.text}]
+            return text
+        content = [{"type": "image"}] * self.text_images + [{"type": "text", "text": text}]
         messages = [{"role": "user", "content": content}]
-        prompt = model.processor.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
+        prompt = model.processor.apply_chat_template(messages, add_generation_prompt=generation, tokenize=False)
         if not self.text_images:
             return prompt
         from .vision import image
@@ -134,10 +136,7 @@ class TextConformance(RemoteConformance):
             assert (attention.num_heads, attention.num_kv_heads, attention.head_dim) == (
                 model.num_heads, model.num_kv_heads, model.head_dim
             )
-        for block in model.layers:
-            mlp = block.__dict__.get("mlp")
-            if mlp is not None and not isinstance(mlp, MoeMlp):  # an expert's width is checked by ExpertsConformance
-                assert mlp.intermediate_size == model.intermediate_size
+        # the root's intermediate_size against each block's: test_root_sizes_are_what_the_blocks_agree_on
 
     def test_the_repr_lists_each_standard_value_with_its_description(self, model):
         for envoy in (model, *model.layers, *[part for b in model.layers for part in sublayers(b)]):
@@ -216,11 +215,14 @@ class TextConformance(RemoteConformance):
         torch.testing.assert_close(after, plain * 2)
 
     def test_logits_are_the_readout(self, model):
+        """``uncapped_logits`` is ``lm_head``'s output; ``logits`` what the model returns
+        (the same tensor, but after a final softcap: `TextTrust`)."""
         with model.trace(self.text_prompt(model)):
-            logits = model.logits.save()
             readout = model.lm_head.output.save()
-        assert torch.equal(logits, readout)
-        assert logits.shape[-1] == model.vocab_size
+            uncapped = model.uncapped_logits.save()
+            logits = model.logits.save()
+        assert torch.equal(uncapped, readout)
+        assert logits.shape == readout.shape and logits.shape[-1] == model.vocab_size
 
     def test_token_embeddings_are_the_embedding(self, model):
         prompt = self.text_prompt(model)

@@ -11,6 +11,7 @@ import torch
 from ...core.errors import Unavailable
 from ...core.vision import Vision, VisionAttention, VisionLayer, VisionMlp
 from .text import TextConformance
+from .trust_vision import VisionTrust
 
 
 def image(width: int, height: int, seed: int = 0) -> Any:
@@ -32,7 +33,7 @@ def lit(width: int, height: int, x: float, y: float) -> Any:
     return Image.fromarray(pixels.numpy())
 
 
-class VisionConformance(TextConformance):
+class VisionConformance(VisionTrust, TextConformance):
     """What every vision-language family promises, on top of `TextConformance`.
 
     Also set:
@@ -52,8 +53,8 @@ class VisionConformance(TextConformance):
     tower_blocks: ClassVar[bool] = True
     question: ClassVar[str] = "What is in this image?"
 
-    def image_prompt(self, model: Any, images: int = 1) -> str:
-        content = [{"type": "image"}] * images + [{"type": "text", "text": self.question}]
+    def image_prompt(self, model: Any, images: int = 1, question: str | None = None) -> str:
+        content = [{"type": "image"}] * images + [{"type": "text", "text": question or self.question}]
         messages = [{"role": "user", "content": content}]
         return model.processor.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
 

@@ -1,0 +1,200 @@
+"""The host learns what serves a model type from the plugins' own declarations: their
+entry-point metadata where a plugin is installed but not loaded, the catalog of the
+repository's plugins where one is not installed (`vlreg.core.catalog`).
+
+For every part a built-in plugin serves (wrapper, text and vision), the `NoFamily` a
+user meets names that plugin's distribution: disabled, in one fresh process where every
+built-in plugin is; not installed, in this process with the plugin taken out of the host.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from vlreg import NoFamily, hookimpl
+from vlreg.core import catalog, plugins
+from vlreg.core.family import parts_of, resolve
+from vlreg.plugin import Claim
+from vlreg.testing import registered
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def served_by(name: str) -> list[tuple[str, str]]:
+    """What the loaded plugin ``name`` claims, from its hooks (not its metadata)."""
+    plugin = plugins.plugin_manager().get_plugin(name)
+    return sorted(key for key, served in plugins.claims().items() if served is plugin)
+
+
+def config_with(kind: str, model_type: str, wrappers: list[str]):
+    """A transformers config whose ``kind`` part is ``model_type``: a wrapper's defaults,
+    else the defaults of a served wrapper that has that part, else LLaVA's with it."""
+    from transformers import CONFIG_MAPPING, AutoConfig, LlavaConfig
+
+    if kind == "wrapper":
+        return AutoConfig.for_model(model_type)
+    for wrapper in wrappers:
+        config = AutoConfig.for_model(wrapper)
+        part = parts_of(config).get(kind)
+        if part is not None and part.model_type == model_type:
+            return config
+    return LlavaConfig(**{f"{kind}_config": CONFIG_MAPPING[model_type]()})
+
+
+class StandIn:
+    """Serves the parts of a config that come before the one under test, so loading it
+    stops there: no other hook is ever called."""
+
+    def __init__(self, parts):
+        self.parts = parts
+
+    @hookimpl
+    def vlreg_claims(self):
+        return [Claim(kind, model_type) for kind, model_type in self.parts]
+
+
+def message(kind: str, model_type: str, wrappers: list[str]) -> str:
+    """What loading a config whose ``kind`` part is ``model_type`` raises, with the
+    parts before it served by a stand-in (in place of whatever serves them here)."""
+    config = config_with(kind, model_type, wrappers)
+    parts = parts_of(config)
+    before = [(part.kind, part.model_type) for part in parts.values()][: list(parts).index(kind)]
+    holders = {plugins.claimant(*key) for key in before} - {None}
+    with registered(StandIn(before), name="stand-in", replacing=holders):
+        with pytest.raises(NoFamily) as caught:
+            resolve(config)
+    return str(caught.value)
+
+
+def messages(cases: list[tuple[str, str]], wrappers: list[str]) -> dict[str, str]:
+    return {f"{kind}:{model_type}": message(kind, model_type, wrappers) for kind, model_type in cases}
+
+
+def test_the_catalog_is_the_repositorys_plugins_declarations():
+    assert catalog.generate(ROOT) == catalog.load(), "a plugin's entry points changed: run `make catalog`"
+
+
+@pytest.mark.parametrize("name", sorted(catalog.load()))
+def test_each_builtin_plugin_declares_what_its_hooks_claim_and_publish(name):
+    entry_point = next((ep for ep in plugins._entry_points() if ep.dist and ep.dist.name == name), None)
+    if entry_point is None:
+        pytest.skip(f"{name} is not installed here (make install installs every plugin)")
+    declared = catalog.declared(entry_point)
+    plugin = plugins.plugin_manager().get_plugin(entry_point.name)
+    assert declared["claims"] == set(served_by(entry_point.name))
+    assert declared["adapters"] == set(plugins.call(plugin, "vlreg_adapters") or {})
+
+
+def installed() -> dict[str, str]:
+    """The built-in plugins installed here: entry-point name -> distribution."""
+    return {ep.name: ep.dist.name for ep in plugins._entry_points() if ep.dist and ep.dist.name in catalog.load()}
+
+
+def cases() -> tuple[list[tuple[str, str, str]], list[str]]:
+    """Every part an installed built-in plugin serves, with the plugin's name, and the wrappers they serve."""
+    found = [(kind, model_type, name) for name in installed() for kind, model_type in served_by(name)]
+    return found, sorted(model_type for kind, model_type, _ in found if kind == "wrapper")
+
+
+DISABLED = """
+import json, runpy, sys, warnings
+warnings.simplefilter("ignore")
+helpers = runpy.run_path(sys.argv[1])
+print(json.dumps(helpers["messages"](json.loads(sys.argv[2]), json.loads(sys.argv[3]))))
+"""
+
+
+def test_a_disabled_plugin_is_named_for_every_part_it_serves():
+    found, wrappers = cases()
+    names = installed()
+    env = {key: value for key, value in os.environ.items() if not key.startswith("VLREG_")}
+    env["VLREG_DISABLE_PLUGINS"] = ",".join(names)
+    done = subprocess.run(
+        [sys.executable, "-c", DISABLED, __file__, json.dumps([case[:2] for case in found]), json.dumps(wrappers)],
+        env=env, capture_output=True, text=True, timeout=600,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    said = json.loads(done.stdout.strip().splitlines()[-1])
+    for kind, model_type, name in found:
+        text = said[f"{kind}:{model_type}"]
+        assert f"model_type {model_type!r}" in text, text
+        assert f"was not loaded: {name!r} (disabled by VLREG_DISABLE_PLUGINS) from {names[name]} " in text, text
+        assert "pip install" not in text
+
+
+@pytest.mark.parametrize("name", sorted(installed()))
+def test_a_plugin_not_installed_is_named_with_its_folder_for_every_part_it_serves(name):
+    found, wrappers = cases()
+    dist = installed()[name]
+    folder = catalog.load()[dist]["folder"]
+    plugin = plugins.plugin_manager().get_plugin(name)
+    with registered(None, replacing=[plugin]):  # neither loaded nor held back: the host knows only the catalog
+        said = messages([case[:2] for case in found if case[2] == name], wrappers)
+    for key, text in said.items():
+        assert f"model_type {key.partition(':')[2]!r}" in text, text
+        assert f"install the {dist} distribution (from the vlreg repository: pip install ./{folder})" in text, text
+
+
+NEVER_RUN = "raise RuntimeError('a disabled plugin was imported')\n"
+DRIFTED = """
+from vlreg import hookimpl
+from vlreg.plugin import Claim
+
+@hookimpl
+def vlreg_claims():
+    return [Claim("wrapper", "drifted_vl")]
+"""
+REPORT = """
+import warnings
+from transformers import AutoConfig
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    from vlreg import NoFamily
+    from vlreg.core import family, plugins
+    plugins.plugin_manager()
+print(" | ".join(str(w.message) for w in caught if "metadata" in str(w.message)))
+try:
+    family.resolve(AutoConfig.for_model("qwen2_vl"))
+except NoFamily as error:
+    print(error)
+"""
+
+
+def distribution(folder: Path, name: str, module: str, source: str, entry_points: str) -> None:
+    (folder / f"{module}.py").write_text(source)
+    info = folder / f"{name.replace('-', '_')}-0.1.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: 0.1\n")
+    (info / "entry_points.txt").write_text(textwrap.dedent(entry_points))
+
+
+def test_a_third_party_plugin_is_named_from_its_metadata_and_warned_about_where_it_drifts(tmp_path):
+    distribution(tmp_path, "vlreg-never-run", "never_run", NEVER_RUN, """
+        [vlreg]
+        never_run = never_run
+        [vlreg.claims]
+        wrapper:qwen2_vl = never_run
+    """)
+    distribution(tmp_path, "vlreg-drifted", "drifted", DRIFTED, """
+        [vlreg]
+        drifted = drifted
+        [vlreg.claims]
+        wrapper:drifted_vl2 = drifted
+    """)
+    env = {key: value for key, value in os.environ.items() if not key.startswith("VLREG_")}
+    env.update(PYTHONPATH=str(tmp_path), VLREG_DISABLE_PLUGINS="never_run,qwen2_vl")
+    done = subprocess.run([sys.executable, "-c", REPORT], env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    warned, said = done.stdout.strip().split("\n", 1)
+    assert "plugin 'drifted' (vlreg-drifted 0.1)" in warned
+    assert "claims missing from vlreg.claims: wrapper:drifted_vl" in warned
+    assert "vlreg.claims it does not claim: wrapper:drifted_vl2" in warned
+    assert "'never_run' (disabled by VLREG_DISABLE_PLUGINS) from vlreg-never-run 0.1" in said  # never imported
+    assert "'qwen2_vl' (disabled by VLREG_DISABLE_PLUGINS) from vlreg-qwen2-vl" in said

@@ -1,0 +1,175 @@
+"""Classes of silently wrong answers, checked on every vision family (issue 22, images).
+
+A replayed tower cache that fed another image's features, a geometry that landed on an
+invoke's padding, processor options dropped on the way to the processor, and the inputs
+that used to fail deep inside (placeholders against images, arrays for geometry, ids that
+move an image token). `VisionConformance` mixes this in.
+"""
+
+from __future__ import annotations
+
+import collections
+from typing import Any, ClassVar
+
+import pytest
+import torch
+
+from ... import analysis
+
+
+class VisionTrust:
+    """Mixed into `VisionConformance`; also set ``processor_options``: processor options
+    that change how many image tokens an image makes (``{"max_pixels": 56 * 56}`` on the
+    Qwen line), checked against the processor; ``None`` where the tiny processor has no
+    such option, and only an option every image processor takes (``do_normalize``, turned
+    the other way) is."""
+
+    processor_options: ClassVar[dict | None] = None
+
+    def two_invokes(self, model: Any) -> list[tuple[tuple, dict]]:
+        """Two invokes with images, the first prompt shorter (so left-padded in the batch)."""
+        first, second = self.images()[0], self.images()[-1]
+        longer = self.image_prompt(model, question="What is in this image? Describe the picture.")
+        return [((self.image_prompt(model),), {"images": [first]}), ((longer,), {"images": [second]})]
+
+    # -- the tower cache ---------------------------------------------------------
+
+    def test_a_tower_cache_replays_only_into_its_own_images(self, model):
+        """A cache made of one image refuses to replay into a trace of another of the same
+        size (the tower's output would be the cached image's); into its own, it replays."""
+        prompt, (picture,) = self.image_prompt(model), self.images()[:1]
+        other = _other(picture)
+        cache = model.vision.cache(prompt, [picture])
+        with pytest.raises(ValueError, match="not 1 copy of the cached ones"):
+            with model.trace(prompt, images=[other]):
+                cache.replay()
+                model.logits.save()
+        with model.trace(prompt, images=[picture]):
+            cache.replay()
+            replayed = model.logits.save()
+        with model.trace(prompt, images=[picture]):
+            plain = model.logits.save()
+        torch.testing.assert_close(replayed, plain)
+
+    # -- geometry inside a batch -------------------------------------------------
+
+    def test_a_geometry_is_placed_inside_its_invoke(self, model):
+        """A prompt's geometry, used in that prompt's invoke of a batch whose other prompt
+        is longer, lands on its image tokens (moved by the padding); a geometry of another
+        prompt is refused there."""
+        if type(model.family.scatter).__name__ == "CrossAttention":
+            pytest.skip("the image has no tokens in the text stream (cross-attention): no positions to place")
+        first, second = self.two_invokes(model)
+        (geometry,) = model.vision.geometry(*first[0], first[1]["images"])
+        (foreign,) = model.vision.geometry(*second[0], second[1]["images"])
+        vector = torch.ones(model.hidden_size)
+        saved: list = []
+        for steer in (False, True):
+            with model.trace() as tracer:
+                with tracer.invoke(*first[0], **first[1]):
+                    mask = model.vision.image_token_mask.save()
+                    if steer:
+                        analysis.steer(model, [0], vector, positions=geometry)
+                    saved.append(model.layers[0].layer_output.save())
+                with tracer.invoke(*second[0], **second[1]):
+                    pass
+        moved = (saved[1] - saved[0]).abs().sum(-1) > 0
+        assert torch.equal(moved, mask), "steering at the geometry did not land on the invoke's image tokens"
+        with pytest.raises(ValueError, match="another prompt"):
+            with model.trace() as tracer:
+                with tracer.invoke(*first[0], **first[1]):
+                    analysis.steer(model, [0], vector, positions=foreign)
+                    model.logits.save()
+                with tracer.invoke(*second[0], **second[1]):
+                    pass
+
+    # -- processor options -------------------------------------------------------
+
+    def test_processor_options_reach_the_processor(self, model):
+        """An option given to a trace reaches the processor (the run is the run of the
+        processor's encoding with it), `vision.geometry` takes the same options, and a
+        keyword nothing takes is refused by name before the model runs."""
+        prompt, images = self.image_prompt(model), self.images()[:1]
+        normalizes = bool(getattr(model.processor.image_processor, "do_normalize", True))
+        options = self.processor_options or {"do_normalize": not normalizes}
+        encoding = dict(model.processor(text=prompt, images=images, **options, return_tensors="pt"))
+        with model.trace(prompt, images=images, **options):
+            mask = model.vision.image_token_mask.save()
+            logits = model.logits.save()
+        with model.trace(encoding):
+            expected = model.logits.save()
+        with model.trace(prompt, images=images):
+            default = model.logits.save()
+        torch.testing.assert_close(logits, expected)
+        assert logits.shape != default.shape or not torch.equal(logits, default), f"{options} changed nothing"
+        geometry = model.vision.geometry(prompt, images, **options)
+        if type(model.family.scatter).__name__ != "CrossAttention":
+            assert sum(image.tokens for image in geometry) == int(mask.sum())
+        with pytest.raises(TypeError, match="not_an_option"):
+            with model.trace(prompt, images=images, not_an_option=1):
+                model.logits.save()
+        with pytest.raises(TypeError, match="not_an_option"):
+            model.vision.geometry(prompt, images, not_an_option=1)
+
+    # -- inputs that used to fail deep inside ------------------------------------
+
+    def test_placeholders_are_counted_against_images(self, model):
+        """A prompt with more image placeholders than images, or fewer, is refused in
+        vlreg's words before the model runs."""
+        picture = self.images()[0]
+        ran = _counting(model)
+        for placeholders, pictures in ((2, [picture]), (1, [picture, picture])):
+            with pytest.raises(ValueError, match="placeholder"):
+                with model.trace(self.image_prompt(model, images=placeholders), images=pictures):
+                    model.logits.save()
+            with pytest.raises(ValueError, match="placeholder"):
+                model.vision.geometry(self.image_prompt(model, images=placeholders), pictures)
+        assert not ran(), "the model ran before the refusal"
+
+    def test_geometry_takes_every_image_type_a_trace_takes(self, model):
+        """A numpy array (height x width x 3) or a torch tensor (3 x height x width) has the
+        geometry of the same image as PIL."""
+        import numpy
+
+        prompt, (picture,) = self.image_prompt(model), self.images()[:1]
+        (plain,) = model.vision.geometry(prompt, [picture])
+        array = numpy.asarray(picture)
+        for given in (array, torch.from_numpy(array).permute(2, 0, 1).contiguous()):
+            (other,) = model.vision.geometry(prompt, [given])
+            assert other.size == plain.size and torch.equal(other.positions, plain.positions)
+            torch.testing.assert_close(other.boxes, plain.boxes, equal_nan=True)
+
+    def test_input_ids_that_move_an_image_token_are_refused_first(self, model):
+        """Assigning ``model.input_ids`` that turn an image token into text is refused at
+        the model's inputs, before the tower runs."""
+        tower = _counting(model, model.vision)
+        with pytest.raises(ValueError, match="image tokens"):
+            with model.trace(self.image_prompt(model), images=self.images()[:1]):
+                ids = model.input_ids
+                mask = model.vision.image_token_mask
+                changed = ids.clone().as_subclass(torch.Tensor)
+                changed[tuple(mask.as_subclass(torch.Tensor).nonzero()[0].tolist())] = int(ids[0, -1])
+                model.input_ids = changed
+                model.logits.save()
+        assert not tower(), "the tower ran before the refusal"
+
+
+def _other(picture: Any) -> Any:
+    """Another image of ``picture``'s size."""
+    from PIL import ImageOps
+
+    return ImageOps.invert(picture.convert("RGB"))
+
+
+def _counting(model: Any, envoy: Any = None) -> Any:
+    """Count forwards of ``envoy``'s module (the whole model's by default) from now; call
+    the result to read the count (and stop counting)."""
+    module = (envoy or model)._module
+    counts: collections.Counter = collections.Counter()
+    hook = module.register_forward_pre_hook(lambda *_: counts.update(["run"]))
+
+    def read() -> int:
+        hook.remove()
+        return counts["run"]
+
+    return read
