@@ -21,6 +21,9 @@ from pathlib import Path
 
 from attrs import frozen
 
+#: The docs' pictures: ``vlreg demo --out docs/images`` draws them, and so do the guide's blocks.
+IMAGES = Path(__file__).resolve().parents[1] / "docs" / "images"
+
 BLOCK = re.compile(r"```python\n(.*?)```\n(?:\n?```text\n(.*?)```\n)?", re.S)
 
 
@@ -62,6 +65,23 @@ def mismatches(found: list[Block], printed: list[str]) -> list[str]:
             wrong.append(f"block {block.index} (starting {block.code.splitlines()[0]!r}) printed:\n{out}"
                          f"the doc shows:\n{block.shown or '(nothing)'}\n")
     return wrong
+
+
+def different(expected: Path, drawn: Path) -> str | None:
+    """Why the picture ``drawn`` is not ``expected`` pixel for pixel, or None. No
+    tolerance: a fresh run draws the same pixels (on one thread or two, the same bytes)."""
+    import numpy as np
+    from PIL import Image
+
+    with Image.open(expected) as a, Image.open(drawn) as b:
+        if a.size != b.size:
+            return f"{drawn} is {b.size}, {expected} is {a.size}"
+        wrong = (np.asarray(a.convert("RGB")) != np.asarray(b.convert("RGB"))).any(-1)
+    if wrong.any():
+        ys, xs = wrong.nonzero()
+        return (f"{drawn} differs from {expected} at {int(wrong.sum())} pixels, within x {xs.min()}-{xs.max()}, "
+                f"y {ys.min()}-{ys.max()}: regenerate docs/images with `vlreg demo --out docs/images` if the change is meant")
+    return None
 
 
 def rewrite(text: str, found: list[Block], printed: list[str]) -> str:

@@ -171,7 +171,7 @@ def write_pictures(model, out: str | Path, example=None, found: dict | None = No
                                  label="drop of the logit (logits)"),
         "logit-lens.png": overlay_grid(image, geometry, found["lens"], titles=blocks, **grid,
                                        title=f"logit lens: p({answer!r}) at each image token, after each block",
-                                       label="probability"),
+                                       label=f"p({answer!r}) (probability)"),
         "patching.png": overlay_grid(image, geometry, found["patch_per_token"], titles=blocks, **grid,
                                      title=f"patching each token from the scene where the {shape} is {colour}",
                                      label=f"change of the {colour!r} logit (logits)"),
@@ -185,7 +185,7 @@ def write_pictures(model, out: str | Path, example=None, found: dict | None = No
         "dictionary.png": overlay_grid(image, geometry, [found["maps"].map(f) for f in features], low=0.0, **grid,
                                        titles=[f"feature {f}" for f in features],
                                        title=f"the dictionary's {len(features)} features most active at the {shape}",
-                                       label="activation"),
+                                       label="activation (arbitrary units)"),
     }
     written = []
     for name, picture in pictures.items():

@@ -51,7 +51,8 @@ RECIPE = {
 }
 
 
-def key(recipe: dict = RECIPE) -> str:
+def key(recipe: dict | None = None) -> str:
+    recipe = RECIPE if recipe is None else recipe
     return hashlib.sha256(json.dumps(recipe, sort_keys=True).encode()).hexdigest()[:16]
 
 
@@ -59,9 +60,10 @@ def key(recipe: dict = RECIPE) -> str:
 SHIPPED = toy.SHIPPED.parent / "dictionary.safetensors"
 
 
-def path(recipe: dict = RECIPE) -> Path:
+def path(recipe: dict | None = None) -> Path:
     """Where the recipe's dictionary is: `SHIPPED` for `RECIPE`, else in the cache beside
     toys of other recipes. Its report is beside it (``.json``)."""
+    recipe = RECIPE if recipe is None else recipe
     return SHIPPED if recipe == RECIPE else toy.cache_dir() / f"dictionary-{key(recipe)}.safetensors"
 
 
@@ -72,11 +74,12 @@ def load_model() -> Any:
                                    attn_implementation="eager", device="cpu")
 
 
-def build(model: Any = None, recipe: dict = RECIPE) -> Path:
+def build(model: Any = None, recipe: dict | None = None) -> Path:
     """The trained dictionary's file (safetensors): the shipped one for `RECIPE`; another
     recipe's trained into the cache if absent, once, under a file lock. ``model`` is the
     toy, loaded if needed and not given. Raises `toy.NotShipped` where `RECIPE` and the
     shipped files disagree, rather than training silently."""
+    recipe = RECIPE if recipe is None else recipe
     if recipe == RECIPE:
         shipped = json.loads(SHIPPED.with_suffix(".json").read_text())
         if shipped["key"] != key():
@@ -101,10 +104,11 @@ def write_report(target: Path, report: dict) -> None:
     Path(target).with_suffix(".json").write_text(json.dumps(report, indent=2) + "\n")
 
 
-def load(model: Any = None, recipe: dict = RECIPE) -> Any:
+def load(model: Any = None, recipe: dict | None = None) -> Any:
     """The trained dictionary, attached to the toy ``model`` at the recipe's site."""
     from ..dictionaries import Dictionary
 
+    recipe = RECIPE if recipe is None else recipe
     model = load_model() if model is None else model
     return Dictionary.load(build(model, recipe), transposed=False).attach(model, recipe["site"])
 
@@ -126,11 +130,12 @@ def activations(model: Any, scenes: list, site: str = RECIPE["site"], chunk: int
     return torch.cat(rows)
 
 
-def train(model: Any, recipe: dict = RECIPE, threads: int = 1) -> tuple[Any, dict]:
+def train(model: Any, recipe: dict | None = None, threads: int = 1) -> tuple[Any, dict]:
     """Train the dictionary on fresh scenes; returns it and a report (seconds, the
     reconstruction's share of variance explained, mean active features per token)."""
     from ..dictionaries import Dictionary
 
+    recipe = RECIPE if recipe is None else recipe
     before = torch.get_num_threads()
     torch.set_num_threads(threads)
     started = time.perf_counter()

@@ -159,14 +159,17 @@ def _scene(rng: random.Random, sizes: tuple[int, int]) -> Scene:
     return Scene(draw(shapes), prompt(asked), shapes[asked][0], shapes[asked][1], asked, shapes)
 
 
-def scenes(n: int, seed: int = 0, recipe: dict = RECIPE) -> list[Scene]:
+def scenes(n: int, seed: int = 0, recipe: dict | None = None) -> list[Scene]:
     """``n`` held-out scenes: drawn from a seed stream that training never uses."""
+    recipe = RECIPE if recipe is None else recipe
     rng = random.Random(f"held-out {seed}")
     return [_scene(rng, recipe["shape_pixels"]) for _ in range(n)]
 
 
-def key(recipe: dict = RECIPE) -> str:
-    """The recipe's key: a hash of the whole recipe, its code version included."""
+def key(recipe: dict | None = None) -> str:
+    """The recipe's key (by default `RECIPE`'s): a hash of the whole recipe, its code
+    version included."""
+    recipe = RECIPE if recipe is None else recipe
     return hashlib.sha256(json.dumps(recipe, sort_keys=True).encode()).hexdigest()[:16]
 
 
@@ -191,20 +194,21 @@ def cache_dir() -> Path:
     return cache.root() / "toy"
 
 
-def build(path: "str | os.PathLike | None" = None, recipe: dict = RECIPE) -> Path:
+def build(path: "str | os.PathLike | None" = None, recipe: dict | None = None) -> Path:
     """The trained checkpoint's folder; with ``path``, a copy written there.
 
     `RECIPE`'s is the shipped one (`SHIPPED`): nothing is trained. Another recipe is
     trained into ``cache_dir() / key(recipe)`` once, under a file lock (processes started
     at once train it once). If `RECIPE` and the shipped files disagree, `NotShipped`
     says so and how to ship again, rather than training silently."""
+    recipe = RECIPE if recipe is None else recipe
     report = shipped_report()
     if key(recipe) == report["key"]:
         folder = SHIPPED
     elif recipe == RECIPE:
         raise NotShipped(
             f"the toy model shipped in {SHIPPED} was trained from recipe {report['key']} (version "
-            f"{report['recipe']['version']}), but toy.RECIPE (version {VERSION}) hashes to {key()}: the recipe "
+            f"{report['recipe']['version']}), but toy.RECIPE (version {RECIPE['version']}) hashes to {key()}: the recipe "
             f"changed and the toy was not shipped again. Run `python -m vlreg.testing.ship` to train and ship it "
             f"(and the toy dictionary) from the new recipe, then regenerate the docs it feeds (see that module), "
             f"or undo the change"
@@ -332,7 +336,7 @@ def _patches(embed: Any, pixels: torch.Tensor) -> torch.Tensor:
     return pixels.to(weight.dtype) @ weight.reshape(weight.shape[0], -1).T
 
 
-def train(path: "str | os.PathLike", recipe: dict = RECIPE, threads: int = 1) -> dict:
+def train(path: "str | os.PathLike", recipe: dict | None = None, threads: int = 1) -> dict:
     """Train the toy from scratch on fresh scenes and save it to ``path``; returns what is
     also written to ``toy.json`` (the recipe and its key, seconds, threads, the torch and
     transformers versions, held-out accuracy on 300 scenes). On one thread (the default)
@@ -341,6 +345,7 @@ def train(path: "str | os.PathLike", recipe: dict = RECIPE, threads: int = 1) ->
     import transformers
     from transformers import Qwen2VLForConditionalGeneration
 
+    recipe = RECIPE if recipe is None else recipe
     before = torch.get_num_threads()
     torch.set_num_threads(threads)
     started = time.perf_counter()
@@ -373,7 +378,7 @@ def train(path: "str | os.PathLike", recipe: dict = RECIPE, threads: int = 1) ->
             schedule.step()
             if step % 50 == 0 or step == steps - 1:
                 print(f"toy step {step + 1} of {steps} at {time.perf_counter() - started:.0f} s: answer loss "
-                      f"{loss.item():.4f}, aux {aux.item():.4f}", flush=True)
+                      f"{loss.item():.4f}, aux {aux.item():.4f}", file=sys.stderr, flush=True)
         seconds = time.perf_counter() - started
         del embed.forward
         model.eval()
