@@ -7,7 +7,8 @@ after a block is one a fresh run prints, on the shipped toy model (`vlreg.testin
 
 After the shipped toy changes (``python -m vlreg.testing.ship``), rewrite the text
 blocks from a fresh run: ``python tests/doc_blocks.py docs/seeing-into-the-image.md``
-(it runs the blocks in a scratch folder, as the tests do).
+(it runs the blocks in a scratch folder, as the tests do, and copies the pictures they
+draw into docs/images).
 """
 
 from __future__ import annotations
@@ -31,19 +32,21 @@ BLOCK = re.compile(r"```python\n(.*?)```\n(?:\n?```text\n(.*?)```\n)?", re.S)
 class Block:
     """A Python block: its ``code``, the output the doc shows (``""`` where it shows
     none), its index and where the shown output is in the doc (``shown_at``, the span
-    of the text block, or the point after the code block where one would go)."""
+    of the text block's content, or the point after the code block where one would go;
+    ``text``: whether there is a text block)."""
 
     code: str
     shown: str
     index: int
     shown_at: tuple[int, int]
+    text: bool
 
 
 def blocks(text: str) -> list[Block]:
     found = []
     for index, match in enumerate(BLOCK.finditer(text)):
         span = match.span(2) if match.group(2) is not None else (match.end(1) + 4, match.end(1) + 4)
-        found.append(Block(match.group(1), match.group(2) or "", index, span))
+        found.append(Block(match.group(1), match.group(2) or "", index, span, match.group(2) is not None))
     return found
 
 
@@ -89,10 +92,10 @@ def rewrite(text: str, found: list[Block], printed: list[str]) -> str:
     prints and shows nothing, removed where it shows something and prints nothing)."""
     for block, out in sorted(zip(found, printed), key=lambda pair: -pair[0].index):
         start, end = block.shown_at
-        if block.shown and not out:  # drop the whole ```text block
+        if block.text and not out:  # drop the whole ```text block
             start, end = text.rindex("```text\n", 0, start), end + 4
             end += 1 if text[end : end + 1] == "\n" else 0
-        elif not block.shown and out:
+        elif not block.text and out:
             text = text[:start] + f"```text\n{out}```\n" + text[start:]
             continue
         text = text[:start] + out + text[end:]
@@ -101,6 +104,7 @@ def rewrite(text: str, found: list[Block], printed: list[str]) -> str:
 
 def main(paths: list[str]) -> int:
     import os
+    import shutil
     import tempfile
 
     for path in map(Path, paths):
@@ -114,6 +118,9 @@ def main(paths: list[str]) -> int:
                 printed = [run(block, namespace, path.name) for block in found]
             finally:
                 os.chdir(here)
+            for picture in sorted(Path(scratch).glob("*.png")):
+                shutil.copyfile(picture, IMAGES / picture.name)
+                print(f"drew {IMAGES / picture.name}")
         new = rewrite(text, found, printed)
         path.write_text(new)
         print(f"{path}: {len(mismatches(found, printed))} of {len(found)} blocks' output rewritten")
