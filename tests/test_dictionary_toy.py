@@ -5,7 +5,8 @@ scenes whose every token's content we know.
 A feature is chosen on one set of held-out scenes and checked on another: its strongest
 tokens must lie on shapes of one colour or one shape (precision >= 0.7), and turning it
 off there must move the answer more than turning off other features does. The trained
-dictionary is cached beside the toy (`dictionary.build`).
+dictionary ships with vlreg beside the toy (`dictionary.build`), so its feature ids and
+figures are the same on every machine.
 """
 
 from __future__ import annotations
@@ -45,13 +46,14 @@ def read(model, dictionary):
             "evaluation": (checked, activations(dictionary, checked), trained.label(model, checked))}
 
 
-def test_the_dictionary_is_trained_once_cached_and_reconstructs(model, dictionary):
+def test_the_dictionary_is_shipped_and_reconstructs(model, dictionary, tmp_path, monkeypatch):
+    monkeypatch.setenv("VLREG_CACHE", str(tmp_path))
     path = trained.build(model)
-    assert path == trained.path() and path.parent == toy.cache_dir()
+    assert path == trained.path() == trained.SHIPPED and not any(tmp_path.iterdir())   # nothing trained
     assert Dictionary.load(path, transposed=False).features == trained.RECIPE["features"] == dictionary.features
     report = json.loads(path.with_suffix(".json").read_text())
     print(f"dictionary: {report}")
-    assert report["key"] == trained.key() and report["recipe"]["toy"] == toy.key()
+    assert report["key"] == trained.key() and report["recipe"]["toy"] == toy.key() == toy.shipped_report()["key"]
     assert report["variance_explained"] >= 0.99 and report["active_per_token"] <= 8
 
 
