@@ -4,8 +4,10 @@ the shipped files were not trained from is refused, not trained silently; anothe
 recipe trains into the cache once, however many processes ask at once.
 
 The fresh training is the whole recipe (800 steps) on one thread, as the shipped toy
-was trained: about two and a half minutes on a quiet machine. One thread, not two:
-beside other work on these two cores, two threads ran seven times slower than one.
+was trained: about two and a half minutes of one core (its wall time grows with what else
+the machine runs: 28 minutes beside ten other busy processes). One thread, not two: beside
+other work on these two cores, two threads ran seven times slower than one. Here it gave
+the shipped weights bit for bit; the test asks only for their accuracy.
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ def test_a_fresh_toy_reaches_the_shipped_ones_held_out_accuracy(tmp_path):
           f"(shipped {shipped['held_out_accuracy']:.3f}); the same bits as the shipped: {same}")
     assert fresh["key"] == shipped["key"] == toy.key()
     assert fresh["held_out_accuracy"] >= shipped["held_out_accuracy"]
-    assert json.loads((tmp_path / "fresh" / "toy.json").read_text()) == fresh
+    assert json.loads((tmp_path / "fresh" / "toy.json").read_text()) == json.loads(json.dumps(fresh))
     model = StandardizedTransformer(str(tmp_path / "fresh"), task="image-text-to-text", dispatch=True, device="cpu")
     scene = toy.scenes(1)[0]
     with model.trace(scene.prompt, images=[scene.image]):
