@@ -6,8 +6,10 @@ dictionary's): `toy.build()` refuses a recipe the shipped files were not trained
 Training is on one thread by default, so the weights do not depend on the machine's core
 count; it takes a few minutes on a quiet machine. Then regenerate what the shipped
 weights feed and commit it with them: the docs' pictures (``vlreg demo --out
-docs/images``) and the output each doc block prints (``python tests/doc_blocks.py
---write``, which rewrites the ``text`` blocks the doc tests compare).
+docs/images``), the output each doc block prints (``python tests/doc_blocks.py
+docs/seeing-into-the-image.md``, which rewrites the ``text`` blocks the doc tests compare,
+and the README's by hand), and the measured figures in the guide's prose (printed by
+``pytest tests/test_toy.py tests/test_dictionary_toy.py -s``).
 """
 
 from __future__ import annotations
