@@ -1,4 +1,5 @@
-# make demo: install into .venv if needed, then trace the toy model (trained once per machine).
+# make demo: install into .venv if needed, then trace the toy model (shipped in vlreg/testing/shipped)
+#            and draw its pictures into $(DEMO_OUT) (the pictures of docs/seeing-into-the-image.md).
 # make test: install into .venv if needed, then run the tests.
 # make test-remote (opt-in): a localhost NDIF server in .venv-remote, vlreg traces through it.
 PYTHON ?= python3
@@ -6,6 +7,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 PLUGINS := $(wildcard plugins/*/pyproject.toml)
 STAMP := $(VENV)/.vlreg-installed
+DEMO_OUT ?= build/demo
 
 # torch and torchvision first, pinned: unpinned, pip takes a multi-GB build of another
 # release; 2.14.1 / 0.29.1 are the pair pip takes on this stack (see README).
@@ -23,7 +25,7 @@ test: $(STAMP)
 	$(PY) -m pytest
 
 demo: $(STAMP)
-	$(PY) -m vlreg demo
+	$(PY) -m vlreg demo --out $(DEMO_OUT)
 
 bench: $(STAMP)
 	$(PY) benchmarks/run.py

@@ -42,7 +42,7 @@ def parser() -> argparse.ArgumentParser:
     inspect.add_argument("--json", action="store_true", help="print JSON")
     inspect.set_defaults(run=_inspect_command)
 
-    demo = commands.add_parser("demo", help="trace the toy model (trained once per machine), print what it answered and what the helpers found")
+    demo = commands.add_parser("demo", help="trace the toy model (shipped with vlreg), print what it answered and what the helpers found")
     demo.add_argument("--out", default=None, help="also draw the analysis helpers' scores on the image, as PNGs in this folder")
     demo.set_defaults(run=_demo_command)
 
