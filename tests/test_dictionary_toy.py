@@ -107,3 +107,18 @@ def test_a_feature_lands_on_one_shape_and_turning_it_off_moves_the_answer(dictio
     assert again[:2] == (kind, value) and again[2] >= 0.7
     assert drops.shape[1] >= 20
     assert lowered >= 0.75 and mean[0] > 0 and bool((mean[0] > mean[1:9]).all())
+
+
+def test_the_training_data_is_a_store_collect_wrote_and_equals_each_scenes_own_trace(model):
+    """The dictionary trains on activations `vlreg.collect` wrote and read back (the path a
+    user's dictionary trainer takes), in scene order, equal to each scene's own trace."""
+    scenes = toy.scenes(5, seed=7)
+    collected = trained.activations(model, scenes, chunk=2)
+    own = []
+    for scene in scenes:
+        with model.trace(scene.prompt, images=[scene.image]):
+            mask = model.vision.image_token_mask.save()
+            stream = model.layers[0].layer_output.save()
+        own.append(stream[mask].float())
+    assert collected.shape == (5 * toy.GRID * toy.GRID, model.hidden_size)
+    torch.testing.assert_close(collected, torch.cat(own), atol=1e-5, rtol=1e-5)

@@ -10,9 +10,9 @@ in the package (``shipped/dictionary.safetensors``, trained from `RECIPE` on the
 toy, its report beside it); another recipe is trained into the cache once, under a file
 lock, keyed by a hash of the recipe (which holds the toy's own key).
 
-Training is torch only, on activations read through `StandardizedTransformer` from
-scenes the toy's tests never use (a seed stream of their own), one thread by default,
-seeded: about twenty seconds on a quiet machine. The loss is the reconstruction's
+Training is torch only, on activations `vlreg.collect` wrote into a store and read back
+(the path a dictionary trainer takes over a dataset), from scenes the toy's tests never
+use (a seed stream of their own), one thread by default, seeded: about twenty seconds on a quiet machine. The loss is the reconstruction's
 squared error over the data's variance plus an L1 penalty on the activations, each
 decoder row kept at unit norm.
 
@@ -115,19 +115,22 @@ def load(model: Any = None, recipe: dict | None = None) -> Any:
 
 @torch.no_grad()
 def activations(model: Any, scenes: list, site: str = RECIPE["site"], chunk: int = 50) -> torch.Tensor:
-    """The value at ``site`` at every image token of ``scenes``, ``[scenes * 36, hidden]``."""
-    from ..dictionaries.dictionary import _site
+    """The value at ``site`` at every image token of ``scenes``, ``[scenes * 36, hidden]``,
+    in scene order: collected into a store by `vlreg.collect` (as a dictionary trainer reads
+    a dataset's activations), then read back from it."""
+    import tempfile
 
-    module, _ = _site(model, site)
-    name = site.rsplit(".", 1)[1]
-    rows = []
-    for start in range(0, len(scenes), chunk):
-        part = scenes[start : start + chunk]
-        with model.trace([s.prompt for s in part], images=[s.image for s in part]):
-            mask = model.vision.image_token_mask.save()
-            value = getattr(module, name).save()
-        rows.append(value[mask].float())
-    return torch.cat(rows)
+    from ..collect import collect, open_store
+
+    names = [f"scene-{index:05d}" for index in range(len(scenes))]
+    prompts = dict(zip(names, (scene.prompt for scene in scenes)))
+    with tempfile.TemporaryDirectory(prefix="vlreg-dictionary-") as store:
+        collect(model, [site], dict(zip(names, (scene.image for scene in scenes))), store,
+                prompt=lambda record: prompts[record["image"]], batch=chunk, shard_images=10 * chunk,
+                progress=False)
+        opened = open_store(store)
+        rows = [opened.index.rows(name) for name in names]  # a clean run writes them in order; a resumed one may not
+        return torch.cat([opened[site][part].float() for part in rows])
 
 
 def train(model: Any, recipe: dict | None = None, threads: int = 1) -> tuple[Any, dict]:
