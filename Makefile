@@ -1,4 +1,5 @@
-# make demo: install into .venv if needed, then trace the toy model (trained once per machine).
+# make demo: install into .venv if needed, then trace the toy model (shipped in vlreg/testing/shipped)
+#            and draw its pictures into $(DEMO_OUT) (the pictures of docs/seeing-into-the-image.md).
 # make test: install into .venv if needed, then run the tests.
 # make test-remote (opt-in): a localhost NDIF server in .venv-remote, vlreg traces through it.
 PYTHON ?= python3
@@ -6,6 +7,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 PLUGINS := $(wildcard plugins/*/pyproject.toml)
 STAMP := $(VENV)/.vlreg-installed
+DEMO_OUT ?= build/demo
 
 # torch and torchvision first, pinned: unpinned, pip takes a multi-GB build of another
 # release; 2.14.1 / 0.29.1 are the pair pip takes on this stack (see README).
@@ -23,10 +25,11 @@ test: $(STAMP)
 	$(PY) -m pytest
 
 demo: $(STAMP)
-	$(PY) -m vlreg demo
+	$(PY) -m vlreg demo --out $(DEMO_OUT)
 
 bench: $(STAMP)
 	$(PY) benchmarks/run.py
+	$(PY) benchmarks/collect.py
 
 # The NDIF server's own venv, so .venv and make test never see it. ndif 0.1.2 says
 # Python >= 3.12, but its sources run on 3.11 beside this stack (pip check is clean);

@@ -5,8 +5,9 @@ Per geometry, three copies of one checkpoint are loaded: plain transformers, raw
 all three interleaved (A B C, A B C, ...) after a warm-up, and the ratios are the medians
 of each round's pairwise ratios, so drift in the machine's speed cancels. Then: the time
 to build each wrapper on the meta device for the full 28-layer geometry, the time to
-import each stack, and the peak memory of the all-blocks workload, each in fresh
-processes. Prints a table and writes JSON.
+import each stack, the peak memory of the all-blocks workload, and ``make demo``'s time
+(``vlreg demo --out`` with an empty cache), each in fresh processes. Prints a table and
+writes JSON.
 
     python benchmarks/run.py                 # the full run (minutes)
     python benchmarks/run.py --smoke         # a tiny geometry, a few rounds: checks the script
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
 import statistics
 import subprocess
@@ -33,7 +35,7 @@ from workloads import WORKLOADS, Native, geometry, plain_forward  # noqa: E402
 HERE = Path(__file__).resolve().parent
 TARGETS = {"vlreg / nnsight": 1.03, "vlreg / transformers": 1.10, "build (s over nnsight)": 0.3,
            "import (s over nnsight + transformers)": 0.2, "occlusion / floor": 1.2, "everything / hooks": 1.10,
-           "everything peak memory / hooks'": 1.05}
+           "everything peak memory / hooks'": 1.05, "make demo (s)": 60}
 
 
 DEVICE, DTYPE = "cpu", torch.float32
@@ -211,6 +213,26 @@ def large_builds(repeats: int) -> dict:
     return found
 
 
+def demo(repeats: int) -> dict:
+    """``make demo``'s command (``vlreg demo --out``) in a fresh process with an empty
+    cache, as after ``make install``: wall and CPU seconds, medians over ``repeats``."""
+    import resource
+    import tempfile
+
+    walls, cpus = [], []
+    for _ in range(repeats):
+        with tempfile.TemporaryDirectory() as scratch:
+            environment = {**os.environ, "VLREG_CACHE": str(Path(scratch) / "cache")}
+            before = resource.getrusage(resource.RUSAGE_CHILDREN)
+            start = time.perf_counter()
+            subprocess.run([sys.executable, "-m", "vlreg", "demo", "--out", str(Path(scratch) / "out")], env=environment,
+                           capture_output=True, text=True, check=True)
+            walls.append(time.perf_counter() - start)
+            after = resource.getrusage(resource.RUSAGE_CHILDREN)
+            cpus.append(after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime)
+    return {"wall (s)": statistics.median(walls), "cpu (s)": statistics.median(cpus), "runs": repeats}
+
+
 def startup(path: Path, repeats: int) -> dict:
     stack, with_vlreg, nnsight_build, vlreg_build = [], [], [], []
     for _ in range(repeats):  # interleaved, so both see the same machine
@@ -304,6 +326,10 @@ def table(results: dict) -> str:
             vlreg_mib, hooks_mib = (memory[r]["peak_added_bytes"] / 2**20 for r in ("vlreg", "transformers"))
             lines.append(f"  peak memory: vlreg +{vlreg_mib:.0f} MiB, hooks +{hooks_mib:.0f} MiB "
                          f"({vlreg_mib / hooks_mib:.3f} x)")
+    if "demo" in results:
+        found = results["demo"]
+        lines += ["", f"make demo (vlreg demo --out, a fresh process, an empty cache): {found['wall (s)']:.1f} s "
+                      f"({found['cpu (s)']:.1f} s of CPU), median of {found['runs']}"]
     for name, memory in results.get("memory", {}).items():
         mib = {runner: memory[runner]["peak_added_bytes"] / 2**20 for runner in memory}
         saved = memory["vlreg"]["saved_bytes"] / 2**20
@@ -367,6 +393,8 @@ def main(argv=None) -> int:
     results["build geometry"] = "tiny" if smoke else origin
     print("import and build times ...", flush=True)
     results["startup"] = startup(full, 1 if smoke else 5)
+    print("make demo ...", flush=True)
+    results["demo"] = demo(1 if smoke else 3)
     if not smoke:
         print("the largest geometries on meta ...", flush=True)
         results["large builds"] = large_builds(3)

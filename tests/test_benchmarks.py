@@ -33,6 +33,7 @@ def test_the_benchmark_script_runs_and_reports_every_row(tmp_path):
     assert study["occlusion / floor"] > 0 and study["everything / hooks"] > 0
     assert set(results["everything memory"]["tiny"]) == {"transformers", "vlreg"}
     assert "occlusion sweep over every image token (tiny)" in done.stdout and "cache everything (tiny)" in done.stdout
+    assert results["demo"]["wall (s)"] > 0 and results["demo"]["cpu (s)"] > 0 and "make demo (vlreg demo" in done.stdout
 
 
 def test_a_gpu_run_says_plainly_when_there_is_no_gpu(tmp_path):

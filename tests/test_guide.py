@@ -1,26 +1,27 @@
-"""docs/seeing-into-the-image.md: its Python blocks run in order, as written, and the
-pictures it shows are in docs/images."""
+"""docs/seeing-into-the-image.md: its Python blocks run in order, as written, each prints
+what the guide shows after it (tests/doc_blocks.py), and the pictures they draw are the
+ones docs/images holds and the guide shows, pixel for pixel."""
 
-import linecache
 import re
+import sys
 from pathlib import Path
 
-from PIL import Image
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from doc_blocks import IMAGES, blocks, different, mismatches, run  # noqa: E402
 
-DOCS = Path(__file__).resolve().parents[1] / "docs"
-GUIDE = (DOCS / "seeing-into-the-image.md").read_text()
-BLOCKS = re.findall(r"```python\n(.*?)```", GUIDE, re.S)
+GUIDE = (IMAGES.parent / "seeing-into-the-image.md").read_text()
 
 
-def test_the_guides_blocks_run_and_draw_its_pictures(tmp_path, monkeypatch):
+def test_the_guides_blocks_print_what_it_shows_and_draw_its_pictures(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("VLREG_CACHE", str(tmp_path / "cache"))
+    found = blocks(GUIDE)
     namespace: dict = {}
-    for index, block in enumerate(BLOCKS):
-        name = f"<guide block {index}>"
-        linecache.cache[name] = (len(block), None, block.splitlines(keepends=True), name)  # nnsight reads a trace's source
-        exec(compile(block, name, "exec"), namespace)
+    printed = [run(block, namespace, "guide") for block in found]
+    wrong = mismatches(found, printed)
+    assert not wrong, "\n".join(wrong) + "\n(python tests/doc_blocks.py docs/seeing-into-the-image.md rewrites them)"
     shown = re.findall(r"\]\(images/([\w.-]+\.png)\)", GUIDE)
     assert shown and sorted(path.name for path in tmp_path.glob("*.png")) == sorted(shown)
     for picture in shown:
-        with Image.open(DOCS / "images" / picture) as committed, Image.open(tmp_path / picture) as drawn:
-            assert committed.format == "PNG" and committed.size == drawn.size
+        assert not different(IMAGES / picture, tmp_path / picture), different(IMAGES / picture, tmp_path / picture)
+    assert not (tmp_path / "cache").exists()   # the shipped toy and dictionary: nothing trained

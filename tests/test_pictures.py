@@ -1,15 +1,18 @@
-"""`vlreg.pictures` and ``vlreg demo --out``: scores painted where their tokens are."""
+"""`vlreg.pictures`: scores painted where their tokens are, framed by a title, a labelled
+colour bar and a caption outside the image. (``vlreg demo --out`` is tests/test_demo.py.)"""
 
 from __future__ import annotations
 
+import io
+
+import numpy as np
 import pytest
 import torch
 from PIL import Image
 
 from vlreg import StandardizedTransformer
-from vlreg.cli import main
 from vlreg.demo import scene
-from vlreg.pictures import RAMP, colours, overlay, overlay_grid
+from vlreg.pictures import MARK, RAMP, caption, colours, number, overlay, overlay_grid
 from vlreg.testing import build
 
 FAMILIES = ("qwen2_vl", "qwen2_5_vl", "llava_interleave", "llava_1_5", "llava_next")
@@ -27,14 +30,91 @@ def geometry_of(model, picture):
     return model.vision.geometry(prompt, [picture])[0]
 
 
+def pixels(picture: Image.Image) -> np.ndarray:
+    return np.asarray(picture.convert("RGB"))
+
+
 @pytest.mark.parametrize("name", FAMILIES)
 def test_an_overlay_png_opens_at_the_original_size(processors, name, tmp_path):
+    """Bare (no title, bar or caption) it is the image's size; framed, the image's pixels
+    are all there, at ``info["origin"]``, and the frame is only around them."""
     picture = scene(300, 200)
     geometry = geometry_of(processors[name], picture)
-    drawn = overlay(picture, geometry, torch.arange(geometry.tokens, dtype=torch.float32), title="token index")
-    drawn.save(tmp_path / "overlay.png")
+    scores = torch.arange(geometry.tokens, dtype=torch.float32)
+    bare = overlay(picture, geometry, scores, bar=False)
+    bare.save(tmp_path / "overlay.png")
     with Image.open(tmp_path / "overlay.png") as opened:
         assert opened.format == "PNG" and opened.size == picture.size and opened.mode == "RGB"
+    framed = overlay(picture, geometry, scores, title="token index", label="index (tokens)", caption="a caption")
+    x, y = framed.info["origin"]
+    assert framed.width > picture.width and framed.height > picture.height and x >= 0 and y > 0
+    assert (pixels(framed.crop((x, y, x + picture.width, y + picture.height))) == pixels(bare)).all()
+
+
+def test_the_title_bar_and_caption_leave_the_images_top_row_and_right_column_alone(processors):
+    """What the issue found: the title band and the colour bar drawn over the picture's
+    top row and right column. Each part of the frame changes only pixels outside it."""
+    picture = scene(448, 336)
+    geometry = geometry_of(processors["qwen2_vl"], picture)
+    scores = torch.rand(geometry.tokens, generator=torch.Generator().manual_seed(0))
+    framed = overlay(picture, geometry, scores, title="a long title " * 8, label="drop of the logit (logits)",
+                     caption="model (qwen2_vl) · What is in this image?")
+    x, y = framed.info["origin"]
+    inside = pixels(framed)[y : y + picture.height, x : x + picture.width]
+    assert (inside == pixels(overlay(picture, geometry, scores, bar=False))).all()
+    assert (pixels(framed)[: y] != 255).any()                                # the title is above
+    assert (pixels(framed)[y : y + picture.height, x + picture.width :] != 255).any()   # the bar is to the right
+    assert (pixels(framed)[y + picture.height :] != 255).any()               # the caption is below
+    other = overlay(picture, geometry, scores, title="a long title " * 8, label="another label",
+                    caption="model (qwen2_vl) · What is in this image?")
+    changed = (pixels(other) != pixels(framed)).any(-1).nonzero()
+    assert changed[1].min() >= x + picture.width   # the label is the bar's, right of the image
+
+
+def test_one_number_format():
+    assert [number(v) for v in (0.043412, 6.7612, 0.0, -0.0, 1234.5, -0.5, 12.0)] == \
+        ["0.0434", "6.76", "0", "0", "1.23e+03", "-0.5", "12"]
+
+
+def test_the_colour_bar_is_numbered_at_its_ends_in_that_format(processors):
+    """Two scales whose ends differ in the third digit draw different bars (and the same
+    image): the numbers are the scale's, three significant digits."""
+    picture = scene(200, 150)
+    geometry = geometry_of(processors["qwen2_vl"], picture)
+    scores = torch.zeros(geometry.tokens)
+    a = overlay(picture, geometry, scores, low=0.0, high=0.0434)
+    b = overlay(picture, geometry, scores, low=0.0, high=0.0435)
+    c = overlay(picture, geometry, scores, low=0.0, high=0.04341)   # the same at three digits
+    assert (pixels(a) != pixels(b)).any() and (pixels(a) == pixels(c)).all()
+
+
+def test_a_caption_names_the_model_and_the_prompt(processors):
+    model = processors["qwen2_vl"]
+    messages = [{"role": "user", "content": [{"type": "image"}, {"type": "text", "text": "What is in this image?"}]}]
+    prompt = model.processor.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
+    found = caption(model, prompt)
+    assert found.startswith(f"{build('qwen2_vl').name} (qwen2_vl) · ")
+    assert "What is in this image?" in found and "<|" not in found and "\n" not in found
+
+
+def test_the_query_token_is_outlined(processors):
+    picture = Image.new("RGB", (448, 336), (0, 0, 0))
+    geometry = geometry_of(processors["qwen2_vl"], picture)
+    token = geometry.token_at(200, 150)
+    drawn = overlay(picture, geometry, torch.zeros(geometry.tokens), alpha=0.0, lines=False, bar=False, mark=token)
+    x0, y0, x1, y1 = (round(float(v)) for v in geometry.boxes[token])
+    assert drawn.getpixel((x0, (y0 + y1) // 2)) == MARK and drawn.getpixel(((x0 + x1) // 2, y1 - 1)) == MARK
+    assert drawn.getpixel(((x0 + x1) // 2, (y0 + y1) // 2)) == (0, 0, 0)
+    with pytest.raises(ValueError, match="the grid drawn has tokens 0 to"):
+        overlay(picture, geometry, torch.zeros(geometry.tokens), mark=geometry.tokens)
+
+
+def test_a_picture_shows_itself_in_a_notebook(processors):
+    picture = scene(200, 150)
+    geometry = geometry_of(processors["qwen2_vl"], picture)
+    drawn = overlay(picture, geometry, torch.rand(geometry.tokens), title="t")
+    png = drawn._repr_png_()
+    assert png[:8] == b"\x89PNG\r\n\x1a\n" and Image.open(io.BytesIO(png)).size == drawn.size
 
 
 def test_the_top_score_is_painted_in_the_ramps_top_colour_over_the_image(processors):
@@ -76,8 +156,8 @@ def test_next_draws_its_tiles_or_its_base(processors):
     picture = scene(300, 200)
     geometry = geometry_of(processors["llava_next"], picture)
     base, tiles = geometry.grids
-    assert overlay(picture, geometry, torch.rand(tiles.tokens)).size == picture.size
-    assert overlay(picture, geometry, torch.rand(base.tokens), grid=0).size == picture.size
+    assert overlay(picture, geometry, torch.rand(tiles.tokens), bar=False).size == picture.size
+    assert overlay(picture, geometry, torch.rand(base.tokens), grid=0, bar=False).size == picture.size
     with pytest.raises(ValueError, match="scores for an image of"):
         overlay(picture, geometry, torch.rand(3))
     with pytest.raises(ValueError, match="geometry is of a"):
@@ -85,38 +165,19 @@ def test_next_draws_its_tiles_or_its_base(processors):
 
 
 def test_overlay_grid_lays_panels_out_on_one_scale(processors):
-    picture = scene(200, 150)
+    """Five panels, three to a row, each the scaled painting alone (its title above it),
+    all on one scale: a panel of a constant score is the ramp's colour for that value."""
+    picture = Image.new("RGB", (200, 150), (0, 0, 0))
     geometry = geometry_of(processors["qwen2_vl"], picture)
     titles = [f"layer {i}" for i in range(5)]
-    sheet = overlay_grid(picture, geometry, torch.rand(5, geometry.tokens), titles=titles, columns=3, scale=0.5, gap=4)
-    assert sheet.size == (3 * 100 + 2 * 4, 2 * 75 + 4)
-
-
-def test_colours_run_along_the_ramp():
-    ends = colours(torch.tensor([0.0, 1.0, -3.0, 7.0]))
-    low, high = list(map(float, RAMP[0])), list(map(float, RAMP[-1]))
-    assert ends.tolist() == [low, high, low, high]
-
-
-def test_demo_out_draws_the_toy_models_answer_on_its_target(tmp_path, capsys):
-    """The demo's occlusion picture is hottest on the asked shape's token: the ramp's top
-    colour blended over the scene there, at the zoomed size, and its summary says so."""
-    from vlreg.demo import ZOOM, demo_scene
-
-    assert main(["demo", "--out", str(tmp_path)]) == 0
-    said = capsys.readouterr().out
-    assert str(tmp_path.resolve()) in said
-    written = sorted(tmp_path.glob("*.png"))
-    assert {path.name for path in written} >= {"logit-lens.png", "occlusion.png", "patching.png", "attention.png", "tower.png",
-                                              "dictionary.png"}
-    example = demo_scene()
-    assert f"answer: {example.answer!r}" in said and f"on the {example.shape}" in said
-    assert f"dictionary on layers[0].layer_output (128 features): the most active at the {example.shape}'s token" in said
-    x0, y0, x1, y1 = example.target_box
-    x, y = (x0 + x1) // 2, (y0 + y1) // 2
-    under = torch.tensor(example.image.getpixel((x, y)), dtype=torch.float32)
-    with Image.open(tmp_path / "occlusion.png") as drawn:
-        assert drawn.size == (example.image.width * ZOOM, example.image.height * ZOOM)
-        hot = torch.tensor(drawn.getpixel((x * ZOOM + 1, y * ZOOM + 1)), dtype=torch.float32)
-    expected = under * 0.45 + torch.tensor(RAMP[-1], dtype=torch.float32) * 0.55
-    assert (hot - expected).abs().max() <= 1
+    scores = torch.arange(5.0)[:, None].expand(-1, geometry.tokens)
+    sheet = overlay_grid(picture, geometry, scores, titles=titles, columns=3, scale=0.5, gap=4, alpha=1.0,
+                         lines=False, label="score (units)", title="five panels")
+    panels = sheet.info["panels"]
+    assert len(panels) == 5 and all((x1 - x0, y1 - y0) == (100, 75) for x0, y0, x1, y1 in panels)
+    assert panels[1][0] - panels[0][2] == 4 and panels[3][0] == panels[0][0] and panels[3][1] > panels[0][3]
+    for value, (x0, y0, x1, y1) in enumerate(panels):
+        expected = colours(torch.tensor(value / 4)).round().to(torch.uint8).tolist()
+        assert sheet.getpixel(((x0 + x1) // 2, (y0 + y1) // 2)) == tuple(expected)
+        above = pixels(sheet)[max(0, y0 - 14) : y0, x0:x1]
+        assert (above != 255).any()   # its title

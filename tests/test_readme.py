@@ -1,33 +1,32 @@
 """The README's Python blocks run as written, in order in one session (as a reader runs
 them in a notebook): each block may use what the blocks above it made, and nothing else;
-the first runs in an empty namespace."""
+the first runs in an empty namespace. Each prints what the README shows after it (the
+```text block that follows; a block without one prints nothing: tests/doc_blocks.py)."""
 
-import linecache
-import re
+import sys
 from pathlib import Path
 
 import pytest
 
-README = Path(__file__).resolve().parents[1] / "README.md"
-BLOCKS = re.findall(r"```python\n(.*?)```", README.read_text(), re.S)
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from doc_blocks import blocks, mismatches, run  # noqa: E402
 
-#: The session the blocks run in, and how many of them have run in it.
+README = Path(__file__).resolve().parents[1] / "README.md"
+BLOCKS = blocks(README.read_text())
+
+#: The session the blocks run in, and what each block that has run in it printed.
 SESSION: dict = {}
-RAN: list[int] = []
+PRINTED: list[str] = []
 
 
 def run_through(index):
     """Run the blocks before ``index`` that have not run yet, then block ``index``."""
-    while len(RAN) <= index:
-        number = len(RAN)
-        block = BLOCKS[number]
-        name = f"<README block {number}>"
-        linecache.cache[name] = (len(block), None, block.splitlines(keepends=True), name)  # nnsight reads a trace's source
-        exec(compile(block, name, "exec"), SESSION)
-        RAN.append(number)
+    while len(PRINTED) <= index:
+        PRINTED.append(run(BLOCKS[len(PRINTED)], SESSION, "README"))
 
 
 @pytest.mark.parametrize("index", range(len(BLOCKS)), ids=[f"block{i}" for i in range(len(BLOCKS))])
-def test_readme_block_runs(index):
+def test_readme_block_runs_and_prints_what_the_readme_shows(index):
     run_through(index)
-
+    wrong = mismatches([BLOCKS[index]], [PRINTED[index]])
+    assert not wrong, wrong[0]

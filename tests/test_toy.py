@@ -3,8 +3,8 @@ analysis helpers are checked to find that token, not only to run.
 
 Each scene's answer is the colour of the named shape, and the shape lies inside one
 token's cell: ablating, occluding or patching that token must move the answer, and the
-same edits elsewhere must not. The figures are over `N` held-out scenes; the trained
-model is built once per machine (`toy.build` caches it).
+same edits elsewhere must not. The figures are over `N` held-out scenes, on the toy
+shipped with vlreg (`toy.build`), so they are the same on every machine.
 """
 
 from __future__ import annotations
@@ -78,10 +78,13 @@ def test_the_toy_loads_like_any_checkpoint_and_answers(model, held_out):
     assert accuracy >= 0.95
 
 
-def test_build_is_cached_and_copies(tmp_path):
-    assert toy.build() == toy.build() == toy.cache_dir() / toy.key()
+def test_build_is_the_shipped_checkpoint_and_copies(tmp_path, monkeypatch):
+    """`RECIPE`'s toy is the one in the package: nothing is trained or cached."""
+    monkeypatch.setenv("VLREG_CACHE", str(tmp_path / "cache"))
+    assert toy.build() == toy.SHIPPED and toy.shipped_report()["key"] == toy.key()
     copy = toy.build(tmp_path / "toy")
-    assert (copy / "model.safetensors").read_bytes() == (toy.build() / "model.safetensors").read_bytes()
+    assert (copy / "model.safetensors").read_bytes() == (toy.SHIPPED / "model.safetensors").read_bytes()
+    assert not (tmp_path / "cache").exists()
 
 
 def test_ablating_the_target_token_removes_the_answer(model, held_out):

@@ -1,4 +1,4 @@
-"""The ``vlreg`` command: ``plugins``, ``inspect``, ``demo``, ``new-plugin``."""
+"""The ``vlreg`` command: ``plugins``, ``inspect``, ``demo``, ``new-plugin``, ``collect``."""
 
 from __future__ import annotations
 
@@ -42,7 +42,7 @@ def parser() -> argparse.ArgumentParser:
     inspect.add_argument("--json", action="store_true", help="print JSON")
     inspect.set_defaults(run=_inspect_command)
 
-    demo = commands.add_parser("demo", help="trace the toy model (trained once per machine), print what it answered and what the helpers found")
+    demo = commands.add_parser("demo", help="trace the toy model (shipped with vlreg), print what it answered and what the helpers found")
     demo.add_argument("--out", default=None, help="also draw the analysis helpers' scores on the image, as PNGs in this folder")
     demo.set_defaults(run=_demo_command)
 
@@ -55,6 +55,8 @@ def parser() -> argparse.ArgumentParser:
                      help="a folder with the family's tokenizer and processor, for a --from folder that holds only "
                           "a config (default: borrowed from a tiny checkpoint an installed plugin builds, if any)")
     new.set_defaults(run=_new_plugin_command)
+
+    _collect_parser(commands)
     return top
 
 
@@ -77,6 +79,45 @@ def _demo_command(arguments: argparse.Namespace) -> int:
 
 def _new_plugin_command(arguments: argparse.Namespace) -> int:
     return _new_plugin(arguments.name, arguments.out, arguments.source, arguments.processor)
+
+
+def _collect_parser(commands: Any) -> None:
+    collect = commands.add_parser(
+        "collect", help="values at every image of a folder into a store (resumable; each torchrun process its share)")
+    collect.add_argument("checkpoint", help="a checkpoint folder (or a hub id)")
+    collect.add_argument("--images", required=True,
+                         help="a folder of images (read recursively), or a folder datasets' save_to_disk wrote")
+    collect.add_argument("--values", nargs="+", required=True, metavar="NAME",
+                         help="standard value names, as in a trace: 'layers[0].layer_output' vision.image_features")
+    collect.add_argument("--out", required=True, help="the store's folder (a rerun adds the images it lacks)")
+    collect.add_argument("--prompt", default=None,
+                         help="the question asked with each image (the chat template places the image before it), "
+                              "or a full prompt holding the image token (default: the image alone)")
+    collect.add_argument("--at", default="image", choices=("image", "text", "all", "last"),
+                         help="which tokens' rows: the image's (default), the other tokens, all, the last one")
+    collect.add_argument("--batch", type=int, default=8, help="images per forward (default: 8)")
+    collect.add_argument("--store-dtype", default=None, help="the rows' dtype on disk: float32, bfloat16 or float16 "
+                                                           "(default: as the model computes)")
+    collect.add_argument("--on-error", default="stop", choices=("stop", "skip"),
+                         help="an unreadable image: stop (default), or skip it and name it at the end")
+    collect.add_argument("--shard-images", type=int, default=None, help="images per shard (default: ~256 MiB of rows)")
+    collect.add_argument("--image-column", default="image", help="a dataset's image column (default: image)")
+    collect.add_argument("--prompt-column", default=None, help="a dataset's column of each image's question")
+    collect.add_argument("--key-column", default=None, help="a dataset's column of image names (default: row number)")
+    collect.add_argument("--device", default="cpu", help="where the model runs (default: cpu; cuda under torchrun: "
+                                                         "each process its LOCAL_RANK's)")
+    collect.add_argument("--dtype", default=None, help="the weights' dtype, e.g. bfloat16 (default: float32)")
+    collect.add_argument("--attn-implementation", default=None, help="transformers' attention implementation")
+    collect.add_argument("--remote", nargs="?", const=True, default=False, metavar="HOST",
+                         help="trace each batch on NDIF, or on the server at HOST (http://host:port), or 'local' "
+                              "(nnsight's serialized rehearsal here); the rows are written here")
+    collect.set_defaults(run=_collect_command)
+
+
+def _collect_command(arguments: argparse.Namespace) -> int:
+    from .collect.command import run
+
+    return run(arguments)
 
 
 def _new_plugin(name: str, out: str, source: str, processor: str | None) -> int:

@@ -1,10 +1,12 @@
-"""``vlreg demo``: load the toy model (a small Qwen2-VL trained here, once per machine, to
-name the colour of one shape in a scene), trace a held-out scene, print what the model
-answered and what vlreg's helpers found, and with ``--out`` draw it onto the scene."""
+"""``vlreg demo``: load the toy model (a small Qwen2-VL trained to name the colour of one
+shape in a scene, shipped with vlreg), trace a held-out scene, print what the model
+answered and what vlreg's helpers found, and with ``--out`` draw it onto the scene: the
+pictures of docs/seeing-into-the-image.md. Nothing is trained or cached, and the output
+is the same on every run; progress goes to stderr."""
 
 from __future__ import annotations
 
-import random
+import sys
 from pathlib import Path
 
 import torch
@@ -39,6 +41,11 @@ def demo_scene():
     return next(s for s in toy.scenes(50) if s.target_box[1] >= 2 * toy.CELL and s.target_box[2] <= toy.SIDE - toy.CELL)
 
 
+def progress(text: str) -> None:
+    """One line on stderr, so the findings on stdout stay the same on every run."""
+    print(f"... {text}", file=sys.stderr, flush=True)
+
+
 def covering(geometry, box) -> list[int]:
     """The image tokens whose boxes overlap ``box`` ``(x0, y0, x1, y1)``."""
     x0, y0, x1, y1 = box
@@ -71,22 +78,27 @@ def findings(model, example) -> dict:
     answer = model.tokenizer.decode(int(probabilities.argmax()))
     word = lambda token: model.tokenizer.decode(int(token))  # noqa: E731
 
+    progress(f"occlusion: mean-ablating each of the {geometry.tokens} image tokens")
     occluded = analysis.occlusion(model, prompt, [image], target=answer, batch=geometry.tokens)
     near = set(covering(geometry, tuple(v + d for v, d in zip(example.target_box, (-28, -28, 28, 28)))))
     for _, box in example.shapes.values():
         near |= set(covering(geometry, box))
     far = [t for t in range(geometry.tokens) if t not in near][: len(target)]
+    progress("ablation: the asked shape's token, then a token away from every shape")
     ablated = {where: word(analysis.ablate_image(model, prompt, [image], mode="mean", tokens=tokens).ablated.argmax())
                for where, tokens in (("target", target), ("away", far))}
 
     other = sorted(set(example.shapes) - {example.shape})[0]
     colour = example.shapes[other][0]
     swapped = example.recoloured(colour)
+    progress(f"patching from the scene where the {example.shape} is {colour}: its token, then each token, block by block")
     patched = analysis.patch_image(model, prompt, [image], [swapped.image], target=colour, tokens=target)
     per_token = analysis.patch_image(model, prompt, [image], [swapped.image], target=colour, per_token=True,
                                      batch=geometry.tokens)
+    progress("attention from the last token, and the logit lens")
     seen = analysis.attention_to_images(model, prompt, [image]).weights[0].mean(1)
     lens = analysis.logit_lens(model, prompt, [image], target=answer)
+    progress("the toy dictionary's features at the image tokens")
     dictionary = trained_dictionary.load(model)
     maps = feature_maps(dictionary, prompt, [image])
     return {
@@ -137,32 +149,43 @@ def write_pictures(model, out: str | Path, example=None, found: dict | None = No
 
     The pictures of docs/seeing-into-the-image.md are these."""
     from . import analysis
-    from .pictures import overlay, overlay_grid
+    from .pictures import caption, overlay, overlay_grid
 
     example = demo_scene() if example is None else example
     found = findings(model, example) if found is None else found
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    image, geometry = example.image, found["geometry"]
-    layers = [f"block {i}" for i in range(model.num_layers)]
-    asked = f"{question(example)} answer: {found['answer']}"
-    _, colour, swapped = found["swap"]
-    tower = analysis.tower_patterns(model, example.prompt, [image], layer=-1)
+    progress("the tower's attention, and drawing the pictures")
+    image, geometry, shape, answer = example.image, found["geometry"], example.shape, found["answer"]
+    about = caption(model, question(example))
+    blocks = [f"block {i}" for i in range(model.num_layers)]
+    _, colour, _ = found["swap"]
+    last = model.vision.num_layers - 1
+    tower = analysis.tower_patterns(model, example.prompt, [image], layer=last)
     heads = tower.patterns[0][:, found["target"][0]]
+    features = [f for f, _ in found["features"]]
+    grid = {"zoom": ZOOM, "scale": 0.5, "caption": about}
     pictures = {
-        "occlusion.png": overlay(image, geometry, found["occlusion"], zoom=ZOOM,
-                                 title=f"{asked}\nocclusion: drop of {found['answer']!r}"),
-        "logit-lens.png": overlay_grid(image, geometry, found["lens"], titles=[f"{t}: p({found['answer']!r})" for t in layers],
-                                       zoom=ZOOM, scale=0.5),
-        "patching.png": overlay_grid(image, geometry, found["patch_per_token"], zoom=ZOOM, scale=0.5,
-                                     titles=[f"{t}: {colour!r} from the swap" for t in layers]),
-        "attention.png": overlay_grid(image, geometry, found["attention"], titles=[f"{t}: last token" for t in layers],
-                                      zoom=ZOOM, scale=0.5),
-        "tower.png": overlay_grid(image, geometry, heads, grid=tower.grids[0], zoom=ZOOM, scale=0.5,
-                                  titles=[f"tower head {h}: from the {example.shape}" for h in range(len(heads))]),
-        "dictionary.png": overlay_grid(image, geometry, [found["maps"].map(f) for f, _ in found["features"]], zoom=ZOOM,
-                                       scale=0.5, low=0.0,
-                                       titles=[f"feature {f}: top at the {example.shape}" for f, _ in found["features"]]),
+        "occlusion.png": overlay(image, geometry, found["occlusion"], zoom=ZOOM, caption=about,
+                                 title=f"occlusion: the {answer!r} logit's drop with each token mean-ablated",
+                                 label="drop of the logit (logits)"),
+        "logit-lens.png": overlay_grid(image, geometry, found["lens"], titles=blocks, **grid,
+                                       title=f"logit lens: p({answer!r}) at each image token, after each block",
+                                       label=f"p({answer!r}) (probability)"),
+        "patching.png": overlay_grid(image, geometry, found["patch_per_token"], titles=blocks, **grid,
+                                     title=f"patching each token from the scene where the {shape} is {colour}",
+                                     label=f"change of the {colour!r} logit (logits)"),
+        "attention.png": overlay_grid(image, geometry, found["attention"], titles=blocks, **grid,
+                                      title="attention from the last token to each image token, mean over heads",
+                                      label="attention weight (fraction)"),
+        "tower.png": overlay_grid(image, geometry, heads, grid=tower.grids[0], mark=found["target"][0], **grid,
+                                  titles=[f"head {h}" for h in range(len(heads))],
+                                  title=f"tower block {last}: attention from the {shape}'s token (outlined), per head",
+                                  label="attention weight (fraction)"),
+        "dictionary.png": overlay_grid(image, geometry, [found["maps"].map(f) for f in features], low=0.0, **grid,
+                                       titles=[f"feature {f}" for f in features],
+                                       title=f"the dictionary's {len(features)} features most active at the {shape}",
+                                       label="activation (arbitrary units)"),
     }
     written = []
     for name, picture in pictures.items():
@@ -178,23 +201,20 @@ def format_support(rows: dict[str, str | None]) -> str:
 
 
 def run(out_dir: str | Path | None = None) -> None:
-    import json
-
     from transformers.utils import logging as transformers_logging
 
     from . import StandardizedTransformer
     from .testing import toy
 
     transformers_logging.disable_progress_bar()
-    cached = (toy.cache_dir() / toy.key() / "toy.json").exists()
-    if not cached:
-        print("training the toy model, once per machine (about four minutes on one CPU thread)...")
+    progress("loading the toy model")
     path = toy.build()
-    report = json.loads((path / "toy.json").read_text())
-    print(f"checkpoint: the toy model in {path} (trained in {report['train_seconds']:.0f} s, "
-          f"held-out accuracy {report['held_out_accuracy']:.0%})")
+    report = toy.shipped_report()
     model = StandardizedTransformer(str(path), task="image-text-to-text", dispatch=True,
                                     attn_implementation="eager", device="cpu")
+    print(f"checkpoint: the toy model shipped with vlreg, in {path} (recipe {report['key']}, trained in "
+          f"{report['train_seconds']:.0f} s on {report['threads']} thread{'s' * (report['threads'] != 1)}, held-out accuracy "
+          f"{report['held_out_accuracy']:.0%})")
     print(f"family: {model.family!r}")
     print(
         f"text: {model.num_layers} layers, {model.hidden_size} wide, {model.num_heads} heads over "
@@ -225,6 +245,7 @@ def run(out_dir: str | Path | None = None) -> None:
     print(format_support(model.support()))
     if out_dir is not None:
         written = write_pictures(model, out_dir, example, found)
-        print(f"pictures: {len(written)} overlays of the helpers' scores on the scene, in {Path(out_dir).resolve()}:")
+        print(f"pictures: {len(written)} overlays of the helpers' scores on the scene, in {Path(out_dir).resolve()} "
+              f"(docs/seeing-into-the-image.md shows them):")
         for path in written:
             print(f"  {path.name}")

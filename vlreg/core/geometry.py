@@ -178,6 +178,11 @@ def configured(processor: Any, options: dict) -> Any:
     changed = copy.copy(processor)
     if flat:
         changed.image_processor = type(image_processor).from_dict({**image_processor.to_dict(), **flat})
+        # A processor's own defaults for its image processor (InternVL's and Aya Vision's
+        # crop_to_patches=True) win over the image processor's settings; the options win over both.
+        defaults = getattr(processor, "images_kwargs", None)
+        if isinstance(defaults, dict):
+            changed.images_kwargs = {**defaults, **{key: value for key, value in flat.items() if key in defaults}}
     return changed
 
 
@@ -230,7 +235,7 @@ def image_geometry(model: Any, prompt: "str | Sequence[str]", images: Any, **opt
     check_images(given, model.processor)
     check_placeholders(model, prompt, given)
     processor = configured(model.processor, options)
-    encoding = encode(processor, prompt, given)
+    encoding = encode(processor, prompt, given, **options)  # as the trace calls it: a processor's own defaults would override the copy's
     images = [as_pil(image) for image in leaves(given)]  # the family's grids, and the sizes, are per image in order
     declared = [_grids(one) for one in declare(encoding, images, processor)]
     if len(declared) != len(images):

@@ -5,15 +5,16 @@ The toy's image tokens each hold one 28-pixel cell of a scene: mostly background
 shape of one of six colours. Its answer (a shape's colour) is read from the shape's token
 after block 0, so a dictionary on ``layers[0].layer_output`` at the image tokens should
 find features for what a cell holds, and turning such a feature off at a shape's token
-may move the answer (a square feature's does; the colour features' barely do, see
-docs/seeing-into-the-image.md). `build` trains one, or loads it from a cache file next to the
-toy's checkpoint, keyed by a hash of `RECIPE` (which holds the toy's own key).
+may move the answer (see docs/seeing-into-the-image.md). `build` returns the one shipped
+in the package (``shipped/dictionary.safetensors``, trained from `RECIPE` on the shipped
+toy, its report beside it); another recipe is trained into the cache once, under a file
+lock, keyed by a hash of the recipe (which holds the toy's own key).
 
-Training is torch only, on activations read through `StandardizedTransformer` from
-scenes the toy's tests never use (a seed stream of their own), one thread, seeded:
-about twenty seconds here (twice that beside other work). The loss is the
-reconstruction's squared error over the data's variance plus an L1 penalty on the
-activations, each decoder row kept at unit norm.
+Training is torch only, on activations `vlreg.collect` wrote into a store and read back
+(the path a dictionary trainer takes over a dataset), from scenes the toy's tests never
+use (a seed stream of their own), one thread by default, seeded: about twenty seconds on a quiet machine. The loss is the reconstruction's
+squared error over the data's variance plus an L1 penalty on the activations, each
+decoder row kept at unit norm.
 
 `label`, `purity` and `zero_effects` are the known-answer check of docs and tests: which
 shape (and colour) each image token holds, how purely a feature's strongest tokens are
@@ -24,15 +25,14 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import tempfile
+import sys
 import time
 from pathlib import Path
 from typing import Any
 
 import torch
 
-from . import toy
+from . import cache, toy
 
 VERSION = "dictionary-1"
 
@@ -48,17 +48,23 @@ RECIPE = {
     "steps": 2000,
     "batch": 1024,
     "lr": 3e-3,
-    "threads": 1,
 }
 
 
-def key(recipe: dict = RECIPE) -> str:
+def key(recipe: dict | None = None) -> str:
+    recipe = RECIPE if recipe is None else recipe
     return hashlib.sha256(json.dumps(recipe, sort_keys=True).encode()).hexdigest()[:16]
 
 
-def path(recipe: dict = RECIPE) -> Path:
-    """Where the trained dictionary is cached: beside the toy's checkpoint folders."""
-    return toy.cache_dir() / f"dictionary-{key(recipe)}.safetensors"
+#: The shipped dictionary: package data, trained from `RECIPE` on the shipped toy.
+SHIPPED = toy.SHIPPED.parent / "dictionary.safetensors"
+
+
+def path(recipe: dict | None = None) -> Path:
+    """Where the recipe's dictionary is: `SHIPPED` for `RECIPE`, else in the cache beside
+    toys of other recipes. Its report is beside it (``.json``)."""
+    recipe = RECIPE if recipe is None else recipe
+    return SHIPPED if recipe == RECIPE else toy.cache_dir() / f"dictionary-{key(recipe)}.safetensors"
 
 
 def load_model() -> Any:
@@ -68,57 +74,73 @@ def load_model() -> Any:
                                    attn_implementation="eager", device="cpu")
 
 
-def build(model: Any = None, recipe: dict = RECIPE) -> Path:
-    """The trained dictionary's file (safetensors), trained into the cache if absent;
-    ``model`` is the toy, loaded if not given. Its report is beside it (``.json``)."""
-    target = path(recipe)
-    if not target.exists():
-        model = load_model() if model is None else model
-        dictionary, report = train(model, recipe)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.with_suffix(".json").write_text(json.dumps(report, indent=2))  # first: the file's presence means done
-        fd, scratch = tempfile.mkstemp(prefix=f".{target.name}-", dir=target.parent)
-        os.close(fd)
-        try:
-            dictionary.save(scratch)
-            Path(scratch).replace(target)
-        finally:
-            Path(scratch).unlink(missing_ok=True)
-    return target
+def build(model: Any = None, recipe: dict | None = None) -> Path:
+    """The trained dictionary's file (safetensors): the shipped one for `RECIPE`; another
+    recipe's trained into the cache if absent, once, under a file lock. ``model`` is the
+    toy, loaded if needed and not given. Raises `toy.NotShipped` where `RECIPE` and the
+    shipped files disagree, rather than training silently."""
+    recipe = RECIPE if recipe is None else recipe
+    if recipe == RECIPE:
+        shipped = json.loads(SHIPPED.with_suffix(".json").read_text())
+        if shipped["key"] != key():
+            raise toy.NotShipped(
+                f"the toy dictionary shipped in {SHIPPED} was trained from recipe {shipped['key']}, but "
+                f"dictionary.RECIPE hashes to {key()} (its toy {RECIPE['toy']}): the recipe or the toy changed and "
+                f"the dictionary was not shipped again. Run `python -m vlreg.testing.ship`, or undo the change"
+            )
+        return SHIPPED
+
+    def make(scratch: Path) -> None:
+        print(f"training the toy dictionary from recipe {key(recipe)} ...", file=sys.stderr, flush=True)
+        dictionary, report = train(load_model() if model is None else model, recipe)
+        write_report(path(recipe), report)  # first: the dictionary's file is renamed in last
+        dictionary.save(scratch)
+
+    return cache.once(path(recipe), make, f"training the toy dictionary from recipe {key(recipe)}")
 
 
-def load(model: Any = None, recipe: dict = RECIPE) -> Any:
+def write_report(target: Path, report: dict) -> None:
+    """A trained dictionary's report, beside its file ``target`` (``.json``)."""
+    Path(target).with_suffix(".json").write_text(json.dumps(report, indent=2) + "\n")
+
+
+def load(model: Any = None, recipe: dict | None = None) -> Any:
     """The trained dictionary, attached to the toy ``model`` at the recipe's site."""
     from ..dictionaries import Dictionary
 
+    recipe = RECIPE if recipe is None else recipe
     model = load_model() if model is None else model
     return Dictionary.load(build(model, recipe), transposed=False).attach(model, recipe["site"])
 
 
 @torch.no_grad()
 def activations(model: Any, scenes: list, site: str = RECIPE["site"], chunk: int = 50) -> torch.Tensor:
-    """The value at ``site`` at every image token of ``scenes``, ``[scenes * 36, hidden]``."""
-    from ..dictionaries.dictionary import _site
+    """The value at ``site`` at every image token of ``scenes``, ``[scenes * 36, hidden]``,
+    in scene order: collected into a store by `vlreg.collect` (as a dictionary trainer reads
+    a dataset's activations), then read back from it."""
+    import tempfile
 
-    module, _ = _site(model, site)
-    name = site.rsplit(".", 1)[1]
-    rows = []
-    for start in range(0, len(scenes), chunk):
-        part = scenes[start : start + chunk]
-        with model.trace([s.prompt for s in part], images=[s.image for s in part]):
-            mask = model.vision.image_token_mask.save()
-            value = getattr(module, name).save()
-        rows.append(value[mask].float())
-    return torch.cat(rows)
+    from ..collect import collect, open_store
+
+    names = [f"scene-{index:05d}" for index in range(len(scenes))]
+    prompts = dict(zip(names, (scene.prompt for scene in scenes)))
+    with tempfile.TemporaryDirectory(prefix="vlreg-dictionary-") as store:
+        collect(model, [site], dict(zip(names, (scene.image for scene in scenes))), store,
+                prompt=lambda record: prompts[record["image"]], batch=chunk, shard_images=10 * chunk,
+                progress=False)
+        opened = open_store(store)
+        rows = [opened.index.rows(name) for name in names]  # a clean run writes them in order; a resumed one may not
+        return torch.cat([opened[site][part].float() for part in rows])
 
 
-def train(model: Any, recipe: dict = RECIPE) -> tuple[Any, dict]:
+def train(model: Any, recipe: dict | None = None, threads: int = 1) -> tuple[Any, dict]:
     """Train the dictionary on fresh scenes; returns it and a report (seconds, the
     reconstruction's share of variance explained, mean active features per token)."""
     from ..dictionaries import Dictionary
 
-    threads = torch.get_num_threads()
-    torch.set_num_threads(recipe["threads"])
+    recipe = RECIPE if recipe is None else recipe
+    before = torch.get_num_threads()
+    torch.set_num_threads(threads)
     started = time.perf_counter()
     try:
         data = activations(model, toy.scenes(recipe["scenes"], seed=recipe["scene_seed"]), recipe["site"])
@@ -157,8 +179,8 @@ def train(model: Any, recipe: dict = RECIPE) -> tuple[Any, dict]:
             alive = int((f > 0).any(0).sum())
         seconds = time.perf_counter() - started
     finally:
-        torch.set_num_threads(threads)
-    report = {"recipe": recipe, "key": key(recipe), "collect_seconds": round(collected, 1),
+        torch.set_num_threads(before)
+    report = {"recipe": recipe, "key": key(recipe), "threads": threads, "collect_seconds": round(collected, 1),
               "train_seconds": round(seconds, 1), "tokens": len(data), "variance_explained": round(explained, 4),
               "active_per_token": round(active, 2), "alive_features": alive}
     return dictionary, report

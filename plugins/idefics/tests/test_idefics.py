@@ -130,7 +130,7 @@ def test_ablation_occlusion_and_patching(loaded, name):
     single = analysis.ablate_image(model, prompt, [PICTURE], tokens=[13], mode="mean")
     torch.testing.assert_close(found.scores[13], -single.effect[found.target])
     for grid in (0, -1):  # a tile's scores, and the global image's, drawn over the picture
-        assert overlay(PICTURE, found.geometry[0], found.scores, grid=grid).size == PICTURE.size
+        assert overlay(PICTURE, found.geometry[0], found.scores, grid=grid, bar=False).size == PICTURE.size
     same = analysis.patch_image(model, prompt, [PICTURE], [PICTURE], per_token=True, tokens=[0, 19], batch=8)
     assert same.effects.shape == (model.num_layers, 2) and (same.effects == 0).all()
     other = analysis.patch_image(model, prompt, [PICTURE], [OTHER], layers=[0])

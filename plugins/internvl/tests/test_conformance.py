@@ -23,6 +23,9 @@ class TestInternVL(AnalysisConformance, VisionConformance):
     112 x 84 image is 2 x 2 tiles and a thumbnail, 80 tokens."""
 
     checkpoint = "internvl"
+    #: InternVLProcessor turns crop_to_patches on over its image processor: off, one tile,
+    #: and the geometry must say so too (it once read the processor's default over the option).
+    processor_options = {"crop_to_patches": False}
     native = NATIVE
     image_token = "<IMG_CONTEXT>"
 

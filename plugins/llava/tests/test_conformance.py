@@ -83,4 +83,4 @@ class TestLlavaPixtral(AnalysisConformance, VisionConformance):
         assert tower_patterns(model, prompt, [picture]).patterns[0].shape[-1] == geometry.tokens
         scores = occlusion(model, prompt, [picture], batch=4).scores
         assert scores.shape == (geometry.tokens,)
-        assert overlay(picture, geometry, scores).size == picture.size
+        assert overlay(picture, geometry, scores, bar=False).size == picture.size   # unframed: the picture alone

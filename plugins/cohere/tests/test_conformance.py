@@ -1,0 +1,42 @@
+"""Aya Vision and Command A Vision against the conformance suite the core ships.
+
+Cohere2's blocks are parallel (the attention and the MLP read the same norm), and the
+suite's plain sum is their identity: ``input + attention_output + mlp_output ==
+layer_output`` (`test_block_identity`)."""
+
+from vlreg.testing.conformance import AnalysisConformance, VisionConformance
+
+NATIVE = {
+    "layers": "model.language_model.layers",
+    "embed_tokens": "model.language_model.embed_tokens",
+    "norm": "model.language_model.norm",
+    "lm_head": "lm_head",
+    "vision": "model.vision_tower",
+    "projector": "model.multi_modal_projector",
+    "vision.layers": "model.vision_tower.encoder.layers",
+    "vision.patch_embed": "model.vision_tower.embeddings.patch_embedding",
+    "vision.norm": "model.vision_tower.post_layernorm",
+    "vision.layers.0.self_attn": "model.vision_tower.encoder.layers.0.self_attn",
+    "vision.layers.0.mlp": "model.vision_tower.encoder.layers.0.mlp",
+    "vision.layers.0.input_layernorm": "model.vision_tower.encoder.layers.0.layer_norm1",
+    "layers.0.input_layernorm": "model.language_model.layers.0.input_layernorm",
+}
+
+
+class TestAyaVision(AnalysisConformance, VisionConformance):
+    """SigLIP on Cohere2. The 112 x 84 image is 2 x 2 tiles and a thumbnail, 80 tokens;
+    the projector reads the last block's stream before SigLIP's final norm, so
+    ``vision.tower_output`` refuses writes."""
+
+    checkpoint = "aya_vision"
+    native = NATIVE
+    processor_options = {"max_patches": 2}  # 2 x 1 tiles and the thumbnail: 48 tokens, not 80
+
+
+class TestCohere2Vision(VisionConformance):
+    """Command A Vision's shape: SigLIP (its pooling head built and unused) on Cohere2,
+    the tower's output projected. The same tiles, each followed by a line break."""
+
+    checkpoint = "cohere2_vision"
+    native = NATIVE
+    processor_options = {"max_patches": 2}

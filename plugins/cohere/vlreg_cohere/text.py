@@ -1,0 +1,54 @@
+"""The Cohere2 text model (Command R7B's, Command A's), as a text part any wrapper can host.
+
+A block is *parallel*: one norm (``input_layernorm``, Cohere's mean-centred LayerNorm
+without a bias), and the attention and the MLP both read its output, so the block
+returns ``input + self_attn.attention_output + mlp.mlp_output`` (that plain sum is the
+block identity; there is no ``post_attention_layernorm``, and the MLP's input is not the
+stream after the attention).
+
+Position encoding differs by block (``config.layer_types``): a ``sliding_attention``
+block rotates its queries and keys (Cohere's interleaved rope) and attends within
+``sliding_window`` tokens; a ``full_attention`` block uses no position encoding at all
+(its queries and keys are the projections as they are). `CohereAttention` says so in
+its values' descriptions.
+
+Only the text part of the vision-language families is served here. A base Cohere2
+checkpoint (``Cohere2ForCausalLM``) is not: its forward scales the logits by
+``logit_scale``, which vlreg's readout (the logit lens, ``logits`` against
+``uncapped_logits``) does not model; the vision wrappers apply no such scale.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from vlreg.plugin import Attention, Layer, Mlp, argument, eager_only
+
+MODEL_TYPES = ("cohere2",)
+
+
+def _call(attention: Any) -> str:
+    return f"{attention.path}.source.{attention.interface}.input"
+
+
+class CohereAttention(Attention):
+    """A Cohere2 block's attention: rope on sliding-window blocks only."""
+
+    attention_queries = argument(
+        1, _call, unavailable=eager_only,
+        description="the queries: rotated on sliding-window blocks, as projected on full-attention blocks (no rope)",
+    )
+    attention_keys = argument(
+        2, _call, unavailable=eager_only,
+        description="the keys: rotated on sliding-window blocks, as projected on full-attention blocks (no rope)",
+    )
+
+
+def rename(part: Any) -> None:
+    return None
+
+
+def envoys(part: Any) -> dict[type, type]:
+    from transformers.models.cohere2 import modeling_cohere2 as cohere2
+
+    return {cohere2.Cohere2DecoderLayer: Layer, cohere2.Cohere2Attention: CohereAttention, cohere2.Cohere2MLP: Mlp}

@@ -1,0 +1,54 @@
+"""The Aya Vision and Command A Vision wrappers: where the text model, tower and projector sit.
+
+Both hold the text model at ``model.language_model``, the SigLIP tower at
+``model.vision_tower`` and the projector at ``model.multi_modal_projector``, and write the
+features into the token embeddings in their ``model``'s forward with its one
+``inputs_embeds.masked_scatter(mask, features)``. The projector folds each 2 x 2 block of
+a tile's patches into one row (its pixel shuffle, inside its forward), then a SwiGLU
+(``linear_1``, chunked, ``linear_2``; Aya's norms the folded rows first): its output is
+the features, a tile's tokens after another's.
+
+What the projector reads differs:
+
+* Aya Vision takes ``hidden_states[vision_feature_layer]`` of the tower (-1: the last
+  block's stream *before* SigLIP's ``post_layernorm``), so a write to
+  ``vision.tower_output`` reaches nothing, nor does one to a block after the one read:
+  both are declared read-only, naming the block to edit instead;
+* Command A Vision takes the tower's output itself (``last_hidden_state``, after
+  ``post_layernorm``): every tower value takes a write. Its SigLIP tower keeps the
+  attention-pooling ``head`` (``vision_use_head``), which runs on every forward and reaches
+  nothing (the pooled row is not used).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from vlreg.plugin import Scatter, hidden_states_read_only
+
+MODEL_TYPES = ("aya_vision", "cohere2_vision")
+
+RENAME = {
+    "model.language_model.embed_tokens": "embed_tokens",
+    "model.language_model.layers": "layers",
+    "model.language_model.norm": "norm",
+    "model.vision_tower": "vision",
+    "model.multi_modal_projector": "projector",
+}
+
+SCATTER = Scatter(host="model", operation="inputs_embeds_masked_scatter_0", argument=1)
+
+
+def rename(part: Any) -> dict[str, str]:
+    return RENAME
+
+
+def envoys(part: Any) -> None:
+    return None
+
+
+def read_only(part: Any) -> dict[str, Any] | None:
+    if part.model_type != "aya_vision":
+        return None
+    config = part.config
+    return hidden_states_read_only(config.vision_feature_layer, config.vision_config.num_hidden_layers)

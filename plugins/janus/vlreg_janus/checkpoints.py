@@ -1,0 +1,123 @@
+"""Janus checkpoints for tests: tiny random-weight ones, written as a hub checkpoint is.
+
+Each builder writes the config, random weights, a tokenizer with Janus's (DeepSeek's)
+special tokens, which adds ``<｜begin▁of▁sentence｜>`` before every text as DeepSeek's
+does, the real ``JanusProcessor`` with ``JanusImageProcessor`` (the image resized to a
+longer side of `IMAGE_SIZE` and padded to a square) and Janus's chat template
+(``<|User|>: ...`` and ``<|Assistant|>:`` turns, each image part as ``<image_placeholder>``
+on a line of its own):
+
+* ``janus``: the tower, the aligner and the Llama text model (served by vlreg-llava's
+  claim), and a small VQ model, which only image generation uses; the processor adds no
+  system prompt (``JanusProcessor``'s default);
+* ``janus_pro``: the same model with the processor as the published Janus-Pro
+  checkpoints set it, ``use_default_system_prompt=True``: the processor writes its
+  default system prompt before every text a trace gives it (a text-only load, with no
+  processor, does not).
+
+The tiny tower sees 56 x 56 images in 7-pixel patches: 8 x 8 = 64 tokens an image, one a
+patch (Janus-Pro: 384 pixels, 16-pixel patches, 576 tokens).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from vlreg.testing import save, tokenizer
+
+BOS, EOS, PAD = "<｜begin▁of▁sentence｜>", "<｜end▁of▁sentence｜>", "<｜▁pad▁｜>"
+IMAGE, IMAGE_START, IMAGE_END = "<image_placeholder>", "<begin_of_image>", "<end_of_image>"
+SPECIAL_TOKENS = (BOS, EOS, PAD, IMAGE, "<patch_placeholder>", "<|ref|>", "<|/ref|>", "<|det|>", "<|/det|>",
+                  "<|grounding|>", "<|User|>", "<|Assistant|>", IMAGE_START, IMAGE_END)
+#: The roles JanusProcessor reads off the tokenizer (``image_token``, ``boi_token``, ``eoi_token``).
+ROLES = {"bos_token": BOS, "eos_token": EOS, "pad_token": PAD, "image_token": IMAGE, "boi_token": IMAGE_START,
+         "eoi_token": IMAGE_END}
+
+#: Janus's format: ``<|User|>: `` and the turn's parts (an image as the placeholder, with a
+#: newline between it and a neighbouring part; texts stripped, two texts joined by a
+#: space), a user turn closed by a blank line and an assistant's by the end-of-sentence
+#: token; the generation prompt is ``<|Assistant|>:``.
+CHAT_TEMPLATE = (
+    "{% for message in messages %}"
+    "{% set role = message['role'] | lower %}"
+    "{% if role == 'user' %}<|User|>: {% elif role == 'assistant' %}<|Assistant|>: "
+    "{% else %}{{ message['role'] | capitalize }}: {% endif %}"
+    "{% if message['content'] is string %}{{ message['content'] | trim }}{% else %}"
+    "{% for part in message['content'] %}"
+    "{% if part['type'] == 'image' %}{% if not loop.first %}{{ '\\n' }}{% endif %}<image_placeholder>"
+    "{% if not loop.last %}{{ '\\n' }}{% endif %}"
+    "{% elif part['type'] == 'text' %}"
+    "{% if not loop.first and message['content'][loop.index0 - 1]['type'] == 'text' %}{{ ' ' }}{% endif %}"
+    "{{ part['text'] | trim }}{% endif %}"
+    "{% endfor %}{% endif %}"
+    "{% if not loop.last or add_generation_prompt %}"
+    "{% if role == 'user' %}{{ '\\n\\n' }}{% else %}<｜end▁of▁sentence｜>{% endif %}{% endif %}"
+    "{% endfor %}"
+    "{% if add_generation_prompt %}<|Assistant|>:{% endif %}"
+)
+
+#: The tiny tower's side and patch, in pixels: 8 x 8 patches, a token each.
+IMAGE_SIZE, PATCH = 56, 7
+TOKENS = (IMAGE_SIZE // PATCH) ** 2
+
+TEXT = {
+    "hidden_size": 64,
+    "intermediate_size": 128,
+    "num_hidden_layers": 2,
+    "num_attention_heads": 4,
+    "num_key_value_heads": 2,
+    "max_position_embeddings": 1024,
+}
+TOWER = {
+    "hidden_size": 32,
+    "mlp_ratio": 2,
+    "num_hidden_layers": 2,
+    "num_attention_heads": 4,
+    "image_size": IMAGE_SIZE,
+    "patch_size": PATCH,
+    "projection_dim": 64,  # the aligner's width: the text model's
+    "num_image_tokens": TOKENS,
+}
+#: A VQ model as small as its convolutions allow (GroupNorm of 32 groups): image generation only.
+VQ = {
+    "embed_dim": 8,
+    "num_embeddings": 64,
+    "latent_channels": 32,
+    "base_channels": 32,
+    "channel_multiplier": [1, 1],
+    "num_res_blocks": 1,
+    "projection_dim": 64,
+    "image_token_embed_dim": 64,
+}
+
+
+def build_janus(path: Path, *, system_prompt: bool = False, **overrides: Any) -> Path:
+    """Write a tiny Janus checkpoint. ``system_prompt``: the processor's
+    ``use_default_system_prompt``. ``overrides``: ``text_config``, ``vision_config`` and
+    ``vq_config`` dicts, ``image_processor`` (fields of JanusImageProcessor), other fields
+    of the top-level config."""
+    from transformers import GenerationConfig, JanusConfig, JanusImageProcessor, JanusProcessor
+
+    tok = tokenizer(SPECIAL_TOKENS, add_bos_token=True, **ROLES)
+    images = {"size": {"height": IMAGE_SIZE, "width": IMAGE_SIZE}, "min_size": PATCH, **overrides.pop("image_processor", {})}
+    processor = JanusProcessor(image_processor=JanusImageProcessor(**images), tokenizer=tok, chat_template=CHAT_TEMPLATE,
+                               num_image_tokens=TOKENS, use_default_system_prompt=system_prompt)
+    special = {"bos_token_id": tok.bos_token_id, "eos_token_id": tok.eos_token_id, "pad_token_id": tok.pad_token_id}
+    config = JanusConfig(
+        text_config={"model_type": "llama", "vocab_size": len(tok), **TEXT, **special, **overrides.pop("text_config", {})},
+        vision_config={**TOWER, **overrides.pop("vision_config", {})},
+        vq_config={**VQ, **overrides.pop("vq_config", {})},
+        image_token_id=tok.convert_tokens_to_ids(IMAGE),
+        **overrides,
+    )
+    return save(path, config, processor, GenerationConfig(**special))
+
+
+def build_janus_pro(path: Path, **overrides: Any) -> Path:
+    """Write a tiny Janus checkpoint whose processor writes Janus-Pro's default system
+    prompt before every text (see `build_janus`)."""
+    return build_janus(path, system_prompt=True, **overrides)
+
+
+BUILDERS = {"janus": build_janus, "janus_pro": build_janus_pro}

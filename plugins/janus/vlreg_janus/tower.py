@@ -1,0 +1,58 @@
+"""Janus's understanding tower (``JanusVisionModel``): SigLIP's layout under classes of its own.
+
+``embeddings.patch_embedding``, ``encoder.layers`` of pre-norm blocks (``layer_norm1``,
+``self_attn``, ``layer_norm2``, ``mlp``), then ``post_layernorm`` over every patch, so the
+names and envoys are the ``"siglip"`` adapter's (vlreg-llava). Two differences:
+
+* the attention's output projection is ``projection_layer`` (SigLIP's ``out_proj``). Its
+  ``q_norm`` and ``k_norm`` are identities on the published checkpoints (``use_qk_norm``
+  off); with ``use_qk_norm`` on, transformers 5.23's forward fails (a LayerNorm over the
+  whole width applied to each head's slice), so no such checkpoint runs;
+* ``post_layernorm`` runs twice per forward: over every patch (``last_hidden_state``, what
+  the aligner reads: ``vision.tower_output``), then again over the first patch's row alone
+  (the unused ``pooler_output``). ``vision.norm.output`` is its first call.
+
+There is no class token: patch ``i`` of the 24 x 24 raster is row ``i``.
+
+`JanusVision` adds ``image_codes``, refused: Janus's VQ model encodes images to codes
+only to generate images, never on the path that reads one.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from vlreg.plugin import Vision, adapter, value
+
+SIGLIP = adapter("siglip")
+RENAME = SIGLIP.rename
+
+
+def _generation_only(vision: Any) -> str:
+    return (
+        "Janus turns images into VQ codes (model.vqmodel) only to generate images "
+        "(generate(..., generation_mode='image')), which vlreg does not serve; the image a prompt carries "
+        "reaches the text model as the tower's continuous features (vision.tower_output, then "
+        "vision.image_features)"
+    )
+
+
+class JanusVision(Vision):
+    """Janus's tower: SigLIP's values, and the VQ codes it never computes on understanding."""
+
+    order = ("image_token_mask", "patch_embeddings", "layers", "tower_output", "image_codes", "image_features")
+
+    image_codes = value(
+        lambda vision: f"{vision.root.path}.model.vqmodel.quantize.output",
+        unavailable=_generation_only,
+        description="the VQ codebook ids of an image (image generation only; refused)",
+    )(lambda vision, raw: raw)
+
+
+def envoys() -> dict[type, type]:
+    from transformers.models.janus import modeling_janus as janus
+
+    found = SIGLIP.envoys(janus.JanusVisionModel, janus.JanusVisionEncoderLayer, janus.JanusVisionAttention,
+                          janus.JanusVisionMLP)
+    found[janus.JanusVisionModel] = JanusVision
+    return found

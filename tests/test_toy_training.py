@@ -1,0 +1,92 @@
+"""Training the toy stays available and honest: a fresh toy trained from `toy.RECIPE`
+reaches the shipped one's held-out accuracy (its bits need not be the same); a recipe
+the shipped files were not trained from is refused, not trained silently; another
+recipe trains into the cache once, however many processes ask at once.
+
+The fresh training is the whole recipe (800 steps) on one thread, as the shipped toy
+was trained: about two and a half minutes of one core (its wall time grows with what else
+the machine runs: 28 minutes beside ten other busy processes). One thread, not two: beside
+other work on these two cores, two threads ran seven times slower than one. Here it gave
+the shipped weights bit for bit; the test asks only for their accuracy.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from vlreg import StandardizedTransformer
+from vlreg.testing import cache, dictionary, toy
+
+
+def test_a_fresh_toy_reaches_the_shipped_ones_held_out_accuracy(tmp_path):
+    shipped = toy.shipped_report()
+    fresh = toy.train(tmp_path / "fresh")
+    same = (tmp_path / "fresh" / "model.safetensors").read_bytes() == (toy.SHIPPED / "model.safetensors").read_bytes()
+    print(f"fresh toy: held-out accuracy {fresh['held_out_accuracy']:.3f} in {fresh['train_seconds']} s "
+          f"(shipped {shipped['held_out_accuracy']:.3f}); the same bits as the shipped: {same}")
+    assert fresh["key"] == shipped["key"] == toy.key()
+    assert fresh["held_out_accuracy"] >= shipped["held_out_accuracy"]
+    assert json.loads((tmp_path / "fresh" / "toy.json").read_text()) == json.loads(json.dumps(fresh))
+    model = StandardizedTransformer(str(tmp_path / "fresh"), task="image-text-to-text", dispatch=True, device="cpu")
+    scene = toy.scenes(1)[0]
+    with model.trace(scene.prompt, images=[scene.image]):
+        answer = model.logits[0, -1].argmax().save()
+    assert model.tokenizer.decode(int(answer)) == scene.answer
+
+
+def test_a_changed_recipe_is_refused_saying_how_to_ship_again(monkeypatch, tmp_path):
+    """As if `toy.RECIPE` (or its `VERSION`) were edited without shipping again."""
+    monkeypatch.setenv("VLREG_CACHE", str(tmp_path))
+    monkeypatch.setattr(toy, "RECIPE", {**toy.RECIPE, "steps": 801})
+    with pytest.raises(toy.NotShipped, match=r"python -m vlreg.testing.ship"):
+        toy.build()
+    monkeypatch.setattr(dictionary, "RECIPE", {**dictionary.RECIPE, "l1": 4e-3})
+    with pytest.raises(toy.NotShipped, match=r"the toy dictionary shipped in .*python -m vlreg.testing.ship"):
+        dictionary.build()
+    assert not any(tmp_path.iterdir())   # nothing trained
+
+
+BUILD = """
+from vlreg.testing import dictionary, toy
+folder = toy.build(recipe={**toy.RECIPE, "steps": 2, "warmup": 1})
+path = dictionary.build(recipe={**dictionary.RECIPE, "scenes": 20, "steps": 5})
+print(folder, path)
+"""
+
+
+def test_processes_started_at_once_train_another_recipe_once(tmp_path, monkeypatch):
+    """Two processes build a toy of another recipe, then a dictionary of another recipe,
+    while this test holds the toy's lock: both wait, and once it is let go one trains
+    each and the other finds them."""
+    monkeypatch.setenv("VLREG_CACHE", str(tmp_path))
+    target = toy.cache_dir() / toy.key({**toy.RECIPE, "steps": 2, "warmup": 1})
+    environment = {**os.environ, "VLREG_CACHE": str(tmp_path)}
+    with cache.locked(target, "the test"):
+        started = [subprocess.Popen([sys.executable, "-c", BUILD], env=environment, text=True,
+                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE) for _ in range(2)]
+        before = []
+        for process in started:  # each says it waits, then blocks on the lock
+            lines = []
+            for line in iter(process.stderr.readline, ""):
+                lines.append(line)
+                if "waiting for another process" in line:
+                    break
+            before.append("".join(lines))
+        assert all("waiting for another process to finish training the toy model" in text for text in before), before
+    done = [process.communicate(timeout=900) for process in started]
+    assert [process.returncode for process in started] == [0, 0], [err[-2000:] for _, err in done]
+    (out_a, err_a), (out_b, err_b) = done
+    assert out_a == out_b
+    folder, path = map(Path, out_a.split())
+    assert len(re.findall("^training the toy model from recipe", err_a + err_b, re.M)) == 1
+    assert len(re.findall("^training the toy dictionary from recipe", err_a + err_b, re.M)) == 1
+    assert folder == target and json.loads((folder / "toy.json").read_text())["recipe"]["steps"] == 2
+    assert path.parent == toy.cache_dir() and path.with_suffix(".json").exists()
+    assert not [p.name for p in toy.cache_dir().iterdir() if p.name.startswith(".") and not p.name.endswith(".lock")]

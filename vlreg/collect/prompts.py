@@ -1,0 +1,87 @@
+"""Each image's prompt, as the model is given it, and its id.
+
+A prompt that holds any of the tokenizer's special tokens (``<|im_start|>``, the image
+token ``<|image_pad|>`` or ``<image>``) is a full prompt, used as it is, as ``model.trace``
+takes it. Plain text is the user's turn: the processor's chat template places the image
+before it (the text may be empty: the image alone), as the README's first trace writes
+it. A prompt must then hold exactly one image, since `collect` gives each prompt one.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+from .sources import Item
+
+
+def source(prompt: Any, prompt_column: str | None) -> str:
+    """How the prompt is chosen, as the manifest records it."""
+    if prompt_column is not None:
+        return f"the dataset's column {prompt_column!r}" + (f", wrapped: {prompt!r}" if prompt else "")
+    if callable(prompt):
+        return f"a function, {getattr(prompt, '__qualname__', type(prompt).__name__)}"
+    return "" if prompt is None else str(prompt)
+
+
+def text_of(item: Item, prompt: Any, prompt_column: str | None) -> str:
+    """The text the user gave for ``item``'s prompt, before wrapping."""
+    if prompt_column is not None:
+        if prompt_column not in item.record:
+            raise ValueError(f"prompt_column={prompt_column!r} is not a column of the dataset; it has "
+                             f"{', '.join(k for k in item.record if k != 'image')}")
+        return str(item.record[prompt_column])
+    if callable(prompt):
+        return str(prompt(item.record))
+    return "" if prompt is None else str(prompt)
+
+
+class Prompts:
+    """Full prompts for a model, wrapped once per distinct text."""
+
+    def __init__(self, model: Any, at: str) -> None:
+        self.model = model
+        self.at = at
+        self.token = getattr(model.processor, "image_token", None)
+        tokenizer = getattr(model.processor, "tokenizer", None)
+        special = set(getattr(tokenizer, "all_special_tokens", ()))
+        special |= {added.content for added in getattr(tokenizer, "added_tokens_decoder", {}).values() if added.special}
+        self.special = sorted(special | ({self.token} if self.token else set()))
+        self._full: dict[str, str] = {}
+
+    def full(self, text: str) -> str:
+        if text not in self._full:
+            self._full[text] = self._check(self._wrap(text), text)
+        return self._full[text]
+
+    def _wrap(self, text: str) -> str:
+        if any(token in text for token in self.special):
+            return text
+        processor = self.model.processor
+        if not getattr(processor, "chat_template", None):
+            raise ValueError(f"the processor has no chat template to place the image before {text!r}: pass a full "
+                             f"prompt that holds the image token ({self.token})")
+        content = [{"type": "image"}] + ([{"type": "text", "text": text}] if text else [])
+        return processor.apply_chat_template([{"role": "user", "content": content}], add_generation_prompt=True,
+                                             tokenize=False)
+
+    def _check(self, full: str, text: str) -> str:
+        if self.token is None:
+            return full
+        count = full.count(self.token)
+        if count == 0:
+            what = ("at='image' reads the image's tokens, but" if self.at == "image"
+                    else "the image would never reach the model:")
+            raise ValueError(f"{what} the prompt {full!r} holds no image (no {self.token}): put {self.token} "
+                             f"where the image goes, or pass the question alone for the chat template to place "
+                             f"the image before it")
+        if count > 1:
+            raise ValueError(f"the prompt {full!r} holds {count} images ({self.token}), and collect gives each "
+                             f"prompt one image: keep one {self.token}")
+        return full
+
+
+def prompt_id(full: str) -> str:
+    """A prompt's id: the first 12 hex digits of its SHA-256, the same in every process."""
+    return hashlib.sha256(full.encode()).hexdigest()[:12]
+

@@ -1,0 +1,160 @@
+"""One batch of images through one trace, cut into each image's rows and index.
+
+A batch is one invoke with a prompt per image and a list of images per prompt, the
+form the processor pads together (on the left, for these decoders); the run stops once
+the last value is read (a store of block 3 never runs the blocks after it). Every value is then
+one tensor over the batch, and each image's rows are found from the batch's own masks,
+read in the same trace: ``attention_mask`` says where each row's prompt lies past its
+padding, ``vision.image_token_mask`` where its image tokens are. So no position is
+computed from a prompt encoded alone, whose positions the padding would shift: a
+prompt's ``k``-th real token is where the row's attention mask has its ``k``-th one.
+
+With ``remote=``, each batch's trace is sent as any remote trace is (nnsight's
+serialization, vlreg's names rebuilt by the server's plugins) and the rows come back as
+the trace's saved list; the geometry and everything after the trace run here.
+
+Boxes come from ``model.vision.geometry`` of the prompt with the image alone, kept per
+(prompt, image size): an image's tokens and their boxes depend on its size, not its
+pixels, so a folder of same-size images asks the processor for its geometry once.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Sequence
+
+import nnsight
+import torch
+from attrs import frozen
+
+from .sites import Site, picked, read
+
+
+@frozen(eq=False)
+class Rows:
+    """One image's rows: ``values[name]`` is ``[rows, width]``; ``token`` ``[rows]``,
+    ``box`` ``[rows, 4]`` (float32, NaN where a row covers no pixels)."""
+
+    values: dict
+    token: torch.Tensor
+    box: torch.Tensor
+
+
+class Batches:
+    """Runs batches for ``sites`` at ``at``, keeping rows in ``dtype`` (``None``: as computed)."""
+
+    def __init__(self, model: Any, sites: Sequence[Site], at: str, dtype: Any, remote: Any = False) -> None:
+        self.model, self.sites, self.at, self.dtype = model, list(sites), at, dtype
+        self.remote = remote
+        self.kind = sites[0].kind if all(site.kind == "tower" for site in sites) else "tokens"
+        self.alone = False  # tower values whose batch layout is not one entry per image
+        self._geometry: dict = {}
+
+    def run(self, images: Sequence[Any], prompts: Sequence[str]) -> list[Rows]:
+        if self.alone and len(images) > 1:
+            return [rows for image, prompt in zip(images, prompts) for rows in self.run([image], [prompt])]
+        one = len(images) == 1
+        text, pictures = (prompts[0], [images[0]]) if one else (list(prompts), [[image] for image in images])
+        model, sites, at, dtype = self.model, self.sites, self.at, self.dtype  # what a remote trace carries
+        with torch.no_grad(), model.trace(text, images=pictures, **_remote(self.remote)) as tracer:
+            saved = nnsight.save(read(model, sites, at, dtype))
+            tracer.stop()  # nothing after the last value is needed: the blocks past it and the logits do not run
+        mask, image_mask, *saved = [tensor.cpu() for tensor in saved]
+        if self.kind == "tower":
+            return self._tower(images, prompts, saved)
+        return self._tokens(images, prompts, mask.bool(), image_mask, saved)
+
+    def geometry(self, prompt: str, image: Any) -> Any:
+        key = (prompt, tuple(image.size))
+        if key not in self._geometry:
+            (self._geometry[key],) = self.model.vision.geometry(prompt, [image])
+        return self._geometry[key]
+
+    def _tokens(self, images, prompts, real, image_mask, saved) -> list[Rows]:
+        at = self.at
+        where = picked(real, image_mask, at)
+        counts = where.sum(-1).tolist()
+        per_site = []
+        for site, tensor in zip(self.sites, saved):
+            if site.kind == "features":
+                per_site.append(self._features(tensor, images, prompts, image_mask))
+            else:
+                per_site.append(list(tensor.split(counts)))
+        positions = real.long().cumsum(-1) - 1
+        found = []
+        for row, (image, prompt, count) in enumerate(zip(images, prompts, counts)):
+            if at == "image":
+                token = torch.arange(count)
+            else:
+                token = positions[row][where[row]]
+            box = torch.full((count, 4), math.nan, dtype=torch.float32)
+            if at in ("image", "all"):
+                boxes = self.geometry(prompt, image).boxes.float()
+                lit = image_mask[row][where[row]]
+                if int(lit.sum()) != len(boxes):
+                    raise RuntimeError(
+                        f"the batch holds {int(lit.sum())} image tokens for this image, but its geometry alone "
+                        f"gives {len(boxes)}: the processor encodes it differently in a batch; collect with batch=1")
+                box[lit] = boxes
+            found.append(Rows({site.name: parts[row] for site, parts in zip(self.sites, per_site)}, token, box))
+        return found
+
+    def _features(self, tensor, images, prompts, image_mask) -> list[torch.Tensor]:
+        if tensor.dim() == 3:  # cross-attention states, [batch, positions, hidden]: the geometry's positions
+            return [tensor[row, self.geometry(prompt, image).positions]
+                    for row, (image, prompt) in enumerate(zip(images, prompts))]
+        return list(tensor.split(image_mask.sum(-1).tolist()))
+
+    def _tower(self, images, prompts, saved) -> list[Rows]:
+        count = len(images)
+        split = []
+        for tensor in saved:
+            if count == 1:
+                split.append([tensor.reshape(-1, tensor.shape[-1])])
+            elif tensor.shape[0] == count:
+                split.append(list(tensor))
+            else:  # packed rows or crops: which are whose is the family's layout; run each image alone
+                self.alone = True
+                return self.run(images, prompts)
+        found = []
+        for index, (image, prompt) in enumerate(zip(images, prompts)):
+            parts = {site.name: part[index] for site, part in zip(self.sites, split)}
+            lengths = {len(part) for part in parts.values()}
+            if len(lengths) != 1:
+                raise ValueError("these tower values hold different numbers of rows per image ("
+                                 + ", ".join(f"{name}: {len(part)}" for name, part in parts.items())
+                                 + "), so they cannot share one index: collect them into separate stores")
+            (length,) = lengths
+            found.append(Rows(parts, torch.arange(length), self._patch_boxes(prompt, image, length)))
+        return found
+
+    def _patch_boxes(self, prompt: str, image: Any, length: int) -> torch.Tensor:
+        """Each tower row's pixels where the rows are exactly a raster of the image's one
+        token grid, each token ``fold`` x ``fold`` patches (SigLIP, Gemma 3's pooling); else
+        NaN (class tokens, crops, or a family's own patch order, as the Qwen ViT's merge
+        blocks)."""
+        unknown = torch.full((length, 4), math.nan, dtype=torch.float32)
+        geometry = self.geometry(prompt, image)
+        if len(geometry.grids) != 1:
+            return unknown
+        grid = geometry.grids[0]
+        side = grid.fold
+        if length != grid.tokens * side * side:
+            return unknown
+        boxes = grid.boxes.reshape(grid.rows, 1, grid.columns, 1, 4).expand(grid.rows, side, grid.columns, side, 4)
+        x0, y0, x1, y1 = boxes.unbind(-1)
+        width, height = (x1 - x0) / side, (y1 - y0) / side
+        across = torch.arange(side, dtype=boxes.dtype).reshape(1, 1, 1, side)
+        down = torch.arange(side, dtype=boxes.dtype).reshape(1, side, 1, 1)
+        left, top = x0 + across * width, y0 + down * height
+        return torch.stack([left, top, left + width, top + height], -1).reshape(length, 4).float()
+
+
+def _remote(remote: Any) -> dict:
+    """A trace's keywords for ``remote``: none; ``remote=`` (``True``, a host, ``"local"``);
+    or ``backend=``, for an nnsight backend (as the tests pass one)."""
+    from nnsight.tracing.backend import Backend
+
+    if isinstance(remote, Backend):
+        return {"backend": remote}
+    return {"remote": remote} if remote else {}

@@ -1,0 +1,384 @@
+"""`collect`: values at every image of a dataset into a store, resumable and data-parallel.
+
+The images are cut into groups of ``shard_images`` by their position in the input; a
+group is one shard, written whole or not at all. A run skips the images the store
+already holds (its shards name them), so a rerun after a crash does only what is
+missing and never writes a row twice; a group that a killed run had finished is not
+redone. Under ``torchrun`` (or ``accelerate launch``), ``RANK`` and ``WORLD_SIZE`` give each
+process the groups whose number is its rank modulo the world size: the processes share
+no state but the folder, and the shards they write are the ones one process would.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sys
+import time
+import warnings
+from pathlib import Path
+from typing import Any, Sequence
+
+import torch
+from attrs import field, frozen
+
+from . import prompts as prompting
+from . import sources, store
+from .rows import Batches, Rows
+from .sites import Site, resolve
+
+#: A shard's size when ``shard_images`` is not given: about this many bytes of rows.
+SHARD_BYTES = 256 * 2**20
+ON_ERROR = ("stop", "skip")
+
+
+@frozen
+class Summary:
+    """What a run did (this process, under torchrun): images and rows it added, images
+    it skipped (name, why), the images of its share the store held before, its seconds,
+    and the store's totals after."""
+
+    out: Path
+    images: int
+    rows: int
+    skipped: tuple = ()
+    already: int = 0
+    seconds: float = 0.0
+    store_images: int = 0
+    store_rows: int = 0
+    rank: int = 0
+    world_size: int = 1
+    notes: tuple = field(default=())
+
+    def __str__(self) -> str:
+        who = f"rank {self.rank} of {self.world_size}: " if self.world_size > 1 else ""
+        rate = f" ({self.images / self.seconds:.2f} images/s)" if self.seconds and self.images else ""
+        lines = [f"{who}collected {self.images} images, {self.rows} rows, in {self.seconds:.1f} s{rate}; "
+                 f"{self.already} were already in the store"]
+        if self.skipped:
+            lines.append(f"skipped {len(self.skipped)} unreadable: "
+                         + "; ".join(f"{name} ({why})" for name, why in self.skipped))
+        lines += list(self.notes)
+        if self.rank == 0:  # after every process is done (under torchrun)
+            lines.append(f"{self.out} now holds {self.store_images} images, {self.store_rows} rows")
+        return "\n".join(lines)
+
+
+def collect(
+    model: Any,
+    values: Sequence[str],
+    images: Any,
+    out: "str | os.PathLike",
+    *,
+    prompt: Any = None,
+    at: str = "image",
+    batch: int = 8,
+    dtype: Any = None,
+    on_error: str = "stop",
+    shard_images: int | None = None,
+    image_column: str = "image",
+    prompt_column: str | None = None,
+    key_column: str | None = None,
+    progress: bool = True,
+    remote: bool = False,
+    rank: int | None = None,
+    world_size: int | None = None,
+) -> Summary:
+    """Read ``values`` at every image of ``images`` and write them to the store ``out``.
+
+    Args:
+        model: A `StandardizedTransformer` loaded with ``task="image-text-to-text"``.
+        values: Standard value names, as in a trace (``"layers[0].layer_output"``).
+        images: A folder (its image files, recursively, sorted), a list of files or PIL
+            images, a mapping of names to either, or a Hugging Face ``datasets.Dataset``.
+        out: The store's folder (made if absent; a rerun adds the images it lacks).
+        prompt: The text each image is asked with (the chat template places the image
+            before it), a full prompt holding the processor's image token, or a function
+            of the image's record (a dataset row, or ``{"image": name}``) giving either.
+        at: ``"image"`` (the image's tokens), ``"text"`` (every other token of the prompt),
+            ``"all"``, or ``"last"`` (the prompt's last token).
+        batch: Images per forward.
+        dtype: The store's dtype (``"bfloat16"``, ``"float16"`` halve the disk); ``None``:
+            as the model computes.
+        on_error: An image that cannot be read: ``"stop"`` (raise, naming it) or ``"skip"``
+            (leave it out, name it in the summary; a rerun tries it again).
+        shard_images: Images per shard (default: about 256 MiB of rows).
+        image_column, prompt_column, key_column: A dataset's columns of the image, the
+            prompt's text and the image's name (default: its row number).
+        progress: Show a progress bar and print the summary (stderr).
+        remote: Send each batch's trace to NDIF (``True``), a server of your own (its
+            address) or nnsight's local rehearsal (``"local"``); the rows come back and
+            are written here. Load the model with ``dispatch=False`` to keep the weights
+            on the server.
+        rank, world_size: This process's share (default: ``RANK``, ``WORLD_SIZE``).
+
+    Returns the run's `Summary`. Everything the input already tells is checked before
+    the model runs: value names, ``at``, the prompts, the images' files, the store's
+    manifest.
+    """
+    _check(model, on_error, batch)
+    rank, world_size = _share(rank, world_size)
+    started = time.perf_counter()
+    sites = resolve(model, values, at)
+    store_dtype = _dtype(dtype)
+    items = sources.items(images, image_column=image_column, key_column=key_column)
+    chosen = prompting.Prompts(model, at)
+    full = {item.name: chosen.full(prompting.text_of(item, prompt, prompt_column)) for item in items}
+    skipped = _unreadable(items, on_error)
+    readable = [item for item in items if item.name not in dict(skipped)]
+    folder = Path(out)
+    manifest = _manifest(model, sites, at, prompting.source(prompt, prompt_column), store_dtype, shard_images,
+                         readable, full, batch, remote)
+    held = _open(folder, manifest, full)
+    mine, already = _share_of(items, readable, held, manifest["shard_images"], rank, world_size)
+    batches = Batches(model, sites, at, store_dtype, remote)
+    added_images = added_rows = 0
+    bar = _bar(sum(len(group) for group in mine), progress and rank == 0, rank, world_size)
+    try:
+        for group in mine:
+            done, failed = _group(batches, group, full, batch, on_error, bar)
+            skipped += failed
+            if done:
+                _write(folder, done, full)
+                added_images += len(done)
+                added_rows += sum(len(rows.token) for _, _, rows in done)
+    finally:
+        bar.close()
+    if _barrier(world_size) and rank == 0:
+        store.remove_leftovers(folder)  # every process is done: a temporary file left is a killed run's
+    after = store.shards(folder)
+    summary = Summary(folder, added_images, added_rows, tuple(skipped), already, time.perf_counter() - started,
+                      sum(len(s.images) for s in after), sum(s.rows for s in after), rank, world_size,
+                      ("tower values ran one image a forward: the tower's batch is not one entry per image here",)
+                      if batches.alone else ())
+    if progress:
+        print(summary, file=sys.stderr)
+    return summary
+
+
+def _check(model: Any, on_error: str, batch: Any) -> None:
+    if on_error not in ON_ERROR:
+        raise ValueError(f"on_error={on_error!r}: pass 'stop' (raise at an unreadable image) or 'skip'")
+    if not isinstance(batch, int) or batch < 1:
+        raise ValueError(f"batch={batch!r}: images per forward, a positive integer")
+    if getattr(model, "processor", None) is None:
+        raise ValueError("collect runs images through the model: load it with task='image-text-to-text'")
+
+
+def _unreadable(items: list, on_error: str) -> list:
+    """The image files whose headers do not read, as ``(name, why)``: refused under
+    ``on_error="stop"``, before any work."""
+    skipped = []
+    for item in items:
+        why = sources.unreadable(item)
+        if why is not None:
+            if on_error == "stop":
+                raise ValueError(f"image {item.name} cannot be read ({why}): fix or remove it, or pass "
+                                 f"on_error='skip' (--on-error skip) to leave it out")
+            skipped.append((item.name, why))
+    return skipped
+
+
+def _share_of(items: list, readable: list, held: dict, shard: int, rank: int, world_size: int) -> tuple[list, int]:
+    """This process's groups of images the store lacks (a group: the images whose input
+    position divided by ``shard`` is the group's number; a process: the groups whose
+    number is its rank modulo the world size), and how many of its share the store holds."""
+    position = {item.name: index for index, item in enumerate(items)}
+    groups: dict[int, list] = {}
+    for item in readable:
+        if item.name not in held:
+            groups.setdefault(position[item.name] // shard, []).append((position[item.name], item))
+    mine = [groups[number] for number in sorted(groups) if number % world_size == rank]
+    already = sum(1 for name in held if name in position and position[name] // shard % world_size == rank)
+    return mine, already
+
+
+def _group(batches: Batches, group: list, full: dict, size: int, on_error: str, bar: Any) -> tuple[list, list]:
+    """Every image of ``group`` through the model, ``size`` at a time: ``(position, item,
+    Rows)`` in order, and the images that failed to load (under ``on_error="skip"``)."""
+    done: list[tuple[int, Any, Rows]] = []
+    failed: list = []
+    for start in range(0, len(group), size):
+        chunk, pictures = [], []
+        for position, item in group[start : start + size]:
+            try:
+                pictures.append(sources.load(item))
+                chunk.append((position, item))
+            except Exception as error:  # PIL's decode errors are of several kinds
+                if on_error == "stop":
+                    raise ValueError(f"image {item.name} cannot be read ({type(error).__name__}: {error}): fix or "
+                                     f"remove it and run again (the shards written so far are kept), or pass "
+                                     f"on_error='skip'") from error
+                failed.append((item.name, f"{type(error).__name__}: {error}"))
+        if chunk:
+            found = batches.run(pictures, [full[item.name] for _, item in chunk])
+            done += [(position, item, rows) for (position, item), rows in zip(chunk, found)]
+        bar.update(len(group[start : start + size]))
+    return done, failed
+
+
+def _write(folder: Path, done: list, full: dict) -> None:
+    names = [item.name for _, item, _ in done]
+    first = done[0][0]
+    digest = hashlib.sha256(json.dumps(names).encode()).hexdigest()[:8]
+    tensors: dict[str, torch.Tensor] = {}
+    for name in done[0][2].values:
+        tensors[name] = torch.cat([rows.values[name] for _, _, rows in done])
+    tensors["__image__"] = torch.cat([torch.full((len(rows.token),), i, dtype=torch.int32)
+                                      for i, (_, _, rows) in enumerate(done)])
+    tensors["__token__"] = torch.cat([rows.token for _, _, rows in done]).to(torch.int64)
+    tensors["__box__"] = torch.cat([rows.box for _, _, rows in done]).to(torch.float32)
+    ids = [prompting.prompt_id(full[name]) for name in names]
+    texts = {pid: full[name] for pid, name in zip(ids, names)}
+    store.write_shard(folder / store.SHARDS, f"{first:010d}-{digest}", tensors,
+                      {"images": names, "prompts": ids, "prompt_texts": texts})
+
+
+def _open(folder: Path, manifest: dict, full: dict) -> dict[str, str]:
+    """The store's images (name -> prompt id) after checking it was made as this run
+    would make it; a new store gets its manifest."""
+    found = store.read_manifest(folder)
+    if found is not None and not store.shard_paths(folder):
+        found = None  # a store that holds nothing yet (its first run died before a shard landed) is new
+    if found is None:
+        ours = (store.MANIFEST, store.SHARDS)
+        if folder.exists() and any(not p.name.startswith(".") and p.name not in ours for p in folder.iterdir()):
+            raise ValueError(f"{folder} is a folder with files in it but no {store.MANIFEST}: collect into a new or "
+                             f"empty folder, or into a store collect made")
+        store.write_manifest(folder, manifest)
+        return {}
+    differences = [f"{key}: {_show(found.get(key))}, not {_show(manifest[key])}"
+                   for key in ("format", "values", "at", "prompt", "dtype", "model")
+                   if _compared(key, found.get(key)) != _compared(key, manifest[key])]
+    if differences:
+        raise ValueError(f"the store at {folder} was made with other settings ({'; '.join(differences)}): collect "
+                         f"into another folder, or pass what it was made with to add images to it")
+    manifest.update(shard_images=found["shard_images"])
+    held = {}
+    for shard in store.shards(folder):
+        for name, pid in zip(shard.images, shard.prompts):
+            if name in full and prompting.prompt_id(full[name]) != pid:
+                raise ValueError(f"the store at {folder} holds image {name} asked with the prompt "
+                                 f"{shard.prompt_texts[pid]!r}, not {full[name]!r}: collect into another folder")
+            held[name] = pid
+    return held
+
+
+def _compared(key: str, value: Any) -> Any:
+    if key == "model" and isinstance(value, dict):
+        return {k: v for k, v in value.items() if k != "path"}  # a moved checkpoint is the same model
+    return value
+
+
+def _show(value: Any) -> str:
+    return json.dumps(_compared("model", value) if isinstance(value, dict) else value)
+
+
+def _manifest(model: Any, sites: list[Site], at: str, prompt: str, dtype: Any, shard_images: int | None,
+              items: list, full: dict, batch: int, remote: Any) -> dict:
+    from .. import __version__
+
+    shard = shard_images or _shard_size(model, sites, at, items, full, batch, dtype)
+    return {
+        "format": store.FORMAT,
+        "vlreg": __version__,
+        "values": [site.name for site in sites],
+        "at": at,
+        "prompt": prompt,
+        "dtype": str(dtype or model.dtype).removeprefix("torch."),
+        "model": identity(model, local=not remote),
+        "shard_images": int(shard),
+    }
+
+
+def identity(model: Any, local: bool = True) -> dict:
+    """The model as a store records it: its path, a hash of its config, a fingerprint of
+    its weights (every tensor's name, shape, dtype and, where the weights are here, first
+    and last few values: two random builds of one config differ), and the weights' dtype.
+    A model traced remotely is not loaded here for this: its fingerprint has no values."""
+    if local and not model.dispatched:
+        model.dispatch()
+    config = {k: v for k, v in model.config.to_dict().items() if k not in ("_name_or_path", "transformers_version", "dtype")}
+    weights = hashlib.sha256()
+    for name, tensor in model.named_parameters():
+        weights.update(f"{name}{tuple(tensor.shape)}{tensor.dtype}".encode())
+        if local and tensor.device.type != "meta" and tensor.numel():
+            flat = tensor.detach().reshape(-1)
+            weights.update(torch.cat([flat[:8], flat[-8:]]).float().cpu().numpy().tobytes())
+    return {
+        "path": str(model.config._name_or_path),
+        "config": hashlib.sha256(json.dumps(config, sort_keys=True, default=str).encode()).hexdigest()[:16],
+        "weights": weights.hexdigest()[:16],
+        "dtype": str(model.dtype).removeprefix("torch."),
+    }
+
+
+def _shard_size(model: Any, sites: list[Site], at: str, items: list, full: dict, batch: int, dtype: Any) -> int:
+    """Images per shard for about `SHARD_BYTES` of rows, from the first image's geometry
+    and the values' widths (an estimate: a shard's size only bounds memory and what a
+    killed run loses), a multiple of ``batch``; the same in every process."""
+    try:
+        first = items[0]
+        tokens = model.vision.geometry(full[first.name], [sources.load(first)])[0].tokens
+    except Exception:  # no image to measure by (an unreadable one is handled when its batch runs)
+        tokens = 1024
+    rows = {"image": tokens, "text": 4 * tokens, "all": 5 * tokens, "last": 1}[at]
+    width = 0
+    for site in sites:
+        if site.name == "logits":
+            width += model.vocab_size
+        elif site.kind == "tower":
+            width += model.vision.vision_hidden_size
+            rows = max(rows, 4 * tokens)
+        else:
+            width += model.hidden_size
+    itemsize = (dtype or model.dtype).itemsize
+    images = max(1, SHARD_BYTES // max(1, rows * width * itemsize))
+    return max(batch, images // batch * batch)
+
+
+def _dtype(dtype: Any) -> torch.dtype | None:
+    if dtype is None or isinstance(dtype, torch.dtype):
+        return dtype
+    found = getattr(torch, str(dtype).removeprefix("torch."), None)
+    if not isinstance(found, torch.dtype) or not found.is_floating_point:
+        raise ValueError(f"dtype={dtype!r}: the store keeps floats: float32, bfloat16 or float16")
+    return found
+
+
+def _share(rank: int | None, world_size: int | None) -> tuple[int, int]:
+    rank = int(os.environ.get("RANK", 0)) if rank is None else rank
+    world_size = int(os.environ.get("WORLD_SIZE", 1)) if world_size is None else world_size
+    if not 0 <= rank < world_size:
+        raise ValueError(f"rank {rank} is not one of the {world_size} processes (RANK, WORLD_SIZE)")
+    return rank, world_size
+
+
+def _barrier(world_size: int) -> bool:
+    """Wait for every process, so the summary counts the whole store (gloo: no GPU
+    needed); whether every process is known to be done."""
+    if world_size == 1:
+        return True
+    if "MASTER_ADDR" not in os.environ:
+        return False
+    import torch.distributed as dist
+
+    made = not dist.is_initialized()
+    if made:
+        dist.init_process_group("gloo")
+    try:
+        dist.barrier()
+    finally:
+        if made:
+            dist.destroy_process_group()
+    return True
+
+
+def _bar(total: int, shown: bool, rank: int, world_size: int) -> Any:
+    from tqdm.auto import tqdm
+
+    label = "collect" if world_size == 1 else f"collect (rank {rank} of {world_size})"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return tqdm(total=total, unit="image", desc=label, disable=not shown, file=sys.stderr, dynamic_ncols=True)
