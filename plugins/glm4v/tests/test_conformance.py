@@ -23,6 +23,7 @@ GLM = {
 TOWER_PATTERN = {
     "vision.self_attn.attention_scores": PER_CALL,
     "vision.self_attn.attention_probabilities": PER_CALL,
+    "vision.video_features": "videos are not served on this family",
 }
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from vlreg import StandardizedTransformer
+from vlreg import StandardizedTransformer, Unavailable
 from vlreg.plugin import Mlp, MoeMlp
 from vlreg.testing import build
 from vlreg.testing.conformance import image
@@ -149,3 +149,13 @@ def test_a_glm46v_checkpoint_with_the_moe_text_model_serves_it():
     for x, attention, mlp, out in rows:
         torch.testing.assert_close(x + attention + mlp, out)
     assert position.shape[-1] == glm46v.vision.vision_hidden_size
+
+
+def test_videos_are_refused_by_name(model):
+    """A video's frames are written with the image placeholder, which is how vlreg finds an
+    image's tokens: ``vision.video_features`` says so and what to do instead."""
+    reason = model.support()["vision.video_features"]
+    assert "<|image|>" in reason and "trace a video's frames as images" in reason
+    with pytest.raises(Unavailable, match="videos are not served on this family"):
+        with model.trace(chat(model), images=PICTURES):
+            model.vision.video_features.save()

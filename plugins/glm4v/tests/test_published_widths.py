@@ -47,7 +47,8 @@ def test_glm4_1v_9b(lazy):
     assert tower(model) == (24, 1536, 12, 128, 4096, 14, 2)
     rows = model.support()
     assert {row for row, why in rows.items() if why} == {"vision.self_attn.attention_scores",
-                                                         "vision.self_attn.attention_probabilities"}
+                                                         "vision.self_attn.attention_probabilities",
+                                                         "vision.video_features"}
     with pytest.raises(Unavailable, match="image_grid_thw"):
         model.vision.image_size
 

@@ -15,10 +15,11 @@ vlreg-qwen2-vl publishes:
 * ``glm_ocr`` (GLM-OCR): GLM-4.1V's text block; a tower without learned positions whose
   attention norms its queries and keys.
 
-Videos are not served. GLM writes a video's frames with the image's own placeholder
-(``<|image|>``; only the processor's ``mm_token_type_ids`` tell them apart), and vlreg finds a
-prompt's image tokens as ``input_ids == image_token_id``, so on a prompt that carries a video
-those tokens include the video's: trace videos' frames as images (``images=[...]``).
+Videos are not served, and ``vision.video_features`` is refused saying why: GLM writes a
+video's frames with the image's own placeholder (``<|image|>``; only the processor's
+``mm_token_type_ids`` tell them apart), and vlreg finds a prompt's image tokens as
+``input_ids == image_token_id``, so on a prompt that carries a video those tokens include
+the video's: trace a video's frames as images (``images=[...]``).
 """
 
 from importlib import import_module
