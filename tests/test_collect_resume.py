@@ -98,8 +98,11 @@ def test_killed_mid_run_then_resumed_is_the_clean_store(model, checkpoint, folde
 
 def test_two_processes_under_torchrun_make_the_clean_store(checkpoint, folder, clean, tmp_path):
     out = tmp_path / "store"
+    # torchrun gives each worker one thread unless told; another thread count sums floats in
+    # another order, so the workers get this process's count and the rows can be equal bit for bit.
+    env = {**os.environ, "OMP_NUM_THREADS": str(torch.get_num_threads())}
     done = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2",
-                           *command(checkpoint, folder, out)], capture_output=True, text=True, timeout=600)
+                           *command(checkpoint, folder, out)], capture_output=True, text=True, timeout=600, env=env)
     assert done.returncode == 0, done.stderr[-3000:]
     assert "rank 0 of 2: collected 6 images" in done.stderr and "rank 1 of 2: collected 6 images" in done.stderr
     assert f"now holds {IMAGES} images" in done.stderr
