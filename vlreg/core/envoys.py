@@ -150,6 +150,16 @@ class Standard(remote.ByReference, Envoy):
                 return f"{reason}; {SKIPPED}"
             if reason:
                 return reason
+            step = mediator.iteration
+            if (self._tower is not None or needs) and step and run.inputs.get("use_cache", True) is not False:
+                # the value's module is never called at this step: nnsight would wait for it
+                # to the end of the run, cutting the loop short and losing the step's values
+                return (
+                    f"this is a generation step after the first (step {step}): the image is read at the first "
+                    "step only, and after it the prompt's tokens, the image's among them, are in the cache, so "
+                    "the tower and the scatter do not run; read image values at the first step (before "
+                    "tracer.iter, or at tracer.iter[0])"
+                )
         if self.root._replaying and served.layout_on(self) == "tower":
             return "this trace replays the tower's cached output (TowerCache.replay), so the tower does not run"
         if group is not None and served.layout_on(self) == "tower" and run.invokes_with_images() > 1:

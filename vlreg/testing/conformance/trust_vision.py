@@ -52,6 +52,26 @@ class VisionTrust:
             plain = model.logits.save()
         torch.testing.assert_close(replayed, plain)
 
+    # -- generation steps --------------------------------------------------------
+
+    def test_image_values_at_a_later_generation_step_are_refused(self, model):
+        """After the first step of a generation the image's tokens are in the cache and the
+        tower and the scatter do not run: an image value read at a later step is refused by
+        name (nnsight would wait for a module never called, cut the loop short and drop
+        the step's other values with a warning); at the first step it is served."""
+        args, kwargs = self.order_input(model)
+        with pytest.raises(Unavailable, match="generation step after the first"):
+            with model.generate(*args, **kwargs, max_new_tokens=2, min_new_tokens=2, do_sample=False) as tracer:
+                for _ in tracer.iter[1:2]:
+                    model.vision.image_features.save()
+        first, later = [], []  # made outside the trace: names first bound inside one do not leave it
+        with model.generate(*args, **kwargs, max_new_tokens=2, min_new_tokens=2, do_sample=False) as tracer:
+            for _ in tracer.iter[0:1]:
+                first.append(model.vision.image_features.save())
+            for _ in tracer.iter[1:2]:
+                later.append(model.logits[:, -1].save())
+        assert first[0].shape[0] > 0 and len(later) == 1
+
     # -- geometry inside a batch -------------------------------------------------
 
     def test_a_geometry_is_placed_inside_its_invoke(self, model):
