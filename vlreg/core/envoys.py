@@ -154,6 +154,7 @@ class Standard(remote.ByReference, Envoy):
             if (self._tower is not None or needs) and step and run.inputs.get("use_cache", True) is not False:
                 # the value's module is never called at this step: nnsight would wait for it
                 # to the end of the run, cutting the loop short and losing the step's values
+                # (not a cross-attention block's: it runs at every step, on cached keys)
                 return (
                     f"this is a generation step after the first (step {step}): the image is read at the first "
                     "step only, and after it the prompt's tokens, the image's among them, are in the cache, so "
