@@ -326,3 +326,24 @@ def test_vlreg_plugin_api():
     assert not plugins.plugin_manager().is_registered(future)
     with registered(Current(), name="current"):
         assert plugins.plugin_manager().get_plugin("current") is not None
+
+
+def test_every_hookspec_states_what_it_takes_and_returns():
+    """A plugin author reads the types off the one page of hooks (and a type checker does)."""
+    import inspect
+    import typing
+
+    from vlreg.core import hookspecs
+
+    specs = [f for name, f in vars(hookspecs).items() if name.startswith("vlreg_") and inspect.isfunction(f)]
+    assert specs
+    for spec in specs:
+        hints = typing.get_type_hints(spec, {**vars(hookspecs), **_parts()})
+        assert "return" in hints, f"{spec.__name__} does not say what it returns"
+        assert set(inspect.signature(spec).parameters) <= set(hints), f"{spec.__name__}'s parameters are untyped"
+
+
+def _parts():
+    from vlreg.core import parts
+
+    return vars(parts)

@@ -23,7 +23,15 @@ vision part's to the tower.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any, Callable, Optional
+
 import pluggy
+
+if TYPE_CHECKING:
+    from .parts import Claim, CrossAttention, Part, Scatter
+
+#: A predicate of `vlreg_unavailable` and `vlreg_read_only`: the envoy in, ``None`` or why not out.
+Predicate = Callable[[Any], Optional[str]]
 
 PROJECT = "vlreg"
 
@@ -36,7 +44,7 @@ hookimpl = pluggy.HookimplMarker(PROJECT)
 
 
 @hookspec(firstresult=True)
-def vlreg_plugin_api():
+def vlreg_plugin_api() -> int:
     """The vlreg plugin API this plugin was written for (`PLUGIN_API` when it was).
 
     A plugin that answers another version is refused at registration, with a message
@@ -45,7 +53,7 @@ def vlreg_plugin_api():
 
 
 @hookspec
-def vlreg_claims():
+def vlreg_claims() -> list[Claim]:
     """The config parts this plugin serves: a list of `Claim(kind, model_type)`.
 
     Called once per plugin when it is registered. What serves a part is settled from
@@ -57,7 +65,7 @@ def vlreg_claims():
 
 
 @hookspec(firstresult=True)
-def vlreg_rename(part):
+def vlreg_rename(part: Part) -> dict[str, str] | None:
     """nnsight ``rename`` entries for a claimed part: ``{native path: standard name}``.
 
     * wrapper: from the model root, the standard mounts ``layers``, ``embed_tokens``,
@@ -71,7 +79,7 @@ def vlreg_rename(part):
 
 
 @hookspec(firstresult=True)
-def vlreg_envoys(part):
+def vlreg_envoys(part: Part) -> dict[type, type] | None:
     """nnsight ``envoys`` entries for a claimed part: ``{module class: envoy class}``.
 
     Keys are the part's module classes; values are vlreg's standard envoy classes
@@ -81,7 +89,7 @@ def vlreg_envoys(part):
 
 
 @hookspec(firstresult=True)
-def vlreg_scatter(part):
+def vlreg_scatter(part: Part) -> Scatter | CrossAttention | None:
     """Where the image reaches the text model: a `Scatter` (the wrapper writes the
     features into the embeddings) or a `CrossAttention` (the text model takes them as an
     argument its cross-attention blocks read; Mllama's).
@@ -92,7 +100,7 @@ def vlreg_scatter(part):
 
 
 @hookspec(firstresult=True)
-def vlreg_image_grids(part):
+def vlreg_image_grids(part: Part) -> Callable[..., list] | None:
     """How the wrapper lays each image's tokens out: a function ``grids(encoding, images,
     processor)``.
 
@@ -108,7 +116,7 @@ def vlreg_image_grids(part):
 
 
 @hookspec(firstresult=True)
-def vlreg_unavailable(part):
+def vlreg_unavailable(part: Part) -> dict[str, Predicate] | None:
     """Why a value cannot be served on some loads: ``{row: predicate}``.
 
     A row is named as `StandardizedTransformer.support` names it, relative to the
@@ -120,7 +128,7 @@ def vlreg_unavailable(part):
 
 
 @hookspec(firstresult=True)
-def vlreg_read_only(part):
+def vlreg_read_only(part: Part) -> dict[str, Predicate] | None:
     """Values this part serves but cannot take a write to: ``{row: predicate}``.
 
     Rows (or ``fnmatch`` patterns of rows, ``"vision.*"``) as in `vlreg_unavailable`;
@@ -135,7 +143,7 @@ def vlreg_read_only(part):
 
 
 @hookspec
-def vlreg_adapters():
+def vlreg_adapters() -> dict[str, Any]:
     """What this plugin offers other plugins, by name: ``{name: object}``.
 
     The way one family reuses another's code without importing its modules: the
@@ -147,7 +155,7 @@ def vlreg_adapters():
 
 
 @hookspec
-def vlreg_checkpoints():
+def vlreg_checkpoints() -> dict[str, Callable[..., Any]]:
     """Builders of small random-weight checkpoints, for tests: ``{name: builder}``.
 
     A builder is called as ``builder(path, **overrides)`` and writes a checkpoint
