@@ -50,6 +50,8 @@ class Run:
     groups: tuple = ()
     inputs: dict = field(factory=dict, eq=False, repr=False)
     rows: int = 0
+    #: Whether the run is a ``generate`` (several steps), not one forward.
+    generating: bool = False
 
     @property
     def total(self) -> int:
@@ -67,8 +69,8 @@ class Run:
         return sum(bool(self.images_in(group)) for group in self.groups)
 
 
-def run_of(kwargs: dict, image_token_id: int | None, groups: Sequence) -> Run:
-    """The `Run` of the model call nnsight assembled."""
+def run_of(kwargs: dict, image_token_id: int | None, groups: Sequence, generating: bool = False) -> Run:
+    """The `Run` of the model call nnsight assembled (``generating``: by ``generate``)."""
     ids = kwargs.get("input_ids")
     rows = sum(size for _, size in groups)
     for name in ("input_ids", "inputs_embeds", "attention_mask"):
@@ -76,8 +78,8 @@ def run_of(kwargs: dict, image_token_id: int | None, groups: Sequence) -> Run:
             rows = kwargs[name].shape[0]
             break
     if ids is None or image_token_id is None:
-        return Run(None, tuple(groups), dict(kwargs), rows)
-    return Run((ids == image_token_id).sum(-1), tuple(groups), dict(kwargs), rows)
+        return Run(None, tuple(groups), dict(kwargs), rows, generating)
+    return Run((ids == image_token_id).sum(-1), tuple(groups), dict(kwargs), rows, generating)
 
 
 def combine(processor: Any, invokes: list, options: dict | None = None) -> list:

@@ -45,6 +45,11 @@ class Standard(remote.ByReference, Envoy):
     #: The index of the block (of ``layers`` or ``vision.layers``) this envoy is, or is
     #: part of; ``None`` outside the blocks. What a per-block predicate asks.
     block_index: int | None = None
+    #: Whether this envoy's module runs once a generation, before its first step (an
+    #: encoder-decoder's encoder, `vlreg.core.seq2seq.Encoder`): every envoy under one is
+    #: marked at build (``_once``), and its values are refused at later steps.
+    runs_once: ClassVar[bool] = False
+    _once: bool = False
     #: Whether this envoy is, or is part of, a block that runs only when an image reaches
     #: the text model (a `CrossAttentionLayer`); set at build.
     _image_block: bool = False
@@ -141,6 +146,10 @@ class Standard(remote.ByReference, Envoy):
         batcher = getattr(mediator.interleaver, "batcher", None)
         group = mediator.batch_group if batcher is not None and batcher.batching else None
         run = self.root._run
+        if self._once and mediator.iteration:
+            from .seq2seq import LATER_STEP
+
+            return LATER_STEP(mediator.iteration)
         needs = served.needs_images
         if (self._tower is not None or self._image_block) if needs is None else needs:
             reason = self.root.no_images_in_this_run(group)

@@ -53,9 +53,11 @@ class StandardizedTransformer(Standard, TransformersModel):
         **kwargs: Passed on to nnsight and ``from_pretrained``.
     """
 
-    standard_children = {"layers": "", "vision": "vision."}
-    order = ("input_ids", "attention_mask", "vision.image_token_mask", "token_embeddings", "vision", "layers",
-             "uncapped_logits", "logits")
+    #: ``encoder`` is an encoder-decoder's encoder (`vlreg.core.seq2seq.Encoder`), between
+    #: the image and the decoder blocks (``layers``); absent on a decoder-only model.
+    standard_children = {"layers": "", "vision": "vision.", "encoder": "encoder."}
+    order = ("input_ids", "attention_mask", "vision.image_token_mask", "token_embeddings", "vision", "encoder",
+             "layers", "uncapped_logits", "logits")
 
     input_ids = value(lambda model: f"{model.path}.input", description="the prompt's token ids, [batch, seq]")(
         lambda model, raw: _model_input(raw, "input_ids")
@@ -228,7 +230,8 @@ class StandardizedTransformer(Standard, TransformersModel):
             invokes = combine(self.processor, invokes, same_options(routed))
         args, kwargs = super()._batch(invokes, fn)
         kwargs = in_weights_dtype(kwargs, self._module.dtype)
-        self._run = run_of(kwargs, getattr(self._module.config, "image_token_id", None), groups)
+        self._run = run_of(kwargs, getattr(self._module.config, "image_token_id", None), groups,
+                           generating=getattr(fn, "__name__", "") == "generate")
         return args, kwargs
 
     def no_images_in_this_run(self, group: Any = None) -> str | None:
@@ -281,6 +284,8 @@ class StandardizedTransformer(Standard, TransformersModel):
         """Check the family bound the standard names, label every standard envoy for
         `support` and `Unavailable`, and instrument what is read at an operation."""
         for name in ("layers", "embed_tokens", "norm", "lm_head"):
+            if name == "norm" and _ends_normed(self.__dict__.get("layers")):
+                continue  # a post-norm stack's last block ends in its norm: no final norm
             if not isinstance(self.__dict__.get(name), Envoy):
                 raise TypeError(
                     f"{plugins.describe(self.family.plugin)} binds no {name!r} on the "
@@ -299,14 +304,17 @@ class StandardizedTransformer(Standard, TransformersModel):
         projector = self.__dict__.get("projector")
         if isinstance(projector, Standard):  # a family's per-call projector (`PerCall`)
             projector._row, projector._label = "projector.", "projector"
+        for stack in [envoy for envoy, *_ in _standard_tree(self, "", "", None) if envoy.runs_once]:
+            for envoy, *_ in _standard_tree(stack, "", "", None):
+                envoy._once = True
         for block in self.cross_attention_layers:
             for envoy, *_ in _standard_tree(self.layers[block], "", "", None):
                 envoy._image_block = True
         if isinstance(self.family.scatter, CrossAttention):
             # The wrapper runs the tower before it calls the text model, whose forward
             # embeds the tokens: the embeddings come after the image's values.
-            self.order = ("input_ids", "attention_mask", "vision.image_token_mask", "vision", "token_embeddings", "layers",
-                          "uncapped_logits", "logits")
+            self.order = ("input_ids", "attention_mask", "vision.image_token_mask", "vision", "token_embeddings", "encoder",
+                          "layers", "uncapped_logits", "logits")
         self._instrument()
 
     def _instrument(self) -> None:
@@ -324,6 +332,12 @@ class StandardizedTransformer(Standard, TransformersModel):
                 host = inside(envoy) if inside is not None and envoy.why_unavailable(name) is None else None
                 if host is not None:
                     install_source(host)
+
+
+def _ends_normed(layers: Any) -> bool:
+    """Whether the stack's last block normalizes its own output (a post-norm block,
+    `vlreg.core.seq2seq.PostNormLayer`), so the model needs no final norm."""
+    return isinstance(layers, Envoy) and len(layers) > 0 and bool(getattr(layers[-1], "post_norms", ()))
 
 
 def _text_size(model: StandardizedTransformer, field: str, name: str) -> Any:

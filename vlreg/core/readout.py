@@ -46,9 +46,12 @@ def softcap(model: Any, logits: torch.Tensor) -> torch.Tensor:
 
 def readout(model: Any, stream: torch.Tensor) -> torch.Tensor:
     """The model's final norm, readout and final transform applied to a stream value
-    (``[..., hidden_size]``) outside a trace: logits as the model would return them there."""
+    (``[..., hidden_size]``) outside a trace: logits as the model would return them there.
+    A model with no final norm (a post-norm stack, whose last block ends in its own norm:
+    BART's decoder) reads the stream out as it is."""
+    norm = model.__dict__.get("norm")
     with torch.no_grad():
-        return softcap(model, model.lm_head._module(model.norm._module(stream)))
+        return softcap(model, model.lm_head._module(norm._module(stream) if norm is not None else stream))
 
 
 def _returned_logits(model: Any, raw: Any) -> torch.Tensor:

@@ -1,0 +1,138 @@
+"""Encoder-decoder text models: `Encoder`, `DecoderLayer` and post-norm blocks.
+
+On an encoder-decoder (BART, and Florence-2 over it) the prompt runs through an
+encoder once; each decoder block attends to itself (``self_attn``), then to the
+encoder's output (``cross_attn``), then runs its MLP. vlreg names them so:
+
+* ``model.layers[i]``: the **decoder** blocks, the stack the logits are read from and
+  the one generation steps through (so every text helper, the logit lens among them,
+  reads the decoder);
+* ``model.encoder``: the encoder, an `Encoder`, whose ``layers[i]`` are its blocks;
+  ``encoder.input_embeddings`` is what the encoder is called with (a vision family's
+  image features are written in there, at the image tokens: the image enters the
+  encoder) and ``encoder.encoder_output`` what every decoder block's ``cross_attn``
+  reads as keys and values.
+
+The encoder runs once a generation, before its first step: its values are served at the
+first step only, and refused after it (`Standard._why_not_in_this_run`), as the tower's
+are.
+
+BART's blocks normalize *after* each residual add (post-norm). Their identity is not the
+pre-norm sum: with ``post_norms`` naming the norm after each sublayer, in forward order,
+
+    h = input
+    for sublayer, norm in zip(sublayers, post_norms):
+        h = norm(h + sublayer's output)
+    layer_output == h
+
+which `post_norm_output` computes and the conformance suite checks on any block that
+declares ``post_norms``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, ClassVar
+
+import torch
+
+from .envoys import Layer, Mlp, Standard
+from .errors import Unavailable
+from .values import value
+
+
+def _embeds(raw: Any) -> torch.Tensor:
+    args, kwargs = raw
+    found = kwargs.get("inputs_embeds")
+    if found is None:
+        raise Unavailable(
+            "encoder.input_embeddings is unavailable: the encoder was called with token ids, "
+            "not embeddings, so it embeds them itself; read model.token_embeddings"
+        )
+    return found
+
+
+def _last_hidden_state(raw: Any) -> torch.Tensor:
+    return raw.last_hidden_state if hasattr(raw, "last_hidden_state") else raw[0]
+
+
+def _put_last_hidden_state(raw: Any, new: torch.Tensor) -> Any:
+    if hasattr(raw, "last_hidden_state"):
+        raw["last_hidden_state"] = new.reshape(raw.last_hidden_state.shape)
+        return raw
+    return (new, *raw[1:])
+
+
+class Encoder(Standard):
+    """The encoder of an encoder-decoder: its blocks under ``layers``, what it is called
+    with and what the decoder's cross-attention reads.
+
+    Every envoy under it runs once a generation (`runs_once`)."""
+
+    standard_children = {"layers": ""}
+    order = ("input_embeddings", "layers", "encoder_output")
+    runs_once = True
+
+    input_embeddings = value(
+        "input",
+        description="[batch, seq, hidden]: the embeddings the encoder is called with, an image's features at its tokens",
+    )(lambda encoder, raw: _embeds(raw)).writes(
+        lambda encoder, raw, new: (raw[0], {**raw[1], "inputs_embeds": new.reshape(_embeds(raw).shape)})
+    )
+    encoder_output = value(
+        "output", description="[batch, seq, hidden]: the encoder's last stream, what every cross_attn reads"
+    )(lambda encoder, raw: _last_hidden_state(raw)).writes(lambda encoder, raw, new: _put_last_hidden_state(raw, new))
+
+    @property
+    def num_layers(self) -> int:
+        """The encoder's blocks."""
+        return len(self.layers)
+
+
+def post_norm_output(block: Layer, x: torch.Tensor, outputs: list[torch.Tensor]) -> torch.Tensor:
+    """What a post-norm ``block`` returns for ``x`` given its sublayers' outputs in forward
+    order: each added to the stream, then the block's norm after it (`post_norms`)."""
+    for added, norm in zip(outputs, block.post_norms, strict=True):
+        x = getattr(block, norm)._module(x + added)
+    return x
+
+
+class PostNormLayer(Layer):
+    """A block that normalizes after each residual add (BART's encoder blocks).
+
+    ``post_norms`` names the norm after each sublayer, in forward order; `post_norm_output`
+    states the identity ``layer_output`` keeps."""
+
+    post_norms: ClassVar[tuple[str, ...]] = ("self_attn_layer_norm", "final_layer_norm")
+
+
+class DecoderLayer(PostNormLayer):
+    """A decoder block of an encoder-decoder: ``self_attn`` (causal), ``cross_attn`` (to the
+    encoder's output) and ``mlp``, each followed by its norm."""
+
+    standard_children = {"self_attn": "self_attn.", "cross_attn": "cross_attn.", "mlp": "mlp."}
+    order = ("input", "self_attn", "cross_attn", "mlp", "output", "layer_output")
+    post_norms: ClassVar[tuple[str, ...]] = ("self_attn_layer_norm", "encoder_attn_layer_norm", "final_layer_norm")
+
+
+class OutputProjection(Mlp):
+    """An MLP written inline in its block (``fc1``, the activation, ``fc2``, no module of
+    its own), served at its last projection: ``mlp_output`` is that projection's output,
+    what the MLP adds to the stream before the block's residual add."""
+
+    @property
+    def intermediate_size(self) -> int:
+        """The MLP's hidden width: the projection's input width."""
+        return int(self._module.in_features)
+
+
+def sublayer_names(block: Layer) -> list[str]:
+    """The sublayers ``block`` holds, in forward order."""
+    return [name for name in block.order if name in block.standard_children and name in block.__dict__]
+
+
+#: A predicate helper: the reason a value under a run-once stack is absent at a later step.
+LATER_STEP: Callable[[int], str] = lambda step: (
+    f"this is a generation step after the first (step {step}): the encoder runs once, before the first step, "
+    "and every step's decoder reads its output from then; read encoder values at the first step (before "
+    "tracer.iter, or at tracer.iter[0])"
+)
