@@ -59,6 +59,12 @@ class Scatter:
     host: str
     operation: str
     argument: int | str = 1
+    #: Under ``generate``, the module (path from the root) whose output is the features,
+    #: where the host's forward does not write them there: an encoder-decoder's generate
+    #: (Florence-2's) embeds the prompt and writes the features in before its first step,
+    #: outside any forward, and hands the encoder the result. ``None``: the scatter runs
+    #: under generate as in a trace.
+    generation: str | None = None
 
 
 @frozen

@@ -78,11 +78,22 @@ def scatter_call(model: Any) -> tuple[str, int | str]:
     return f"{host}source.{scatter.operation}", scatter.argument
 
 
+def _generated(vision: "Vision") -> str | None:
+    """Under generate, the module whose output is the features, where the scatter does
+    not run there (`Scatter.generation`); else None."""
+    scatter = vision.root.family.scatter
+    return getattr(scatter, "generation", None) if vision.root._run.generating else None
+
+
 def _scatter_call(vision: "Vision") -> str:
+    if (module := _generated(vision)) is not None:
+        return f"{vision.root.get(module).path}.output"
     return f"{vision.root.path}.{scatter_call(vision.root)[0]}.input"
 
 
 def _scattered(vision: "Vision", raw: Any) -> torch.Tensor:
+    if _generated(vision) is not None:
+        return raw.reshape(-1, raw.shape[-1])
     argument = vision.root.family.scatter.argument
     args, kwargs = raw
     features = kwargs[argument] if isinstance(argument, str) else args[argument]
@@ -90,6 +101,8 @@ def _scattered(vision: "Vision", raw: Any) -> torch.Tensor:
 
 
 def _scatter_back(vision: "Vision", raw: Any, new: torch.Tensor) -> Any:
+    if _generated(vision) is not None:
+        return new.reshape(raw.shape)
     argument = vision.root.family.scatter.argument
     args, kwargs = raw
     if isinstance(argument, str):

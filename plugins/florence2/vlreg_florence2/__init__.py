@@ -67,7 +67,8 @@ def vlreg_envoys(part):
 
 @hookimpl
 def vlreg_scatter(part):
-    return Scatter(host="model", operation="inputs_embeds_masked_scatter_0", argument=1)
+    return Scatter(host="model", operation="inputs_embeds_masked_scatter_0", argument=1,
+                   generation="model.multi_modal_projector")
 
 
 @hookimpl

@@ -58,6 +58,14 @@ class VisionConformance(VisionTrust, TextConformance):
         messages = [{"role": "user", "content": content}]
         return model.processor.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
 
+    def entry(self, model: Any) -> Any:
+        """Where the scattered embeddings enter the text model's first stack, read in a
+        trace: the first block's ``input``, or, on an encoder-decoder, what the encoder is
+        called with (``encoder.input_embeddings``: its blocks read them after the
+        position embeddings and a norm)."""
+        encoder = model.__dict__.get("encoder")
+        return encoder.input_embeddings if encoder is not None else model.layers[0].input
+
     def images(self) -> list:
         return [image(width, height, seed) for seed, (width, height) in enumerate(self.image_sizes)]
 
@@ -113,7 +121,7 @@ class VisionConformance(VisionTrust, TextConformance):
             mask = model.vision.image_token_mask.save()
             embeddings = model.token_embeddings.save()
             features = model.vision.image_features.save()
-            first = model.layers[0].input.save()
+            first = self.entry(model).save()
         assert mask.dtype == torch.bool and mask.shape == first.shape[:2]
         assert int(mask.sum()) == features.shape[0] > 0
         assert features.shape[1] == model.hidden_size
@@ -136,7 +144,7 @@ class VisionConformance(VisionTrust, TextConformance):
             plain = model.logits.save()
         with model.trace(prompt, images=images):
             model.vision.image_features[:] = 0
-            first = model.layers[0].input.save()
+            first = self.entry(model).save()
             ablated = model.logits.save()
         assert first[mask].abs().max() == 0
         assert not torch.equal(plain, ablated)
@@ -147,7 +155,7 @@ class VisionConformance(VisionTrust, TextConformance):
             mask = model.vision.image_token_mask.save()
             features = model.vision.image_features
             model.vision.image_features = torch.ones_like(features)
-            first = model.layers[0].input.save()
+            first = self.entry(model).save()
         assert torch.equal(first[mask], torch.ones_like(first[mask]))
 
     # -- the tower ------------------------------------------------------------
