@@ -82,12 +82,18 @@ def computed_positions(model: Any) -> tuple[int, int]:
     """``(first, total)``: this forward computes sequence positions ``first`` to
     ``total - 1``. ``first`` is 0 on a plain trace and a generation's prefill; at a later
     step the earlier positions are in the cache (their keys and values were computed
-    before). Read off the model's inputs, so call it before any later value."""
+    before). Read off the model's inputs, so call it before any later value. On an
+    encoder-decoder the blocks are the decoder's: its own ids (one start token where the
+    call passes none) and mask count, not the prompt's."""
     args, kwargs = model.inputs
-    ids = kwargs.get("input_ids", args[0] if args else None)
-    tokens = ids if ids is not None else kwargs.get("inputs_embeds")
-    computed = tokens.shape[1]
-    mask = kwargs.get("attention_mask")
+    if model.__dict__.get("encoder") is not None:
+        ids, mask = kwargs.get("decoder_input_ids"), kwargs.get("decoder_attention_mask")
+        computed = 1 if ids is None else ids.shape[1]
+    else:
+        ids = kwargs.get("input_ids", args[0] if args else None)
+        tokens = ids if ids is not None else kwargs.get("inputs_embeds")
+        computed = tokens.shape[1]
+        mask = kwargs.get("attention_mask")
     if isinstance(mask, torch.Tensor) and mask.dim() == 2:
         return mask.shape[-1] - computed, mask.shape[-1]
     cache = kwargs.get("past_key_values")

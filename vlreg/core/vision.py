@@ -248,6 +248,12 @@ class Vision(Standard):
         return self._vision_config.hidden_size
 
     @property
+    def patch_embedding_size(self) -> int:
+        """The width of ``patch_embeddings``: the tower's, but on a tower whose stages
+        widen (DaViT's), the first stage's."""
+        return self.vision_hidden_size
+
+    @property
     def num_heads(self) -> int:
         return agreed(self.__dict__.get("layers"), "self_attn", "num_heads", "vision.num_heads",
                       lambda: self._vision_config.num_attention_heads)

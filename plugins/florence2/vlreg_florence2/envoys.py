@@ -70,6 +70,11 @@ class DaViT(Vision):
         return self._vision_config.embed_dim[-1]
 
     @property
+    def patch_embedding_size(self) -> int:
+        """The first stage's width: what its convolution embeds the pixels to."""
+        return self._vision_config.embed_dim[0]
+
+    @property
     def patch_size(self) -> int:
         """Pixels a side of the cell one token of the last grid stands for: the stages' strides multiplied."""
         size = 1

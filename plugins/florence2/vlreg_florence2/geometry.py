@@ -31,7 +31,7 @@ def florence2_image_grids(config: Any):
     """``vlreg_image_grids`` for Florence-2: a pooled token, then the last grid's cells."""
     vision = config.vision_config
 
-    def grids(encoding: Any, images: Sequence[Any], processor: Any) -> list[ImageGrid]:
+    def grids(encoding: Any, images: Sequence[Any], processor: Any) -> list[list[ImageGrid]]:
         size = processor.image_processor.size
         side_h, side_w = size["height"], size["width"]
         rows, columns = final_grid(vision, side_h, side_w)
@@ -40,8 +40,8 @@ def florence2_image_grids(config: Any):
             width, height = image.size
             x_scale, y_scale = width / side_w, height / side_h
             boxes = box_grid(rows, columns, side_w / columns * x_scale, side_h / rows * y_scale)
-            found.append(ImageGrid(1, 1, torch.full((1, 4), math.nan), label="pooled"))
-            found.append(ImageGrid(rows, columns, clip_boxes(boxes, width, height)))
+            found.append([ImageGrid(1, 1, torch.full((1, 4), math.nan), label="pooled"),
+                          ImageGrid(rows, columns, clip_boxes(boxes, width, height))])
         return found
 
     return grids

@@ -187,7 +187,8 @@ class VisionConformance(VisionTrust, TextConformance):
             embedded = model.vision.patch_embeddings.save()
             out = (model.vision.layers[-1].layer_output if self.tower_blocks else model.vision.tower_output).save()
         assert embedded.dim() == out.dim() == 3
-        assert embedded.shape[-1] == out.shape[-1] == model.vision.vision_hidden_size
+        assert embedded.shape[-1] == model.vision.patch_embedding_size
+        assert out.shape[-1] == model.vision.vision_hidden_size
 
     def test_vision_rows_in_support(self, model):
         rows = model.support()
