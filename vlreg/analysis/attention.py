@@ -50,8 +50,9 @@ def attention_to_images(
     warn_if_turn_ended(model, prompt, position, "attention_to_images")
     images = _images(images)
     geometry = model.vision.geometry(prompt, images)
-    attending = [block.block_index for block in model.layers if "self_attn" in block.__dict__]
-    layers = _layers(model, attending if layers is None else layers)
+    blocks = model.prompt_layers  # where the image's tokens are: the encoder's, on an encoder-decoder
+    attending = [block.block_index for block in blocks if "self_attn" in block.__dict__]
+    layers = _layers(model, attending if layers is None else layers, blocks)
     if set(layers) - set(attending):
         raise Unavailable(
             f"attention_to_images is unavailable at layers {sorted(set(layers) - set(attending))}: those blocks "
@@ -62,7 +63,7 @@ def attention_to_images(
     rows: list = []
     with torch.no_grad(), model.trace(prompt, images=images):
         for layer in layers:
-            rows.append(model.layers[layer].self_attn.attention_probabilities[row, :, position].save())
+            rows.append(blocks[layer].self_attn.attention_probabilities[row, :, position].save())
     pattern = torch.stack([saved.detach().float() for saved in rows])
     weights = [pattern[..., image.positions] if image.row == row else pattern[..., :0] for image in geometry]
     return ImageAttention(layers, row, position, weights, geometry)
@@ -107,10 +108,7 @@ def tower_patterns(model: Any, prompt: Any, images: Any, *, layer: int = -1) -> 
     in_stream(model, "tower_patterns")
     images = _images(images)
     if model.vision.num_layers == 0:
-        raise Unavailable(
-            "tower_patterns is unavailable: this model's vision part has no blocks (an embedder, "
-            "not a tower), so no attention runs among its patches"
-        )
+        raise Unavailable(f"tower_patterns is unavailable: {model.vision.without_blocks()}")
     geometry = model.vision.geometry(prompt, images)
     layer = range(model.vision.num_layers)[layer]
     attention = model.vision.layers[layer].self_attn

@@ -91,7 +91,7 @@ def _ablate(model, prompt, images, geometry, image, mode, tokens, position) -> A
         features = model.vision.image_features
         replacement = _replacement(features, chosen, mode, tokens)
         features[rows] = replacement.to(features.dtype) if isinstance(replacement, torch.Tensor) else replacement
-        received = model.layers[0].input[chosen.row, chosen.positions].save()
+        received = model.prompt_entry()[chosen.row, chosen.positions].save()
         ablated = model.logits[chosen.row, position].save()
     return Ablation(image, position, clean, ablated.detach(), received.detach(), geometry)
 
@@ -200,12 +200,13 @@ def patch_image(
     chosen = geometry[image]
     if [(g.rows, g.columns) for g in donor.grids] != [(g.rows, g.columns) for g in chosen.grids]:
         raise ValueError("the source image's token grid differs from the target's: resize one to the other's size")
-    layers = _layers(model, layers)
+    blocks = model.prompt_layers  # where the image's tokens are: the encoder's, on an encoder-decoder
+    layers = _layers(model, layers, blocks)
     chosen_tokens = torch.arange(chosen.tokens) if tokens is None else torch.as_tensor(list(tokens), dtype=torch.long)
     saved: list = []
     with torch.no_grad(), model.trace(source_prompt, images=source_images):
         for layer in layers:
-            saved.append(model.layers[layer].layer_output[donor.row, donor.positions[chosen_tokens]].save())
+            saved.append(blocks[layer].layer_output[donor.row, donor.positions[chosen_tokens]].save())
         source_logits = model.logits[donor.row, position].save()
     wanted = int(source_logits.argmax()) if target is None else token_id(model, target)
     cache = model.vision.cache(prompt, images)
@@ -221,7 +222,7 @@ def patch_image(
         for layer, stream in zip(layers, saved):
             with torch.no_grad(), model.trace(prompt, images=images):
                 cache.replay()
-                model.layers[layer].layer_output[chosen.row, chosen.positions[chosen_tokens]] = stream.detach()
+                blocks[layer].layer_output[chosen.row, chosen.positions[chosen_tokens]] = stream.detach()
                 runs.append(model.logits[chosen.row, position].save())
         patched = torch.stack([run.detach() for run in runs])
         effects = (patched[:, wanted] - clean).float()
@@ -250,7 +251,7 @@ def _patch_each(model, prompt, images, image, layer, stream, chosen, wanted, pos
         positions = torch.stack([copy.positions[token] for copy, token in zip(edited, tokens)])
         with torch.no_grad(), model.trace(prompts, images=pictures):
             cache.replay(copies=len(prompts))
-            model.layers[layer].layer_output[rows, positions] = stream[rows_of_stream]
+            model.prompt_layers[layer].layer_output[rows, positions] = stream[rows_of_stream]
             logits = model.logits[:, position, wanted].save()
         effects.append(logits[:-1] - logits[-1])
     return torch.cat(effects).detach().float()

@@ -52,12 +52,13 @@ def logit_lens(
     in_stream(model, "logit_lens")
     images = _images(images)
     geometry = model.vision.geometry(prompt, images)
-    layers = _layers(model, layers)
+    blocks = model.prompt_layers  # where the image's tokens are: the encoder's, on an encoder-decoder
+    layers = _layers(model, layers, blocks)
     rows, positions = _where(geometry)
     streams: list = []
     with torch.no_grad(), model.trace(prompt, images=images):
         for layer in layers:
-            streams.append(model.layers[layer].layer_output[rows, positions].save())
+            streams.append(blocks[layer].layer_output[rows, positions].save())
     with torch.no_grad():
         stream = torch.stack([saved.detach() for saved in streams])
         probabilities = readout(model, stream).float().softmax(-1)

@@ -35,10 +35,16 @@ def steer(model: Any, layers: "int | Sequence[int]", vector: torch.Tensor, posit
 
     Positions are sequence positions. At a generation step after the first, a block
     computes only the new token (the earlier ones are in the cache): the step acts on the
-    positions it computes, and positions already in the cache are refused, naming it."""
+    positions it computes, and positions already in the cache are refused, naming it.
+
+    Positions of the prompt's image (``"image"``, ``"text"``, an `ImageGeometry`) are the
+    prompt's: on an encoder-decoder, ``layers`` then indexes the encoder's blocks
+    (`prompt_layers`), where the image's tokens are; other positions are the decoder's."""
+    prompt = isinstance(positions, ImageGeometry) or (isinstance(positions, str) and positions in ("text", "image"))
+    blocks = model.prompt_layers if prompt else model.layers
     where = _where(model, positions)
-    for layer in sorted({range(model.num_layers)[i] for i in ([layers] if isinstance(layers, int) else layers)}):
-        stream = model.layers[layer].layer_output
+    for layer in sorted({range(len(blocks))[i] for i in ([layers] if isinstance(layers, int) else layers)}):
+        stream = blocks[layer].layer_output
         added = (scale * vector).to(stream.dtype)
         if where is None:
             stream[:] += added
@@ -53,7 +59,7 @@ def _where(model: Any, positions: Any) -> Any:
         if positions not in ("text", "image"):
             raise ValueError(f"positions is 'all', 'text', 'image', an ImageGeometry, a mask or indices, not {positions!r}")
         mask = model.vision.image_token_mask.as_subclass(torch.Tensor)
-        if positions == "image" and not mask.any() and computed_positions(model)[0] > 0:
+        if positions == "image" and not mask.any() and computed_positions(model, prompt=True)[0] > 0:
             raise ValueError(
                 "positions='image' at a generation step after the first: the image's tokens are in the cache "
                 "(this step computes only the new tokens, none of them an image token); steer them at the "
@@ -63,7 +69,7 @@ def _where(model: Any, positions: Any) -> Any:
     if isinstance(positions, ImageGeometry):
         in_stream(model, "steer at an image's tokens")
         row, at = positions.placed(model)
-        first, total = computed_positions(model)
+        first, total = computed_positions(model, prompt=True)
         return row, _local(at, first, total, f"image {positions.index}'s tokens")
     positions = torch.as_tensor(positions)
     first, total = computed_positions(model)
@@ -78,15 +84,15 @@ def _where(model: Any, positions: Any) -> Any:
     return slice(None), _local(positions, first, total, "positions")
 
 
-def computed_positions(model: Any) -> tuple[int, int]:
+def computed_positions(model: Any, prompt: bool = False) -> tuple[int, int]:
     """``(first, total)``: this forward computes sequence positions ``first`` to
     ``total - 1``. ``first`` is 0 on a plain trace and a generation's prefill; at a later
     step the earlier positions are in the cache (their keys and values were computed
     before). Read off the model's inputs, so call it before any later value. On an
-    encoder-decoder the blocks are the decoder's: its own ids (one start token where the
-    call passes none) and mask count, not the prompt's."""
+    encoder-decoder ``layers`` are the decoder's: its own ids (one start token where the
+    call passes none) and mask count; ``prompt``: the prompt's, which the encoder runs over."""
     args, kwargs = model.inputs
-    if model.__dict__.get("encoder") is not None:
+    if model.__dict__.get("encoder") is not None and not prompt:
         ids, mask = kwargs.get("decoder_input_ids"), kwargs.get("decoder_attention_mask")
         computed = 1 if ids is None else ids.shape[1]
     else:

@@ -48,10 +48,12 @@ def _split(tensor: torch.Tensor, geometry: Sequence[ImageGeometry], dim: int = -
     return list(tensor.split([image.tokens for image in geometry], dim=dim))
 
 
-def _layers(model: Any, layers: Sequence[int] | None) -> tuple[int, ...]:
-    """Text blocks in forward order: values are served in the order the model makes them."""
-    chosen = range(model.num_layers) if layers is None else layers
-    return tuple(sorted({range(model.num_layers)[i] for i in chosen}))
+def _layers(model: Any, layers: Sequence[int] | None, stack: Any = None) -> tuple[int, ...]:
+    """Blocks of ``stack`` (the text blocks, ``model.layers``, by default) in forward order:
+    values are served in the order the model makes them."""
+    count = len(model.layers if stack is None else stack)
+    chosen = range(count) if layers is None else layers
+    return tuple(sorted({range(count)[i] for i in chosen}))
 
 
 def token_id(model: Any, token: "int | str") -> int:

@@ -135,6 +135,23 @@ class StandardizedTransformer(Standard, TransformersModel):
         return len(self.layers)
 
     @property
+    def prompt_layers(self) -> Any:
+        """The blocks whose positions are the prompt's tokens, the image's among them: the
+        ``layers`` of a decoder-only model, the encoder's on an encoder-decoder (whose
+        ``layers``, the decoder's, run over the output so far). What the helpers over image
+        tokens read and edit."""
+        encoder = self.__dict__.get("encoder")
+        return encoder.layers if encoder is not None else self.layers
+
+    def prompt_entry(self) -> Any:
+        """Inside a trace: the stream entering `prompt_layers` as the scatter left it,
+        ``[batch, seq, hidden]``: the first block's ``input``, or, on an encoder-decoder,
+        ``encoder.input_embeddings`` (its blocks read them after the position embeddings
+        and a norm)."""
+        encoder = self.__dict__.get("encoder")
+        return encoder.input_embeddings if encoder is not None else self.layers[0].input
+
+    @property
     def hidden_size(self) -> int:
         """The width of the text model's residual stream."""
         return self._text_config.hidden_size

@@ -233,6 +233,11 @@ class Vision(Standard):
     def _rows(self, ask: Any) -> dict[str, str | None]:
         return {} if self.no_images() else super()._rows(ask)
 
+    def without_blocks(self) -> str:
+        """Why a helper over the tower's blocks cannot run where `num_layers` is 0: a family
+        whose tower has blocks vlreg does not serve says so instead."""
+        return "this model's vision part has no blocks (an embedder, not a tower), so no attention runs among its patches"
+
     # -- sizes, off the tower's config ------------------------------------------
 
     @property

@@ -9,7 +9,8 @@ not served, so the tower is checked as one without blocks."""
 import pytest
 import torch
 
-from vlreg.testing.conformance import VisionConformance
+from vlreg import Unavailable
+from vlreg.testing.conformance import AnalysisConformance, VisionConformance
 
 NATIVE = {
     "layers": "model.language_model.decoder.layers",
@@ -30,22 +31,19 @@ def _known(reason):
     return pytest.mark.xfail(strict=True, reason=reason)
 
 
-SEQ2SEQ = (
-    "the image's tokens are the encoder's positions, and the suite steers and reads them on model.layers, "
-    "the decoder's blocks: not yet generalized to an encoder-decoder"
-)
 
-
-class TestFlorence2(VisionConformance):
+class TestFlorence2(AnalysisConformance, VisionConformance):
     checkpoint = "florence2"
     native = NATIVE
     plain_sum = False
     tower_blocks = False
     o_proj = "out_proj"
+    analysis_refuses = {"tower_patterns": (Unavailable, "DaViT's blocks")}
     image_sizes = ((40, 30), (32, 32))
 
     def image_prompt(self, model, images=1, question=None):
-        return "<CAPTION>"
+        """A task token, or a question as plain text (the processor takes either)."""
+        return question or "<CAPTION>"
 
     def text_prompt(self, model, text=None, generation=True):
         return text or self.text
@@ -69,14 +67,6 @@ class TestFlorence2(VisionConformance):
             super().test_every_value_written_reaches_the_logits_or_refuses(model)
         finally:
             type(self).prefixed = False
-
-    @_known(SEQ2SEQ)
-    def test_steering_a_generation_step_acts_on_the_positions_it_computes(self, model):
-        super().test_steering_a_generation_step_acts_on_the_positions_it_computes(model)
-
-    @_known(SEQ2SEQ)
-    def test_a_geometry_is_placed_inside_its_invoke(self, model):
-        super().test_a_geometry_is_placed_inside_its_invoke(model)
 
     @_known("Florence2Processor writes the image's tokens itself (no placeholder in the prompt), so a prompt "
             "cannot hold more or fewer placeholders than images; vlreg's count does not know that yet")

@@ -64,6 +64,9 @@ class DaViT(Vision):
     def num_layers(self) -> int:
         return 0
 
+    def without_blocks(self) -> str:
+        return NO_BLOCKS.removeprefix("model.")
+
     @property
     def vision_hidden_size(self) -> int:
         """The last stage's width: what the projector reads."""

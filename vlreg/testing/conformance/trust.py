@@ -203,6 +203,10 @@ class TextTrust:
 
 
 def _length(model: Any, prompt: Any) -> int:
+    """How many positions the blocks (``layers``) compute at a generation's first step: the
+    prompt's, or on an encoder-decoder the decoder's start token alone."""
+    if model.__dict__.get("encoder") is not None:
+        return 1
     if isinstance(prompt, dict):
         return int(prompt["input_ids"].shape[-1])
     with model.trace(prompt):

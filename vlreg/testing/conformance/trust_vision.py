@@ -93,7 +93,7 @@ class VisionTrust:
                     mask = model.vision.image_token_mask.save()
                     if steer:
                         analysis.steer(model, [0], vector, positions=geometry)
-                    saved.append(model.layers[0].layer_output.save())
+                    saved.append(model.prompt_layers[0].layer_output.save())
                 with tracer.invoke(*second[0], **second[1]):
                     pass
         moved = (saved[1] - saved[0]).abs().sum(-1) > 0

@@ -63,8 +63,7 @@ class VisionConformance(VisionTrust, TextConformance):
         trace: the first block's ``input``, or, on an encoder-decoder, what the encoder is
         called with (``encoder.input_embeddings``: its blocks read them after the
         position embeddings and a norm)."""
-        encoder = model.__dict__.get("encoder")
-        return encoder.input_embeddings if encoder is not None else model.layers[0].input
+        return model.prompt_entry()
 
     def images(self) -> list:
         return [image(width, height, seed) for seed, (width, height) in enumerate(self.image_sizes)]
