@@ -50,6 +50,9 @@ def check_placeholders(model: Any, prompts: Any, images: Any) -> None:
     if not isinstance(prompts, (list, tuple)) or not all(isinstance(prompt, str) for prompt in prompts):
         return
     counts = [prompt.count(token) for prompt in prompts]
+    if getattr(model.__dict__.get("vision"), "writes_placeholders", False):
+        _one_image_a_prompt(prompts, counts, len(list(_leaves(images))), token)
+        return
     if sum(counts) == 0:
         return
     nested = isinstance(images, (list, tuple)) and len(prompts) > 1 and len(images) == len(prompts) and all(
@@ -66,6 +69,24 @@ def check_placeholders(model: Any, prompts: Any, images: Any) -> None:
                 f"(a list per prompt when several prompts carry images), or put one placeholder per image in "
                 f"the prompt (the chat template writes one for each {{'type': 'image'}} entry)"
             )
+
+
+def _one_image_a_prompt(prompts: list, counts: list, pictures: int, token: str) -> None:
+    """Where the processor writes each image's placeholders itself, before its prompt's
+    text (Florence-2's: `Vision.writes_placeholders`), a prompt holds none and takes one image."""
+    if any(counts):
+        index = next(i for i, count in enumerate(counts) if count)
+        raise ValueError(
+            f"prompt {index} holds {counts[index]} image placeholder{'s' if counts[index] != 1 else ''} ({token!r}), "
+            f"but this processor writes each image's placeholders itself, before the prompt's text: leave them out "
+            f"(a task token such as '<CAPTION>', or plain text, is the whole prompt)"
+        )
+    if pictures != len(prompts):
+        raise ValueError(
+            f"{pictures} image{'s were' if pictures != 1 else ' was'} given for {len(prompts)} prompt"
+            f"{'s' if len(prompts) != 1 else ''}: this processor writes one image's placeholders before each "
+            f"prompt, so pass one image per prompt"
+        )
 
 
 def check_images(images: Any, processor: Any) -> None:

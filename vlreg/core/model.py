@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from typing import Any, Iterator
 
@@ -110,7 +111,7 @@ class StandardizedTransformer(Standard, TransformersModel):
             # nnsight's lazy build cannot infer the processor (or, for text
             # generation, the tokenizer) from a meta model.
             kwargs.setdefault("processor" if task == IMAGE_TEXT else "tokenizer", checkpoint)
-        with quiet:
+        with quiet, _lazily(config, dispatch):
             super().__init__(
                 checkpoint,
                 task=task,
@@ -349,6 +350,22 @@ class StandardizedTransformer(Standard, TransformersModel):
                 host = inside(envoy) if inside is not None and envoy.why_unavailable(name) is None else None
                 if host is not None:
                     install_source(host)
+
+
+@contextlib.contextmanager
+def _lazily(config: Any, dispatch: bool) -> Iterator[None]:
+    """Around the build: a lazy one (on the meta device) of a model whose constructor reads
+    a tensor's value (DaViT's ``.item()`` over its drop-path rates, Florence-2's) cannot
+    succeed, and is refused in words that name the way out."""
+    try:
+        yield
+    except RuntimeError as error:
+        if dispatch or "meta tensors" not in str(error):
+            raise
+        raise ValueError(
+            f"{config.model_type!r} cannot be built lazily (dispatch=False): its transformers class reads a "
+            f"tensor's value while it is built, which the meta device has not ({error}); load with dispatch=True"
+        ) from error
 
 
 def _ends_normed(layers: Any) -> bool:

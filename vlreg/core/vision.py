@@ -160,6 +160,10 @@ class Vision(Standard):
     #: Whether each image's row of patches is padded after its own patches to a fixed
     #: length (Gemma 4's budget): the tower's values then run past the image's patches.
     padded_patches: bool = False
+    #: Whether the processor writes each image's placeholders itself, before its prompt's
+    #: text, one image a prompt (Florence-2's): a prompt holding a placeholder, or a prompt
+    #: given another number of images, is refused before the processor runs.
+    writes_placeholders: bool = False
 
     @value(lambda vision: f"{vision.root.path}.input", needs_images=False, read_only=_derived_mask, layout="batch")
     def image_token_mask(self, raw: Any) -> torch.Tensor:

@@ -2,9 +2,10 @@
 
 Florence-2 has no chat template: a prompt is a task token (``<CAPTION>``) or plain text,
 which the processor rewrites and wraps (`image_prompt`, `text_prompt`). The image's
-features enter the encoder's input embeddings (`VisionConformance.entry`); the blocks are
+features enter the encoder's input embeddings (`StandardizedTransformer.prompt_entry`); the blocks are
 post-norm (the suite checks `vlreg.core.seq2seq.post_norm_output`); DaViT's blocks are
-not served, so the tower is checked as one without blocks."""
+not served, so the tower is checked as one without blocks; the processor writes the
+image's placeholders itself (`Vision.writes_placeholders`); a lazy build is refused."""
 
 import pytest
 import torch
@@ -27,11 +28,6 @@ NATIVE = {
 }
 
 
-def _known(reason):
-    return pytest.mark.xfail(strict=True, reason=reason)
-
-
-
 class TestFlorence2(AnalysisConformance, VisionConformance):
     checkpoint = "florence2"
     native = NATIVE
@@ -42,8 +38,10 @@ class TestFlorence2(AnalysisConformance, VisionConformance):
     image_sizes = ((40, 30), (32, 32))
 
     def image_prompt(self, model, images=1, question=None):
-        """A task token, or a question as plain text (the processor takes either)."""
-        return question or "<CAPTION>"
+        """A task token, or a question as plain text (the processor takes either); the
+        processor writes one image's placeholders before it, so a prompt of more images
+        holds the placeholders beyond the first (which vlreg refuses)."""
+        return model.processor.image_token * (images - 1) + (question or "<CAPTION>")
 
     def text_prompt(self, model, text=None, generation=True):
         return text or self.text
@@ -68,12 +66,9 @@ class TestFlorence2(AnalysisConformance, VisionConformance):
         finally:
             type(self).prefixed = False
 
-    @_known("Florence2Processor writes the image's tokens itself (no placeholder in the prompt), so a prompt "
-            "cannot hold more or fewer placeholders than images; vlreg's count does not know that yet")
-    def test_placeholders_are_counted_against_images(self, model):
-        super().test_placeholders_are_counted_against_images(model)
-
-    @_known("transformers' Florence2VisionBackbone calls .item() while it is built, which fails on the meta "
-            "device: Florence-2 cannot be built lazily (dispatch=False)")
     def test_lazy_build_binds_the_same_names_then_dispatches(self, path, model):
-        super().test_lazy_build_binds_the_same_names_then_dispatches(path, model)
+        """Refused by name: transformers' DaViT reads a tensor's value (``.item()``) while it
+        is built, which a build on the meta device cannot; the widths on meta are checked
+        from a module built under ``torch.device("meta")`` (`test_published_widths.py`)."""
+        with pytest.raises(ValueError, match="cannot be built lazily.*dispatch=True"):
+            self.load(path, dispatch=False, attn_implementation="eager")

@@ -49,6 +49,7 @@ class DaViT(Vision):
 
     standard_children: dict = {}
     order = ("image_token_mask", "patch_embeddings", "tower_output", "image_features")
+    writes_placeholders = True
 
     tower_output = patches(
         "output", read=_grid, put=_put_grid,
