@@ -19,6 +19,7 @@ from .core.plugins import adapter
 from .core.parts import Claim, CrossAttention, Part, Scatter
 from .core.values import argument, copied, first, returned, value, with_first
 from .core.packed import PackedVisionAttention
+from .core.seq2seq import DecoderLayer, Encoder, OutputProjection, PostNormLayer
 from .core.vision import Patches, Vision, VisionAttention, VisionLayer, VisionMlp, as_patches, patches, variable_resolution
 
 __all__ = [
@@ -36,6 +37,10 @@ __all__ = [
     "LinearAttention",
     "Mamba",
     "CrossAttentionLayer",
+    "Encoder",
+    "DecoderLayer",
+    "PostNormLayer",
+    "OutputProjection",
     "CrossAttentionMixer",
     "Vision",
     "VisionLayer",

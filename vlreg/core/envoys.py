@@ -147,9 +147,9 @@ class Standard(remote.ByReference, Envoy):
         group = mediator.batch_group if batcher is not None and batcher.batching else None
         run = self.root._run
         if self._once and mediator.iteration:
-            from .seq2seq import LATER_STEP
+            from .seq2seq import later_step
 
-            return LATER_STEP(mediator.iteration)
+            return later_step(mediator.iteration)
         needs = served.needs_images
         if (self._tower is not None or self._image_block) if needs is None else needs:
             reason = self.root.no_images_in_this_run(group)
@@ -303,6 +303,9 @@ class Layer(Standard):
     #: (NemotronH's) has a mixer or an ``mlp``, not both.
     standard_children = {"self_attn": "self_attn.", "linear_attn": "linear_attn.", "mamba": "mamba.", "mlp": "mlp."}
     order = ("input", "self_attn", "linear_attn", "mamba", "mlp", "output", "layer_output")
+    #: The norms a post-norm block applies after each sublayer's residual add, in order
+    #: (`vlreg.core.seq2seq.PostNormLayer`); empty on a pre-norm block.
+    post_norms: ClassVar[tuple[str, ...]] = ()
 
     @value("input")
     def input(self, raw: Any) -> Any:

@@ -31,7 +31,7 @@ declares ``post_norms``.
 
 from __future__ import annotations
 
-from typing import Any, Callable, ClassVar
+from typing import Any, ClassVar
 
 import torch
 
@@ -130,9 +130,10 @@ def sublayer_names(block: Layer) -> list[str]:
     return [name for name in block.order if name in block.standard_children and name in block.__dict__]
 
 
-#: A predicate helper: the reason a value under a run-once stack is absent at a later step.
-LATER_STEP: Callable[[int], str] = lambda step: (
-    f"this is a generation step after the first (step {step}): the encoder runs once, before the first step, "
-    "and every step's decoder reads its output from then; read encoder values at the first step (before "
-    "tracer.iter, or at tracer.iter[0])"
-)
+def later_step(step: int) -> str:
+    """Why a value under a stack that runs once a generation is absent at ``step`` > 0."""
+    return (
+        f"this is a generation step after the first (step {step}): the encoder runs once, before the first "
+        "step, and every step's decoder reads its output from then; read encoder values at the first step "
+        "(before tracer.iter, or at tracer.iter[0])"
+    )

@@ -20,8 +20,7 @@ import torch
 from transformers.models.bart import modeling_bart as B
 from transformers.models.florence2 import modeling_florence2 as F
 
-from vlreg.core.seq2seq import DecoderLayer, Encoder, OutputProjection, PostNormLayer
-from vlreg.plugin import Attention, Unavailable, Vision, patches
+from vlreg.plugin import Attention, DecoderLayer, Encoder, OutputProjection, PostNormLayer, Unavailable, Vision, patches
 
 
 def _grid(raw: Any) -> torch.Tensor:
