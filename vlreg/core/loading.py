@@ -300,3 +300,19 @@ def _silenced(logger: logging.Logger) -> Iterator[None]:
         yield
     finally:
         logger.setLevel(level)
+
+
+@contextlib.contextmanager
+def lazily(config: Any, dispatch: bool) -> Iterator[None]:
+    """Around the build: a lazy one (on the meta device) of a model whose constructor reads
+    a tensor's value (DaViT's ``.item()`` over its drop-path rates, Florence-2's) cannot
+    succeed, and is refused in words that name the way out."""
+    try:
+        yield
+    except RuntimeError as error:
+        if dispatch or "meta tensors" not in str(error):
+            raise
+        raise ValueError(
+            f"{config.model_type!r} cannot be built lazily (dispatch=False): its transformers class reads a "
+            f"tensor's value while it is built, which the meta device has not ({error}); load with dispatch=True"
+        ) from error

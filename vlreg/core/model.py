@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import threading
 from typing import Any, Iterator
 
@@ -19,7 +18,8 @@ from .family import Family, resolve
 from .batching import Run, combine, run_of
 from .inputs import MEDIA, check_invokes, in_weights_dtype
 from .loading import IMAGE_TEXT, TEXT, check_task, check_weights, config_of, hub_checkpoint, text_task_fallback
-from .loading import weights_to_check
+from .loading import lazily, weights_to_check
+from .seq2seq import ends_normed
 from .options import encode_invoke, processing, refuse_unknown, route, same_options, split
 from .cross import CrossAttentionLayer
 from .errors import Unavailable
@@ -111,7 +111,7 @@ class StandardizedTransformer(Standard, TransformersModel):
             # nnsight's lazy build cannot infer the processor (or, for text
             # generation, the tokenizer) from a meta model.
             kwargs.setdefault("processor" if task == IMAGE_TEXT else "tokenizer", checkpoint)
-        with quiet, _lazily(config, dispatch):
+        with quiet, lazily(config, dispatch):
             super().__init__(
                 checkpoint,
                 task=task,
@@ -302,7 +302,7 @@ class StandardizedTransformer(Standard, TransformersModel):
         """Check the family bound the standard names, label every standard envoy for
         `support` and `Unavailable`, and instrument what is read at an operation."""
         for name in ("layers", "embed_tokens", "norm", "lm_head"):
-            if name == "norm" and _ends_normed(self.__dict__.get("layers")):
+            if name == "norm" and ends_normed(self.__dict__.get("layers")):
                 continue  # a post-norm stack's last block ends in its norm: no final norm
             if not isinstance(self.__dict__.get(name), Envoy):
                 raise TypeError(
@@ -350,28 +350,6 @@ class StandardizedTransformer(Standard, TransformersModel):
                 host = inside(envoy) if inside is not None and envoy.why_unavailable(name) is None else None
                 if host is not None:
                     install_source(host)
-
-
-@contextlib.contextmanager
-def _lazily(config: Any, dispatch: bool) -> Iterator[None]:
-    """Around the build: a lazy one (on the meta device) of a model whose constructor reads
-    a tensor's value (DaViT's ``.item()`` over its drop-path rates, Florence-2's) cannot
-    succeed, and is refused in words that name the way out."""
-    try:
-        yield
-    except RuntimeError as error:
-        if dispatch or "meta tensors" not in str(error):
-            raise
-        raise ValueError(
-            f"{config.model_type!r} cannot be built lazily (dispatch=False): its transformers class reads a "
-            f"tensor's value while it is built, which the meta device has not ({error}); load with dispatch=True"
-        ) from error
-
-
-def _ends_normed(layers: Any) -> bool:
-    """Whether the stack's last block normalizes its own output (a post-norm block,
-    `vlreg.core.seq2seq.PostNormLayer`), so the model needs no final norm."""
-    return isinstance(layers, Envoy) and len(layers) > 0 and bool(getattr(layers[-1], "post_norms", ()))
 
 
 def _text_size(model: StandardizedTransformer, field: str, name: str) -> Any:

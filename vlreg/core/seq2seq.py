@@ -125,6 +125,12 @@ class OutputProjection(Mlp):
         return int(self._module.in_features)
 
 
+def ends_normed(layers: Any) -> bool:
+    """Whether the stack's last block normalizes its own output (a post-norm block,
+    `vlreg.core.seq2seq.PostNormLayer`), so the model needs no final norm."""
+    return layers is not None and len(layers) > 0 and bool(getattr(layers[-1], "post_norms", ()))
+
+
 def sublayer_names(block: Layer) -> list[str]:
     """The sublayers ``block`` holds, in forward order."""
     return [name for name in block.order if name in block.standard_children and name in block.__dict__]
