@@ -80,3 +80,10 @@ class TestQwen3_5Moe(ExpertsConformance, TestQwen3_5):
     """Qwen3.5 whose MLPs route each token to 2 of 4 experts beside a gated shared expert."""
 
     checkpoint = "qwen3_5_moe"
+
+
+class TestCosmos3Omni(TestQwen3VL):
+    """Cosmos3 Omni: Qwen3-VL's model classes under another wrapper (DeepStack included),
+    its checkpoint saving a Qwen3VLProcessor (transformers maps none to cosmos3_omni)."""
+
+    checkpoint = "cosmos3_omni"

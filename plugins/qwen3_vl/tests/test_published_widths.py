@@ -1,4 +1,4 @@
-"""Qwen3.5, Qwen3.5-MoE and Qwen3-VL-MoE at their published widths and full depth, built
+"""Qwen3.5, Qwen3.5-MoE, Qwen3-VL-MoE (and Cosmos3 Omni, below) at their published widths and full depth, built
 on the meta device from transformers' default configs (no weights): the names, sizes and
 support table a real checkpoint of each gets."""
 
@@ -14,9 +14,11 @@ from vlreg.testing import build
 def lazy(tmp_path_factory):
     processor = AutoProcessor.from_pretrained(build("qwen3_5"))  # the tiny one: nothing is processed on meta
 
-    def load(config_class: str) -> StandardizedTransformer:
-        folder = tmp_path_factory.mktemp(config_class)
-        getattr(transformers, config_class)().save_pretrained(folder)
+    def load(config: "str | transformers.PretrainedConfig") -> StandardizedTransformer:
+        """A lazy load of ``config`` (a config class's name: its defaults)."""
+        config = getattr(transformers, config)() if isinstance(config, str) else config
+        folder = tmp_path_factory.mktemp(config.model_type)
+        config.save_pretrained(folder)
         processor.save_pretrained(folder)
         return StandardizedTransformer(str(folder), task="image-text-to-text", dispatch=False, attn_implementation="eager")
 
@@ -53,3 +55,22 @@ def test_qwen3_vl_moe_routes_and_stacks(lazy):
     rows = model.support()
     assert rows["layers.2.deepstack_output"] is None and "layers[0] to layers[2]" in rows["layers.3.deepstack_output"]
     assert "no shared expert" in rows["mlp.shared_expert_output"]
+
+
+def test_cosmos3_omni_at_transformers_default_widths(lazy):
+    """No Cosmos3 checkpoint's config is at hand here (no hub), so this is transformers'
+    default Cosmos3OmniConfig (its docstring names nvidia/Cosmos3-Nano) with the merger's
+    output set to the text width (the default's 3584 feeds no 4096-wide text model): the
+    sizes read off the modules and the DeepStack taps at tower blocks 8, 16 and 24."""
+    config = transformers.Cosmos3OmniConfig()
+    config.vision_config.out_hidden_size = config.text_config.hidden_size
+    model = lazy(config)
+    assert not model.dispatched and model.family.name == "qwen3_vl"
+    assert type(model._module).__name__ == "Cosmos3OmniForConditionalGeneration"
+    assert (model.num_layers, model.hidden_size, model.num_heads, model.num_kv_heads, model.head_dim) == (32, 4096, 32, 32, 128)
+    vision = model.vision
+    assert (vision.num_layers, vision.vision_hidden_size, vision.num_heads, vision.patch_size) == (27, 1152, 16, 16)
+    assert vision.deepstack_visual_indexes == (8, 16, 24)
+    rows = model.support()
+    assert rows["layers.2.deepstack_output"] is None and "layers[0] to layers[2]" in rows["layers.3.deepstack_output"]
+    assert model.projector.linear_fc2.weight.shape[0] == 4096

@@ -97,3 +97,29 @@ def test_a_moe_model_with_dense_blocks_serves_both_kinds():
         routed = model.layers[0].mlp.router_logits.save()
         dense = model.layers[1].mlp.mlp_output.save()
     assert routed.shape[-1] == model.layers[0].mlp.num_experts and dense.shape[-1] == model.hidden_size
+
+
+def test_a_part_is_served_by_its_own_model_type_whatever_wrapper_hosts_it():
+    """The text and vision envoys follow the part's ``model_type``, not the checkpoint's:
+    a Qwen3.5 text model under a wrapper this plugin has never heard of gets Qwen3.5's
+    blocks (linear and full attention), and Cosmos3 Omni's parts get Qwen3-VL's."""
+    import transformers
+    from transformers.models.qwen3_5 import modeling_qwen3_5 as qwen3_5
+    from transformers.models.qwen3_vl import modeling_qwen3_vl as qwen3_vl
+
+    import vlreg_qwen3_vl
+    from vlreg.core.parts import Part
+    from vlreg.plugin import LinearAttention
+
+    foreign = transformers.PretrainedConfig()
+    foreign.model_type = "someone_elses_wrapper"
+    text = transformers.Qwen3_5Config().text_config
+    found = vlreg_qwen3_vl.vlreg_envoys(Part("text", text.model_type, text, foreign))
+    assert found[qwen3_5.Qwen3_5GatedDeltaNet] is LinearAttention
+    assert qwen3_5.Qwen3_5DecoderLayer in found and qwen3_5.Qwen3_5Attention in found
+
+    cosmos = transformers.Cosmos3OmniConfig()
+    for kind, config in (("text", cosmos.text_config), ("vision", cosmos.vision_config)):
+        found = vlreg_qwen3_vl.vlreg_envoys(Part(kind, config.model_type, config, cosmos))
+        assert all(cls.__module__ == qwen3_vl.__name__ for cls in found), kind
+    assert vlreg_qwen3_vl.vlreg_envoys(Part("wrapper", "cosmos3_omni", cosmos, cosmos)) is None

@@ -9,7 +9,14 @@ from the ``"qwen_vit"`` adapter vlreg-qwen2-vl publishes:
 * ``qwen3_vl_moe``: the same, its MLPs routing each token to experts (`MoeMlp`);
 * ``qwen3_5``: learned tower positions; text blocks that mix tokens either by gated
   full attention or by a gated delta net (`linear`), as ``layer_types`` says;
-* ``qwen3_5_moe``: Qwen3.5 with routed MLPs and a shared expert.
+* ``qwen3_5_moe``: Qwen3.5 with routed MLPs and a shared expert;
+* ``cosmos3_omni`` (Cosmos3OmniForConditionalGeneration): a wrapper whose model classes are
+  Qwen3-VL's line for line, over a ``qwen3_vl_text`` text model and a ``qwen3_vl_vision``
+  tower (its config forces that model type), so only the wrapper is new.
+
+The text and vision parts are looked up by their own ``model_type`` (``qwen3_5_text``,
+``qwen3_vl_vision``), never the checkpoint's: another wrapper, here or in another plugin,
+that hosts one of these parts gets the same envoys.
 """
 
 from importlib import import_module
@@ -40,6 +47,9 @@ FAMILIES = {
     "qwen3_5_moe": ("qwen3_5_moe", "Qwen3_5Moe", "Qwen3_5MoeVision"),
 }
 
+#: Wrappers with Qwen3-VL's layout whose parts are one of `FAMILIES`' (claimed as wrappers only).
+HOSTS = ("cosmos3_omni",)
+
 #: A text-generation load of a Qwen3.5 checkpoint is transformers' text-only
 #: ``Qwen3_5ForCausalLM`` (the text model at ``model``): its mounts, beside the wrapper's.
 TEXT_ONLY_RENAME = {"model.layers": "layers", "model.embed_tokens": "embed_tokens", "model.norm": "norm"}
@@ -56,7 +66,7 @@ def vlreg_claims():
         Claim(kind, f"{family}{suffix}")
         for family in FAMILIES
         for kind, suffix in (("wrapper", ""), ("text", "_text"), ("vision", "_vision"))
-    ]
+    ] + [Claim("wrapper", host) for host in HOSTS]
 
 
 @hookimpl
@@ -65,13 +75,17 @@ def vlreg_rename(part):
 
 
 def _family(part) -> tuple:
-    family = part.root.model_type
+    """The transformers module and class prefixes of a text or vision part, from the part's
+    own model type (``qwen3_5_text`` is Qwen3.5's, whichever wrapper hosts it)."""
+    family = part.model_type.removesuffix(f"_{part.kind}")
     module, text, vision = FAMILIES[family]
     return import_module(f"transformers.models.{module}.modeling_{module}"), text, vision
 
 
 @hookimpl
 def vlreg_envoys(part):
+    if part.kind == "wrapper":
+        return None
     modeling, text, vision = _family(part)
     if part.kind == "text":
         hybrid = hasattr(modeling, f"{text}GatedDeltaNet")  # Qwen3.5: linear and full blocks

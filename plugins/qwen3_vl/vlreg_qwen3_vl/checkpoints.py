@@ -7,6 +7,12 @@ is 64 wide with 4 query heads over 2 key/value heads of 16 and M-RoPE sections [
 interleaved, and the tower is 32 wide. The tiny tower has three blocks and, on Qwen3-VL,
 DeepStack taps after blocks 0 and 1, so text blocks 0 and 1 receive them. The MoE text
 models route each token to 2 of 4 experts; Qwen3.5's blocks are linear, full, linear.
+
+``cosmos3_omni`` is the Qwen3-VL checkpoint under a ``Cosmos3OmniConfig`` (untied
+embeddings, the config's default). transformers maps no processor to ``cosmos3_omni``
+(only its image processor, ``Qwen2VLImageProcessor``, and its tokenizer), so the
+checkpoint saves a ``Qwen3VLProcessor``, which ``AutoProcessor`` then loads from its
+``processor_class``; a published Cosmos3 checkpoint's own processor files decide there.
 """
 
 from __future__ import annotations
@@ -53,6 +59,7 @@ LINEAR = {
 #: family -> (config class, what its text config adds, what its tower adds, tied embeddings)
 FAMILIES = {
     "qwen3_vl": ("Qwen3VLConfig", {}, {"deepstack_visual_indexes": [0, 1]}, True),
+    "cosmos3_omni": ("Cosmos3OmniConfig", {}, {"deepstack_visual_indexes": [0, 1]}, False),
     "qwen3_vl_moe": ("Qwen3VLMoeConfig", {**MOE, "num_local_experts": 4}, {"deepstack_visual_indexes": [0, 1]}, True),
     # untied, as Qwen3.5's are: its text-only class reads lm_head from the checkpoint
     "qwen3_5": ("Qwen3_5Config", LINEAR, {}, False),
