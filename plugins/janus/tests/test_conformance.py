@@ -31,3 +31,12 @@ class TestJanus(AnalysisConformance, VisionConformance):
     native = NATIVE
     unavailable = {"vision.image_codes": "only to generate images"}
     image_sizes = ((84, 84), (112, 84))
+
+
+class TestDeepseekVL(AnalysisConformance, VisionConformance):
+    """DeepSeek-VL: the same layout over transformers' SigLIP (its pooling head on, reaching
+    nothing) and a Llama text model, both served by vlreg-llava; nothing refused."""
+
+    checkpoint = "deepseek_vl"
+    native = NATIVE
+    image_sizes = ((84, 84), (112, 84))

@@ -1,5 +1,6 @@
-"""Janus's declared grid against its image processor: the image resized to a longer side
-of 56 pixels and padded, centred, to a square.
+"""Janus's and DeepSeek-VL's declared grid against their image processors (DeepSeek-VL's
+resizes and pads as Janus's does): the image resized to a longer side of 56 pixels and
+padded, centred, to a square.
 
 * a probe lit at the centre of a token's box is brightest inside that token's 7 x 7 cell
   of the square the tower sees;
@@ -22,18 +23,22 @@ from vlreg_janus.checkpoints import PATCH
 SIZES = ((56, 56), (112, 84), (84, 112), (30, 200), (200, 30), (45, 46), (17, 9), (300, 3), (57, 56))
 
 
-@pytest.fixture(scope="module")
-def model():
-    return StandardizedTransformer(str(build("janus")), task="image-text-to-text", dispatch=False)
+@pytest.fixture(scope="module", params=("janus", "deepseek_vl"))
+def model(request):
+    return StandardizedTransformer(str(build(request.param)), task="image-text-to-text", dispatch=False)
+
+
+def chat(model) -> str:
+    messages = [{"role": "user", "content": [{"type": "image"}]}]
+    return model.processor.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
 
 
 def square(model, picture) -> torch.Tensor:
-    prompt = "<|User|>: <image_placeholder>\n\n<|Assistant|>:"
-    return model.processor(text=prompt, images=[picture], return_tensors="pt")["pixel_values"][0]
+    return model.processor(text=chat(model), images=[picture], return_tensors="pt")["pixel_values"][0]
 
 
 def test_a_lit_pixel_lands_in_the_cell_of_the_token_whose_box_holds_it(model):
-    prompt = "<|User|>: <image_placeholder>\n\n<|Assistant|>:"
+    prompt = chat(model)
     for size in SIZES:
         (geometry,) = model.vision.geometry(prompt, [Image.new("RGB", size)])
         (grid,) = geometry.grids
@@ -49,7 +54,7 @@ def test_a_lit_pixel_lands_in_the_cell_of_the_token_whose_box_holds_it(model):
 
 
 def test_a_box_is_nan_exactly_over_the_padding_and_the_boxes_tile_the_image(model):
-    prompt = "<|User|>: <image_placeholder>\n\n<|Assistant|>:"
+    prompt = chat(model)
     for size in SIZES:
         (geometry,) = model.vision.geometry(prompt, [Image.new("RGB", size, "white")])
         (grid,) = geometry.grids

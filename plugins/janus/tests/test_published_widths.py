@@ -1,4 +1,4 @@
-"""Janus-Pro-1B at its published widths and full depth, built on the meta device (no
+"""Janus-Pro-1B (and DeepSeek-VL-1.3B, below) at its published widths and full depth, built on the meta device (no
 weights), its geometry at the published processor's resolution, and `vlreg inspect` of
 the config alone.
 
@@ -70,3 +70,34 @@ def test_inspect_reads_the_config_alone(tmp_path, capsys):
     assert "vlreg-llava" in report["parts"]["text"]["plugin"]
     assert report["aliases"]["model"]["vision"] == "model.vision_model" and report["aliases"]["model"]["projector"] == "model.aligner"
     assert "only to generate images" in report["support"]["vision.image_codes"]
+
+
+#: deepseek-community/deepseek-vl-1.3b-chat, as recalled (no hub access here): DeepSeek-LLM-1.3B
+#: text (as Janus-Pro-1B's) and SigLIP-L at 384 pixels in 16-pixel patches. transformers'
+#: default DeepseekVLConfig is a SigLIP-B/224 over Llama-2-7B, which is no published checkpoint.
+DEEPSEEK_VL = {
+    "text_config": TEXT,
+    "vision_config": {"model_type": "siglip_vision_model", "hidden_size": 1024, "intermediate_size": 4096,
+                      "num_hidden_layers": 24, "num_attention_heads": 16, "image_size": 384, "patch_size": 16},
+}
+
+
+def test_deepseek_vl_at_the_published_widths_on_meta(tmp_path):
+    tok = transformers.AutoProcessor.from_pretrained(build("deepseek_vl")).tokenizer
+    transformers.DeepseekVLProcessor(image_processor=transformers.DeepseekVLImageProcessor(), tokenizer=tok).save_pretrained(tmp_path)
+    transformers.DeepseekVLConfig(**DEEPSEEK_VL, image_token_id=tok.convert_tokens_to_ids("<image_placeholder>")).save_pretrained(tmp_path)
+    model = StandardizedTransformer(str(tmp_path), task="image-text-to-text", dispatch=False, attn_implementation="eager")
+    assert not model.dispatched and model.family.name == "janus"
+    assert (model.num_layers, model.hidden_size, model.num_heads, model.num_kv_heads, model.head_dim) == (24, 2048, 16, 16, 128)
+    vision = model.vision
+    sizes = (vision.num_layers, vision.vision_hidden_size, vision.num_heads, vision.head_dim, vision.intermediate_size,
+             vision.patch_size, vision.image_size, vision.class_tokens)
+    assert sizes == (24, 1024, 16, 64, 4096, 16, 384, 0)
+    assert tuple(model.projector.linear1.weight.shape) == (2048, 1024) and tuple(model.projector.linear2.weight.shape) == (2048, 2048)
+    assert all(why is None for why in model.support().values())
+    assert list(model.read_only()) == ["vision.image_token_mask"]
+    for size in ((1024, 768), (384, 384), (100, 700)):
+        (geometry,) = vision.geometry("User: <image_placeholder>\n\nAssistant:", [image(*size)])  # checked against 576 tokens
+        (grid,) = geometry.grids
+        assert (grid.rows, grid.columns, geometry.tokens) == (24, 24, 576)
+        assert int(grid.covered.sum()) == {(1024, 768): 24 * 18, (384, 384): 576, (100, 700): 24 * 4}[size]

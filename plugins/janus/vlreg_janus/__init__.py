@@ -1,4 +1,5 @@
-"""vlreg-janus: Janus and Janus-Pro (JanusForConditionalGeneration), declared against `vlreg.plugin`.
+"""vlreg-janus: Janus and Janus-Pro (JanusForConditionalGeneration), and DeepSeek-VL
+(DeepseekVLForConditionalGeneration), declared against `vlreg.plugin`.
 
 Janus understands images and generates them, by two separate paths:
 
@@ -18,6 +19,16 @@ text model (``llama``) is served by vlreg-llava's claim, with nothing imported f
 and the tower's names and envoys come from the ``"siglip"`` adapter vlreg-llava
 publishes. `geometry` declares the padded square's grid; `checkpoints` builds tiny
 checkpoints for tests.
+
+DeepSeek-VL (``deepseek_vl``) is Janus's understanding path alone, under the same layout
+(``model.vision_model``, ``model.aligner``, ``model.language_model``, the one
+``masked_scatter`` in ``model``'s forward): transformers' own SigLIP tower
+(``siglip_vision_model``) and Llama text model, both served by vlreg-llava's claims, so
+only the wrapper is claimed here. Its aligner (``linear1``, GELU, ``linear2``) reads every
+patch of the tower's output, a token each; its image processor resizes and pads as
+Janus's does, so the geometry is Janus's. Where the tower's ``vision_use_head`` is set,
+SigLIP's attention-pooling head runs and reaches nothing (only the aligner feeds the text
+model).
 """
 
 from vlreg.plugin import Claim, Scatter, hookimpl
@@ -32,6 +43,9 @@ WRAPPER_RENAME = {
     "model.aligner": "projector",
 }
 
+#: wrapper model_type -> its mounts: DeepSeek-VL's layout is Janus's.
+WRAPPERS = {"janus": WRAPPER_RENAME, "deepseek_vl": WRAPPER_RENAME}
+
 #: The one masked_scatter in the forward of the wrapper's ``model``: the images'.
 SCATTER = Scatter(host="model", operation="inputs_embeds_masked_scatter_0", argument=1)
 
@@ -43,12 +57,14 @@ def vlreg_plugin_api():
 
 @hookimpl
 def vlreg_claims():
-    return [Claim("wrapper", "janus"), Claim("vision", "janus_vision_model")]
+    return [Claim("wrapper", wrapper) for wrapper in WRAPPERS] + [Claim("vision", "janus_vision_model")]
 
 
 @hookimpl
 def vlreg_rename(part):
-    return {"wrapper": WRAPPER_RENAME, "vision": tower.RENAME}.get(part.kind)
+    if part.kind == "wrapper":
+        return WRAPPERS[part.model_type]
+    return tower.RENAME if part.kind == "vision" else None
 
 
 @hookimpl

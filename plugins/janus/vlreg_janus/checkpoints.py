@@ -15,8 +15,16 @@ on a line of its own):
   default system prompt before every text a trace gives it (a text-only load, with no
   processor, does not).
 
+* ``deepseek_vl``: DeepSeek-VL (DeepseekVLForConditionalGeneration), the same understanding
+  path without a VQ model: transformers' SigLIP tower (``siglip_vision_model``, served by
+  vlreg-llava, its attention-pooling head on as in SiglipVisionConfig's default), the
+  two-layer aligner, a Llama text model with tied embeddings, the real
+  ``DeepseekVLProcessor`` with ``DeepseekVLImageProcessor`` (Janus's resize and pad) and
+  DeepSeek-VL's chat format (a fixed system text, then ``User: `` and ``Assistant:``
+  turns, each image part as ``<image_placeholder>`` in line).
+
 The tiny tower sees 56 x 56 images in 7-pixel patches: 8 x 8 = 64 tokens an image, one a
-patch (Janus-Pro: 384 pixels, 16-pixel patches, 576 tokens).
+patch (Janus-Pro and DeepSeek-VL: 384 pixels, 16-pixel patches, 576 tokens).
 """
 
 from __future__ import annotations
@@ -120,4 +128,56 @@ def build_janus_pro(path: Path, **overrides: Any) -> Path:
     return build_janus(path, system_prompt=True, **overrides)
 
 
-BUILDERS = {"janus": build_janus, "janus_pro": build_janus_pro}
+#: DeepSeek-VL's format, as its published template writes it: the system text, a blank line,
+#: then each turn (``User: `` or ``Assistant: `` and its parts: an image as the placeholder
+#: in line, texts stripped at the turn's ends, two texts joined by a space), a user turn
+#: closed by a blank line, an assistant's by the end-of-sentence token; the generation
+#: prompt is ``Assistant:``.
+DEEPSEEK_VL_SYSTEM = ("You are a helpful language and vision assistant. You are able to understand the visual content "
+                      "that the user provides, and assist the user with a variety of tasks using natural language.")
+DEEPSEEK_VL_TEMPLATE = (
+    DEEPSEEK_VL_SYSTEM + "\n\n"
+    "{% for message in messages %}"
+    "{% set role = message['role'] | lower %}"
+    "{% if role == 'user' %}User: {% elif role == 'assistant' %}Assistant: {% else %}{{ message['role'] | capitalize }}: {% endif %}"
+    "{% if message['content'] is string %}{{ message['content'] | trim }}{% else %}"
+    "{% for part in message['content'] %}"
+    "{% if part['type'] == 'image' %}<image_placeholder>"
+    "{% elif part['type'] == 'text' %}"
+    "{% set text = part['text'] %}{% if loop.first %}{% set text = text | trim %}{% endif %}"
+    "{% if loop.last %}{% set text = text.rstrip() %}{% endif %}"
+    "{% if not loop.first and message['content'][loop.index0 - 1]['type'] == 'text' %}{{ ' ' }}{% endif %}{{ text }}"
+    "{% endif %}{% endfor %}{% endif %}"
+    "{% if not loop.last or add_generation_prompt %}"
+    "{% if role == 'user' %}{{ '\n\n' }}{% else %}<｜end▁of▁sentence｜>{% endif %}{% endif %}"
+    "{% endfor %}"
+    "{% if add_generation_prompt %}Assistant:{% endif %}"
+)
+DEEPSEEK_VL_TOKENS = (BOS, EOS, PAD, IMAGE)
+#: The tiny SigLIP: the Janus tower's sizes, in SiglipVisionConfig's fields.
+SIGLIP = {"hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4,
+          "image_size": IMAGE_SIZE, "patch_size": PATCH}
+
+
+def build_deepseek_vl(path: Path, **overrides: Any) -> Path:
+    """Write a tiny DeepSeek-VL checkpoint. ``overrides``: ``text_config`` and
+    ``vision_config`` dicts, ``image_processor`` (fields of DeepseekVLImageProcessor), other
+    fields of the top-level config."""
+    from transformers import DeepseekVLConfig, DeepseekVLImageProcessor, DeepseekVLProcessor, GenerationConfig
+
+    tok = tokenizer(DEEPSEEK_VL_TOKENS, add_bos_token=True, bos_token=BOS, eos_token=EOS, pad_token=PAD,
+                    image_token=IMAGE)
+    images = {"size": {"height": IMAGE_SIZE, "width": IMAGE_SIZE}, "min_size": PATCH, **overrides.pop("image_processor", {})}
+    processor = DeepseekVLProcessor(image_processor=DeepseekVLImageProcessor(**images), tokenizer=tok,
+                                    chat_template=DEEPSEEK_VL_TEMPLATE, num_image_tokens=TOKENS)
+    special = {"bos_token_id": tok.bos_token_id, "eos_token_id": tok.eos_token_id, "pad_token_id": tok.pad_token_id}
+    config = DeepseekVLConfig(
+        text_config={"model_type": "llama", "vocab_size": len(tok), **TEXT, **special, **overrides.pop("text_config", {})},
+        vision_config={"model_type": "siglip_vision_model", **SIGLIP, **overrides.pop("vision_config", {})},
+        image_token_id=tok.convert_tokens_to_ids(IMAGE),
+        **overrides,
+    )
+    return save(path, config, processor, GenerationConfig(**special))
+
+
+BUILDERS = {"janus": build_janus, "janus_pro": build_janus_pro, "deepseek_vl": build_deepseek_vl}
