@@ -37,6 +37,7 @@ import torch
 
 from .envoys import Layer, Mlp, Standard
 from .errors import Unavailable
+from .parts import Mixer
 from .values import value
 
 
@@ -109,8 +110,7 @@ class DecoderLayer(PostNormLayer):
     """A decoder block of an encoder-decoder: ``self_attn`` (causal), ``cross_attn`` (to the
     encoder's output) and ``mlp``, each followed by its norm."""
 
-    standard_children = {"self_attn": "self_attn.", "cross_attn": "cross_attn.", "mlp": "mlp."}
-    order = ("input", "self_attn", "cross_attn", "mlp", "output", "layer_output")
+    mixers = (Mixer("self_attn"), Mixer("cross_attn"))
     post_norms: ClassVar[tuple[str, ...]] = ("self_attn_layer_norm", "encoder_attn_layer_norm", "final_layer_norm")
 
 
