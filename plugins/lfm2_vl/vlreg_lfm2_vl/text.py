@@ -28,7 +28,9 @@ from vlreg.plugin import Attention, Layer, Mixer, Mlp, Standard, Unavailable, re
 
 MODEL_TYPES = ("lfm2",)
 
-RENAME = {"feed_forward": "mlp", "operator_norm": "input_layernorm", "ffn_norm": "post_attention_layernorm"}
+#: The norms keep their names (``operator_norm``, ``ffn_norm``): SigLIP's blocks, in the same model, are
+#: the ones served as ``input_layernorm`` and ``post_attention_layernorm``.
+RENAME = {"feed_forward": "mlp"}
 
 
 class Lfm2Layer(Layer):
