@@ -16,7 +16,8 @@ from .core.mamba import Mamba
 from .core.geometry import ImageGrid, box_grid, clip_boxes
 from .core.hookspecs import hookimpl
 from .core.plugins import adapter
-from .core.parts import Claim, CrossAttention, Mixer, Part, Scatter
+from .core.mixers import Mixer
+from .core.parts import Claim, CrossAttention, Part, Scatter
 from .core.values import argument, copied, first, returned, value, with_first
 from .core.packed import PackedVisionAttention
 from .core.seq2seq import DecoderLayer, Encoder, OutputProjection, PostNormLayer

@@ -27,7 +27,8 @@ import torch
 
 from .envoys import Attention, Layer, eager_only
 from .errors import Unavailable
-from .parts import CrossAttention, Mixer
+from .mixers import Mixer
+from .parts import CrossAttention
 from .values import argument, returned
 
 #: Why a cross-attention block's values are absent from a run no image reaches.

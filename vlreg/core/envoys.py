@@ -16,7 +16,7 @@ from nnsight.intervention.util import first_input, replace_first_input
 
 from . import remote
 from .errors import Unavailable
-from .parts import Mixer
+from .mixers import Mixer, bind, with_mixers
 from .values import argument, returned, value
 
 
@@ -334,30 +334,16 @@ class Layer(Standard):
         inherited = [mixer.name for mixer in super(cls, cls).mixers]
         names = [mixer.name for mixer in cls.mixers]
         if "standard_children" not in vars(cls):
-            kept = _with_mixers(list(cls.standard_children), inherited, names)
+            kept = with_mixers(list(cls.standard_children), inherited, names)
             cls.standard_children = {name: cls.standard_children.get(name, f"{name}.") for name in kept}
         if "order" not in vars(cls):
-            cls.order = tuple(_with_mixers(list(cls.order), inherited, names))
+            cls.order = tuple(with_mixers(list(cls.order), inherited, names))
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         for mixer in type(self).mixers:
             if mixer.native is not None:
-                self._bind_mixer(mixer)
-
-    def _bind_mixer(self, mixer: Mixer) -> None:
-        """Serve the child at ``mixer.native`` as ``mixer.name`` (an alias, as nnsight's
-        ``rename`` binds one: the same envoy under a second name)."""
-        child = self._child_map.get(mixer.native)
-        if child is None or self.__dict__.get(mixer.name) is child:
-            return
-        if mixer.name in self.__dict__ or hasattr(self._module, mixer.name):
-            raise ValueError(
-                f"{type(self).__name__} declares its {mixer.native} as the mixer {mixer.name!r}, but "
-                f"{self.path} already has a {mixer.name!r}: name the mixer otherwise"
-            )
-        object.__setattr__(self, mixer.name, child)
-        self._aliases[mixer.name] = mixer.native
+                bind(self, mixer)
 
     def present_mixers(self) -> list[Standard]:
         """The token mixers this block holds, in forward order (one on most blocks)."""
@@ -368,18 +354,6 @@ class Layer(Standard):
         it can): a family's block class says so where a later block needs what this one
         computes, beside the stream (Gemma 4's shared keys and values)."""
         return None
-
-
-def _with_mixers(entries: list[str], inherited: list[str], names: list[str]) -> list[str]:
-    """``entries`` with the ``inherited`` mixers' names replaced by ``names``, where the
-    first of them stood (else before the ``mlp``, else at the end)."""
-    kept = [entry for entry in entries if entry not in inherited]
-    at = next((i for i, entry in enumerate(entries) if entry in inherited), None)
-    if at is None:
-        at = entries.index("mlp") if "mlp" in entries else len(entries)
-    else:
-        at -= sum(1 for entry in entries[:at] if entry in inherited)
-    return [*kept[:at], *names, *kept[at:]]
 
 
 def _call(attention: Any) -> str:

@@ -1,5 +1,4 @@
-"""The small declarations plugins hand the host: `Claim`, `Part`, `Scatter`, `CrossAttention`,
-`Mixer`."""
+"""The small declarations plugins hand the host: `Claim`, `Part`, `Scatter`, `CrossAttention`."""
 
 from __future__ import annotations
 
@@ -83,24 +82,3 @@ class CrossAttention:
 
     host: str
     argument: int | str = "cross_attention_states"
-
-
-@frozen
-class Mixer:
-    """A kind of token mixer a block holds, as the block's envoy class declares it
-    (`vlreg.core.envoys.Layer.mixers`): the block serves it, and `support` lists its values,
-    under ``name`` (``layers[i].<name>``).
-
-    ``native`` is the block's own attribute that holds it, where the standard name is
-    another (LFM2's short convolution, ``conv``, served as ``short_conv``): the block binds
-    ``name`` to that child as it is built, on blocks of its own class only, so a module
-    inside the mixer that shares the attribute's name (LFM2's ``conv.conv``, the
-    convolution itself) is left alone, as a ``vlreg_rename`` key would not leave it. A
-    block of the class that lacks the attribute holds another of its kinds (a hybrid's
-    attention block). ``None``: the block holds the mixer at ``name`` already, or the part's
-    ``vlreg_rename`` binds it there (the core's ``self_attn``, ``linear_attn`` and ``mamba``,
-    which every family renames onto).
-    """
-
-    name: str
-    native: str | None = None

@@ -37,7 +37,7 @@ import torch
 
 from .envoys import Layer, Mlp, Standard
 from .errors import Unavailable
-from .parts import Mixer
+from .mixers import Mixer
 from .values import value
 
 
