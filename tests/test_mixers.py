@@ -40,7 +40,7 @@ def test_the_core_blocks_declare_theirs():
 
     assert [mixer.name for mixer in CrossAttentionLayer.mixers] == ["cross_attn"]
     assert CrossAttentionLayer.order == ("input", "cross_attn", "mlp", "output", "layer_output")
-    assert [mixer.name for mixer in DecoderLayer.mixers] == ["self_attn", "cross_attn"]
+    assert [mixer.name for mixer in DecoderLayer.mixers] == ["self_attn"]  # cross_attn: a sublayer of its own
     assert DecoderLayer.order == ("input", "self_attn", "cross_attn", "mlp", "output", "layer_output")
 
 
