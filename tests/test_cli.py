@@ -17,7 +17,7 @@ def test_plugins_json_lists_the_builtin_families(capsys):
     assert rows["qwen2_vl"]["distribution"] == "vlreg-qwen2-vl" and rows["qwen2_vl"]["families"] == ["qwen2_vl"]
     assert rows["qwen2_5_vl"]["distribution"] == "vlreg-qwen2-5-vl" and rows["qwen2_5_vl"]["families"] == ["qwen2_5_vl"]
     assert rows["llava"]["distribution"] == "vlreg-llava"
-    assert rows["llava"]["families"] == ["llava", "llava_next", "llava_onevision"]
+    assert rows["llava"]["families"] == ["llava", "llava_next", "llava_next_video", "llava_onevision", "video_llava"]
 
 
 def test_plugins_all_lists_parts_and_hooks(capsys):
@@ -31,7 +31,8 @@ def test_plugins_all_lists_parts_and_hooks(capsys):
 def test_plugins_all_lists_the_builder_names(capsys):
     assert main(["plugins", "--all"]) == 0
     out = capsys.readouterr().out
-    assert "checkpoints (vlreg.testing.build): llava = llava_interleave, llava_1_5, llava_next, llava_onevision, llava_pixtral" in out
+    assert ("checkpoints (vlreg.testing.build): llava = llava_interleave, llava_1_5, llava_next, llava_next_video, "
+            "llava_onevision, llava_pixtral, video_llava") in out
 
 
 def test_every_served_model_type_builds_by_its_name():
@@ -167,8 +168,8 @@ def test_coverage_lists_every_image_text_model_type_and_what_serves_it(capsys):
     assert main(["plugins", "--coverage", "--json"]) == 0
     rows = json.loads(capsys.readouterr().out)
     assert set(rows) == set(MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES)
-    assert "vlreg-qwen3-vl" in rows["qwen3_5_moe"] and "vlreg-llava" in rows["llava_next"]
-    assert "vlreg-mllama" in rows["mllama"] and rows["blip-2"] is None
+    assert "vlreg-qwen3-vl" in rows["qwen3_5_moe"]["plugin"] and "vlreg-llava" in rows["llava_next"]["plugin"]
+    assert "vlreg-mllama" in rows["mllama"]["plugin"] and rows["blip-2"] == {"plugin": None, "refuses": {}}
 
 
 def test_the_readmes_families_table_claims_nothing_the_census_does_not_serve():

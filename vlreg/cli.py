@@ -30,7 +30,7 @@ def parser() -> argparse.ArgumentParser:
     listing.add_argument("--all", action="store_true",
                          help="also the parts, hooks and test checkpoints (builder names), and plugins not loaded")
     listing.add_argument("--coverage", action="store_true",
-                         help="every model type transformers maps to image-text-to-text, and what serves it")
+                         help="every model type transformers maps to image-text-to-text, what serves it, and what it refuses where it serves it partially")
     listing.add_argument("--json", action="store_true", help="print JSON")
     listing.set_defaults(run=_plugins_command)
 
@@ -194,16 +194,29 @@ def coverage() -> dict[str, str | None]:
     }
 
 
+def partial() -> dict[str, dict[str, str]]:
+    """The served model types of `coverage` that are served partially: what the claim on
+    the wrapper refuses (`vlreg.plugin.Claim`'s ``refuses``), ``{model_type: {name: reason}}``."""
+    from .core import plugins
+
+    return {model_type: refused for model_type, plugin in coverage().items()
+            if plugin and (refused := plugins.refusals("wrapper", model_type))}
+
+
 def _coverage(as_json: bool) -> int:
-    rows = coverage()
+    rows, partly = coverage(), partial()
     if as_json:
-        print(json.dumps(rows, indent=2))
+        print(json.dumps({model_type: {"plugin": plugin, "refuses": partly.get(model_type, {})}
+                          for model_type, plugin in rows.items()}, indent=2))
         return 0
     width = max(map(len, rows))
     for model_type, plugin in rows.items():
-        print(f"{model_type:<{width}}  {plugin or 'not served'}")
+        refused = partly.get(model_type)
+        print(f"{model_type:<{width}}  {plugin or 'not served'}{'  (partial)' if refused else ''}")
+        for name, reason in (refused or {}).items():
+            print(f"{'':<{width}}    refuses {name}: {reason}")
     served = sum(plugin is not None for plugin in rows.values())
-    print(f"{served} of {len(rows)} image-text-to-text model types served")
+    print(f"{served} of {len(rows)} image-text-to-text model types served ({len(partly)} of them partially)")
     return 0
 
 

@@ -8,11 +8,15 @@ beside the ``vlreg`` entry point that registers it::
     "wrapper:llama4" = "vlreg_llama4"        # kind:model_type = the plugin's module
     [project.entry-points."vlreg.adapters"]
     qwen_vit = "vlreg_qwen2_vl"
+    [project.entry-points."vlreg.refuses"]
+    "wrapper:glm4v:videos" = "vlreg_glm4v"   # kind:model_type:name of a Claim.refuses entry
 
 so the host can name a plugin that is installed but not loaded (disabled, or left out of
 ``VLREG_LOAD_PLUGINS``) by what it would serve, without running its code. The metadata
-repeats the plugin's ``vlreg_claims`` and ``vlreg_adapters``; the host warns when a
-loaded plugin's hooks and its metadata disagree.
+repeats the plugin's ``vlreg_claims`` and ``vlreg_adapters``, and the names its claims
+refuse (`Claim.refuses`: the type is served partially; the reasons are the claims' own,
+sentences that entry-point names cannot hold); the host warns when a loaded plugin's hooks
+and its metadata disagree.
 
 A plugin that is not installed cannot be asked. The repository's plugins are in
 ``catalog.json``, generated from their ``pyproject.toml`` files (``make catalog``) and
@@ -33,6 +37,7 @@ from .parts import KINDS
 
 CLAIMS = f"{PROJECT}.claims"
 ADAPTERS = f"{PROJECT}.adapters"
+REFUSES = f"{PROJECT}.refuses"
 FILE = Path(__file__).with_name("catalog.json")
 
 
@@ -42,25 +47,35 @@ def parse_claim(name: str) -> tuple[str, str] | None:
     return (kind, model_type) if kind in KINDS and model_type else None
 
 
+def parse_refusal(name: str) -> tuple[str, str, str] | None:
+    """``"wrapper:glm4v:videos"`` -> ``("wrapper", "glm4v", "videos")``; ``None`` if it is not one."""
+    claim, _, refused = name.rpartition(":")
+    parsed = parse_claim(claim)
+    return (*parsed, refused) if parsed and refused else None
+
+
 def declared(entry_point) -> dict[str, set] | None:
     """What the distribution of ``entry_point`` (a ``vlreg`` entry point) declares its
-    plugin serves: ``{"claims": {(kind, model_type)}, "adapters": {name}}``, from the
+    plugin serves: ``{"claims": {(kind, model_type)}, "adapters": {name}, "refuses":
+    {(kind, model_type, name)}}``, from the
     metadata entries whose value is the plugin's module; ``None`` where the distribution
     declares nothing (the plugin must be asked)."""
     dist = entry_point.dist
     if dist is None:
         return None
-    entries = [ep for ep in dist.entry_points if ep.group in (CLAIMS, ADAPTERS)]
+    entries = [ep for ep in dist.entry_points if ep.group in (CLAIMS, ADAPTERS, REFUSES)]
     if not entries:
         return None
     mine = [ep for ep in entries if ep.value.strip() == entry_point.value.strip()]
     claims = {parse_claim(ep.name) for ep in mine if ep.group == CLAIMS}
-    return {"claims": claims - {None}, "adapters": {ep.name for ep in mine if ep.group == ADAPTERS}}
+    refuses = {parse_refusal(ep.name) for ep in mine if ep.group == REFUSES}
+    return {"claims": claims - {None}, "adapters": {ep.name for ep in mine if ep.group == ADAPTERS},
+            "refuses": refuses - {None}}
 
 
 @cache
 def load() -> dict[str, dict]:
-    """The repository's plugins: ``{distribution: {"folder", "claims", "adapters"}}``."""
+    """The repository's plugins: ``{distribution: {"folder", "claims", "adapters", "refuses"}}``."""
     return json.loads(FILE.read_text())
 
 
@@ -84,6 +99,7 @@ def generate(repository: Path) -> dict[str, dict]:
             "folder": path.parent.relative_to(repository).as_posix(),
             "claims": sorted(groups.get(CLAIMS, {})),
             "adapters": sorted(groups.get(ADAPTERS, {})),
+            "refuses": sorted(groups.get(REFUSES, {})),
         }
     return found
 

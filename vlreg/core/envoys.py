@@ -187,8 +187,12 @@ class Standard(remote.ByReference, Envoy):
 
         Blocks share rows (``"self_attn.attention_probabilities"``); where blocks
         disagree, each gets its own row (``"layers.3.self_attn.attention_probabilities"``).
+        What the family's claims refuse that is no value (`vlreg.plugin.Claim`'s
+        ``refuses``: a trace input such as ``"videos"``, a path without standard names) is a
+        row too, with its reason: beside the rows of the part it names, or before the
+        readout.
         """
-        return self._rows(lambda envoy, name: envoy.why_unavailable(name))
+        return _with_refusals(self, self._rows(lambda envoy, name: envoy.why_unavailable(name)))
 
     def read_only(self) -> dict[str, str]:
         """The values here and below that can be read but not written, with why and what
@@ -236,6 +240,34 @@ class Standard(remote.ByReference, Envoy):
             elif rest and head in children and entry in children[head]:
                 rows[entry] = children[head][entry]
         return rows
+
+
+def _with_refusals(envoy: Standard, rows: dict[str, str | None]) -> dict[str, str | None]:
+    """``rows`` (of the root, or of a part such as the tower) with the refused names that
+    are not among them placed: after the last row of the part a name is under (only where
+    that part has rows: a text-only load shows no tower), else before the readout."""
+    family = getattr(envoy.root, "family", None)
+    if family is None or not family.refuses:
+        return rows
+    if envoy is envoy.root:
+        names = dict(family.refuses)
+    elif envoy._row and envoy.block_index is None and rows:
+        names = {name.removeprefix(envoy._row): reason for name, reason in family.refuses.items()
+                 if name.startswith(envoy._row)}
+    else:
+        return rows
+    items = list(rows.items())
+    for name, reason in names.items():
+        if name in rows:
+            continue
+        head = name.partition(".")[0] + "."
+        under = [i for i, (row, _) in enumerate(items) if row.startswith(head)]
+        if "." in name and not under:
+            continue
+        readout = [i for i, (row, _) in enumerate(items) if row in ("uncapped_logits", "logits")]
+        at = under[-1] + 1 if under else (readout[0] if readout else len(items))
+        items.insert(at, (name, reason))
+    return dict(items)
 
 
 def _child_rows(child: Any, ask: Callable[[Any, str], "str | None"]) -> dict[str, str | None]:

@@ -41,6 +41,8 @@ class Family:
     #: The wrapper's `vlreg_image_grids` function, or None.
     image_grids: Callable | None = None
     read_only: dict[str, tuple[Predicate, ...]] = {}
+    #: What the parts' claims refuse (`Claim.refuses`), ``{row from the root: reason}``.
+    refuses: dict[str, str] = {}
 
     def predicates(self, table: str, row: str) -> tuple[Predicate, ...]:
         """The predicates of ``table`` (``"unavailable"`` or ``"read_only"``) on ``row``;
@@ -93,6 +95,7 @@ def resolve(config: Any) -> Family:
     rename: dict = {}
     envoys: dict = {}
     tables: dict[str, dict[str, tuple[Predicate, ...]]] = {"unavailable": {}, "read_only": {}}
+    refuses: dict[str, str] = {}
     for kind, part in parts.items():
         plugin = served[kind]
         for key, alias in (plugins.call(plugin, "vlreg_rename", part=part) or {}).items():
@@ -103,6 +106,10 @@ def resolve(config: Any) -> Family:
                 )
         envoys.update(plugins.call(plugin, "vlreg_envoys", part=part) or {})
         prefix = "vision." if kind == "vision" else ""
+        for name, reason in plugins.refusals(kind, part.model_type).items():
+            refuses[prefix + name] = reason
+            tables["unavailable"][prefix + name] = (
+                tables["unavailable"].get(prefix + name, ()) + (_refused(reason),))
         for name, table in tables.items():
             for row, predicate in (plugins.call(plugin, f"vlreg_{name}", part=part) or {}).items():
                 table[prefix + row] = table.get(prefix + row, ()) + (predicate,)
@@ -119,7 +126,13 @@ def resolve(config: Any) -> Family:
         unavailable=tables["unavailable"],
         image_grids=grids,
         read_only=tables["read_only"],
+        refuses=refuses,
     )
+
+
+def _refused(reason: str) -> Predicate:
+    """The predicate of a row a claim refuses: always that reason."""
+    return lambda envoy: reason
 
 
 def _unclaimed(part: Part, served: dict[str, Any]) -> str:

@@ -259,6 +259,8 @@ class StandardizedTransformer(Standard, TransformersModel):
         if self._run.images_in(group) is False:
             where = "this invoke's prompts carry" if group is not None else "this trace's input carries"
             if self._run.inputs.get("pixel_values_videos") is not None:
+                if "videos" in self.family.refuses:
+                    return f"{where} no images, only videos: {self.family.refuses['videos']}"
                 return (
                     f"{where} no images, only videos: the tower's and the features' values are served "
                     f"for images (a video's frames run through the tower in calls of their own, which "

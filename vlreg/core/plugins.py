@@ -173,6 +173,17 @@ def claimant(kind: str, model_type: str) -> Any | None:
     return standing[0] if len(standing) == 1 else None
 
 
+def refusals(kind: str, model_type: str) -> dict[str, str]:
+    """What the plugin serving this part declares it refuses there (`Claim.refuses`):
+    ``{name: reason}``, empty where it serves the part whole or nothing serves it."""
+    holder = claimant(kind, model_type)
+    merged: dict[str, str] = {}
+    for plugin, claim in _claims.get((kind, model_type), []):
+        if plugin is holder:
+            merged.update(claim.refuses)
+    return merged
+
+
 def contenders(kind: str, model_type: str) -> list[Any]:
     """The plugins contesting this part (none where one plugin serves it or none claims it)."""
     plugin_manager()
@@ -251,10 +262,14 @@ def _check_declared(entry_point: importlib.metadata.EntryPoint, plugin: Any) -> 
     if declared is None:
         return
     made = {key for key, entries in _claims.items() if any(p is plugin for p, _ in entries)}
+    refused = {(*key, name) for key, entries in _claims.items() for p, claim in entries if p is plugin
+               for name in claim.refuses}
     offered = set(call(plugin, "vlreg_adapters") or {})
     wrong = [f"{what}: {', '.join(sorted(items))}" for what, items in (
         (f"claims missing from {catalog.CLAIMS}", {":".join(key) for key in made - declared["claims"]}),
         (f"{catalog.CLAIMS} it does not claim", {":".join(key) for key in declared["claims"] - made}),
+        (f"refusals missing from {catalog.REFUSES}", {":".join(key) for key in refused - declared["refuses"]}),
+        (f"{catalog.REFUSES} its claims do not make", {":".join(key) for key in declared["refuses"] - refused}),
         (f"adapters missing from {catalog.ADAPTERS}", offered - declared["adapters"]),
         (f"{catalog.ADAPTERS} it does not publish", declared["adapters"] - offered),
     ) if items]

@@ -48,7 +48,7 @@ def test_glm4_1v_9b(lazy):
     rows = model.support()
     assert {row for row, why in rows.items() if why} == {"vision.self_attn.attention_scores",
                                                          "vision.self_attn.attention_probabilities",
-                                                         "vision.video_features"}
+                                                         "vision.video_features", "videos"}
     with pytest.raises(Unavailable, match="image_grid_thw"):
         model.vision.image_size
 

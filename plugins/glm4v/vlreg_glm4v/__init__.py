@@ -15,7 +15,8 @@ vlreg-qwen2-vl publishes:
 * ``glm_ocr`` (GLM-OCR): GLM-4.1V's text block; a tower without learned positions whose
   attention norms its queries and keys.
 
-Videos are not served, and ``vision.video_features`` is refused saying why: GLM writes a
+Videos are not served, and the wrappers' claims refuse them (``videos``, and the row
+``vision.video_features``) saying why, so `vlreg plugins --coverage` marks each partial: GLM writes a
 video's frames with the image's own placeholder (``<|image|>``; only the processor's
 ``mm_token_type_ids`` tell them apart), and vlreg finds a prompt's image tokens as
 ``input_ids == image_token_id``, so on a prompt that carries a video those tokens include
@@ -27,7 +28,7 @@ from importlib import import_module
 from vlreg.plugin import Attention, Claim, Layer, Mlp, VisionLayer, VisionMlp, adapter, hookimpl
 
 from .text import GlmMoe, SandwichAttention, SandwichMlp
-from .vision import Glm4vVision, GlmVision
+from .vision import NO_VIDEOS, Glm4vVision, GlmVision
 
 QWEN_VIT = adapter("qwen_vit")
 
@@ -55,7 +56,8 @@ def vlreg_plugin_api():
 
 @hookimpl
 def vlreg_claims():
-    return [Claim("wrapper", name) for name in WRAPPERS] + [Claim("text", name) for name in TEXTS] + [
+    refuses = {"videos": NO_VIDEOS, "vision.video_features": NO_VIDEOS}
+    return [Claim("wrapper", name, refuses=refuses) for name in WRAPPERS] + [Claim("text", name) for name in TEXTS] + [
         Claim("vision", name) for name in TOWERS
     ]
 

@@ -19,8 +19,9 @@ GLM-4.1V's tower (and GLM-4.5V's and GLM-4.6V's) also norms the patch embedding'
 the resampled grid as ``position_embeddings``, so ``vision.layers[0].input ==
 patch_embeddings + position_embeddings``. GLM-OCR's tower has neither (`GlmVision`).
 
-Videos are not served (``video_features`` is refused, saying why): a video's frames are
-written with the image's placeholder token, which is how vlreg finds an image's tokens.
+Videos are not served (the wrappers' claims refuse ``videos`` and ``video_features``,
+saying why): a video's frames are written with the image's placeholder token, which is how
+vlreg finds an image's tokens.
 """
 
 from __future__ import annotations
@@ -32,24 +33,25 @@ from vlreg.plugin import Vision, adapter, as_patches, patches, value
 QwenVision = adapter("qwen_vit").Vision
 
 
-def _no_videos(vision: Any) -> str:
-    return (
-        "videos are not served on this family: GLM writes a video's frames with the image's own placeholder "
-        "(<|image|>; only the processor's mm_token_type_ids tell them apart), and vlreg finds the image tokens "
-        "as input_ids == image_token_id, so on a prompt with a video vision.image_token_mask marks the video's "
-        "tokens too and the tower's values are its frames'; trace a video's frames as images=[...]"
-    )
+#: Why videos are not served, declared on every GLM wrapper's claim (`Claim.refuses`, for
+#: the ``videos`` input and the ``vision.video_features`` row).
+NO_VIDEOS = (
+    "videos are not served on this family: GLM writes a video's frames with the image's own placeholder "
+    "(<|image|>; only the processor's mm_token_type_ids tell them apart), and vlreg finds the image tokens "
+    "as input_ids == image_token_id, so on a prompt with a video vision.image_token_mask marks the video's "
+    "tokens too and the tower's values are its frames'; trace a video's frames as images=[...]"
+)
 
 
 class GlmVision(QwenVision):
     """The GLM tower (``model.visual``): the Qwen ViT, then ``post_layernorm``, the
-    downsampling convolution and the merger. Videos are named and refused
-    (``video_features``)."""
+    downsampling convolution and the merger. Videos are named (``video_features``) and
+    refused by the wrappers' claims."""
 
     order = ("image_token_mask", "patch_embeddings", "layers", "tower_output", "video_features", "image_features")
 
     video_features = value(
-        "output", unavailable=_no_videos,
+        "output",
         description="the features a video's frames write into the embeddings (not served: they share the image token)",
     )(lambda vision, raw: raw)
 

@@ -84,3 +84,25 @@ class TestLlavaPixtral(AnalysisConformance, VisionConformance):
         scores = occlusion(model, prompt, [picture], batch=4).scores
         assert scores.shape == (geometry.tokens,)
         assert overlay(picture, geometry, scores, bar=False).size == picture.size   # unframed: the picture alone
+
+
+class TestLlavaNextVideo(AnalysisConformance, VisionConformance):
+    """LLaVA-NeXT-Video's images, as NeXT's: CLIP on Llama, crops unpadded with newline
+    rows. Its videos are refused by the wrapper's claim (``support()["videos"]``)."""
+
+    checkpoint = "llava_next_video"
+    native = {**WRAPPER, **TOWER}
+    projector_output_is_features = False
+
+
+def _image_tower(paths: dict) -> dict:
+    return {name: path.replace("model.vision_tower", "model.image_tower") for name, path in paths.items()}
+
+
+class TestVideoLlava(AnalysisConformance, VisionConformance):
+    """Video-LLaVA's images: the image tower (``model.image_tower``; the video tower beside
+    it has no standard names), block -2 without the CLS row, on Llama. The processor hands
+    the pixels on as ``pixel_values_images``."""
+
+    checkpoint = "video_llava"
+    native = {**_image_tower(WRAPPER), **_image_tower(TOWER)}

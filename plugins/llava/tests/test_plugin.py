@@ -19,6 +19,8 @@ CLAIMS = {
     Claim("wrapper", "llava"),
     Claim("wrapper", "llava_next"),
     Claim("wrapper", "llava_onevision"),
+    Claim("wrapper", "llava_next_video"),
+    Claim("wrapper", "video_llava"),
     Claim("text", "qwen2"),
     Claim("text", "llama"),
     Claim("text", "mistral"),

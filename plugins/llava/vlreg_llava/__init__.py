@@ -4,8 +4,11 @@ The plugin serves three kinds of part, each from its own module, so each adapter
 one place and serves any wrapper whose config names its model_type:
 
 * wrappers (`wrappers`): ``llava`` (LlavaForConditionalGeneration: llava-interleave,
-  LLaVA-1.5), ``llava_next`` (LlavaNextForConditionalGeneration) and ``llava_onevision``
-  (LlavaOnevisionForConditionalGeneration);
+  LLaVA-1.5), ``llava_next`` (LlavaNextForConditionalGeneration), ``llava_onevision``
+  (LlavaOnevisionForConditionalGeneration), ``llava_next_video``
+  (LlavaNextVideoForConditionalGeneration: NeXT's images) and ``video_llava``
+  (VideoLlavaForConditionalGeneration: LLaVA-1.5's images on a tower of their own), the
+  video lines' videos refused by name on their claims (`wrappers.REFUSES`);
 * text models (`texts`): ``qwen2``, ``llama``, ``mistral``;
 * towers (`towers`): ``siglip_vision_model``, ``clip_vision_model``.
 
@@ -30,7 +33,8 @@ def vlreg_plugin_api():
 
 @hookimpl
 def vlreg_claims():
-    return [Claim(kind, model_type) for kind, module in PARTS.items() for model_type in module.MODEL_TYPES]
+    return [Claim(kind, model_type, refuses=wrappers.REFUSES.get(model_type, {}) if kind == "wrapper" else {})
+            for kind, module in PARTS.items() for model_type in module.MODEL_TYPES]
 
 
 @hookimpl
@@ -67,6 +71,6 @@ def vlreg_adapters():
 
 @hookimpl
 def vlreg_checkpoints():
-    from . import checkpoints
+    from . import checkpoints, videos
 
-    return checkpoints.BUILDERS
+    return {**checkpoints.BUILDERS, **videos.BUILDERS}

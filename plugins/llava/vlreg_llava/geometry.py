@@ -73,11 +73,20 @@ def _shape(height: int, width: int) -> np.ndarray:
     return np.broadcast_to(np.zeros((), dtype=np.uint8), (1, height, width))
 
 
+def _sizes(size: Any) -> Any:
+    """A processor's size as a ``SizeDict`` (an image processor of the older kind, as
+    Video-LLaVA's, keeps a plain dict)."""
+    from transformers.image_utils import SizeDict
+
+    return SizeDict(**size) if isinstance(size, dict) else size
+
+
 def resized(size: Any, height: int, width: int) -> tuple[int, int]:
     """The (height, width) the processor's ``resize`` gives an image of this size."""
     from transformers.image_transforms import get_resize_output_image_size, get_size_with_aspect_ratio
     from transformers.image_utils import ChannelDimension, get_image_size_for_max_height_width
 
+    size = _sizes(size)
     if size.shortest_edge and size.longest_edge:
         return tuple(get_size_with_aspect_ratio((height, width), size.shortest_edge, size.longest_edge))
     if size.shortest_edge:
@@ -98,7 +107,8 @@ def resize_and_crop(processor: Any, height: int, width: int) -> tuple[Frame, int
         frame = Frame(width / new_width, height / new_height)
         height, width = new_height, new_width
     if getattr(processor, "do_center_crop", False):
-        crop_height, crop_width = processor.crop_size.height, processor.crop_size.width
+        crop = _sizes(processor.crop_size)
+        crop_height, crop_width = crop.height, crop.width
         pad_left = (crop_width - width) // 2 if crop_width > width else 0
         pad_top = (crop_height - height) // 2 if crop_height > height else 0
         left = int((max(width, crop_width) - crop_width) / 2.0) - pad_left
@@ -130,8 +140,9 @@ def _patches(frame: Frame, height: int, width: int, patch: int, image: Any) -> t
 
 
 def llava_image_grids(config: Any):
-    """``vlreg_image_grids`` for LLaVA (``llava``), LLaVA-NeXT (``llava_next``) and
-    LLaVA-OneVision (``llava_onevision``), over any tower they host."""
+    """``vlreg_image_grids`` for LLaVA (``llava``, and Video-LLaVA's images), LLaVA-NeXT
+    (``llava_next``, and LLaVA-NeXT-Video's images) and LLaVA-OneVision
+    (``llava_onevision``), over any tower they host."""
     patch = config.vision_config.patch_size
     if config.vision_config.model_type == "pixtral":
         return _pixtral(config)
@@ -159,7 +170,7 @@ def llava_image_grids(config: Any):
             for image, alone in zip(images, tiled)
         ]
 
-    return {"llava_next": next_, "llava_onevision": onevision}.get(config.model_type, plain)
+    return {"llava_next": next_, "llava_next_video": next_, "llava_onevision": onevision}.get(config.model_type, plain)
 
 
 def _pixtral(config: Any):

@@ -1,10 +1,18 @@
-"""The LLaVA, LLaVA-NeXT and LLaVA-OneVision wrappers: where the text model, tower and
-projector sit.
+"""The LLaVA wrappers: where the text model, tower and projector sit, and what each
+leaves unserved.
 
-All three hold the text model at ``model.language_model``, the tower at
-``model.vision_tower`` and the projector at ``model.multi_modal_projector``, and write
-the image features into the token embeddings in their ``model``'s forward with its first
-``inputs_embeds.masked_scatter(mask, features)`` (OneVision's second is the video's).
+All hold the text model at ``model.language_model`` and the projector at
+``model.multi_modal_projector``, and write the image features into the token embeddings
+in their ``model``'s forward with its first ``inputs_embeds.masked_scatter(mask,
+features)``; the video lines' (OneVision's, LLaVA-NeXT-Video's, Video-LLaVA's) second is
+the video's. The tower is ``model.vision_tower``, except on Video-LLaVA, which has two
+towers of one class: ``model.image_tower`` (served as ``vision``) and ``model.video_tower``
+(only a video's frames run through it; no standard names).
+
+Videos are refused on every line that takes them (`REFUSES`, on the wrapper's claim): the
+frames run through the tower in calls of their own (LLaVA-NeXT-Video pools each frame's
+patches 2 x 2 before the projector, OneVision after it) and are written at the second scatter, which no
+standard value reads. Images on a prompt that also holds a video are served.
 
 The projector is the last module before that call, but neither end of it is a tower
 value: its input is the stream the config selects (``vision_feature_layer``, with the
@@ -26,7 +34,7 @@ from typing import Any
 
 from vlreg.plugin import Scatter, hidden_states_read_only
 
-MODEL_TYPES = ("llava", "llava_next", "llava_onevision")
+MODEL_TYPES = ("llava", "llava_next", "llava_onevision", "llava_next_video", "video_llava")
 
 RENAME = {
     "model.language_model.embed_tokens": "embed_tokens",
@@ -36,12 +44,28 @@ RENAME = {
     "model.multi_modal_projector": "projector",
 }
 
+#: Video-LLaVA: the image tower is ``vision``; its video tower has the same class.
+RENAMES = {"video_llava": {**{k: v for k, v in RENAME.items() if v != "vision"}, "model.image_tower": "vision"}}
+
+_VIDEOS = (
+    "a video's frames reach the model (its logits and text values are served), but they run through {tower} in "
+    "calls of their own{pooled} and are written at a scatter of their own, which no standard value reads; pass "
+    "the frames as images=[...] to read them (each frame is then processed as an image)"
+)
+#: What each wrapper's claim refuses (`Claim.refuses`): the lines that take videos.
+REFUSES = {
+    "llava_onevision": {"videos": _VIDEOS.format(tower="the tower", pooled=", pooled 2 x 2 after the projector")},
+    "llava_next_video": {"videos": _VIDEOS.format(tower="the tower", pooled=", pooled 2 x 2 (vision_resampler) "
+                                                  "before the projector")},
+    "video_llava": {"videos": _VIDEOS.format(tower="a tower of their own (model.video_tower)", pooled="")},
+}
+
 #: The first masked_scatter in the forward of the wrapper's ``model``: the images'.
 SCATTER = Scatter(host="model", operation="inputs_embeds_masked_scatter_0", argument=1)
 
 
 def rename(part: Any) -> dict[str, str]:
-    return RENAME
+    return RENAMES.get(part.model_type, RENAME)
 
 
 def envoys(part: Any) -> None:

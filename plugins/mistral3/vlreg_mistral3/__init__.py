@@ -15,11 +15,14 @@ a block after the one read, reaches nothing, and both are read-only, naming the 
 to edit instead. How tokens lie over pixels (row breaks, the spatial merge) is in
 `geometry`, published as the adapter ``"pixtral_image_grids"`` for other wrappers that
 host the tower; the small checkpoint the tests load in `checkpoints`.
+
+LightOnOCR (``lighton_ocr``) hosts the same tower under other names and on a Qwen3 text
+model; what differs is in `lighton`.
 """
 
 from vlreg.plugin import Claim, Scatter, VisionLayer, VisionMlp, hidden_states_read_only, hookimpl
 
-from . import tower
+from . import lighton, tower
 
 WRAPPER_RENAME = {
     "model.language_model.embed_tokens": "embed_tokens",
@@ -39,12 +42,18 @@ def vlreg_plugin_api():
 
 @hookimpl
 def vlreg_claims():
-    return [Claim("wrapper", "mistral3"), Claim("vision", "pixtral")]
+    return [Claim("wrapper", "mistral3"), Claim("wrapper", "lighton_ocr"), Claim("vision", "pixtral")]
+
+
+#: Each wrapper's mounts, from the model root.
+WRAPPER_RENAMES = {"mistral3": WRAPPER_RENAME, "lighton_ocr": lighton.RENAME}
 
 
 @hookimpl
 def vlreg_rename(part):
-    return {"wrapper": WRAPPER_RENAME, "vision": tower.TOWER_RENAME}.get(part.kind)
+    if part.kind == "wrapper":
+        return WRAPPER_RENAMES[part.model_type]
+    return tower.TOWER_RENAME if part.kind == "vision" else None
 
 
 @hookimpl
@@ -68,9 +77,9 @@ def vlreg_scatter(part):
 
 @hookimpl
 def vlreg_read_only(part):
-    if part.kind != "wrapper":
-        return None
     config = part.config
+    if part.kind != "wrapper" or getattr(config, "vision_feature_layer", None) is None:
+        return None  # LightOnOCR's projector reads the tower's output: every tower value takes a write
     return hidden_states_read_only(config.vision_feature_layer, config.vision_config.num_hidden_layers)
 
 
@@ -95,4 +104,4 @@ def vlreg_adapters():
 def vlreg_checkpoints():
     from .checkpoints import BUILDERS
 
-    return BUILDERS
+    return {**BUILDERS, "lighton_ocr": lighton.build}

@@ -61,9 +61,20 @@ def vlreg_plugin_api():
     return 1
 
 
+#: Videos reach the model but none of their values are served: the wrapper runs each
+#: video's frames through the tower in a call of its own and writes them at the second
+#: scatter, and no standard name is bound there. Also the Qwen lines' (`QwenViT.videos`).
+VIDEOS = (
+    "a video's frames reach the model (its logits and text values are served), but they run through the tower "
+    "in calls of their own and are written at a scatter of their own, which no standard value reads; "
+    "pass the frames as images=[...] to read them"
+)
+
+
 @hookimpl
 def vlreg_claims():
-    return [Claim("wrapper", "qwen2_vl"), Claim("text", "qwen2_vl_text"), Claim("vision", "qwen2_vl_vision")]
+    return [Claim("wrapper", "qwen2_vl", refuses={"videos": VIDEOS}), Claim("text", "qwen2_vl_text"),
+            Claim("vision", "qwen2_vl_vision")]
 
 
 @hookimpl

@@ -52,7 +52,8 @@ def test_qwen2_5_omni_7b_thinker(lazy):
     assert (vision.intermediate_size, vision.window_size, vision.patch_size) == (3420, 112, 14)
     rows = model.support()
     assert {row for row, why in rows.items() if why} == {"vision.self_attn.attention_scores",
-                                                         "vision.self_attn.attention_probabilities"}
+                                                         "vision.self_attn.attention_probabilities",
+                                                         "videos", "audio"}  # the claim's refusals
 
 
 def test_qwen3_omni_30b_a3b_thinker(lazy):

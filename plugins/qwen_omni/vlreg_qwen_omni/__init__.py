@@ -37,13 +37,27 @@ def vlreg_plugin_api():
     return 1
 
 
+#: What a thinker's claim refuses: it serves the image and text paths, not the others.
+REFUSES = {
+    "videos": (
+        "a video's frames reach the thinker (its logits and text values are served), but they run through the "
+        "tower in calls of their own and are written at the third scatter, which no standard value reads; pass "
+        "the frames as images=[...] to read them"
+    ),
+    "audio": (
+        "audio is not served: vlreg claims no audio part, so the audio encoder has no standard names, and a trace "
+        "hands the processor only text, images and videos (audio= is refused as a keyword nothing takes)"
+    ),
+}
+
+
 @hookimpl
 def vlreg_claims():
     return [
-        Claim("wrapper", "qwen2_5_omni_thinker"),
+        Claim("wrapper", "qwen2_5_omni_thinker", refuses=REFUSES),
         Claim("text", "qwen2_5_omni_text"),
         Claim("vision", "qwen2_5_omni_vision_encoder"),
-        Claim("wrapper", "qwen3_omni_moe_thinker"),
+        Claim("wrapper", "qwen3_omni_moe_thinker", refuses=REFUSES),
         Claim("text", "qwen3_omni_moe_text"),
         Claim("vision", "qwen3_omni_moe_vision_encoder"),
     ]

@@ -298,8 +298,12 @@ class TextConformance(TextTrust, RemoteConformance):
             assert text_rows(rows, name) and all(rows[row] is None for row in text_rows(rows, name)), name
         for name in INTERIOR:
             assert text_rows(rows, f"self_attn.{name}"), name
+        refused = model.family.refuses  # what the family's claims declare they do not serve
+        assert set(refused) <= set(rows), "support() lists every name a claim refuses"
         for row, reason in rows.items():
-            if row in self.unavailable:
+            if row in refused:
+                assert reason is not None, row
+            elif row in self.unavailable:
                 assert reason is not None and self.unavailable[row] in reason, row
             else:
                 assert reason is None, f"{row}: {reason}"

@@ -1,0 +1,167 @@
+"""Partial coverage: a claim declares what of its part it does not serve (`Claim.refuses`),
+and the host says so everywhere a user looks: `support()`, the value's refusal, the
+video-only trace's refusal, `vlreg plugins --coverage`, and the entry-point metadata it
+checks against the hooks."""
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy
+import pytest
+
+import vlreg_qwen2_vl as qwen2_vl
+from vlreg import StandardizedTransformer, Unavailable, hookimpl
+from vlreg.cli import main, partial
+from vlreg.core import plugins
+from vlreg.plugin import Claim
+from vlreg.testing import build, registered
+from vlreg.testing.conformance import image
+
+PATCHES = "the patch embedding is not served by this patched build; read vision.layers[0].input"
+SECOND_TOWER = "the high-resolution tower has no standard names; its output reaches the features with the rest"
+AUDIO = "audio is not served: the processor is handed text, images and videos only"
+
+
+class Patched:
+    """Qwen2-VL as a patched build that serves less of it, and says what."""
+
+    @hookimpl
+    def vlreg_claims(self):
+        refuses = {"vision.patch_embeddings": PATCHES, "vision.high_resolution": SECOND_TOWER, "audio": AUDIO}
+        return [Claim("wrapper", "qwen2_vl", overrides="qwen2_vl", refuses=refuses)]
+
+    @hookimpl
+    def vlreg_rename(self, part):
+        return qwen2_vl.vlreg_rename(part)
+
+    @hookimpl
+    def vlreg_envoys(self, part):
+        return qwen2_vl.vlreg_envoys(part)
+
+    @hookimpl
+    def vlreg_scatter(self, part):
+        return qwen2_vl.vlreg_scatter(part)
+
+
+def load(path):
+    return StandardizedTransformer(path, task="image-text-to-text", dispatch=True, device="cpu")
+
+
+@pytest.fixture(scope="module")
+def path():
+    return str(build("qwen2_vl"))
+
+
+def chat(model, kind):
+    content = [{"type": kind}, {"type": "text", "text": "What is this?"}]
+    return model.processor.apply_chat_template([{"role": "user", "content": content}], add_generation_prompt=True,
+                                               tokenize=False)
+
+
+def test_a_claim_takes_reasons_only():
+    with pytest.raises(ValueError, match="refuses= maps a name to the sentence saying why"):
+        Claim("wrapper", "x", refuses={"videos": " "})
+    assert Claim("wrapper", "x", refuses={"videos": "why"}) == Claim("wrapper", "x")  # not part of who serves it
+
+
+def test_a_declared_refusal_is_a_row_of_support_and_the_video_only_traces_refusal(path):
+    model = load(path)
+    rows = model.support()
+    assert rows["videos"] == qwen2_vl.VIDEOS and list(rows)[-1] == "logits"
+    assert model.family.refuses == {"videos": qwen2_vl.VIDEOS}
+    video = [numpy.random.default_rng(0).integers(0, 255, (4, 56, 56, 3), dtype=numpy.uint8)]
+    with pytest.raises(Unavailable, match="no images, only videos: a video's frames reach the model"):
+        with model.trace(chat(model, "video"), videos=video):
+            model.vision.image_features.save()
+    with model.trace(chat(model, "image"), images=[image(56, 56)]):
+        features = model.vision.image_features.save()  # images are served whole
+    assert features.shape[0] > 0
+
+
+def test_a_refused_row_refuses_reads_and_names_without_values_sit_with_their_part(path):
+    with registered(Patched(), name="patched"):
+        model = load(path)
+        rows = model.support()
+        assert rows["vision.patch_embeddings"] == PATCHES
+        assert rows["vision.high_resolution"] == SECOND_TOWER and rows["audio"] == AUDIO
+        assert "videos" not in rows  # the patched claim is what serves the wrapper now
+        names = list(rows)
+        last_tower_row = max(i for i, row in enumerate(names) if row.startswith("vision.") and row != "vision.high_resolution")
+        assert names.index("vision.high_resolution") == last_tower_row + 1
+        assert names[names.index("audio") + 1:] in (["uncapped_logits", "logits"], ["logits"])  # before the readout
+        assert model.vision.support()["high_resolution"] == SECOND_TOWER
+        with pytest.raises(Unavailable, match="not served by this patched build"):
+            with model.trace(chat(model, "image"), images=[image(56, 56)]):
+                model.vision.patch_embeddings.save()
+        assert partial()["qwen2_vl"] == Patched().vlreg_claims()[0].refuses
+    assert partial()["qwen2_vl"] == {"videos": qwen2_vl.VIDEOS}
+
+
+def test_coverage_marks_a_partial_type_with_its_reasons(capsys):
+    assert main(["plugins", "--coverage"]) == 0
+    out = capsys.readouterr().out
+    line = next(line for line in out.splitlines() if line.startswith("qwen2_vl "))
+    assert line.endswith("(partial)") and "vlreg-qwen2-vl" in line
+    assert f"refuses videos: {qwen2_vl.VIDEOS}" in out
+    assert f"({len(partial())} of them partially)" in out.splitlines()[-1]
+    assert main(["plugins", "--coverage", "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert rows["qwen2_vl"]["refuses"] == {"videos": qwen2_vl.VIDEOS}
+    assert rows["blip-2"] == {"plugin": None, "refuses": {}}
+
+
+DRIFTED = """
+from vlreg import hookimpl
+from vlreg.plugin import Claim
+
+@hookimpl
+def vlreg_claims():
+    return [Claim("wrapper", "partly_vl", refuses={"videos": "not served"})]
+"""
+REPORT = """
+import warnings
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    from vlreg.core import plugins
+    plugins.plugin_manager()
+print(" | ".join(str(w.message) for w in caught if "metadata" in str(w.message)))
+"""
+
+
+def test_metadata_that_disagrees_with_the_claims_refusals_is_warned_about(tmp_path):
+    (tmp_path / "drifted_partly.py").write_text(DRIFTED)
+    info = tmp_path / "vlreg_drifted_partly-0.1.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: vlreg-drifted-partly\nVersion: 0.1\n")
+    (info / "entry_points.txt").write_text(textwrap.dedent("""
+        [vlreg]
+        drifted_partly = drifted_partly
+        [vlreg.claims]
+        wrapper:partly_vl = drifted_partly
+        [vlreg.refuses]
+        wrapper:partly_vl:audio = drifted_partly
+    """))
+    env = {key: value for key, value in os.environ.items() if not key.startswith("VLREG_")}
+    env.update(PYTHONPATH=str(tmp_path), VLREG_LOAD_PLUGINS="drifted_partly")
+    done = subprocess.run([sys.executable, "-c", REPORT], env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    warned = done.stdout.strip()
+    assert "refusals missing from vlreg.refuses: wrapper:partly_vl:videos" in warned
+    assert "vlreg.refuses its claims do not make: wrapper:partly_vl:audio" in warned
+    assert "claims missing" not in warned
+
+
+def test_every_builtin_plugins_metadata_repeats_its_claims_refusals():
+    from vlreg.core import catalog
+
+    for entry_point in plugins._entry_points():
+        declared = catalog.declared(entry_point)
+        plugin = plugins.plugin_manager().get_plugin(entry_point.name)
+        if declared is None or plugin is None:
+            continue
+        made = {(claim.kind, claim.model_type, name) for claim in plugins.call(plugin, "vlreg_claims") or []
+                for name in claim.refuses}
+        assert declared["refuses"] == made, entry_point.name
