@@ -35,6 +35,7 @@ def test_blocks_are_found_where_the_first_block_is_a_convolution(tmp_path):
         "Lfm2DecoderLayer": "Layer", "Lfm2Attention": "Attention", "Lfm2MLP": "Mlp"}
     assert found.text_rename == {"feed_forward": "mlp"}
     assert "conv (Lfm2ShortConv)" in notes(found, "text")
+    assert "Mixer('<standard name>', native='conv')" in notes(found, "text")  # how to declare the kind
     assert found.scatter == ("model", "inputs_embeds_masked_scatter_0", 1)
 
 

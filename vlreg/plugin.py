@@ -16,6 +16,7 @@ from .core.mamba import Mamba
 from .core.geometry import ImageGrid, box_grid, clip_boxes
 from .core.hookspecs import hookimpl
 from .core.plugins import adapter
+from .core.mixers import Mixer
 from .core.parts import Claim, CrossAttention, Part, Scatter
 from .core.values import argument, copied, first, returned, value, with_first
 from .core.packed import PackedVisionAttention
@@ -29,6 +30,7 @@ __all__ = [
     "Part",
     "Scatter",
     "CrossAttention",
+    "Mixer",
     "Standard",
     "Layer",
     "Attention",

@@ -54,10 +54,12 @@ def attention_to_images(
     attending = [block.block_index for block in blocks if "self_attn" in block.__dict__]
     layers = _layers(model, attending if layers is None else layers, blocks)
     if set(layers) - set(attending):
+        others = sorted(set(layers) - set(attending))
+        kinds = sorted({mixer._label.rpartition(".")[2] for index in others for mixer in blocks[index].present_mixers()})
+        how = f"they mix tokens by {' or '.join(kinds)}, or hold only an MLP" if kinds else "they hold only an MLP"
         raise Unavailable(
-            f"attention_to_images is unavailable at layers {sorted(set(layers) - set(attending))}: those blocks "
-            f"have no self_attn (they mix tokens by linear_attn or mamba, or hold only an MLP); the blocks "
-            f"that attend are {attending}"
+            f"attention_to_images is unavailable at layers {others}: those blocks have no self_attn ({how}); "
+            f"the blocks that attend are {attending}"
         )
     row = geometry[0].row if row is None else row
     rows: list = []

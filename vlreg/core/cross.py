@@ -27,6 +27,7 @@ import torch
 
 from .envoys import Attention, Layer, eager_only
 from .errors import Unavailable
+from .mixers import Mixer
 from .parts import CrossAttention
 from .values import argument, returned
 
@@ -155,8 +156,7 @@ class CrossAttentionLayer(Layer):
     in the run: the text model skips the block without one.
     """
 
-    standard_children = {"cross_attn": "cross_attn.", "mlp": "mlp."}
-    order = ("input", "cross_attn", "mlp", "output", "layer_output")
+    mixers = (Mixer("cross_attn"),)
 
     @property
     def attention_gate(self) -> Any:

@@ -16,6 +16,7 @@ from nnsight.intervention.util import first_input, replace_first_input
 
 from . import remote
 from .errors import Unavailable
+from .mixers import Mixer, bind, with_mixers
 from .values import argument, returned, value
 
 
@@ -330,9 +331,14 @@ class Layer(Standard):
     ``input + self_attn.attention_output + mlp.mlp_output == layer_output``.
     """
 
-    #: A block mixes tokens with ``self_attn``, or with ``linear_attn`` (a `LinearAttention`)
-    #: or ``mamba`` (a `Mamba`) on a hybrid model's other blocks; a block of one sublayer
-    #: (NemotronH's) has a mixer or an ``mlp``, not both.
+    #: The kinds of token mixer a block of this class may hold, each under its standard
+    #: name: ``self_attn``, or ``linear_attn`` (a `LinearAttention`) or ``mamba`` (a
+    #: `Mamba`) on a hybrid model's other blocks. A family whose blocks mix tokens another
+    #: way declares the kinds on its block class (``mixers = (Mixer("self_attn"),
+    #: Mixer("short_conv", native="conv"))``): ``standard_children`` and ``order`` follow,
+    #: the mixers where the base class had its own. A block of one sublayer (NemotronH's)
+    #: has a mixer or an ``mlp``, not both.
+    mixers: ClassVar[tuple[Mixer, ...]] = (Mixer("self_attn"), Mixer("linear_attn"), Mixer("mamba"))
     standard_children = {"self_attn": "self_attn.", "linear_attn": "linear_attn.", "mamba": "mamba.", "mlp": "mlp."}
     order = ("input", "self_attn", "linear_attn", "mamba", "mlp", "output", "layer_output")
     #: The norms a post-norm block applies after each sublayer's residual add, in order
@@ -352,6 +358,28 @@ class Layer(Standard):
         return raw
 
     layer_output = returned(description="the stream leaving the block")
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "mixers" not in vars(cls):
+            return
+        inherited = [mixer.name for mixer in super(cls, cls).mixers]
+        names = [mixer.name for mixer in cls.mixers]
+        if "standard_children" not in vars(cls):
+            kept = with_mixers(list(cls.standard_children), inherited, names)
+            cls.standard_children = {name: cls.standard_children.get(name, f"{name}.") for name in kept}
+        if "order" not in vars(cls):
+            cls.order = tuple(with_mixers(list(cls.order), inherited, names))
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        for mixer in type(self).mixers:
+            if mixer.native is not None:
+                bind(self, mixer)
+
+    def present_mixers(self) -> list[Standard]:
+        """The token mixers this block holds, in forward order (one on most blocks)."""
+        return [self.__dict__[mixer.name] for mixer in self.mixers if isinstance(self.__dict__.get(mixer.name), Standard)]
 
     def why_not_skipped(self, skipped: range) -> str | None:
         """Why this block cannot be skipped together with the blocks ``skipped`` (``None``:

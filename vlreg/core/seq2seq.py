@@ -37,6 +37,7 @@ import torch
 
 from .envoys import Layer, Mlp, Standard
 from .errors import Unavailable
+from .mixers import Mixer
 from .values import value
 
 
@@ -109,6 +110,9 @@ class DecoderLayer(PostNormLayer):
     """A decoder block of an encoder-decoder: ``self_attn`` (causal), ``cross_attn`` (to the
     encoder's output) and ``mlp``, each followed by its norm."""
 
+    #: Its token mixer is ``self_attn``; ``cross_attn`` reads the encoder's output, a sublayer
+    #: of its own between the mixer and the MLP.
+    mixers = (Mixer("self_attn"),)
     standard_children = {"self_attn": "self_attn.", "cross_attn": "cross_attn.", "mlp": "mlp."}
     order = ("input", "self_attn", "cross_attn", "mlp", "output", "layer_output")
     post_norms: ClassVar[tuple[str, ...]] = ("self_attn_layer_norm", "encoder_attn_layer_norm", "final_layer_norm")

@@ -258,7 +258,11 @@ def forward_order(model: Any) -> str:
     if cross:
         steps.append("token_embeddings")
     crossing = getattr(model, "cross_attention_layers", [])
+    kinds = list(dict.fromkeys(envoy._label.rpartition(".")[2] for block in model.layers
+                               for envoy in getattr(block, "present_mixers", list)() if not crossing))
     mixers = f"self_attn's values (cross_attn's on layers {crossing})" if crossing else "self_attn's values"
+    if len(kinds) > 1 or kinds[:1] not in ([], ["self_attn"]):
+        mixers = f"its mixer's values ({' or '.join(kinds)})"
     steps.append(
         f"layers[0] to layers[{model.num_layers - 1}], each as input, {mixers}, "
         f"mlp.mlp_output, layer_output"

@@ -247,8 +247,10 @@ def _text_blocks(blocks: torch.nn.ModuleList, notes: list[str]) -> tuple[dict, d
         elif tree.mixer(block) is None:
             mixers = [name for name, child in block.named_children() if name not in MLP and not tree.is_norm(child)]
             kinds = ", ".join(f"{name} ({type(block.get_submodule(name)).__name__})" for name in mixers) or "nothing"
-            _note(notes, f"some {type(block).__name__} blocks mix tokens by {kinds}, none of {ATTENTION + LINEAR}: vlreg "
-                         f"has no values for that mixer kind yet (issue #24): name it in TEXT_RENAME once it does")
+            _note(notes, f"some {type(block).__name__} blocks mix tokens by {kinds}, none of {ATTENTION + LINEAR}: "
+                         f"declare the kind on the block's class, a Layer subclass with mixers = (Mixer('self_attn'), "
+                         f"Mixer('<standard name>', native='{mixers[0] if mixers else '?'}')), and map the mixer's module "
+                         f"to an envoy class serving its values (vlreg-lfm2-vl's ShortConv serves LFM2's conv as short_conv)")
         else:
             mixer, linear = tree.mixer(block)
             attention = block.get_submodule(mixer)

@@ -61,7 +61,7 @@ class CrossAttentionConformance(VisionConformance):
         assert crossing and crossing[0] > 0, "a cross-attention family with a block before the first cross-attention one"
         for index, block in enumerate(model.layers):
             assert isinstance(block, Layer) and isinstance(block.mlp, Mlp)
-            mixers = [name for name in ("self_attn", "linear_attn", "cross_attn") if name in block.__dict__]
+            mixers = [mixer.name for mixer in block.mixers if mixer.name in block.__dict__]
             assert len(mixers) == 1, f"layers[{index}] has {mixers}: one mixer per block"
             assert (mixers == ["cross_attn"]) == (index in crossing) == isinstance(block, CrossAttentionLayer)
             if index in crossing:

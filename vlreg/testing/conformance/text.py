@@ -112,11 +112,13 @@ class TextConformance(TextTrust, RemoteConformance):
             assert model.get(name).path == f"model.{native}", name
 
     def test_blocks_are_standard(self, model):
+        """Each block holds its mixer under a kind its class declares (`Layer.mixers`):
+        the core's kinds are their standard classes, a family's own a standard envoy."""
         kinds = {"self_attn": Attention, "linear_attn": LinearAttention, "mamba": Mamba}
         for block in model.layers:
             assert isinstance(block, Layer)
-            mixers = [name for name in kinds if name in block.__dict__]
-            assert all(isinstance(block.__dict__[name], kinds[name]) for name in mixers)
+            mixers = [mixer.name for mixer in block.mixers if mixer.name in block.__dict__]
+            assert all(isinstance(block.__dict__[name], kinds.get(name, Standard)) for name in mixers)
             mlp = block.__dict__.get("mlp")
             assert mlp is None or isinstance(mlp, Mlp)
             if self.one_sublayer:
@@ -395,15 +397,16 @@ def attention_blocks(model: StandardizedTransformer) -> list[Layer]:
 
 
 def mixer(block: Layer) -> Standard:
-    """The block's sequence mixer: ``self_attn``, or ``linear_attn`` or ``mamba`` on a
-    hybrid model's other blocks."""
-    return block.__dict__.get("self_attn") or block.__dict__.get("linear_attn") or block.__dict__["mamba"]
+    """The block's sequence mixer: ``self_attn``, or on a hybrid model's other blocks
+    another kind its class declares (``linear_attn``, ``mamba``, a family's own)."""
+    return block.present_mixers()[0]
 
 
 def sublayers(block: Layer) -> list[Standard]:
     """The block's sublayers in forward order: its mixer and its MLP, or the one it has
     (a NemotronH block holds one)."""
-    return [block.__dict__[name] for name in ("self_attn", "linear_attn", "mamba", "mlp") if name in block.__dict__]
+    mlp = block.__dict__.get("mlp")
+    return [*block.present_mixers(), *([mlp] if mlp is not None else [])]
 
 
 def sublayer_output(part: Standard) -> Any:

@@ -131,6 +131,8 @@ class VisionConformance(VisionTrust, TextConformance):
         with model.trace(self.image_prompt(model), images=self.images()[:1]):
             projected = model.projector.output.save()
             features = model.vision.image_features.save()
+        if isinstance(projected, list):  # a projector called once per crop (`PerCall`): every call's, in order
+            projected = torch.cat([call.reshape(-1, call.shape[-1]) for call in projected])
         if self.projector_output_is_features:
             assert torch.equal(projected.reshape(features.shape), features)
         else:

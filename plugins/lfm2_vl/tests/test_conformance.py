@@ -1,0 +1,37 @@
+"""LFM2-VL against the conformance suite the core ships.
+
+The text model's blocks are short convolutions (blocks 0 and 1) or attention (block 2),
+each block's mixer under its kind's standard name (``short_conv``, ``self_attn``); the
+suite checks every block's identity, ``input + attention_output + mlp_output ==
+layer_output``, whichever mixer it holds. The 112 x 84 image is 2 x 2 tiles and a
+thumbnail (3 x 4 tokens, its crop padded past its patches); the 40 x 40 one a single crop."""
+
+from vlreg.testing.conformance import AnalysisConformance, VisionConformance
+
+NATIVE = {
+    "layers": "model.language_model.layers",
+    "embed_tokens": "model.language_model.embed_tokens",
+    "norm": "model.language_model.embedding_norm",
+    "lm_head": "lm_head",
+    "vision": "model.vision_tower",
+    "projector": "model.multi_modal_projector",
+    "vision.layers": "model.vision_tower.encoder.layers",
+    "vision.patch_embed": "model.vision_tower.embeddings.patch_embedding",
+    "vision.norm": "model.vision_tower.post_layernorm",
+    "vision.layers.0.self_attn": "model.vision_tower.encoder.layers.0.self_attn",
+    "vision.layers.0.input_layernorm": "model.vision_tower.encoder.layers.0.layer_norm1",
+    "layers.0.short_conv": "model.language_model.layers.0.conv",
+    "layers.0.short_conv.conv": "model.language_model.layers.0.conv.conv",
+    "layers.2.self_attn": "model.language_model.layers.2.self_attn",
+    "layers.0.mlp": "model.language_model.layers.0.feed_forward",
+    "layers.0.operator_norm": "model.language_model.layers.0.operator_norm",
+}
+
+
+class TestLfm2Vl(AnalysisConformance, VisionConformance):
+    """SigLIP 2 (NaFlex) on LFM2, the projector called once per crop."""
+
+    checkpoint = "lfm2_vl"
+    native = NATIVE
+    o_proj = "out_proj"
+    image_sizes = ((112, 84), (40, 40))

@@ -1,0 +1,114 @@
+"""LFM2-VL checkpoints for tests: tiny random-weight ones, written as a hub checkpoint is.
+
+``lfm2_vl`` writes the config, random weights, a tokenizer with LFM2-VL's special tokens
+(``<|pad|>``, ``<|startoftext|>``, ``<|endoftext|>``, the ChatML turns, ``<image>``, the
+image's markers ``<|image_start|>``, ``<|image_end|>``, ``<|img_thumbnail|>`` and a
+``<|img_row_R_col_C|>`` per tile the tiny processor can cut), the real ``Lfm2VlProcessor``
+with its ``Lfm2VlImageProcessor`` (SigLIP 2's NaFlex crops: tiles and a thumbnail, padded to
+one length), and a chat template in LFM2-VL's format: ``<|startoftext|>``, then ChatML turns
+(``<|im_start|>role\\n ... <|im_end|>\\n``), each image as ``<image>`` where it stands among
+the texts (the processor expands it to its crops' tokens and markers), an optional system
+turn first, and the generation prompt opening the assistant's turn. The published template
+also renders tool lists and calls; they are left out (no value depends on them).
+
+The tiny tower sees 4-pixel patches; a tile is 32 pixels (8 x 8 patches, 4 x 4 tokens of
+2 x 2 patches), an image is one crop of 4 to 16 tokens or, where larger than
+``max_image_tokens`` allows, 2 to `MAX_TILES` tiles and a thumbnail, every crop padded to 64
+patches. The text model has LFM2's two kinds of block, in the published order (convolutions
+first): two short-convolution blocks, then an attention block; its MLPs are sized as the
+published configs size them (``block_auto_adjust_ff_dim``: two thirds of
+``intermediate_size``, rounded up to ``block_multiple_of``), so they are wider or narrower
+than the config's ``intermediate_size`` says.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from vlreg.testing import save, tokenizer
+
+PAD, BOS, EOS, TURN, END = "<|pad|>", "<|startoftext|>", "<|endoftext|>", "<|im_start|>", "<|im_end|>"
+IMAGE, IMAGE_START, IMAGE_END, THUMBNAIL = "<image>", "<|image_start|>", "<|image_end|>", "<|img_thumbnail|>"
+#: The tiles an image is cut into at most; a tile's marker names its row and column.
+MAX_TILES = 4
+TILE_MARKERS = tuple(f"<|img_row_{r}_col_{c}|>" for r in range(1, MAX_TILES + 1) for c in range(1, MAX_TILES + 1))
+SPECIAL_TOKENS = (PAD, BOS, EOS, TURN, END, IMAGE, IMAGE_START, IMAGE_END, THUMBNAIL, *TILE_MARKERS)
+ROLES = {"pad_token": PAD, "bos_token": BOS, "eos_token": EOS}
+
+#: LFM2-VL's format: ``<|startoftext|>``, ChatML turns, images as ``<image>``.
+CHAT_TEMPLATE = (
+    "{{ bos_token }}"
+    "{% for message in messages %}"
+    "{{ '<|im_start|>' + message['role'] + '\\n' }}"
+    "{% if message['content'] is string %}{{ message['content'] }}{% else %}"
+    "{% for part in message['content'] %}"
+    "{% if part['type'] == 'image' %}{{ '<image>' }}"
+    "{% elif part['type'] == 'text' %}{{ part['text'] }}{% endif %}"
+    "{% endfor %}{% endif %}"
+    "{{ '<|im_end|>\\n' }}"
+    "{% endfor %}"
+    "{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}"
+)
+
+#: The tiny tower's patch and a tile, in pixels; the pixel unshuffle's factor.
+PATCH, TILE, FOLD = 4, 32, 2
+TOKENS_PER_TILE = (TILE // PATCH // FOLD) ** 2
+IMAGE_PROCESSOR = {
+    "tile_size": TILE,
+    "encoder_patch_size": PATCH,
+    "downsample_factor": FOLD,
+    "min_image_tokens": 4,
+    "max_image_tokens": 16,
+    "min_tiles": 2,
+    "max_tiles": MAX_TILES,
+}
+
+TEXT = {
+    "model_type": "lfm2",
+    "hidden_size": 64,
+    "intermediate_size": 144,  # two thirds: 96, rounded up to 16s: 96
+    "block_auto_adjust_ff_dim": True,
+    "block_ffn_dim_multiplier": 1.0,
+    "block_multiple_of": 16,
+    "num_hidden_layers": 3,
+    "layer_types": ["conv", "conv", "full_attention"],
+    "num_attention_heads": 4,
+    "num_key_value_heads": 2,
+    "max_position_embeddings": 1024,
+}
+TOWER = {
+    "model_type": "siglip2_vision_model",
+    "hidden_size": 32,
+    "intermediate_size": 64,
+    "num_hidden_layers": 2,
+    "num_attention_heads": 4,
+    "patch_size": PATCH,
+    "num_patches": 64,  # the position embeddings' grid: 8 x 8, resized to each crop's
+    "vision_use_head": False,
+}
+
+
+def build_lfm2_vl(path: Path, **overrides: Any) -> Path:
+    """Write a tiny LFM2-VL checkpoint. ``overrides``: ``text_config`` and ``vision_config``
+    dicts, ``image_processor`` (fields of ``Lfm2VlImageProcessor``), other fields of the
+    top-level config."""
+    from transformers import GenerationConfig, Lfm2VlConfig, Lfm2VlImageProcessor, Lfm2VlProcessor
+
+    tok = tokenizer(SPECIAL_TOKENS, **ROLES)
+    ids = {token: tok.convert_tokens_to_ids(token) for token in (PAD, BOS, END)}
+    images = Lfm2VlImageProcessor(**{**IMAGE_PROCESSOR, **overrides.pop("image_processor", {})})
+    processor = Lfm2VlProcessor(image_processor=images, tokenizer=tok, chat_template=CHAT_TEMPLATE)
+    text = {**TEXT, "vocab_size": len(tok), "pad_token_id": ids[PAD], "bos_token_id": ids[BOS],
+            "eos_token_id": ids[END], **overrides.pop("text_config", {})}
+    config = Lfm2VlConfig(
+        text_config=text,
+        vision_config={**TOWER, **overrides.pop("vision_config", {})},
+        image_token_id=tok.convert_tokens_to_ids(IMAGE),
+        **{"projector_hidden_size": 64, "downsample_factor": FOLD, **overrides},
+    )
+    generation = GenerationConfig(bos_token_id=ids[BOS], eos_token_id=ids[END], pad_token_id=ids[PAD])
+    return save(path, config, processor, generation)
+
+
+BUILDERS = {"lfm2_vl": build_lfm2_vl}

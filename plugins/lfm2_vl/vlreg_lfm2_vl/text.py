@@ -1,0 +1,131 @@
+"""LFM2's hybrid text model: each block mixes tokens by attention or by a short convolution.
+
+``config.layer_types`` says which, block by block (``full_attention`` or ``conv``; the
+published checkpoints start with convolution blocks, LFM2-1.2B's attention blocks are 2, 5,
+8, 10, 12 and 14 of 16). A block holds its mixer (``self_attn``, or ``conv`` served as
+``short_conv``), ``operator_norm`` before it, ``feed_forward`` (served as ``mlp``) and
+``ffn_norm`` before that: pre-norm, so ``input + (self_attn or short_conv).attention_output
++ mlp.mlp_output == layer_output`` on every block.
+
+The short convolution (`ShortConv`) is double-gated: ``in_proj`` makes three rows per token,
+``B``, ``C`` and ``x``; the causal depthwise convolution (``kernel_size`` taps, each channel
+its own) runs over ``B * x``, and ``C`` gates what it returns before ``out_proj``:
+
+    attention_output = out_proj(C * conv(B * x))
+
+The attention norms its queries and keys per head (``q_layernorm``, ``k_layernorm``) before
+the rotary embedding, and projects its heads back with ``out_proj``. The MLP is a SwiGLU of
+``w1``, ``w3`` and ``w2``, whose width is not the config's ``intermediate_size`` where
+``block_auto_adjust_ff_dim`` is set (two thirds of it, rounded up to ``block_multiple_of``):
+`Lfm2Mlp` reads it off ``w1``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from vlreg.plugin import Attention, Layer, Mixer, Mlp, Standard, Unavailable, returned, value
+
+MODEL_TYPES = ("lfm2",)
+
+#: The norms keep their names (``operator_norm``, ``ffn_norm``): SigLIP's blocks, in the same model, are
+#: the ones served as ``input_layernorm`` and ``post_attention_layernorm``.
+RENAME = {"feed_forward": "mlp"}
+
+
+class Lfm2Layer(Layer):
+    """An LFM2 block: attention (``self_attn``) or the short convolution (``short_conv``),
+    then the MLP."""
+
+    mixers = (Mixer("self_attn"), Mixer("short_conv", native="conv"))
+
+
+def _call(mixer: Any) -> str:
+    return f"{mixer.path}.source.{mixer.convolution_call}"
+
+
+def _columns(tensor: Any) -> Any:
+    """``[batch, channels, seq]`` as ``[batch, seq, channels]`` (a view)."""
+    return tensor.transpose(1, 2)
+
+
+class ShortConv(Standard):
+    """LFM2's gated short convolution (``short_conv``), read where its torch path computes
+    it, every value ``[batch, seq, hidden_size]`` (views of the module's ``[batch, hidden,
+    seq]``, so in-place edits land):
+
+    * ``gates``: ``C``, which multiplies the convolution's output, token by token and
+      channel by channel (a copy of ``in_proj``'s split, written back);
+    * ``conv_input``: ``B * x``, what the convolution takes (at the prefill of a cached run,
+      left-padded with zeros to ``kernel_size`` tokens where the prompt is shorter);
+    * ``conv_output``: what the convolution returns, token ``t`` a weighted sum of
+      ``conv_input`` at tokens ``t - kernel_size + 1`` to ``t`` per channel;
+    * ``attention_output``: what the mixer adds to the stream (the name every mixer shares).
+
+    ``conv_input`` and ``conv_output`` are the prefill's: a generation's later steps run
+    each token through the convolution's cached update, another call, so they are refused
+    there, unless the generation runs without a cache (``use_cache=False``).
+    """
+
+    sourced = True
+    #: nnsight's names for the call to the causal convolution and for the split of
+    #: ``in_proj``'s output in the module's forward.
+    convolution_call: ClassVar[str] = "causal_conv1d_fn_0"
+    split_call: ClassVar[str] = "BCx_chunk_0"
+    order = ("gates", "conv_input", "conv_output", "attention_output")
+    prefill_only: ClassVar[tuple[str, ...]] = ("conv_input", "conv_output")
+
+    gates = value(
+        lambda m: f"{m.path}.source.{m.split_call}.output",
+        description="C, which multiplies the convolution's output, [batch, seq, hidden]",
+    )(lambda m, raw: _columns(raw[1]).clone()).writes(
+        lambda m, raw, new: (raw[0], _columns(new).reshape(raw[1].shape), *raw[2:])
+    ).transform(lambda m, view, raw: (raw[0], _columns(view), *raw[2:]))
+    conv_input = value(
+        lambda m: f"{_call(m)}.input", description="B * x, what the convolution takes, [batch, seq, hidden]"
+    )(lambda m, raw: _columns(raw[0][0])).writes(
+        lambda m, raw, new: ((_columns(new).reshape(raw[0][0].shape), *raw[0][1:]), raw[1])
+    )
+    conv_output = value(
+        lambda m: f"{_call(m)}.output", description="what the causal convolution returns, [batch, seq, hidden]"
+    )(lambda m, raw: _columns(raw)).writes(lambda m, raw, new: _columns(new).reshape(raw.shape))
+    attention_output = returned(description="what the mixer adds to the stream")
+
+    def refuse(self, name: str) -> None:
+        super().refuse(name)
+        if name not in self.prefill_only:
+            return
+        from nnsight.intervention.interleaver import Mediator
+
+        step = Mediator.current(self.label(name)).iteration
+        if step and self.root._run.inputs.get("use_cache", True) is not False:
+            raise Unavailable(
+                f"{self.label(name)} is unavailable at step {step}: after the prefill each token runs the "
+                f"convolution's cached update, not the call it is read at; read it at the prefill (step 0), "
+                f"or generate with use_cache=False, which runs the convolution over the whole sequence at "
+                f"every step"
+            )
+
+    @property
+    def kernel_size(self) -> int:
+        """How many tokens the convolution reads, the current one among them."""
+        return int(self._module.conv_kernel_size)
+
+
+class Lfm2Mlp(Mlp):
+    """LFM2's SwiGLU; its width is ``w1``'s (`block_auto_adjust_ff_dim` changes it)."""
+
+    _widening = ("w1",)
+
+
+def envoys() -> dict[type, type]:
+    """The standard classes keyed on the modeling module's types, imported when a model is
+    built (importing the modeling module costs seconds, which ``import vlreg`` must not)."""
+    from transformers.models.lfm2 import modeling_lfm2 as modeling
+
+    return {
+        modeling.Lfm2DecoderLayer: Lfm2Layer,
+        modeling.Lfm2Attention: Attention,
+        modeling.Lfm2ShortConv: ShortConv,
+        modeling.Lfm2MLP: Lfm2Mlp,
+    }

@@ -1,0 +1,69 @@
+"""LFM2-VL's tower, SigLIP 2 in its NaFlex form, and the projector run once per crop.
+
+The image processor cuts each image into crops (`vlreg_lfm2_vl.geometry`), each its own
+grid of ``patch_size`` patches, and hands the tower every crop's patches already flattened
+(``pixel_values`` ``[crops, max_num_patches, 3 * patch_size ** 2]``), each crop's row
+padded after its own patches to the longest a crop can be (``pixel_attention_mask`` marks
+the real ones, ``spatial_shapes`` each crop's grid in patches). So the tower's values are
+``[crops, max_num_patches, vision_hidden_size]``, a crop's own patches first, in raster
+order, and the padding after them (`Vision.padded_patches`): the attention masks the
+padding's keys, but its rows are computed all the same and are no part of the image.
+
+The tower is laid out as SigLIP is (``embeddings.patch_embedding``, a linear map here;
+``encoder.layers``; ``post_layernorm`` over every patch), served with vlreg-llava's
+``"siglip"`` adapter; ``patch_embeddings`` is the linear map's output, before the position
+embeddings, resized to each crop's grid, are added. The wrapper reads the tower's output
+(``last_hidden_state``), drops each crop's padding, and calls the projector once per crop
+(`Projector`), which folds each 2 x 2 block of patches into one token (its pixel unshuffle)
+and maps it through a LayerNorm and a two-layer MLP to the text model's width.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from vlreg.plugin import PerCall, Unavailable, Vision, adapter
+
+MODEL_TYPES = ("siglip2_vision_model",)
+
+SIGLIP = adapter("siglip")
+RENAME = SIGLIP.rename
+
+
+def _no_fixed_size(vision: Vision) -> int:
+    raise Unavailable(
+        "vision.image_size is unavailable: the tower has no fixed resolution; each crop is its own grid "
+        "of patches, given per crop in the processor's output (spatial_shapes, in patches)"
+    )
+
+
+class NaFlexVision(Vision):
+    """SigLIP 2's NaFlex tower: crops of any shape, padded to one length."""
+
+    padded_patches = True
+    image_size = property(_no_fixed_size)
+
+
+class Projector(PerCall):
+    """LFM2-VL's projector: called once per crop, in crop order (each image's tiles, then
+    its thumbnail), so ``input`` and ``output`` are lists: crop ``i``'s unpadded tower
+    output as its ``[1, rows, columns, vision_hidden_size]`` grid of patches, and its
+    ``[1, rows / 2, columns / 2, hidden_size]`` tokens."""
+
+    def calls(self, inputs: dict) -> int:
+        pixels = inputs.get("pixel_values")
+        return 0 if pixels is None else int(pixels.shape[0])
+
+
+def envoys() -> dict[type, type]:
+    from transformers.models.siglip2 import modeling_siglip2 as siglip2
+
+    standard = SIGLIP.envoys(siglip2.Siglip2VisionModel, siglip2.Siglip2EncoderLayer, siglip2.Siglip2Attention,
+                             siglip2.Siglip2MLP)
+    return {**standard, siglip2.Siglip2VisionModel: NaFlexVision}
+
+
+def wrapper_envoys() -> dict[type, type]:
+    from transformers.models.lfm2_vl import modeling_lfm2_vl as wrapper
+
+    return {wrapper.Lfm2VlMultiModalProjector: Projector}
