@@ -47,17 +47,29 @@ class ImageGrid:
     ``fold`` block of the tower's raster of patches (1: a patch is a token; Gemma 3's
     pooling, 4; a pixel shuffle by ``s``, ``s``). The tower's own values and patterns are
     over ``rows * fold`` x ``columns * fold`` patches, after any class tokens.
+
+    ``fold=None`` (`resampled`): the tokens are no block of patches but learned queries
+    that each attend every patch of their frame (Idefics2's perceiver latents), so no
+    token owns patches: each token's box is the whole region its frame's patches cover,
+    the grid is one row of them in the order the features fill them, and a helper that
+    maps patches onto tokens refuses such a grid.
     """
 
     rows: int
     columns: int
     boxes: torch.Tensor = field(converter=_as_boxes, validator=_boxes, eq=False)
     label: str = "image"
-    fold: int = 1
+    fold: int | None = 1
 
     @property
     def tokens(self) -> int:
         return self.rows * self.columns
+
+    @property
+    def resampled(self) -> bool:
+        """Whether the tokens are resampled from the frame's patches (``fold=None``), not
+        a fold of them."""
+        return self.fold is None
 
     @property
     def covered(self) -> torch.Tensor:
