@@ -228,7 +228,7 @@ def image_geometry(model: Any, prompt: "str | Sequence[str]", images: Any, **opt
     grids and boxes. Runs the processor only, with the trace's processor ``options``; no
     trace. ``images`` is what the trace takes: one image, a list, or a list per prompt
     (`leaves` gives their order); PIL images, numpy arrays or torch tensors."""
-    from .inputs import check_images, check_placeholders
+    from .inputs import check_images, check_placeholders, takes_arrays
     from .options import check_options, given
 
     vision = model.vision
@@ -244,7 +244,7 @@ def image_geometry(model: Any, prompt: "str | Sequence[str]", images: Any, **opt
     check_options(model.processor, options, "vision.geometry")
     options = {**given(model), **options}
     given = list(images) if isinstance(images, (list, tuple)) else [images]
-    check_images(given, model.processor)
+    check_images(given, model.processor, takes_arrays(model))
     check_placeholders(model, prompt, given)
     processor = configured(model.processor, options)
     encoding = encode(processor, prompt, given, **options)  # as the trace calls it: a processor's own defaults would override the copy's

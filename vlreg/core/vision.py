@@ -164,6 +164,10 @@ class Vision(Standard):
     #: text, one image a prompt (Florence-2's): a prompt holding a placeholder, or a prompt
     #: given another number of images, is refused before the processor runs.
     writes_placeholders: bool = False
+    #: Whether the processor takes numpy arrays and torch tensors as images. Idefics2's
+    #: loads every image through transformers' ``load_image``, which takes PIL images (and
+    #: paths, URLs) only: an array is then refused in vlreg's words before the processor runs.
+    takes_arrays: bool = True
 
     @value(lambda vision: f"{vision.root.path}.input", needs_images=False, read_only=_derived_mask, layout="batch")
     def image_token_mask(self, raw: Any) -> torch.Tensor:

@@ -42,7 +42,11 @@ CROPS = ("top_left", "top_right", "bottom_left", "bottom_right")
 
 
 class Idefics2Vision(Vision):
-    """The Idefics2 tower: the SigLIP layout, on frames of each image's own size."""
+    """The Idefics2 tower: the SigLIP layout, on frames of each image's own size. Its
+    processor loads every image through transformers' ``load_image``, which takes PIL
+    images only."""
+
+    takes_arrays = False
 
     @property
     def image_size(self) -> int:
