@@ -44,9 +44,11 @@ CROPS = ("top_left", "top_right", "bottom_left", "bottom_right")
 class Idefics2Vision(Vision):
     """The Idefics2 tower: the SigLIP layout, on frames of each image's own size. Its
     processor loads every image through transformers' ``load_image``, which takes PIL
-    images only."""
+    images only. A batch's frames are padded to the largest (a split image's crops to the
+    whole image's frame), and the tower masks the padding's patches."""
 
     takes_arrays = False
+    padded_patches = True
 
     @property
     def image_size(self) -> int:
