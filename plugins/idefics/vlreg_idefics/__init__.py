@@ -72,7 +72,9 @@ def vlreg_rename(part):
 def vlreg_envoys(part):
     if part.kind != "vision":
         return None
-    module, prefix = FAMILIES[part.root.model_type]
+    # keyed by the tower's own model type, so a wrapper of another plugin hosting one of
+    # these towers (Aria's idefics3_vision) is served it as these wrappers are
+    module, prefix = FAMILIES[part.model_type.removesuffix("_vision")]
     modeling = import_module(f"transformers.models.{module}.modeling_{module}")
     tower = getattr(modeling, f"{prefix}VisionTransformer")
     found = SIGLIP.envoys(
@@ -81,7 +83,7 @@ def vlreg_envoys(part):
         getattr(modeling, f"{prefix}VisionAttention"),
         getattr(modeling, f"{prefix}VisionMLP"),
     )
-    if part.root.model_type == "idefics2":
+    if part.model_type == "idefics2_vision":
         from .latents import Idefics2Vision
 
         found[tower] = Idefics2Vision
