@@ -21,6 +21,7 @@ class AriaMoe(MoeMlp):
     """``AriaTextMoELayer``: a softmax top-k router, experts, shared experts run after them."""
 
     router_module = "router"
+    router_call = "nn_functional_linear_0"
     shared_expert_module = "shared_experts"
     order = ("router_logits", "expert_weights", "expert_indices", "expert_outputs", "routed_output",
              "shared_expert_output", "mlp_output")
