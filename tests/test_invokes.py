@@ -17,7 +17,7 @@ from vlreg.testing.conformance import image
 
 # PaliGemma is served too, with its own test (its processor refuses the text-only case here).
 FAMILIES = ("qwen2_vl", "qwen2_5_vl", "qwen3_vl", "qwen3_vl_moe", "qwen3_5", "llava_interleave", "llava_1_5", "llava_next",
-            "llava_onevision", "internvl", "qwen3_5_moe", "gemma3", "gemma4", "gemma4_unified", "idefics3", "smolvlm",
+            "llava_onevision", "internvl", "qwen3_5_moe", "gemma3", "gemma4", "gemma4_unified", "idefics2", "idefics3", "smolvlm", "aria",
             "nemotron_h_omni", "mistral3")
 TOLERANCE = 1e-4
 

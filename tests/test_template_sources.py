@@ -149,17 +149,18 @@ def test_the_scatter_is_found_by_position_or_keyword(family, scatter, tmp_path):
 
 
 def test_a_config_only_family_no_plugin_builds_gets_a_skeleton_that_says_what_its_builder_needs(tmp_path):
-    # Idefics2: no plugin serves or builds it (Idefics3 has vlreg-idefics); it also hands
-    # the features to inputs_merger by keyword
-    folder = source_folder("Idefics2Config", tmp_path)
-    written = write_plugin("idefics2", tmp_path, folder)
-    package = written / "vlreg_idefics2"
-    assert "argument='image_hidden_states'" in (package / "__init__.py").read_text()
+    # Ovis2: no plugin serves or builds it (Idefics2 was this family until vlreg-idefics
+    # served it, and now lends its processor); its wrapper writes the features in with
+    # masked_scatter
+    folder = source_folder("Ovis2Config", tmp_path)
+    written = write_plugin("ovis2", tmp_path, folder)
+    package = written / "vlreg_ovis2"
+    assert "inputs_embeds_masked_scatter_0" in (package / "__init__.py").read_text()
     assert "SOURCE holds no processor" in (package / "checkpoints.py").read_text()
     module = load_written(written, package.name)
-    with registered(module, name="idefics2"):
+    with registered(module, name="ovis2"):
         with pytest.raises(FileNotFoundError, match="holds no processor"):
-            build("idefics2", tmp_path / "checkpoint")
+            build("ovis2", tmp_path / "checkpoint")
 
 
 def idefics3_folder(path: Path) -> Path:

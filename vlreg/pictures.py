@@ -66,6 +66,12 @@ def _grid_scores(geometry: ImageGeometry, scores: Any, grid: int) -> tuple[torch
     or per token of that grid."""
     scores = torch.as_tensor(scores, dtype=torch.float32).detach().reshape(-1)
     chosen = geometry.grids[grid]
+    if chosen.resampled:
+        raise ValueError(
+            f"grid {grid} ({chosen.label}) is a resampler's {chosen.tokens} latents, each over its whole frame "
+            f"(ImageGrid.resampled): a picture would paint one box once per latent and show only the last one's "
+            f"score; read the scores per frame instead (scores[geometry.span(grid)])"
+        )
     if scores.numel() == geometry.tokens:
         scores = scores[geometry.span(grid)]
     elif scores.numel() != chosen.tokens:
@@ -250,7 +256,8 @@ def overlay(
 
     ``scores`` holds one value per image token or per token of that grid (NeXT's base and
     tile tokens cover the same pixels, so one grid is drawn: the tiles by default); tokens
-    with no box or a NaN score are not painted. ``low`` and ``high`` fix the colour scale
+    with no box or a NaN score are not painted; a grid of resampled tokens (every one over
+    its whole frame) is refused. ``low`` and ``high`` fix the colour scale
     (default: the scores' range), so several overlays can share it. ``mark`` outlines
     tokens of the grid drawn in `MARK` (a query token)."""
     values = _grid_scores(geometry, scores, grid)[1]

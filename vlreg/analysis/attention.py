@@ -106,12 +106,21 @@ def tower_patterns(model: Any, prompt: Any, images: Any, *, layer: int = -1) -> 
     patches to a fixed length (`Vision.padded_patches`: Gemma 4) the pattern is over the
     image's own patches, which come first; a vision part with no blocks has none. A tower
     that runs each of an image's grids as a row of its own (tiles and a global image) is
-    read at the row of the first grid wholly over the image."""
+    read at the row of the first grid wholly over the image. Tokens resampled from the
+    patches (`ImageGrid.resampled`: Idefics2's latents) have no pattern among them to
+    fold into, and are refused."""
     in_stream(model, "tower_patterns")
     images = _images(images)
     if model.vision.num_layers == 0:
         raise Unavailable(f"tower_patterns is unavailable: {model.vision.without_blocks()}")
     geometry = model.vision.geometry(prompt, images)
+    if any(grid.resampled for image in geometry for grid in image.grids):
+        raise Unavailable(
+            "tower_patterns is unavailable: this family's image tokens are a resampler's learned queries, each "
+            "attending every patch of its frame (ImageGrid.resampled), so no token owns patches to fold the "
+            "tower's pattern into; read model.vision.layers[i].self_attn.attention_probabilities for the "
+            "pattern over the patches"
+        )
     layer = range(model.vision.num_layers)[layer]
     attention = model.vision.layers[layer].self_attn
     if hasattr(attention, "patterns"):

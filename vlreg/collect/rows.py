@@ -131,11 +131,11 @@ class Batches:
     def _patch_boxes(self, prompt: str, image: Any, length: int) -> torch.Tensor:
         """Each tower row's pixels where the rows are exactly a raster of the image's one
         token grid, each token ``fold`` x ``fold`` patches (SigLIP, Gemma 3's pooling); else
-        NaN (class tokens, crops, or a family's own patch order, as the Qwen ViT's merge
-        blocks)."""
+        NaN (class tokens, crops, a family's own patch order, as the Qwen ViT's merge
+        blocks, or tokens resampled from the patches)."""
         unknown = torch.full((length, 4), math.nan, dtype=torch.float32)
         geometry = self.geometry(prompt, image)
-        if len(geometry.grids) != 1:
+        if len(geometry.grids) != 1 or geometry.grids[0].resampled:
             return unknown
         grid = geometry.grids[0]
         side = grid.fold

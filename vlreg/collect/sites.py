@@ -105,8 +105,9 @@ def _site(model: Any, given: str, walk: dict) -> Site:
             f"token_embeddings, logits), vision.image_features, and the tower's (vision.patch_embeddings, "
             f"vision.tower_output, vision.layers[j]'s); read {given} in a trace of your own")
     if kind == "tower" and getattr(model.vision, "padded_patches", False):
-        raise ValueError(f"{given!r}: this tower pads each image's patches to a fixed budget, so its rows past an "
-                         f"image's patches are padding, not the image: collect vision.image_features or a text value")
+        raise ValueError(f"{given!r}: this tower's values hold padding among an image's patches (a fixed budget of "
+                         f"patches, or frames padded to a batch's largest), so not every row is the image: collect "
+                         f"vision.image_features or a text value")
     return Site(name, kind, envoy, value, walk[(id(envoy), value)])
 
 

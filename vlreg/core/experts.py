@@ -87,11 +87,14 @@ class MoeMlp(Mlp):
     shared_expert_module: ClassVar[str | None] = "shared_expert"
     #: nnsight's name for the experts module's call to the experts function.
     experts_interface: ClassVar[str] = "experts_forward_1"
+    #: nnsight's name for the router's call that computes the logits (``F.linear``;
+    #: Aria's router spells it ``nn.functional.linear``).
+    router_call: ClassVar[str] = "F_linear_0"
     order = ("shared_expert_output", "router_logits", "expert_weights", "expert_indices", "expert_outputs",
              "routed_output", "mlp_output")
 
     router_logits = value(
-        lambda mlp: f"{_router(mlp).path}.source.F_linear_0.output",
+        lambda mlp: f"{_router(mlp).path}.source.{mlp.router_call}.output",
         inside=_router, layout="tokens",
         description="the router's score of each expert per token, [tokens, experts]; a write reroutes",
     )(lambda mlp, raw: raw).writes(lambda mlp, raw, new: new)

@@ -47,17 +47,29 @@ class ImageGrid:
     ``fold`` block of the tower's raster of patches (1: a patch is a token; Gemma 3's
     pooling, 4; a pixel shuffle by ``s``, ``s``). The tower's own values and patterns are
     over ``rows * fold`` x ``columns * fold`` patches, after any class tokens.
+
+    ``fold=None`` (`resampled`): the tokens are no block of patches but learned queries
+    that each attend every patch of their frame (Idefics2's perceiver latents), so no
+    token owns patches: each token's box is the whole region its frame's patches cover,
+    the grid is one row of them in the order the features fill them, and a helper that
+    maps patches onto tokens refuses such a grid.
     """
 
     rows: int
     columns: int
     boxes: torch.Tensor = field(converter=_as_boxes, validator=_boxes, eq=False)
     label: str = "image"
-    fold: int = 1
+    fold: int | None = 1
 
     @property
     def tokens(self) -> int:
         return self.rows * self.columns
+
+    @property
+    def resampled(self) -> bool:
+        """Whether the tokens are resampled from the frame's patches (``fold=None``), not
+        a fold of them."""
+        return self.fold is None
 
     @property
     def covered(self) -> torch.Tensor:
@@ -216,7 +228,7 @@ def image_geometry(model: Any, prompt: "str | Sequence[str]", images: Any, **opt
     grids and boxes. Runs the processor only, with the trace's processor ``options``; no
     trace. ``images`` is what the trace takes: one image, a list, or a list per prompt
     (`leaves` gives their order); PIL images, numpy arrays or torch tensors."""
-    from .inputs import check_images, check_placeholders
+    from .inputs import check_images, check_placeholders, takes_arrays
     from .options import check_options, given
 
     vision = model.vision
@@ -232,7 +244,7 @@ def image_geometry(model: Any, prompt: "str | Sequence[str]", images: Any, **opt
     check_options(model.processor, options, "vision.geometry")
     options = {**given(model), **options}
     given = list(images) if isinstance(images, (list, tuple)) else [images]
-    check_images(given, model.processor)
+    check_images(given, model.processor, takes_arrays(model))
     check_placeholders(model, prompt, given)
     processor = configured(model.processor, options)
     encoding = encode(processor, prompt, given, **options)  # as the trace calls it: a processor's own defaults would override the copy's

@@ -34,7 +34,7 @@ def check_invokes(model: Any, invokes: list) -> None:
                 f"text-only one: load with task='image-text-to-text' to trace images"
             )
         if kwargs.get("images") is not None:
-            check_images(kwargs["images"], model.processor)
+            check_images(kwargs["images"], model.processor, takes_arrays(model))
             check_placeholders(model, inputs[0] if inputs else kwargs.get("text"), kwargs["images"])
 
 
@@ -89,14 +89,29 @@ def _one_image_a_prompt(prompts: list, counts: list, pictures: int, token: str) 
         )
 
 
-def check_images(images: Any, processor: Any) -> None:
-    """Refuse an ``images=`` that the processor would fail on deep inside, or misread."""
+def takes_arrays(model: Any) -> bool:
+    """Whether the model's processor takes numpy arrays and torch tensors as images
+    (`Vision.takes_arrays`)."""
+    return getattr(model.__dict__.get("vision"), "takes_arrays", True)
+
+
+def check_images(images: Any, processor: Any, arrays: bool = True) -> None:
+    """Refuse an ``images=`` that the processor would fail on deep inside, or misread;
+    with ``arrays`` False, any image but a PIL one (the processor takes no other)."""
     if isinstance(images, (list, tuple)) and not any(True for _ in _leaves(images)):
         raise ValueError(f"images={images!r} holds no image: leave images= out for a text-only prompt; {ACCEPTED}")
     rescale = getattr(getattr(processor, "image_processor", None), "do_rescale", False)
+    from PIL import Image
+
     for where, image in _indexed(images, "images"):
         if not _is_image(image):
             raise TypeError(f"{where} is {type(image).__name__}, not an image: {ACCEPTED}")
+        if not arrays and not isinstance(image, Image.Image):
+            raise TypeError(
+                f"{where} is a {type(image).__name__}, and this model's processor ({type(processor).__name__}) "
+                f"takes PIL images only: pass PIL.Image.fromarray(array) (height x width x 3, uint8), or a "
+                f"tensor as PIL.Image.fromarray(tensor.permute(1, 2, 0).numpy())"
+            )
         if rescale and _unit_floats(image):
             raise ValueError(
                 f"{where} is a float array with values in [0, 1], and the image processor divides "

@@ -23,6 +23,7 @@ from .seq2seq import ends_normed
 from .options import encode_invoke, processing, refuse_unknown, route, same_options, split
 from .cross import CrossAttentionLayer
 from .errors import Unavailable
+from .geometry import configured
 from .parts import CrossAttention
 from .sizes import agreed
 from .values import returned, value
@@ -245,7 +246,8 @@ class StandardizedTransformer(Standard, TransformersModel):
             if kwargs.keys() & MEDIA and isinstance(prompts, (str, list, tuple)):
                 invokes = [((), encode_invoke(self, prompts, kwargs, options))]
         elif self.processor is not None:
-            invokes = combine(self.processor, invokes, same_options(routed))
+            options = same_options(routed)
+            invokes = combine(configured(self.processor, options), invokes, options)
         args, kwargs = super()._batch(invokes, fn)
         kwargs = in_weights_dtype(kwargs, self._module.dtype)
         self._run = run_of(kwargs, getattr(self._module.config, "image_token_id", None), groups,

@@ -92,11 +92,18 @@ def same_options(routed: list) -> dict:
 
 def encode_invoke(model: Any, prompts: Any, kwargs: dict, options: dict) -> dict:
     """One invoke's prompts and images through the processor, with its options, padded
-    on the tokenizer's side; the invoke's other keywords kept for the forward."""
+    on the tokenizer's side; the invoke's other keywords kept for the forward. The
+    processor runs as `geometry.configured` makes it (its image processor holding the
+    options), so a processor that reads a setting off its image processor, as Idefics2's
+    reads ``do_image_splitting`` to write the image tokens, writes them for the frames the
+    options make."""
+    from .geometry import configured
+
     media = {key: value for key, value in kwargs.items() if key in MEDIA}
     rest = {key: value for key, value in kwargs.items() if key not in MEDIA | {"text"}}
     text = list(prompts) if isinstance(prompts, (list, tuple)) else prompts
-    encoding = model.processor(text=text, **media, **options, padding=True, return_tensors="pt")
+    processor = configured(model.processor, options)
+    encoding = processor(text=text, **media, **options, padding=True, return_tensors="pt")
     return {**encoding, **rest}
 
 

@@ -157,13 +157,20 @@ class Vision(Standard):
     #: one row behind a leading axis of 1 (Pixtral's ``[1, patches, hidden]``). A replayed
     #: `TowerCache` repeats the output along it, once per copy of the images.
     batch_axis: int = 0
-    #: Whether each image's row of patches is padded after its own patches to a fixed
-    #: length (Gemma 4's budget): the tower's values then run past the image's patches.
+    #: Whether the tower's values hold padding among an image's patches: Gemma 4 pads each
+    #: image's row after its own patches to a fixed length (its budget), so the values run
+    #: past the image's patches; Idefics2 pads a batch's frames at their right and bottom
+    #: to the largest (its crops to the whole image's frame), which only the pixel mask
+    #: locates.
     padded_patches: bool = False
     #: Whether the processor writes each image's placeholders itself, before its prompt's
     #: text, one image a prompt (Florence-2's): a prompt holding a placeholder, or a prompt
     #: given another number of images, is refused before the processor runs.
     writes_placeholders: bool = False
+    #: Whether the processor takes numpy arrays and torch tensors as images. Idefics2's
+    #: loads every image through transformers' ``load_image``, which takes PIL images (and
+    #: paths, URLs) only: an array is then refused in vlreg's words before the processor runs.
+    takes_arrays: bool = True
 
     @value(lambda vision: f"{vision.root.path}.input", needs_images=False, read_only=_derived_mask, layout="batch")
     def image_token_mask(self, raw: Any) -> torch.Tensor:

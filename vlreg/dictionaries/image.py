@@ -116,6 +116,10 @@ def _tower_tokens(model: Any, prompt: Any, images: list, geometry: list[ImageGeo
             found.append(acts[start : start + image.tokens * unit].reshape(image.tokens, unit, -1).mean(1))
             start += image.tokens * unit
         return found
+    if any(grid.resampled for image in geometry for grid in image.grids):
+        raise Unavailable("the image tokens are a resampler's latents, each reading every patch of its frame "
+                          "(ImageGrid.resampled), so no patch belongs to one token: attach the dictionary to a "
+                          "text value or vision.image_features")
     if acts.shape[0] != _count(images):
         raise Unavailable(f"the tower ran on {acts.shape[0]} crops for {_count(images)} images, so its patches do not "
                           "map onto one token grid: attach the dictionary to a text value or vision.image_features")

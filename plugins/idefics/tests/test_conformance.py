@@ -1,9 +1,13 @@
-"""Idefics3 and SmolVLM against the conformance suite the core ships.
+"""Idefics2, Idefics3 and SmolVLM against the conformance suite the core ships.
 
-The default image (112 x 84) is cut into 2 x 2 tiles and a global image on both tiny
-checkpoints: 5 frames of 2 x 2 tokens each, so every test runs through the tiles.
+The default image (112 x 84) is cut into 2 x 2 tiles and a global image on the tiny
+Idefics3 and SmolVLM checkpoints: 5 frames of 2 x 2 tokens each, so every test runs
+through the tiles. On the tiny Idefics2 it is cut into 4 crops and the whole image, each
+frame resampled to 4 latents; the crops are smaller than the whole image, so the tower
+runs on padded frames.
 """
 
+from vlreg import Unavailable
 from vlreg.testing.conformance import AnalysisConformance, VisionConformance
 
 NATIVE = {
@@ -35,3 +39,14 @@ class TestSmolVLM(AnalysisConformance, VisionConformance):
 
     checkpoint = "smolvlm"
     native = NATIVE
+
+
+class TestIdefics2(AnalysisConformance, VisionConformance):
+    """The features are the perceiver's latents, written through ``self.inputs_merger``."""
+
+    checkpoint = "idefics2"
+    native = NATIVE
+    # smaller frames, the same tokens: transformers' own Idefics2Processor call with
+    # do_image_splitting=False writes a split image's tokens for one frame (test_idefics2)
+    processor_options = {"size": {"shortest_edge": 16, "longest_edge": 32}}
+    analysis_refuses = {"tower_patterns": (Unavailable, "resampler")}

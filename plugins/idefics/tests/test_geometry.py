@@ -3,8 +3,13 @@ processor itself on 60 image sizes: the tiles it cuts (the ``<row_r_col_c>`` tag
 writes, then ``<global-img>``) and, token by token, the cell of the frame a probe lights
 up when only the pixels of that token's box are white.
 
+Idefics2's tokens are a perceiver's latents, one row of them per frame (4 crops and the
+whole image): its frames are checked against the image processor (their number, their
+sizes, the pixels of each crop), and each frame's box against the model, a pixel changed
+inside it changing that frame's latents and one outside it none.
+
 Geometry runs the processor, not the model, so the models here are built lazily (no
-weights read)."""
+weights read), but for Idefics2's probes of the connector."""
 
 from __future__ import annotations
 
@@ -178,3 +183,144 @@ def test_the_split_is_the_processors_under_other_settings(name, settings):
         rows, columns, _, _ = split(processor, size[1], size[0])
         assert (rows, columns) == (found["rows"][0][0], found["cols"][0][0]), size
         assert found["pixel_values"].shape[1] == rows * columns + 1, size
+
+
+# -- Idefics2: each frame's latents, over the part of the image the frame shows ----------
+
+IDEFICS2_SETTINGS = (
+    {"size": {"shortest_edge": 16, "longest_edge": 64}, "do_image_splitting": True},  # the tiny checkpoint's
+    {"size": {"shortest_edge": 16, "longest_edge": 64}, "do_image_splitting": False},
+    {"size": {"shortest_edge": 40, "longest_edge": 100}, "do_image_splitting": True},  # small crops raised
+    {"size": {"height": 50, "width": 90}, "do_image_splitting": True},
+    {"do_resize": False, "do_image_splitting": True},
+)
+#: Idefics2's processor splits an image at its middle, so a side of 1 makes an empty crop,
+#: which it fails on (a ZeroDivisionError in transformers): those sizes are left out.
+IDEFICS2_SIZES = tuple(size for size in SIZES if min(size) > 1)
+
+
+def _extents(mask: torch.Tensor) -> list[tuple[int, int]]:
+    """Each frame's own (height, width) in a ``[frames, height, width]`` pixel mask."""
+    return [(int(frame[:, 0].sum()), int(frame[0, :].sum())) for frame in mask]
+
+
+@pytest.mark.parametrize("settings", IDEFICS2_SETTINGS)
+def test_idefics2_frames_are_the_ones_the_image_processor_makes(settings):
+    """The frames, and the size each is resized to, are the image processor's: as many as
+    it makes, each as large as its pixel mask's own pixels."""
+    from transformers import Idefics2ImageProcessor
+
+    from vlreg_idefics.latents import frames, resized
+
+    processor = Idefics2ImageProcessor(**settings)
+    for size in IDEFICS2_SIZES:
+        made = processor(images=[image(*size)], return_tensors="pt")
+        cut = frames(processor, *size)
+        assert len(cut) == made["pixel_values"].shape[1], size
+        expected = [resized(processor, y1 - y0, x1 - x0) for _, (x0, y0, x1, y1) in cut]
+        assert _extents(made["pixel_attention_mask"][0]) == expected, size
+
+
+def test_idefics2_crops_are_the_pixels_the_processor_cuts():
+    """Left unresized, unscaled and unnormalized, each frame holds exactly the original
+    pixels of its crop, top left, top right, bottom left, bottom right, then the whole."""
+    from transformers import Idefics2ImageProcessor
+
+    from vlreg_idefics.latents import CROPS, frames
+
+    processor = Idefics2ImageProcessor(do_resize=False, do_rescale=False, do_normalize=False, do_image_splitting=True)
+    for size in IDEFICS2_SIZES:
+        picture = image(*size, seed=3)
+        pixels = torch.from_numpy(numpy_of(picture)).permute(2, 0, 1).float()
+        made = processor(images=[picture], return_tensors="pt")["pixel_values"][0]
+        cut = frames(processor, *size)
+        assert [label for label, _ in cut] == [*CROPS, "global"]
+        for frame, (_, (x0, y0, x1, y1)) in zip(made, cut):
+            assert torch.equal(frame[:, : y1 - y0, : x1 - x0], pixels[:, y0:y1, x0:x1]), size
+
+
+def numpy_of(picture: Image.Image):
+    import numpy
+
+    return numpy.asarray(picture.convert("RGB")).copy()
+
+
+def test_idefics2_grids_are_a_row_of_latents_per_frame(lazy):
+    """One grid per frame, in the processor's order, each a row of the perceiver's latents
+    (resampled: no fold of patches), every token of a grid over the same box."""
+    model = lazy("idefics2")
+    latents = model._module.config.perceiver_config.resampler_n_latents
+    prompt = chat(model)
+    for size in IDEFICS2_SIZES:
+        (geometry,) = model.vision.geometry(prompt, [image(*size)])  # checks the tokens against the encoding
+        frames = model.processor(text=prompt, images=[image(*size)], return_tensors="pt")["pixel_values"].shape[1]
+        assert [grid.label for grid in geometry.grids] == ["top_left", "top_right", "bottom_left", "bottom_right", "global"]
+        assert len(geometry.grids) == frames and geometry.tokens == frames * latents
+        for grid in geometry.grids:
+            assert grid.resampled and (grid.rows, grid.columns) == (1, latents)
+            assert torch.equal(grid.boxes, grid.boxes[:1].expand(latents, 4)) or grid.boxes.isnan().all()
+
+
+def _blurred(processor, crop, box) -> list[tuple[str, float, float]]:
+    """Where the resize blurs a frame's edge: the edges of its box inside its crop (past
+    them, the frame's last partial patch, which no latent sees), as ``(axis, at, reach)``
+    where the frame is resized (the bilinear kernel's reach, in the original's pixels); a
+    crop's own edges are cut before the resize, so they are sharp."""
+    from vlreg_idefics.latents import resized
+
+    x0, y0, x1, y1 = crop
+    height, width = resized(processor, y1 - y0, x1 - x0)
+    if (height, width) == (y1 - y0, x1 - x0):
+        return []
+    reach = 2 * max((x1 - x0) / width, (y1 - y0) / height, 1.0) + 1
+    return [(axis, float(at), reach) for axis, at, edge in (("x", box[2], x1), ("y", box[3], y1)) if at < edge]
+
+
+def _changed(frames: torch.Tensor, other: torch.Tensor) -> list[bool]:
+    return [not torch.equal(a, b) for a, b in zip(frames, other)]
+
+
+@pytest.fixture(scope="module")
+def idefics2():
+    return StandardizedTransformer(str(build("idefics2")), task="image-text-to-text", dispatch=True,
+                                   attn_implementation="eager", device="cpu")
+
+
+@pytest.mark.parametrize("size", [(112, 84), (84, 112), (77, 77), (200, 50), (45, 120), (150, 60), (40, 17), (9, 13)])
+def test_idefics2_a_pixel_reaches_exactly_the_frames_whose_box_holds_it(idefics2, size):
+    """A latent's box is what it sees: a pixel changed inside a frame's box changes every
+    latent of that frame, and one outside it (in another crop, or past the frame's last
+    whole patch) changes none of them, read at the connector's output, frame by frame.
+    Pixels the resize blurs across a box's edge are not probed."""
+    from vlreg_idefics.latents import frames
+
+    model = idefics2
+    processor = model.processor.image_processor
+    prompt = chat(model)
+    picture = image(*size, seed=5)
+    (geometry,) = model.vision.geometry(prompt, [picture])
+    boxes = [grid.boxes[0] for grid in geometry.grids]
+    blurred = [zone for (_, crop), box in zip(frames(processor, *size), boxes) for zone in _blurred(processor, crop, box)]
+    with model.trace(prompt, images=[picture]):
+        plain = model.projector.output.save()
+    generator = torch.Generator().manual_seed(sum(size))
+    pixels = (torch.rand(400, 2, generator=generator) * torch.tensor(size)).long().tolist()
+    pixels += [[size[0] - 1, size[1] - 1], [size[0] - 1, 0], [0, size[1] - 1]]  # the last pixels: past whole patches
+    probes = []
+    for x, y in pixels:
+        centre = {"x": x + 0.5, "y": y + 0.5}
+        if any(abs(centre[axis] - at) < reach for axis, at, reach in blurred):
+            continue
+        holds = [bool(not b.isnan().any() and b[0] <= centre["x"] < b[2] and b[1] <= centre["y"] < b[3]) for b in boxes]
+        probes.append(((x, y), holds))
+    kinds: dict[tuple, list] = {}
+    for probe in probes:  # two of each kind: in a crop and the whole, the whole alone, none
+        kinds.setdefault(tuple(probe[1]), []).append(probe)
+    chosen = [probe for found in kinds.values() for probe in found[:2]]
+    assert len(kinds) >= 4, (size, list(kinds))
+    for (x, y), holds in chosen:
+        changed = numpy_of(picture)
+        changed[y, x] = 255 - changed[y, x] // 128 * 255  # to the far end: black or white
+        with model.trace(prompt, images=[Image.fromarray(changed)]):
+            probed = model.projector.output.save()
+        assert _changed(probed, plain) == holds, (size, (x, y), holds)

@@ -1,9 +1,9 @@
-"""Idefics3 and SmolVLM at the sizes transformers' defaults give, on the meta device (no
-weights): the names, sizes and support table such a checkpoint gets, what ``vlreg
-inspect`` prints of it, and the geometry at the default processors' resolution.
+"""Idefics2, Idefics3 and SmolVLM at the sizes transformers' defaults give, on the meta
+device (no weights): the names, sizes and support table such a checkpoint gets, what
+``vlreg inspect`` prints of it, and the geometry at the default processors' resolution.
 
 The defaults are only partly a published checkpoint's, and the tests say which parts they
-rely on: the text model is 4096 wide with 32 heads of 128 over 32 blocks (Llama-3-8B's
+rely on (Idefics2's are said at its tests, below). On Idefics3 and SmolVLM the text model is 4096 wide with 32 heads of 128 over 32 blocks (Llama-3-8B's
 width and depth, not its 8 key/value heads or MLP); the tower is SigLIP-so400m's 1152
 wide with 16 heads (over 12 blocks of 224-pixel images cut into 32-pixel patches, not a
 published tower's depth or resolution). Both families' default processors cut frames of
@@ -18,10 +18,11 @@ import json
 import re
 
 import pytest
+import torch
 import transformers
 from transformers import AutoProcessor
 
-from vlreg import StandardizedTransformer
+from vlreg import StandardizedTransformer, Unavailable
 from vlreg.cli import main
 from vlreg.testing import build
 from vlreg.testing.conformance import image
@@ -111,3 +112,92 @@ def test_geometry_at_the_default_processors_resolution(family, tmp_path):
     first, last = geometry.grids[0].boxes, geometry.grids[-2].boxes  # tiles (1, 1) and (3, 4): 28-pixel squares
     assert first[0].tolist() == [0, 0, 28, 28] and last[-1].tolist() == [1428, 1064, 1456, 1092]
     assert geometry.grids[-1].boxes[0].tolist() == [0, 0, 28 * 4, 28 * 3]  # the global image: the whole image in one frame
+
+
+# -- Idefics2 ------------------------------------------------------------------------
+#
+# Idefics2Config()'s defaults are Mistral-7B's text model (4096 wide, 32 blocks, 32 heads
+# of 128 over 8 key/value heads, an MLP of 14336), a SigLIP-base-shaped tower (768 wide, 12
+# blocks, 12 heads, 32-pixel patches; Idefics2-8B's is SigLIP-so400m's, 1152 wide over 27
+# blocks of 14-pixel patches) and Idefics2-8B's perceiver: 64 latents a frame, 3 blocks of
+# 16 heads of 96 over 4 key/value heads, at the text width.
+
+
+def idefics2_defaults(folder, **fields) -> str:
+    transformers.Idefics2Config(**fields).save_pretrained(folder)
+    AutoProcessor.from_pretrained(build("idefics2")).save_pretrained(folder)
+    return str(folder)
+
+
+def test_idefics2_default_widths_at_full_depth(tmp_path):
+    model = lazy(idefics2_defaults(tmp_path))
+    assert not model.dispatched and model.family.name == "idefics"
+    assert (model.num_layers, model.hidden_size, model.num_heads, model.num_kv_heads, model.head_dim,
+            model.intermediate_size) == (32, 4096, 32, 8, 128, 14336)
+    vision = model.vision
+    assert (vision.num_layers, vision.vision_hidden_size, vision.num_heads, vision.head_dim, vision.patch_size) == (
+        12, 768, 12, 64, 32)
+    connector = model.projector
+    assert tuple(connector.modality_projection.gate_proj.weight.shape) == (14336, 768)  # every patch, to the text MLP's width
+    assert tuple(connector.modality_projection.down_proj.weight.shape) == (4096, 14336)
+    resampler = connector.perceiver_resampler
+    assert tuple(resampler.latents.shape) == (64, 4096) and len(resampler.layers) == 3
+    assert tuple(resampler.layers[0].self_attn.q_proj.weight.shape) == (16 * 96, 4096)
+    assert tuple(resampler.layers[0].self_attn.k_proj.weight.shape) == (4 * 96, 4096)
+    with pytest.raises(Unavailable, match="pixel_attention_mask"):
+        vision.image_size
+    rows = model.support()
+    assert all(reason is None for reason in rows.values()), {row: why for row, why in rows.items() if why}
+    assert [row for row in model.read_only() if row.startswith("vision.")] == ["vision.image_token_mask"]
+
+
+def test_idefics2_inspect_reads_the_default_config(tmp_path, capsys):
+    assert main(["inspect", idefics2_defaults(tmp_path), "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["family"] == "idefics" and report["class"] == "Idefics2ForConditionalGeneration"
+    assert report["parts"]["vision"]["model_type"] == "idefics2_vision" and "vlreg-idefics" in report["parts"]["vision"]["plugin"]
+    assert report["parts"]["text"]["model_type"] == "mistral" and "vlreg-llava" in report["parts"]["text"]["plugin"]
+    assert report["vision sizes"]["vision_hidden_size"] == 768 and report["vision sizes"]["image_size"] == "variable (per image)"
+
+
+#: (width, height) -> the box every latent of the whole image's frame covers, worked out by
+#: hand at the default 378 / 980 pixels and Idefics2-8B's 14-pixel patches: a side over 980
+#: brings the image down to it (the other truncated), each side is raised to at least 378,
+#: and the frame shows its whole patches.
+WHOLE = {
+    (1456, 1092): (1456, 728 * 1092 / 735),  # 980 x 735: 70 x 52 patches, 728 of 735 rows
+    (640, 480): (630, 476),  # kept: 45 x 34 patches
+    (200, 100): (200, 100),  # raised to 378 x 378: 27 x 27 patches, all of it
+    (3000, 500): (3000, 500),  # 980 x 163, raised to 980 x 378: 70 x 27 patches
+}
+
+
+@pytest.mark.parametrize("split", [False, True])
+def test_idefics2_geometry_at_the_default_processors_resolution(tmp_path, split):
+    """The default image processor (its sides between 378 and 980 pixels) on Idefics2-8B's
+    14-pixel patches and 64 latents: one row of 64 latents a frame, every latent over its
+    frame's whole patches; split, 4 crops first (at 1456 x 1092, 728 x 546 each, kept and
+    wholly in patches)."""
+    from vlreg.testing import tokenizer
+    from vlreg_idefics.checkpoints import END, FAKE, IMAGE
+
+    folder = tmp_path / "checkpoint"
+    tok = tokenizer(("<unk>", FAKE, IMAGE, END), eos_token=END)
+    images = transformers.Idefics2ImageProcessor(do_image_splitting=split)
+    template = "{% for m in messages %}{% for p in m['content'] %}{% if p['type'] == 'image' %}<image>{% else %}{{ p['text'] }}{% endif %}{% endfor %}{% endfor %}"
+    transformers.Idefics2Processor(image_processor=images, tokenizer=tok, chat_template=template).save_pretrained(folder)
+    transformers.Idefics2Config(
+        image_token_id=tok.convert_tokens_to_ids(IMAGE), vision_config={"image_size": 980, "patch_size": 14},
+        text_config={"num_hidden_layers": 1, "vocab_size": len(tok)},
+    ).save_pretrained(folder)
+    model = lazy(str(folder))
+    assert model.processor.image_seq_len == 64 and images.size == {"shortest_edge": 378, "longest_edge": 980}
+    prompt = "<image>What is in this image?"
+    for size, (right, bottom) in WHOLE.items():
+        (geometry,) = model.vision.geometry(prompt, [image(*size)])  # checks 64 tokens a frame against the encoding
+        assert len(geometry.grids) == (5 if split else 1) and all(g.resampled and g.tokens == 64 for g in geometry.grids)
+        torch.testing.assert_close(geometry.grids[-1].boxes[0], torch.tensor([0, 0, right, bottom], dtype=torch.float64))
+    (geometry,) = model.vision.geometry(prompt, [image(1456, 1092)])
+    if split:
+        assert [g.boxes[0].tolist() for g in geometry.grids[:4]] == [
+            [0, 0, 728, 546], [728, 0, 1456, 546], [0, 546, 728, 1092], [728, 546, 1456, 1092]]

@@ -1,10 +1,15 @@
-"""Idefics3 and SmolVLM checkpoints for tests: tiny, random weights, real processors.
+"""Idefics2, Idefics3 and SmolVLM checkpoints for tests: tiny, random weights, real processors.
 
 Each builder writes what a hub checkpoint holds: the config, random weights, a tokenizer
-with the family's special tokens (the image tokens, ``<global-img>``, the 36
-``<row_r_col_c>`` tile tags, the turn tokens), the real processor class with its image
-processor (and SmolVLM's video processor) and a chat template in the family's prompt
+with the family's special tokens (the image tokens, the turn tokens; on Idefics3 and SmolVLM
+``<global-img>`` and the 36 ``<row_r_col_c>`` tile tags), the real processor class with its
+image processor (and SmolVLM's video processor) and a chat template in the family's prompt
 format. The images are kept small so a trace is cheap:
+
+* ``idefics2``: images resized to a longest edge of 64 (and at least 16 a side), split into
+  4 crops and the whole image (``do_image_splitting``, as Idefics2-8B's processor does),
+  8-pixel patches, a perceiver resampling each frame to 4 latents (20 image tokens an
+  image). A Mistral text model, as Idefics2-8B's.
 
 * ``idefics3``: 32-pixel frames of 8-pixel patches shuffled by 2, so a frame is 2 x 2
   tokens; images resized to a longest edge of 64, so at most 2 x 2 tiles and the global
@@ -109,4 +114,35 @@ def _tiny(family: str, path: Path, **overrides: Any) -> Path:
     return save(path, config, processor, GenerationConfig(**special))
 
 
-BUILDERS = {family: builder(family) for family in FAMILIES}
+#: Idefics2's: the same turns after Mistral's BOS (which Idefics2-8B's tokenizer adds itself).
+IDEFICS2_TEMPLATE = "<s>" + _TURNS
+#: Idefics2's perceiver: latents a frame, blocks, heads of a width over key/value heads.
+PERCEIVER = {"resampler_n_latents": 4, "resampler_depth": 2, "resampler_n_heads": 4, "resampler_head_dim": 16,
+             "num_key_value_heads": 2}
+
+
+def idefics2(path: Path, **overrides: Any) -> Path:
+    """Write a tiny random-weight idefics2 checkpoint to ``path`` (see the module).
+    ``overrides``: ``text_config``, ``vision_config`` and ``perceiver_config`` dicts, other
+    fields of the top-level config."""
+    from transformers import GenerationConfig, Idefics2Config, Idefics2ImageProcessor, Idefics2Processor
+
+    text_tokens = ("<unk>", "<s>", "</s>")
+    tokens = (*text_tokens, FAKE, IMAGE, END)
+    tok = tokenizer(tokens, vocab_size=320, unk_token="<unk>", bos_token="<s>", eos_token="</s>", pad_token="<unk>")
+    ids = dict(zip(tokens, tok.convert_tokens_to_ids(list(tokens))))
+    perceiver = {**PERCEIVER, **overrides.pop("perceiver_config", {})}
+    images = Idefics2ImageProcessor(size={"shortest_edge": 16, "longest_edge": 64}, do_image_splitting=True)
+    processor = Idefics2Processor(image_processor=images, tokenizer=tok, image_seq_len=perceiver["resampler_n_latents"],
+                                  chat_template=IDEFICS2_TEMPLATE)
+    special = {"bos_token_id": ids["<s>"], "eos_token_id": ids["</s>"], "pad_token_id": ids["<unk>"]}
+    text = {"model_type": "mistral", "vocab_size": len(tok), **TEXT, "rms_norm_eps": 1e-5, **special,
+            **overrides.pop("text_config", {})}
+    vision = {**TOWER, "image_size": 64, **overrides.pop("vision_config", {})}
+    perceiver.update(hidden_size=text["hidden_size"], rms_norm_eps=text["rms_norm_eps"])  # the perceiver runs at the text width
+    config = Idefics2Config(text_config=text, vision_config=vision, perceiver_config=perceiver,
+                            image_token_id=ids[IMAGE], **overrides)
+    return save(path, config, processor, GenerationConfig(**special))
+
+
+BUILDERS = {"idefics2": idefics2, **{family: builder(family) for family in FAMILIES}}

@@ -155,7 +155,9 @@ class VisionTrust:
 
     def test_geometry_takes_every_image_type_a_trace_takes(self, model):
         """A numpy array (height x width x 3) or a torch tensor (3 x height x width) has the
-        geometry of the same image as PIL."""
+        geometry of the same image as PIL; where the processor takes PIL images only
+        (`Vision.takes_arrays`), the trace and the geometry both refuse them, saying how to
+        convert, before the processor runs."""
         import numpy
 
         prompt, (picture,) = self.image_prompt(model), self.images()[:1]
@@ -163,7 +165,18 @@ class VisionTrust:
             return
         (plain,) = model.vision.geometry(prompt, [picture])
         array = numpy.asarray(picture)
-        for given in (array, torch.from_numpy(array).permute(2, 0, 1).contiguous()):
+        given_forms = (array, torch.from_numpy(array).permute(2, 0, 1).contiguous())
+        if not model.vision.takes_arrays:
+            ran = _counting(model)
+            for given in given_forms:
+                with pytest.raises(TypeError, match="PIL.Image.fromarray"):
+                    model.vision.geometry(prompt, [given])
+                with pytest.raises(TypeError, match="PIL.Image.fromarray"):
+                    with model.trace(prompt, images=[given]):
+                        model.logits.save()
+            assert not ran(), "the model ran before the refusal"
+            return
+        for given in given_forms:
             (other,) = model.vision.geometry(prompt, [given])
             assert other.size == plain.size and torch.equal(other.positions, plain.positions)
             torch.testing.assert_close(other.boxes, plain.boxes, equal_nan=True)

@@ -1,0 +1,77 @@
+"""vlreg-aria: Aria, declared against `vlreg.plugin`.
+
+Aria (``AriaForConditionalGeneration``) holds its text model at
+``model.language_model`` (``aria_text``, served here: `text`), its tower at
+``model.vision_tower`` (an ``idefics3_vision``, served by vlreg-idefics through its claim,
+nothing imported) and its projector at ``model.multi_modal_projector``: learned queries
+that cross-attend each frame's patches, then an MLP into the text width (`geometry`). The
+features are written in by ``model``'s forward, ``inputs_embeds.masked_scatter(mask,
+features)``, and the projector's output, flattened, is exactly what it writes.
+
+The projector reads ``hidden_states[vision_feature_layer]`` of the tower (-1: the last
+block's stream, before the tower's ``post_layernorm``), so a write to
+``vision.tower_output``, or to a block after the one read, reaches nothing: both are
+read-only, naming the block to edit instead.
+"""
+
+from __future__ import annotations
+
+from vlreg.plugin import Claim, Scatter, hidden_states_read_only, hookimpl
+
+from . import text
+
+WRAPPER_RENAME = {
+    "model.language_model.embed_tokens": "embed_tokens",
+    "model.language_model.layers": "layers",
+    "model.language_model.norm": "norm",
+    "model.vision_tower": "vision",
+    "model.multi_modal_projector": "projector",
+}
+SCATTER = Scatter(host="model", operation="inputs_embeds_masked_scatter_0", argument=1)
+
+
+@hookimpl
+def vlreg_plugin_api():
+    return 1
+
+
+@hookimpl
+def vlreg_claims():
+    return [Claim("wrapper", "aria"), *(Claim("text", model_type) for model_type in text.MODEL_TYPES)]
+
+
+@hookimpl
+def vlreg_rename(part):
+    return WRAPPER_RENAME if part.kind == "wrapper" else None
+
+
+@hookimpl
+def vlreg_envoys(part):
+    return text.envoys(part) if part.kind == "text" else None
+
+
+@hookimpl
+def vlreg_scatter(part):
+    return SCATTER
+
+
+@hookimpl
+def vlreg_read_only(part):
+    if part.kind != "wrapper":
+        return None
+    config = part.config
+    return hidden_states_read_only(config.vision_feature_layer, config.vision_config.num_hidden_layers)
+
+
+@hookimpl
+def vlreg_image_grids(part):
+    from .geometry import aria_image_grids
+
+    return aria_image_grids(part.config)
+
+
+@hookimpl
+def vlreg_checkpoints():
+    from .checkpoints import BUILDERS
+
+    return BUILDERS

@@ -1,0 +1,73 @@
+"""An Aria checkpoint for tests: tiny, random weights, the real processor.
+
+The builder writes what a hub checkpoint holds: the config, random weights, a tokenizer
+with Aria's special tokens (``<|img|>`` and the ``<fim_prefix>`` / ``<fim_suffix>`` around
+it, the turn tokens), the real `AriaProcessor` with its image processor and a chat template
+in Aria's prompt format. Aria's image processor makes frames of 490 or 980 pixels only
+(``max_image_size``; the processor's default is 980), so the tower cuts them into 70-pixel
+patches, 7 x 7 or 14 x 14 (Aria's 14-pixel patches make 35 x 35 and 70 x 70), and the
+projector's learned queries read them, 4 or 8 a frame (``projector_patch_to_query_dict``
+{49: 4, 196: 8}, the processor's ``size_conversion`` {490: 4, 980: 8}; Aria's are 128 and
+256). Images are resized whole by default; with ``split_image`` they are cut into crops of
+a frame each. The text model is 2 blocks of 4 experts (2 a token) beside one shared expert.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from vlreg.testing import save, tokenizer
+
+IMAGE, PREFIX, SUFFIX = "<|img|>", "<fim_prefix>", "<fim_suffix>"
+TURN, END = "<|im_start|>", "<|im_end|>"
+#: Aria's prompt format: each turn "<|im_start|>role\n...<|im_end|>\n", an image as
+#: "<fim_prefix><|img|><fim_suffix>", the assistant's turn opened by the generation prompt.
+TEMPLATE = (
+    "{% for message in messages %}<|im_start|>{{ message['role'] }}\n"
+    "{% if message['content'] is string %}{{ message['content'] }}{% else %}{% for item in message['content'] %}"
+    "{% if item['type'] == 'text' %}{{ item['text'] }}{% elif item['type'] == 'image' %}"
+    "<fim_prefix><|img|><fim_suffix>{% endif %}{% endfor %}{% endif %}<|im_end|>\n{% endfor %}"
+    "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
+)
+
+PATCH = 70
+#: frame side -> learned queries a frame
+QUERIES = {490: 4, 980: 8}
+TEXT = {
+    "hidden_size": 64,
+    "intermediate_size": 32,
+    "num_hidden_layers": 2,
+    "num_attention_heads": 4,
+    "num_key_value_heads": 2,
+    "max_position_embeddings": 1024,
+    "moe_num_experts": 4,
+    "moe_topk": 2,
+    "moe_num_shared_experts": 1,
+}
+TOWER = {"model_type": "idefics3_vision", "hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 2,
+         "num_attention_heads": 4, "patch_size": PATCH, "image_size": 980}
+
+
+def aria(path: Path, **overrides: Any) -> Path:
+    """Write a tiny random-weight aria checkpoint to ``path`` (see the module).
+    ``overrides``: ``text_config`` and ``vision_config`` dicts, other fields of the
+    top-level config."""
+    from transformers import AriaConfig, AriaImageProcessor, AriaProcessor, GenerationConfig
+
+    tokens = ("<unk>", "<s>", "</s>", TURN, END, PREFIX, SUFFIX, IMAGE)
+    tok = tokenizer(tokens, vocab_size=320, unk_token="<unk>", bos_token="<s>", eos_token=END, pad_token="<unk>",
+                    image_token=IMAGE)
+    ids = dict(zip(tokens, tok.convert_tokens_to_ids(list(tokens))))
+    images = AriaImageProcessor(min_image_size=PATCH)
+    processor = AriaProcessor(image_processor=images, tokenizer=tok, chat_template=TEMPLATE, size_conversion=QUERIES)
+    special = {"bos_token_id": ids["<s>"], "eos_token_id": ids[END], "pad_token_id": ids["<unk>"]}
+    text = {"vocab_size": len(tok), **TEXT, **special, **overrides.pop("text_config", {})}
+    vision = {**TOWER, **overrides.pop("vision_config", {})}
+    queries = {(side // vision["patch_size"]) ** 2: count for side, count in QUERIES.items()}
+    config = AriaConfig(text_config=text, vision_config=vision, image_token_index=ids[IMAGE],
+                        projector_patch_to_query_dict=queries, **overrides)
+    return save(path, config, processor, GenerationConfig(**special))
+
+
+BUILDERS = {"aria": aria}
