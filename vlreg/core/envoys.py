@@ -31,7 +31,9 @@ class Standard(remote.ByReference, Envoy):
     #: Standard children walked by `support`: attribute -> prefix of their rows.
     standard_children: ClassVar[dict[str, str]] = {}
     #: Values and children in the order the forward computes them; `support` lists
-    #: rows in this order (what it leaves out follows).
+    #: rows in this order (what it leaves out follows). An entry ``"child.value"`` places
+    #: that value of a standard child there, ahead of or after the child's other values
+    #: (the root's ``"vision.image_token_mask"``, read before the tower runs).
     order: ClassVar[tuple[str, ...]] = ()
     #: Whether the module's forward must be source-instrumented at build, because a
     #: value is read at an operation inside it.
@@ -212,6 +214,7 @@ class Standard(remote.ByReference, Envoy):
 
     def _walk(self) -> Iterator[tuple["Standard", str]]:
         names = self.values()
+        placed = {entry for entry in self.order if "." in entry}
         for entry in (*self.order, *names, *self.standard_children):
             head, _, rest = entry.partition(".")
             if entry in names:
@@ -219,7 +222,8 @@ class Standard(remote.ByReference, Envoy):
             elif entry in self.standard_children:
                 child = self.__dict__.get(entry)
                 for part in [child] if isinstance(child, Standard) else list(child or ()):
-                    yield from part._walk()
+                    yield from ((envoy, name) for envoy, name in part._walk()
+                                if envoy is not child or f"{entry}.{name}" not in placed)
             elif rest and isinstance(self.__dict__.get(head), Standard):
                 yield self.__dict__[head], rest
 
@@ -230,12 +234,13 @@ class Standard(remote.ByReference, Envoy):
             for attribute, prefix in self.standard_children.items()
         }
         rows: dict[str, str | None] = {}
+        placed = {entry for entry in self.order if "." in entry}
         for entry in (*self.order, *own, *children):
             head, _, rest = entry.partition(".")
             if entry in own:
                 rows.setdefault(entry, own[entry])
             elif entry in children:
-                rows.update({row: reason for row, reason in children[entry].items() if row not in rows})
+                rows.update({row: reason for row, reason in children[entry].items() if row not in rows and row not in placed})
             elif rest and head in children and entry in children[head]:
                 rows[entry] = children[head][entry]
         return rows
