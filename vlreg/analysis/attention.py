@@ -104,11 +104,15 @@ def tower_patterns(model: Any, prompt: Any, images: Any, *, layer: int = -1) -> 
     patches to a fixed length (`Vision.padded_patches`: Gemma 4) the pattern is over the
     image's own patches, which come first; a vision part with no blocks has none. A tower
     that runs each of an image's grids as a row of its own (tiles and a global image) is
-    read at the row of the first grid wholly over the image."""
+    read at the row of the first grid wholly over the image. Where the image tokens are no
+    patches (`QueryTokens`: learned queries that each read every patch) it refuses."""
     in_stream(model, "tower_patterns")
     images = _images(images)
     if model.vision.num_layers == 0:
         raise Unavailable(f"tower_patterns is unavailable: {model.vision.without_blocks()}")
+    reason = model.family.scatter.not_patches()  # the tokens are no patches to fold the pattern onto
+    if reason:
+        raise Unavailable(f"tower_patterns is unavailable: {reason}")
     geometry = model.vision.geometry(prompt, images)
     layer = range(model.vision.num_layers)[layer]
     attention = model.vision.layers[layer].self_attn

@@ -152,6 +152,12 @@ class Standard(remote.ByReference, Envoy):
             from .seq2seq import later_step
 
             return later_step(mediator.iteration)
+        steps = getattr(self.root.family.scatter, "steps", None)
+        if steps is not None and run.generating and served._location(self) == f"{self.root.path}.input":
+            return (
+                f"under generate this wrapper's generate never calls its own forward (it runs the image's steps "
+                f"itself, then steps model.{steps}), so the model's inputs are never reached; read it in a trace"
+            )
         needs = served.needs_images
         if (self._tower is not None or self._image_block) if needs is None else needs:
             reason = self.root.no_images_in_this_run(group)

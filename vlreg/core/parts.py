@@ -108,6 +108,12 @@ class Scatter:
     #: decoder adds learned position embeddings first): `prompt_entry` reads them there.
     #: ``None``: the first block's input is the stream as the scatter left it.
     entry: str | None = None
+    #: Under ``generate``, the module (path from the root) each step calls, where the
+    #: wrapper's generate steps its text model instead of calling its own forward (BLIP-2's
+    #: hands ``language_model.generate`` the embeddings): the root's inputs are then never
+    #: reached under generate, and the positions a step computes are read off this module's.
+    #: ``None``: every step calls the root.
+    steps: str | None = None
     #: Whether the wrapper's forward needs an image on every call (BLIP-2's runs its tower
     #: unconditionally): a text-generation load, which has no processor, and a prompt
     #: without an image are refused before the model runs.
@@ -144,6 +150,7 @@ class CrossAttention:
     order: tuple[str, ...] = ("vision", "token_embeddings")
     generation = None
     entry = None
+    steps = None
     needs_images = False
 
     def mount(self, model: Any) -> None:

@@ -41,6 +41,9 @@ TOWER = {
     "num_attention_heads": 4,
     "image_size": SIDE,
     "patch_size": PATCH,
+    # the config's default (1e-10) starts the tower's weights at all but zero, where every
+    # pattern is uniform and an edit of the queries changes nothing
+    "initializer_range": 0.02,
 }
 QFORMER = {
     "hidden_size": 32,

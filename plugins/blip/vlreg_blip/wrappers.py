@@ -12,7 +12,8 @@ in at the ``<image>`` tokens with ``masked_scatter(mask, features)`` (`OPERATION
 
 Under ``generate`` the wrappers run their own ``generate``, which does the same steps
 outside the root's forward and hands the text model's ``generate`` the embeddings, so the
-features are the projector's output there (``generation``). Every forward takes
+features are the projector's output there (``generation``), each step calls the text model,
+not the root (``steps``), and the root's inputs (the image-token mask) are never reached. Every forward takes
 ``pixel_values``: a prompt without an image cannot run (``needs_images``).
 
 Not served, and refused by name before loading (`refusal`): a T5 text model (the
@@ -55,7 +56,7 @@ OPERATION = {"blip-2": "masked_scatter_0", "instructblip": "inputs_embeds_masked
 
 def scatter(part: Any) -> QueryTokens:
     return QueryTokens(host="", operation=OPERATION[part.model_type], generation="language_projection",
-                       entry="language_model", needs_images=True)
+                       entry="language_model", steps="language_model", needs_images=True)
 
 
 def rename(part: Any) -> dict[str, str]:
