@@ -40,7 +40,8 @@ MODEL_TYPES = ("blip_2_vision_model", "instructblip_vision_model")
 # Every Q-Former block's BERT sublayers hold a submodule named ``output``, which nnsight mounts
 # as ``E_output`` (``output`` is the module's output) with a warning per module on each load;
 # that is said here once instead.
-warnings.filterwarnings("ignore", message=r"Module 'model\.qformer\.encoder\.layer\.\d+(\.\w+)?' has a submodule named 'output'")
+warnings.filterwarnings("ignore",
+                        message=r"Module 'model\.qformer\.encoder\.layer\.\d+(\.\w+)?' has a submodule named 'output'")
 
 RENAME = {
     "embeddings.patch_embedding": "patch_embed",

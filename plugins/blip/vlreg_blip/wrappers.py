@@ -7,14 +7,14 @@ hold their parts at the root, with no inner ``model``: ``vision_model`` (the tow
 (the projector) and ``language_model`` (a causal LM: OPT on BLIP-2's published
 checkpoints, Llama on InstructBLIP-Vicuna's). The root's forward runs the tower, the
 Q-Former and the projector first, then embeds the prompt and writes the projected queries
-in at the ``<image>`` tokens with ``masked_scatter(mask, features)`` (`OPERATION`), then calls the text model with the result as
-``inputs_embeds``: a `QueryTokens` entry, declared here once for both.
+in at the ``<image>`` tokens with ``masked_scatter(mask, features)`` (`OPERATION`), then
+calls the text model with the result as ``inputs_embeds``: a `QueryTokens` entry.
 
 Under ``generate`` the wrappers run their own ``generate``, which does the same steps
 outside the root's forward and hands the text model's ``generate`` the embeddings, so the
 features are the projector's output there (``generation``), each step calls the text model,
-not the root (``steps``), and the root's inputs (the image-token mask) are never reached. Every forward takes
-``pixel_values``: a prompt without an image cannot run (``needs_images``).
+not the root (``steps``), and the root's inputs (the image-token mask) are never reached.
+Every forward takes ``pixel_values``: a prompt without an image cannot run (``needs_images``).
 
 Not served, and refused by name before loading (`refusal`): a T5 text model (the
 ``flan-t5`` checkpoints: ``use_decoder_only_language_model`` false, an encoder-decoder),
@@ -74,7 +74,8 @@ def refusal(part: Any) -> str | None:
             f"(OPT, as in Salesforce/blip2-opt-*, or Llama, as in InstructBLIP-Vicuna)"
         )
     if text.model_type == "opt" and not text.do_layer_norm_before:
-        return "its OPT text model norms after each sublayer (do_layer_norm_before is false, OPT-350m's), which vlreg-blip does not serve"
+        return ("its OPT text model norms after each sublayer (do_layer_norm_before is false, OPT-350m's), "
+                "which vlreg-blip does not serve")
     if text.model_type == "opt" and text.word_embed_proj_dim != text.hidden_size:
         return (
             f"its OPT text model embeds tokens {text.word_embed_proj_dim} wide and projects them in and out of the "
