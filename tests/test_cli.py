@@ -169,7 +169,8 @@ def test_coverage_lists_every_image_text_model_type_and_what_serves_it(capsys):
     rows = json.loads(capsys.readouterr().out)
     assert set(rows) == set(MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES)
     assert "vlreg-qwen3-vl" in rows["qwen3_5_moe"]["plugin"] and "vlreg-llava" in rows["llava_next"]["plugin"]
-    assert "vlreg-mllama" in rows["mllama"]["plugin"] and rows["blip-2"] == {"plugin": None, "refuses": {}}
+    assert "vlreg-mllama" in rows["mllama"]["plugin"] and "vlreg-blip" in rows["blip-2"]["plugin"]
+    assert rows["kosmos-2"] == {"plugin": None, "refuses": {}}
 
 
 def test_the_readmes_families_table_claims_nothing_the_census_does_not_serve():
@@ -181,7 +182,7 @@ def test_the_readmes_families_table_claims_nothing_the_census_does_not_serve():
     readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
     table = readme.split("## Families", 1)[1].split("\n## ", 1)[0]
     claimed = {name for row in table.splitlines() if row.startswith("| `")
-               for name in re.findall(r"`([a-z0-9_]+)`", row.split("|")[1])}
+               for name in re.findall(r"`([a-z0-9_-]+)`", row.split("|")[1])}
     served = {model_type for model_type, plugin in coverage().items() if plugin}
     assert claimed and claimed <= served, claimed - served
     assert served <= claimed, f"served but not in the README's table: {served - claimed}"
@@ -198,7 +199,7 @@ def test_the_readmes_builder_names_are_the_builders_and_build_what_they_say():
     claimed = {}
     for row in table.splitlines():
         if row.startswith("| `"):
-            names, types = (re.findall(r"`([a-z0-9_]+)`", cell) for cell in row.split("|")[1:3])
+            names, types = (re.findall(r"`([a-z0-9_-]+)`", cell) for cell in row.split("|")[1:3])
             if not types:  # "the same": each name is its model type
                 types = names
             elif len(types) == 1:

@@ -265,6 +265,25 @@ def test_vlreg_read_only(path):
         assert bool((read == 1).all())
 
 
+def test_vlreg_refusal(path):
+    """A plugin's refusal names the plugin and its reason, before any weight is read; its
+    other checkpoints load as before."""
+    from vlreg.core.errors import NoFamily
+
+    class Picky(Qwen2VLAgain):
+        @hookimpl
+        def vlreg_refusal(self, part):
+            if part.kind == "text" and part.config.num_hidden_layers == 2:
+                return "two text blocks are too few for this plugin"
+            return None
+
+    deeper = str(build("qwen2_vl", text_config={"num_hidden_layers": 3}))
+    with registered(Picky(), name="picky", replacing=[qwen2_vl]):
+        with pytest.raises(NoFamily, match="plugin 'picky'.*two text blocks are too few"):
+            StandardizedTransformer(path, task="image-text-to-text")
+        assert load(deeper).num_layers == 3
+
+
 def test_vlreg_adapters():
     from vlreg.plugin import adapter
     from vlreg_qwen2_vl.vit import QwenVision, QwenVisionAttention

@@ -110,7 +110,7 @@ def test_coverage_marks_a_partial_type_with_its_reasons(capsys):
     assert main(["plugins", "--coverage", "--json"]) == 0
     rows = json.loads(capsys.readouterr().out)
     assert rows["qwen2_vl"]["refuses"] == {"videos": qwen2_vl.VIDEOS}
-    assert rows["blip-2"] == {"plugin": None, "refuses": {}}
+    assert rows["kosmos-2"] == {"plugin": None, "refuses": {}}
 
 
 DRIFTED = """

@@ -17,7 +17,7 @@ from .core.geometry import ImageGrid, box_grid, clip_boxes
 from .core.hookspecs import hookimpl
 from .core.plugins import adapter
 from .core.mixers import Mixer
-from .core.parts import Claim, CrossAttention, Part, Scatter
+from .core.parts import Claim, CrossAttention, Part, QueryTokens, Scatter
 from .core.values import argument, copied, first, returned, value, with_first
 from .core.packed import PackedVisionAttention
 from .core.seq2seq import DecoderLayer, Encoder, OutputProjection, PostNormLayer
@@ -31,6 +31,7 @@ __all__ = [
     "Scatter",
     "CrossAttention",
     "Mixer",
+    "QueryTokens",
     "Standard",
     "Layer",
     "Attention",

@@ -108,11 +108,15 @@ def tower_patterns(model: Any, prompt: Any, images: Any, *, layer: int = -1) -> 
     that runs each of an image's grids as a row of its own (tiles and a global image) is
     read at the row of the first grid wholly over the image. Tokens resampled from the
     patches (`ImageGrid.resampled`: Idefics2's latents) have no pattern among them to
-    fold into, and are refused."""
+    fold into, and are refused, and so are
+    learned queries that each read every patch (`QueryTokens`)."""
     in_stream(model, "tower_patterns")
     images = _images(images)
     if model.vision.num_layers == 0:
         raise Unavailable(f"tower_patterns is unavailable: {model.vision.without_blocks()}")
+    reason = model.family.scatter.not_patches()  # the tokens are no patches to fold the pattern onto
+    if reason:
+        raise Unavailable(f"tower_patterns is unavailable: {reason}")
     geometry = model.vision.geometry(prompt, images)
     if any(grid.resampled for image in geometry for grid in image.grids):
         raise Unavailable(

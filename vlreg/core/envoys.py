@@ -32,7 +32,9 @@ class Standard(remote.ByReference, Envoy):
     #: Standard children walked by `support`: attribute -> prefix of their rows.
     standard_children: ClassVar[dict[str, str]] = {}
     #: Values and children in the order the forward computes them; `support` lists
-    #: rows in this order (what it leaves out follows).
+    #: rows in this order (what it leaves out follows). An entry ``"child.value"`` places
+    #: that value of a standard child there, ahead of or after the child's other values
+    #: (the root's ``"vision.image_token_mask"``, read before the tower runs).
     order: ClassVar[tuple[str, ...]] = ()
     #: Whether the module's forward must be source-instrumented at build, because a
     #: value is read at an operation inside it.
@@ -151,6 +153,12 @@ class Standard(remote.ByReference, Envoy):
             from .seq2seq import later_step
 
             return later_step(mediator.iteration)
+        steps = getattr(self.root.family.scatter, "steps", None)
+        if steps is not None and run.generating and served._location(self) == f"{self.root.path}.input":
+            return (
+                f"under generate this wrapper's generate never calls its own forward (it runs the image's steps "
+                f"itself, then steps model.{steps}), so the model's inputs are never reached; read it in a trace"
+            )
         needs = served.needs_images
         if (self._tower is not None or self._image_block) if needs is None else needs:
             reason = self.root.no_images_in_this_run(group)
@@ -213,6 +221,7 @@ class Standard(remote.ByReference, Envoy):
 
     def _walk(self) -> Iterator[tuple["Standard", str]]:
         names = self.values()
+        placed = {entry for entry in self.order if "." in entry}
         for entry in (*self.order, *names, *self.standard_children):
             head, _, rest = entry.partition(".")
             if entry in names:
@@ -220,7 +229,8 @@ class Standard(remote.ByReference, Envoy):
             elif entry in self.standard_children:
                 child = self.__dict__.get(entry)
                 for part in [child] if isinstance(child, Standard) else list(child or ()):
-                    yield from part._walk()
+                    yield from ((envoy, name) for envoy, name in part._walk()
+                                if envoy is not child or f"{entry}.{name}" not in placed)
             elif rest and isinstance(self.__dict__.get(head), Standard):
                 yield self.__dict__[head], rest
 
@@ -231,12 +241,13 @@ class Standard(remote.ByReference, Envoy):
             for attribute, prefix in self.standard_children.items()
         }
         rows: dict[str, str | None] = {}
+        placed = {entry for entry in self.order if "." in entry}
         for entry in (*self.order, *own, *children):
             head, _, rest = entry.partition(".")
             if entry in own:
                 rows.setdefault(entry, own[entry])
             elif entry in children:
-                rows.update({row: reason for row, reason in children[entry].items() if row not in rows})
+                rows.update({row: reason for row, reason in children[entry].items() if row not in rows and row not in placed})
             elif rest and head in children and entry in children[head]:
                 rows[entry] = children[head][entry]
         return rows

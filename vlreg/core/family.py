@@ -90,6 +90,9 @@ def resolve(config: Any) -> Family:
         plugin = plugins.claimant(kind, part.model_type)
         if plugin is None:
             raise NoFamily(_unclaimed(part, served))
+        refusal = plugins.call(plugin, "vlreg_refusal", part=part)
+        if refusal:
+            raise NoFamily(f"{plugins.describe(plugin)} does not serve this {config.model_type!r} checkpoint: {refusal}")
         served[kind] = plugin
 
     rename: dict = {}

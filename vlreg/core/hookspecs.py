@@ -65,6 +65,18 @@ def vlreg_claims() -> list[Claim]:
 
 
 @hookspec(firstresult=True)
+def vlreg_refusal(part: Part) -> str | None:
+    """Why this plugin will not serve this checkpoint, though it claims the part: ``None``
+    to serve it, else one sentence saying what is not served and what would load.
+
+    Asked of each part's plugin as its claim is found, the wrapper's first, before the
+    other parts' claims are checked and before any weight is read: a wrapper can refuse
+    a configuration it does not serve by name (BLIP-2 over an encoder-decoder T5, whose
+    text part nobody claims) rather than have the load name a missing text plugin.
+    """
+
+
+@hookspec(firstresult=True)
 def vlreg_rename(part: Part) -> dict[str, str] | None:
     """nnsight ``rename`` entries for a claimed part: ``{native path: standard name}``.
 

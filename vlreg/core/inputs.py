@@ -7,6 +7,7 @@ processor would divide by 255 again. Each is refused with what to pass instead.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, Iterator
 
 import torch
@@ -26,6 +27,7 @@ def check_invokes(model: Any, invokes: list) -> None:
 
     check_prompts(model, invokes)
     for inputs, kwargs in invokes:
+        _needs_images(model, inputs, kwargs)
         media = {key for key in kwargs.keys() & MEDIA if kwargs[key] is not None}
         if media and model.processor is None:
             raise ValueError(
@@ -38,12 +40,28 @@ def check_invokes(model: Any, invokes: list) -> None:
             check_placeholders(model, inputs[0] if inputs else kwargs.get("text"), kwargs["images"])
 
 
+def _needs_images(model: Any, inputs: tuple, kwargs: dict) -> None:
+    """Refuse a prompt without an image where the wrapper's forward needs one on every call
+    (`Scatter.needs_images`): it would fail deep inside its tower."""
+    scatter = model.family.scatter
+    if scatter is None or not scatter.needs_images or model.processor is None:
+        return
+    given = [kwargs, *(item for item in inputs if isinstance(item, Mapping))]
+    if any(each.get(name) is not None for each in given for name in ("images", "pixel_values")):
+        return
+    raise ValueError(
+        f"the {model.family.name!r} family's {type(model._module).__name__} runs its vision tower on every "
+        f"forward, so every prompt needs an image: pass images=[...] (one per prompt) with it"
+    )
+
+
 def check_placeholders(model: Any, prompts: Any, images: Any) -> None:
     """Refuse prompts whose image placeholders (the processor's ``image_token``) are not
     one per image: some processors fail deep inside on it, or pair the images wrongly
     (NemotronH Omni's). A prompt with no placeholder is left to the processor (PaliGemma's
     puts them in itself). Prompts that are not text (an encoding) are not counted."""
     token = getattr(model.processor, "image_token", None)
+    token = getattr(token, "content", token)  # BLIP-2's processor keeps an AddedToken
     if images is None or not isinstance(token, str) or not token:
         return
     prompts = [prompts] if isinstance(prompts, str) else prompts

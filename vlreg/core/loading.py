@@ -255,6 +255,19 @@ def _safetensors_problem(file: Path) -> str | None:
     return None
 
 
+def check_needs_images(family: Any, task: str) -> None:
+    """Refuse a text-generation load of a wrapper whose forward needs an image on every call
+    (`Scatter.needs_images`, BLIP-2's): it has no processor, so no call could run."""
+    scatter = family.scatter
+    if task == TEXT and scatter is not None and scatter.needs_images:
+        model_type = family.parts["wrapper"].model_type
+        raise ValueError(
+            f"{model_type!r} runs its vision tower on every forward (its wrapper takes pixel_values with every "
+            f"prompt), so a {TEXT!r} load, which has no processor, could run nothing: load with "
+            f"task={IMAGE_TEXT!r} and pass images=[...] with each prompt"
+        )
+
+
 def text_task_fallback(config: Any, task: str, dispatch: bool) -> contextlib.AbstractContextManager:
     """Refuse or warn about a text-generation load that no image can reach.
 

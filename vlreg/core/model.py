@@ -18,13 +18,12 @@ from .family import Family, resolve
 from .batching import Run, combine, run_of
 from .inputs import MEDIA, check_invokes, in_weights_dtype
 from .loading import IMAGE_TEXT, TEXT, check_task, check_weights, config_of, hub_checkpoint, text_task_fallback
-from .loading import lazily, weights_to_check
+from .loading import check_needs_images, lazily, weights_to_check
 from .seq2seq import ends_normed
 from .options import encode_invoke, processing, refuse_unknown, route, same_options, split
 from .cross import CrossAttentionLayer
 from .errors import Unavailable
 from .geometry import configured
-from .parts import CrossAttention
 from .sizes import agreed
 from .values import returned, value
 from .vision import Vision
@@ -93,6 +92,7 @@ class StandardizedTransformer(Standard, TransformersModel):
         checkpoint = hub_checkpoint(checkpoint, kwargs)
         config = config_of(checkpoint, kwargs)
         self.family: Family = resolve(config)
+        check_needs_images(self.family, task)
         self._weights_source = weights_to_check(checkpoint, kwargs)
         if dispatch:
             self._check_weights()
@@ -149,9 +149,15 @@ class StandardizedTransformer(Standard, TransformersModel):
         """Inside a trace: the stream entering `prompt_layers` as the scatter left it,
         ``[batch, seq, hidden]``: the first block's ``input``, or, on an encoder-decoder,
         ``encoder.input_embeddings`` (its blocks read them after the position embeddings
-        and a norm)."""
+        and a norm), or where a text model adds position embeddings before its first block
+        (OPT's), what it is called with (`Scatter.entry`)."""
         encoder = self.__dict__.get("encoder")
-        return encoder.input_embeddings if encoder is not None else self.layers[0].input
+        if encoder is not None:
+            return encoder.input_embeddings
+        entry = getattr(self.family.scatter, "entry", None)
+        if entry is not None:  # the text model adds to them before its first block (`Scatter.entry`)
+            return self.get(entry).inputs[1]["inputs_embeds"]
+        return self.layers[0].input
 
     @property
     def hidden_size(self) -> int:
@@ -314,6 +320,8 @@ class StandardizedTransformer(Standard, TransformersModel):
                     f"{type(self._module).__name__}: its vlreg_rename for the wrapper part "
                     f"must name the module that is the model's {name}."
                 )
+        if self.family.scatter is not None:
+            self.family.scatter.mount(self)
         for envoy, row, name, block in _standard_tree(self, "", "", None):
             envoy._row, envoy._label, envoy.block_index = row, name, block
             for attribute in envoy.standard_children:
@@ -332,11 +340,11 @@ class StandardizedTransformer(Standard, TransformersModel):
         for block in self.cross_attention_layers:
             for envoy, *_ in _standard_tree(self.layers[block], "", "", None):
                 envoy._image_block = True
-        if isinstance(self.family.scatter, CrossAttention):
-            # The wrapper runs the tower before it calls the text model, whose forward
-            # embeds the tokens: the embeddings come after the image's values.
-            self.order = ("input_ids", "attention_mask", "vision.image_token_mask", "vision", "token_embeddings", "encoder",
-                          "layers", "uncapped_logits", "logits")
+        if self.family.scatter is not None:
+            # Where the tokens are embedded among the image's values is the declaration's
+            # to say (`Scatter.order`): before the tower, after it, or between it and the scatter.
+            self.order = ("input_ids", "attention_mask", "vision.image_token_mask", *self.family.scatter.order,
+                          "encoder", "layers", "uncapped_logits", "logits")
         self._instrument()
 
     def _instrument(self) -> None:

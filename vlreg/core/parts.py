@@ -1,4 +1,10 @@
-"""The small declarations plugins hand the host: `Claim`, `Part`, `Scatter`, `CrossAttention`."""
+"""The small declarations plugins hand the host: `Claim`, `Part`, `Scatter`, `CrossAttention`,
+`QueryTokens`.
+
+The three ways an image reaches the text model each answer the host's questions about it
+themselves (the root's forward order, where the features are under ``generate``, what
+an image token's box means), so the host asks the declaration and never which one it is.
+"""
 
 from __future__ import annotations
 
@@ -92,6 +98,36 @@ class Scatter:
     #: outside any forward, and hands the encoder the result. ``None``: the scatter runs
     #: under generate as in a trace.
     generation: str | None = None
+    #: The root's values between the image-token mask and the blocks, in the order the
+    #: forward computes them (`StandardizedTransformer.order`): here the host embeds the
+    #: tokens, then runs the tower and writes the features in. An entry ``"vision.<value>"``
+    #: places that tower value there, after the tower's others (`Standard.order`).
+    order: tuple[str, ...] = ("token_embeddings", "vision")
+    #: The module (path from the root) the scattered embeddings are handed to as
+    #: ``inputs_embeds``, where the first block does not receive them as they are (OPT's
+    #: decoder adds learned position embeddings first): `prompt_entry` reads them there.
+    #: ``None``: the first block's input is the stream as the scatter left it.
+    entry: str | None = None
+    #: Under ``generate``, the module (path from the root) each step calls, where the
+    #: wrapper's generate steps its text model instead of calling its own forward (BLIP-2's
+    #: hands ``language_model.generate`` the embeddings): the root's inputs are then never
+    #: reached under generate, and the positions a step computes are read off this module's.
+    #: ``None``: every step calls the root.
+    steps: str | None = None
+    #: Whether the wrapper's forward needs an image on every call (BLIP-2's runs its tower
+    #: unconditionally): a text-generation load, which has no processor, and a prompt
+    #: without an image are refused before the model runs.
+    needs_images: bool = False
+
+    def mount(self, model: Any) -> None:
+        """Put what the image passes through outside the tower under ``model.vision`` (a
+        `QueryTokens`' Q-Former); a plain scatter has nothing to mount."""
+
+    def not_patches(self) -> str | None:
+        """Why an image token is not a patch or a block of patches of the tower (``None``:
+        it is one, and a grid's ``fold`` says how many), for the helpers that draw the
+        tower's per-patch values onto the tokens."""
+        return None
 
 
 @frozen
@@ -109,3 +145,74 @@ class CrossAttention:
 
     host: str
     argument: int | str = "cross_attention_states"
+    #: The root's order (`Scatter.order`): the wrapper runs the tower before it calls the
+    #: text model, whose forward embeds the tokens, so the embeddings come after the image's values.
+    order: tuple[str, ...] = ("vision", "token_embeddings")
+    generation = None
+    entry = None
+    steps = None
+    needs_images = False
+
+    def mount(self, model: Any) -> None:
+        """Nothing to mount (`Scatter.mount`)."""
+
+    def not_patches(self) -> str | None:
+        return None
+
+
+@frozen
+class QueryTokens(Scatter):
+    """The image reaches the text model as learned queries (BLIP-2's, InstructBLIP's).
+
+    The tower's patches are read by a Q-Former: a small transformer over ``num_query_tokens``
+    learned query embeddings (``query_tokens``, ``[1, queries, qformer_hidden]``) that
+    cross-attend to every patch; its output at the queries is projected (``projector``, the
+    ``language_projection``) to the text model's width, and the wrapper scatters those rows
+    into the embeddings at the image tokens, ``num_query_tokens`` of them an image, in its
+    own forward (``host=""``). So:
+
+    * ``vision.image_features`` is the projected queries, the value the scatter writes at
+      the image-token mask (``[images * queries, hidden]``), and ``projector.output`` is
+      the same rows before they are flattened;
+    * the Q-Former is ``model.vision.qformer`` (mounted there from ``qformer``, its path from
+      the root, though the module is the tower's sibling), with its blocks at
+      ``model.vision.qformer.layers[i]``: every value under it is a tower value, absent
+      where no image runs;
+    * the forward runs the tower, the Q-Former and the projector *before* it embeds the
+      tokens, then scatters (`order`);
+    * an image token stands for no part of the image: each query attends to every patch, so
+      every query token's box in the geometry is the whole image (`query_grids`), and a
+      helper that folds the tower's per-patch values onto the tokens refuses (`not_patches`).
+    """
+
+    order: tuple[str, ...] = ("vision", "token_embeddings", "vision.image_features")
+    #: The Q-Former's path from the root.
+    qformer: str = "qformer"
+
+    def mount(self, model: Any) -> None:
+        """Bind ``model.vision.qformer`` to the Q-Former's envoy, the same object as
+        ``model.<qformer>`` (as a rename alias is), so its values count as the tower's."""
+        vision = model.__dict__.get("vision")
+        if vision is not None and "qformer" not in vision.__dict__:
+            object.__setattr__(vision, "qformer", model.get(self.qformer))
+
+    def not_patches(self) -> str | None:
+        return (
+            "the image tokens are the Q-Former's learned queries, each of which attends to every patch "
+            "of the tower, not patches or blocks of them; read the tower's own values "
+            "(model.vision.layers[i]) over its patches"
+        )
+
+    @staticmethod
+    def query_grids(queries: int) -> Any:
+        """``vlreg_image_grids`` for query tokens: each image is one row of ``queries``
+        tokens, every one's box the whole image (each query reads every patch)."""
+        from .geometry import ImageGrid
+
+        def grids(encoding: Any, images: Any, processor: Any) -> list:
+            import torch
+
+            return [ImageGrid(1, queries, torch.tensor([[0.0, 0.0, *image.size]] * queries), label="queries")
+                    for image in images]
+
+        return grids

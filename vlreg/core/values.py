@@ -242,21 +242,28 @@ def _out_of_order(model: Any, label: str, previous: str | None) -> str:
 
 
 def forward_order(model: Any) -> str:
-    """The order a forward computes the standard values in, in words."""
+    """The order a forward computes the standard values in, in words: where the tokens are
+    embedded among the image's values is the declaration's (`Scatter.order`)."""
     vision = model.__dict__.get("vision")
     images = vision is not None and vision.no_images() is None
-    cross = type(model.family.scatter).__name__ == "CrossAttention"
+    scatter = model.family.scatter
+    order = scatter.order if scatter is not None else ("token_embeddings", "vision")
+    cross = type(scatter).__name__ == "CrossAttention"
     steps = ["vision.image_token_mask (off the inputs)"] if images else []
-    if not cross:
-        steps.append("token_embeddings")
-    if images:
-        last = vision.num_layers - 1  # a vision part may have no blocks (an embedder)
-        tower = f"vision.layers[0] to vision.layers[{last}], " if last >= 0 else ""
-        steps.append(f"the tower (vision.patch_embeddings, {tower}vision.tower_output) and model.projector")
-        where = "the states the text model's cross-attention blocks read" if cross else "where the features enter the embeddings"
-        steps.append(f"vision.image_features ({where})")
-    if cross:
-        steps.append("token_embeddings")
+    where = "the states the text model's cross-attention blocks read" if cross else "where the features enter the embeddings"
+    for entry in order:
+        if entry == "token_embeddings":
+            steps.append("token_embeddings")
+        elif entry == "vision" and images:
+            last = vision.num_layers - 1  # a vision part may have no blocks (an embedder)
+            tower = f"vision.layers[0] to vision.layers[{last}], " if last >= 0 else ""
+            stages = "".join(f", vision.{name}" for name in vision.standard_children
+                             if name != "layers" and name in vision.__dict__)
+            steps.append(f"the tower (vision.patch_embeddings, {tower}vision.tower_output{stages}) and model.projector")
+            if "vision.image_features" not in order:
+                steps.append(f"vision.image_features ({where})")
+        elif entry == "vision.image_features" and images:
+            steps.append(f"vision.image_features ({where})")
     crossing = getattr(model, "cross_attention_layers", [])
     kinds = list(dict.fromkeys(envoy._label.rpartition(".")[2] for block in model.layers
                                for envoy in getattr(block, "present_mixers", list)() if not crossing))
