@@ -6,8 +6,9 @@ from pathlib import Path
 
 import pytest
 import torch
+from PIL import Image
 
-import vlreg_qwen2_vl as qwen2_vl
+from vlreg_qwen2_vl import plugin as qwen2_vl
 from vlreg import OutOfOrder, ReadOnly, StandardizedTransformer, Unavailable, hookimpl
 from vlreg.core import hookspecs, plugins
 from vlreg.plugin import ImageGrid, Layer, value
@@ -36,8 +37,8 @@ class Qwen2VLAgain:
         return qwen2_vl.vlreg_envoys(part)
 
     @hookimpl
-    def vlreg_scatter(self, part):
-        return qwen2_vl.vlreg_scatter(part)
+    def vlreg_entry(self, part):
+        return qwen2_vl.vlreg_entry(part)
 
 
 def load(path, **options):
@@ -115,19 +116,53 @@ def test_vlreg_envoys(path):
         assert model.support()["output_norm"] is None
 
 
-def test_vlreg_scatter(path):
-    class NoScatter(Qwen2VLAgain):
+def test_vlreg_entry(path):
+    class NoEntry(Qwen2VLAgain):
         @hookimpl
-        def vlreg_scatter(self, part):
+        def vlreg_entry(self, part):
             return None
 
-    with registered(NoScatter(), name="no-scatter", replacing=[qwen2_vl]):
+    with registered(NoEntry(), name="no-entry", replacing=[qwen2_vl]):
         model = load(path)
         assert "names no projector" in model.vision.no_images()
         assert not [row for row in model.support() if row.startswith("vision")]
         with pytest.raises(Unavailable, match="names no projector"):
             with model.trace("Hello"):
                 model.vision.image_features.save()
+
+
+def test_vlreg_scatter(path):
+    """A plugin written for plugin API 1 names the entry `vlreg_scatter`, and still loads."""
+
+    class ApiOne:
+        @hookimpl
+        def vlreg_plugin_api(self):
+            return 1
+
+        @hookimpl
+        def vlreg_claims(self):
+            return qwen2_vl.vlreg_claims()
+
+        @hookimpl
+        def vlreg_rename(self, part):
+            return qwen2_vl.vlreg_rename(part)
+
+        @hookimpl
+        def vlreg_envoys(self, part):
+            return qwen2_vl.vlreg_envoys(part)
+
+        @hookimpl
+        def vlreg_scatter(self, part):
+            return qwen2_vl.vlreg_entry(part)
+
+    with registered(ApiOne(), name="api-one", replacing=[qwen2_vl]):
+        model = load(path)
+        assert model.family.name == "api-one"
+        with model.trace(prompt(model), images=[Image.new("RGB", (56, 56), "red")]):
+            mask = model.vision.image_token_mask.save()
+            features = model.vision.image_features.save()
+            first = model.layers[0].input.save()
+        torch.testing.assert_close(first[mask], features)
 
 
 def test_vlreg_image_grids(path):
@@ -286,7 +321,7 @@ def test_vlreg_refusal(path):
 
 def test_vlreg_adapters():
     from vlreg.plugin import adapter
-    from vlreg_qwen2_vl.vit import QwenVision, QwenVisionAttention
+    from vlreg_qwen2_vl.vision import QwenVision, QwenVisionAttention
 
     qwen_vit = adapter("qwen_vit")  # what Qwen2.5-VL (and Qwen3-VL) build on
     assert qwen_vit.Vision is QwenVision and qwen_vit.Attention is QwenVisionAttention

@@ -12,7 +12,7 @@ import textwrap
 import numpy
 import pytest
 
-import vlreg_qwen2_vl as qwen2_vl
+from vlreg_qwen2_vl import VIDEOS, plugin as qwen2_vl
 from vlreg import StandardizedTransformer, Unavailable, hookimpl
 from vlreg.cli import main, partial
 from vlreg.core import plugins
@@ -42,8 +42,8 @@ class Patched:
         return qwen2_vl.vlreg_envoys(part)
 
     @hookimpl
-    def vlreg_scatter(self, part):
-        return qwen2_vl.vlreg_scatter(part)
+    def vlreg_entry(self, part):
+        return qwen2_vl.vlreg_entry(part)
 
 
 def load(path):
@@ -70,8 +70,8 @@ def test_a_claim_takes_reasons_only():
 def test_a_declared_refusal_is_a_row_of_support_and_the_video_only_traces_refusal(path):
     model = load(path)
     rows = model.support()
-    assert rows["videos"] == qwen2_vl.VIDEOS and list(rows)[-1] == "logits"
-    assert model.family.refuses == {"videos": qwen2_vl.VIDEOS}
+    assert rows["videos"] == VIDEOS and list(rows)[-1] == "logits"
+    assert model.family.refuses == {"videos": VIDEOS}
     video = [numpy.random.default_rng(0).integers(0, 255, (4, 56, 56, 3), dtype=numpy.uint8)]
     with pytest.raises(Unavailable, match="no images, only videos: a video's frames reach the model"):
         with model.trace(chat(model, "video"), videos=video):
@@ -97,7 +97,7 @@ def test_a_refused_row_refuses_reads_and_names_without_values_sit_with_their_par
             with model.trace(chat(model, "image"), images=[image(56, 56)]):
                 model.vision.patch_embeddings.save()
         assert partial()["qwen2_vl"] == Patched().vlreg_claims()[0].refuses
-    assert partial()["qwen2_vl"] == {"videos": qwen2_vl.VIDEOS}
+    assert partial()["qwen2_vl"] == {"videos": VIDEOS}
 
 
 def test_coverage_marks_a_partial_type_with_its_reasons(capsys):
@@ -105,11 +105,11 @@ def test_coverage_marks_a_partial_type_with_its_reasons(capsys):
     out = capsys.readouterr().out
     line = next(line for line in out.splitlines() if line.startswith("qwen2_vl "))
     assert line.endswith("(partial)") and "vlreg-qwen2-vl" in line
-    assert f"refuses videos: {qwen2_vl.VIDEOS}" in out
+    assert f"refuses videos: {VIDEOS}" in out
     assert f"({len(partial())} of them partially)" in out.splitlines()[-1]
     assert main(["plugins", "--coverage", "--json"]) == 0
     rows = json.loads(capsys.readouterr().out)
-    assert rows["qwen2_vl"]["refuses"] == {"videos": qwen2_vl.VIDEOS}
+    assert rows["qwen2_vl"]["refuses"] == {"videos": VIDEOS}
     assert rows["kosmos-2"] == {"plugin": None, "refuses": {}}
 
 

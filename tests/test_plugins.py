@@ -10,7 +10,7 @@ import sys
 import pluggy
 import pytest
 
-import vlreg_qwen2_vl as qwen2_vl
+from vlreg_qwen2_vl import plugin as qwen2_vl
 from vlreg import NoFamily, StandardizedTransformer, hookimpl
 from vlreg.core import plugins
 from vlreg.plugin import Claim
@@ -24,7 +24,7 @@ def path():
 
 def test_builtin_families_load_through_the_entry_point_group():
     entry_points = {ep.name: ep for ep in importlib.metadata.entry_points(group="vlreg")}
-    assert entry_points["qwen2_vl"].value == "vlreg_qwen2_vl"
+    assert entry_points["qwen2_vl"].value == "vlreg_qwen2_vl:plugin"
     assert plugins.plugin_manager().get_plugin("qwen2_vl") is qwen2_vl
     assert plugins.distribution(qwen2_vl).name == "vlreg-qwen2-vl"
     assert plugins.claimant("wrapper", "qwen2_vl") is qwen2_vl
@@ -170,8 +170,8 @@ def test_a_claim_that_overrides_the_holder_takes_the_part(path):
             return qwen2_vl.vlreg_envoys(part)
 
         @hookimpl
-        def vlreg_scatter(self, part):
-            return qwen2_vl.vlreg_scatter(part)
+        def vlreg_entry(self, part):
+            return qwen2_vl.vlreg_entry(part)
 
     with registered(Patched(), name="patched"):
         assert plugins.claimant("wrapper", "qwen2_vl").__class__ is Patched

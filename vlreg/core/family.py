@@ -116,7 +116,7 @@ def resolve(config: Any) -> Family:
         for name, table in tables.items():
             for row, predicate in (plugins.call(plugin, f"vlreg_{name}", part=part) or {}).items():
                 table[prefix + row] = table.get(prefix + row, ()) + (predicate,)
-    scatter = plugins.call(served["wrapper"], "vlreg_scatter", part=parts["wrapper"]) if "vision" in parts else None
+    scatter = entry_of(served["wrapper"], parts["wrapper"]) if "vision" in parts else None
     grids = plugins.call(served["wrapper"], "vlreg_image_grids", part=parts["wrapper"]) if "vision" in parts else None
 
     return Family(
@@ -131,6 +131,12 @@ def resolve(config: Any) -> Family:
         read_only=tables["read_only"],
         refuses=refuses,
     )
+
+
+def entry_of(plugin: Any, part: Part) -> Any:
+    """The wrapper's `vlreg_entry`, or, from a plugin written for API 1, its `vlreg_scatter`."""
+    found = plugins.call(plugin, "vlreg_entry", part=part)
+    return found if found is not None else plugins.call(plugin, "vlreg_scatter", part=part)
 
 
 def _refused(reason: str) -> Predicate:

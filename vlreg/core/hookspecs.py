@@ -28,16 +28,18 @@ from typing import TYPE_CHECKING, Any, Callable, Optional
 import pluggy
 
 if TYPE_CHECKING:
-    from .parts import Claim, CrossAttention, Part, Scatter
+    from .parts import Claim, Entry, Part
 
 #: A predicate of `vlreg_unavailable` and `vlreg_read_only`: the envoy in, ``None`` or why not out.
 Predicate = Callable[[Any], Optional[str]]
 
 PROJECT = "vlreg"
 
-#: The version of this set of hooks and of `vlreg.plugin`. It changes when a plugin
-#: written for the previous one would no longer work.
-PLUGIN_API = 1
+#: The version of this set of hooks and of `vlreg.plugin`. It changes when a hook is
+#: renamed or changes meaning; plugins written for an API in `SUPPORTED_APIS` still load.
+PLUGIN_API = 2
+#: API 1 named `vlreg_entry` ``vlreg_scatter``; a plugin written for it still loads.
+SUPPORTED_APIS = (1, 2)
 
 hookspec = pluggy.HookspecMarker(PROJECT)
 hookimpl = pluggy.HookimplMarker(PROJECT)
@@ -101,14 +103,21 @@ def vlreg_envoys(part: Part) -> dict[type, type] | None:
 
 
 @hookspec(firstresult=True)
-def vlreg_scatter(part: Part) -> Scatter | CrossAttention | None:
-    """Where the image reaches the text model: a `Scatter` (the wrapper writes the
-    features into the embeddings) or a `CrossAttention` (the text model takes them as an
-    argument its cross-attention blocks read; Mllama's).
+def vlreg_entry(part: Part) -> Entry | None:
+    """Where and how the image enters the text model: its `Entry`. A `Scatter` (the
+    wrapper writes the features into the embeddings), a `QueryTokens` (a Q-Former's
+    queries, scattered), a `CrossAttention` (the text model takes them as an argument its
+    cross-attention blocks read; Mllama's), ...
 
     Only asked of the wrapper part. ``None`` means images never reach this model
     (every vision value is then `Unavailable`).
     """
+
+
+@hookspec(firstresult=True)
+def vlreg_scatter(part: Part) -> Entry | None:
+    """Plugin API 1's name for `vlreg_entry`, still asked where a plugin does not
+    implement `vlreg_entry`. New plugins implement `vlreg_entry`."""
 
 
 @hookspec(firstresult=True)

@@ -75,8 +75,17 @@ class Part:
     root: Any = field(eq=False, repr=False)
 
 
+class Entry:
+    """Where and how the image enters the text model: a wrapper's answer to `vlreg_entry`.
+
+    Each way an image reaches the text model is one subclass (`Scatter`, `QueryTokens`,
+    `CrossAttention`), and answers the host's questions about it itself, so the host asks
+    the entry and never which one it is.
+    """
+
+
 @frozen
-class Scatter:
+class Scatter(Entry):
     """Where a wrapper writes the image features into the token embeddings.
 
     ``host`` is the module (path from the model root, ``""`` for the root) whose
@@ -131,7 +140,7 @@ class Scatter:
 
 
 @frozen
-class CrossAttention:
+class CrossAttention(Entry):
     """The image reaches the text model by cross-attention, not through its token stream.
 
     Mllama's wrapper hands the projected tower output to the text model as a keyword

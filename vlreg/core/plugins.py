@@ -149,10 +149,11 @@ def _as_claim(claim: Any) -> Claim:
 
 def _check_api(plugin: Any, name: str) -> None:
     wanted = call(plugin, "vlreg_plugin_api")
-    if wanted is not None and wanted != hookspecs.PLUGIN_API:
+    if wanted is not None and wanted not in hookspecs.SUPPORTED_APIS:
         raise ValueError(
             f"{describe(plugin, name)} was written for vlreg plugin API {wanted}, and this "
-            f"vlreg provides plugin API {hookspecs.PLUGIN_API}: install a vlreg that provides "
+            f"vlreg provides plugin API {hookspecs.PLUGIN_API} (and loads plugins written for "
+            f"{', '.join(map(str, hookspecs.SUPPORTED_APIS))}): install a vlreg that provides "
             f"API {wanted}, or a release of the plugin written for API {hookspecs.PLUGIN_API}."
         )
 

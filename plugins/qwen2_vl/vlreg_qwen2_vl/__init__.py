@@ -5,14 +5,14 @@ the Qwen ViT at ``model.visual``; its forward scatters the merger's output into 
 token embeddings with ``inputs_embeds.masked_scatter(image_mask, image_embeds)``.
 
 It publishes the Qwen ViT to the other Qwen lines as the adapter ``"qwen_vit"``
-(`QwenViT`, through `vlreg_adapters`): they ask for it with
-``vlreg.plugin.adapter("qwen_vit")`` rather than importing this package's modules.
+(`vision.QwenViT`): they ask for it with ``vlreg.plugin.adapter("qwen_vit")`` rather than
+importing this package's modules.
 """
 
-from vlreg.plugin import Attention, Claim, Layer, Mlp, Scatter, VisionLayer, VisionMlp, hookimpl
+from vlreg.plugin import Plugin, Scatter, Text, Tower, Wrapper
 
 from .geometry import qwen_image_grids
-from .vit import QwenViT, QwenVision, QwenVisionAttention
+from .vision import QwenViT, QwenVision, QwenVisionAttention, tower_envoys
 
 WRAPPER_RENAME = {
     "model.language_model.layers": "layers",
@@ -43,6 +43,14 @@ TOWER_RENAME = {
     "norm2": "post_attention_layernorm",
 }
 
+#: Videos reach the model but none of their values are served: the wrapper runs each
+#: video's frames through the tower in a call of its own and writes them at the second
+#: scatter, and no standard name is bound there. Also the Qwen lines' (`QwenViT.videos`).
+VIDEOS = (
+    "a video's frames reach the model (its logits and text values are served), but they run through the tower "
+    "in calls of their own and are written at a scatter of their own, which no standard value reads; "
+    "pass the frames as images=[...] to read them"
+)
 
 #: What the Qwen VL lines share, published as the adapter "qwen_vit".
 QWEN_VIT = QwenViT(
@@ -56,70 +64,25 @@ QWEN_VIT = QwenViT(
 )
 
 
-@hookimpl
-def vlreg_plugin_api():
-    return 1
-
-
-#: Videos reach the model but none of their values are served: the wrapper runs each
-#: video's frames through the tower in a call of its own and writes them at the second
-#: scatter, and no standard name is bound there. Also the Qwen lines' (`QwenViT.videos`).
-VIDEOS = (
-    "a video's frames reach the model (its logits and text values are served), but they run through the tower "
-    "in calls of their own and are written at a scatter of their own, which no standard value reads; "
-    "pass the frames as images=[...] to read them"
-)
-
-
-@hookimpl
-def vlreg_claims():
-    return [Claim("wrapper", "qwen2_vl", refuses={"videos": VIDEOS}), Claim("text", "qwen2_vl_text"),
-            Claim("vision", "qwen2_vl_vision")]
-
-
-@hookimpl
-def vlreg_rename(part):
-    return {"wrapper": WRAPPER_RENAME, "vision": TOWER_RENAME}.get(part.kind)
-
-
-@hookimpl
-def vlreg_envoys(part):
+def text_envoys(part):
     from transformers.models.qwen2_vl import modeling_qwen2_vl as qwen2_vl
 
-    if part.kind == "text":
-        return {qwen2_vl.Qwen2VLDecoderLayer: Layer, qwen2_vl.Qwen2VLAttention: Attention, qwen2_vl.Qwen2MLP: Mlp}
-    if part.kind == "vision":
-        return {
-            qwen2_vl.Qwen2VisionTransformerPretrainedModel: QwenVision,
-            qwen2_vl.Qwen2VLVisionBlock: VisionLayer,
-            qwen2_vl.VisionAttention: QwenVisionAttention,
-            qwen2_vl.VisionMlp: VisionMlp,
-        }
-    return None
+    from vlreg.plugin import Attention, Layer, Mlp
+
+    return {qwen2_vl.Qwen2VLDecoderLayer: Layer, qwen2_vl.Qwen2VLAttention: Attention, qwen2_vl.Qwen2MLP: Mlp}
 
 
-@hookimpl
-def vlreg_scatter(part):
-    return SCATTER
-
-
-@hookimpl
-def vlreg_read_only(part):
-    return READ_ONLY if part.kind == "wrapper" else None
-
-
-@hookimpl
-def vlreg_image_grids(part):
-    return qwen_image_grids
-
-
-@hookimpl
-def vlreg_adapters():
-    return {"qwen_vit": QWEN_VIT}
-
-
-@hookimpl
-def vlreg_checkpoints():
+def builders():
     from .checkpoints import build_qwen2_vl
 
     return {"qwen2_vl": build_qwen2_vl}
+
+
+plugin = Plugin(
+    Wrapper("qwen2_vl", rename=WRAPPER_RENAME, entry=SCATTER, read_only=READ_ONLY,
+            image_grids=lambda part: qwen_image_grids, refuses={"videos": VIDEOS}),
+    Text("qwen2_vl_text", envoys=text_envoys),
+    Tower("qwen2_vl_vision", rename=TOWER_RENAME, envoys=tower_envoys),
+    adapters={"qwen_vit": QWEN_VIT},
+    checkpoints=builders,
+)

@@ -129,3 +129,17 @@ class QwenViT:
     tower_rename: dict
     scatter: Any
     read_only: dict
+
+
+def tower_envoys(part: Any) -> dict:
+    """The Qwen2-VL tower's module classes onto the Qwen ViT's envoys."""
+    from transformers.models.qwen2_vl import modeling_qwen2_vl as qwen2_vl
+
+    from vlreg.plugin import VisionLayer, VisionMlp
+
+    return {
+        qwen2_vl.Qwen2VisionTransformerPretrainedModel: QwenVision,
+        qwen2_vl.Qwen2VLVisionBlock: VisionLayer,
+        qwen2_vl.VisionAttention: QwenVisionAttention,
+        qwen2_vl.VisionMlp: VisionMlp,
+    }
