@@ -1,13 +1,18 @@
 """Testing support for vlreg and its plugins: checkpoints built on disk (a family's own
-builders, or `small_copy` of any checkpoint folder), plugins registered for a test, and
-the conformance suite (`vlreg.testing.conformance`)."""
+builders, from the tiny widths here, or `small_copy` of any checkpoint folder), plugins
+registered for a test, and the conformance suite (`vlreg.testing.conformance`).
 
-from .checkpoints import CORPUS, build, builders, forget, from_source, reduce_depth, save, shared_checkpoint, tokenizer
+A public surface for plugins, as `vlreg.plugin` is: a family's builders and tests use
+what this package exports and the conformance suite's mixins, and nothing else of vlreg."""
+
+from .checkpoints import CORPUS, TINY_TEXT, TINY_VISION, build, builders, forget, from_source, reduce_depth, save, shared_checkpoint, tokenizer
 from .plugins import registered
 from .shrink import shrink, small_copy
 
 __all__ = [
     "CORPUS",
+    "TINY_TEXT",
+    "TINY_VISION",
     "build",
     "builders",
     "forget",

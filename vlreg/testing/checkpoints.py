@@ -33,6 +33,26 @@ CORPUS = (
     "The Eiffel Tower is in Paris. The capital of France is Paris.",
 )
 
+#: The tiny text model every builder starts from: 64 wide, 4 query heads over 2 key/value
+#: heads of 16, 2 blocks. A builder adds its family's own fields (rotary sections, a
+#: sliding window) and its token ids.
+TINY_TEXT = {
+    "hidden_size": 64,
+    "intermediate_size": 128,
+    "num_hidden_layers": 2,
+    "num_attention_heads": 4,
+    "num_key_value_heads": 2,
+    "max_position_embeddings": 1024,
+}
+#: The tiny tower every builder starts from: 32 wide, 2 heads, 2 blocks (the image and
+#: patch sizes are the family's: its processor cuts images for them).
+TINY_VISION = {
+    "hidden_size": 32,
+    "intermediate_size": 64,
+    "num_hidden_layers": 2,
+    "num_attention_heads": 2,
+}
+
 _built: dict[tuple, Path] = {}
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from vlreg import testing
 from vlreg.testing import from_source, save, tokenizer
 
 SPECIAL_TOKENS = (
@@ -46,12 +47,7 @@ MIN_PIXELS, MAX_PIXELS = 56 * 56, 168 * 168
 #: The tiny text model of the Qwen VL lines: 64 wide, 4 query heads over 2 KV heads of
 #: 16, its 8 rotary frequencies in M-RoPE sections of 2, 3 and 3.
 TINY_TEXT = {
-    "hidden_size": 64,
-    "intermediate_size": 128,
-    "num_hidden_layers": 2,
-    "num_attention_heads": 4,
-    "num_key_value_heads": 2,
-    "max_position_embeddings": 1024,
+    **testing.TINY_TEXT,
     "rope_scaling": {"type": "mrope", "mrope_section": [2, 3, 3], "rope_theta": 1e6},
 }
 
