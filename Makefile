@@ -53,7 +53,7 @@ test-remote: $(REMOTE_STAMP)
 
 # after changing a plugin's claims or adapters (its pyproject.toml's entry points)
 catalog: $(STAMP)
-	$(PY) -m vlreg.core.catalog .
+	$(PY) -m vlreg.core.host.catalog .
 
 clean:
 	rm -rf $(VENV) $(REMOTE_VENV)

@@ -142,7 +142,7 @@ def in_fresh_process(code: str, repeats: int) -> list[float]:
 IMPORT_STACK = "import time; t = time.perf_counter(); import nnsight, transformers; print(time.perf_counter() - t)"
 IMPORT_VLREG = (
     "import time; t = time.perf_counter(); import vlreg\n"
-    "from vlreg.core.plugins import plugin_manager; plugin_manager(); print(time.perf_counter() - t)"
+    "from vlreg.core.host.plugins import plugin_manager; plugin_manager(); print(time.perf_counter() - t)"
 )
 BUILD = """
 import time, warnings

@@ -1,6 +1,6 @@
 """The host learns what serves a model type from the plugins' own declarations: their
 entry-point metadata where a plugin is installed but not loaded, the catalog of the
-repository's plugins where one is not installed (`vlreg.core.catalog`).
+repository's plugins where one is not installed (`vlreg.core.host.catalog`).
 
 For every part a built-in plugin serves (wrapper, text and vision), the `NoFamily` a
 user meets names that plugin's distribution: disabled, in one fresh process where every
@@ -19,8 +19,8 @@ from pathlib import Path
 import pytest
 
 from vlreg import NoFamily, hookimpl
-from vlreg.core import catalog, plugins
-from vlreg.core.family import parts_of, resolve
+from vlreg.core.host import catalog, plugins
+from vlreg.core.host.family import parts_of, resolve
 from vlreg.plugin import Claim
 from vlreg.testing import registered
 
@@ -157,7 +157,7 @@ from transformers import AutoConfig
 with warnings.catch_warnings(record=True) as caught:
     warnings.simplefilter("always")
     from vlreg import NoFamily
-    from vlreg.core import family, plugins
+    from vlreg.core.host import family, plugins
     plugins.plugin_manager()
 print(" | ".join(str(w.message) for w in caught if "metadata" in str(w.message)))
 try:

@@ -10,7 +10,7 @@ from PIL import Image
 
 from vlreg_qwen2_vl import plugin as qwen2_vl
 from vlreg import OutOfOrder, ReadOnly, StandardizedTransformer, Unavailable, hookimpl
-from vlreg.core import hookspecs, plugins
+from vlreg.core.host import hookspecs, plugins
 from vlreg.plugin import ImageGrid, Layer, value
 from vlreg.testing import build, builders, registered
 from vlreg.testing.conformance import image
@@ -387,7 +387,7 @@ def test_every_hookspec_states_what_it_takes_and_returns():
     import inspect
     import typing
 
-    from vlreg.core import hookspecs
+    from vlreg.core.host import hookspecs
 
     specs = [f for name, f in vars(hookspecs).items() if name.startswith("vlreg_") and inspect.isfunction(f)]
     assert specs
@@ -398,6 +398,7 @@ def test_every_hookspec_states_what_it_takes_and_returns():
 
 
 def _parts():
-    from vlreg.core import parts
+    from vlreg.core.host import parts
+    from vlreg.core.images import entries
 
-    return vars(parts)
+    return {**vars(parts), **vars(entries)}

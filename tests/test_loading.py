@@ -14,7 +14,7 @@ REPORT = textwrap.dedent(
     import json, warnings
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        from vlreg.core import plugins
+        from vlreg.core.host import plugins
         manager = plugins.plugin_manager()
     print(json.dumps({
         "loaded": sorted(name for name, _ in manager.list_name_plugin()),
@@ -102,7 +102,7 @@ ALONE = textwrap.dedent(
     import torch
     from PIL import Image
     from vlreg import StandardizedTransformer
-    from vlreg.core import plugins
+    from vlreg.core.host import plugins
     from vlreg.testing import build
 
     assert [name for name, _ in plugins.plugin_manager().list_name_plugin()] == [{plugin!r}]

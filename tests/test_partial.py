@@ -15,7 +15,7 @@ import pytest
 from vlreg_qwen2_vl import VIDEOS, plugin as qwen2_vl
 from vlreg import StandardizedTransformer, Unavailable, hookimpl
 from vlreg.cli import main, partial
-from vlreg.core import plugins
+from vlreg.core.host import plugins
 from vlreg.plugin import Claim
 from vlreg.testing import build, registered
 from vlreg.testing.conformance import image
@@ -125,7 +125,7 @@ REPORT = """
 import warnings
 with warnings.catch_warnings(record=True) as caught:
     warnings.simplefilter("always")
-    from vlreg.core import plugins
+    from vlreg.core.host import plugins
     plugins.plugin_manager()
 print(" | ".join(str(w.message) for w in caught if "metadata" in str(w.message)))
 """
@@ -155,7 +155,7 @@ def test_metadata_that_disagrees_with_the_claims_refusals_is_warned_about(tmp_pa
 
 
 def test_every_builtin_plugins_metadata_repeats_its_claims_refusals():
-    from vlreg.core import catalog
+    from vlreg.core.host import catalog
 
     for entry_point in plugins._entry_points():
         declared = catalog.declared(entry_point)

@@ -12,7 +12,7 @@ import pytest
 
 from vlreg_qwen2_vl import plugin as qwen2_vl
 from vlreg import NoFamily, StandardizedTransformer, hookimpl
-from vlreg.core import plugins
+from vlreg.core.host import plugins
 from vlreg.plugin import Claim
 from vlreg.testing import build, registered
 
@@ -95,7 +95,7 @@ REPORT = """
 import warnings
 with warnings.catch_warnings(record=True) as caught:
     warnings.simplefilter("always")
-    from vlreg.core import plugins
+    from vlreg.core.host import plugins
     served = {key: plugins.plugin_manager().get_name(p) for key, p in plugins.claims().items()}
 print(sorted(plugins.plugin_manager().get_name(p) for p in plugins.contenders("wrapper", "qwen2_vl")))
 print(served.get(("text", "qwen2_vl_text")), served.get(("vision", "qwen2_vl_vision")), ("wrapper", "qwen2_vl") in served)
@@ -188,7 +188,7 @@ def test_loading_every_plugin_imports_no_modeling_module():
     """``import vlreg`` and loading the installed plugins stays cheap: a plugin imports
     transformers' modeling modules when a model of its family is built, not at load (one
     such import costs seconds of every user's start-up, whatever model they load)."""
-    code = ("import sys, vlreg\nfrom vlreg.core.plugins import plugin_manager\nplugin_manager()\n"
+    code = ("import sys, vlreg\nfrom vlreg.core.host.plugins import plugin_manager\nplugin_manager()\n"
             "print(sorted(m for m in sys.modules if m.startswith('transformers.models.')))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip().splitlines()[-1] == "[]", done.stdout

@@ -18,7 +18,8 @@ from nnsight.intervention.serialization import dumps, loads
 from nnsight.modeling.mixins.remotable import Remotable
 
 from vlreg import LocalOnly, StandardizedTransformer, Unavailable, analysis
-from vlreg.core.envoys import Attention, Layer, Standard
+from vlreg.core.envoys.text import Attention, Layer
+from vlreg.core.envoys.standard import Standard
 from vlreg.testing import build
 from vlreg.testing.conformance import image
 from vlreg.testing.server import ServerBackend

@@ -23,7 +23,7 @@ from PIL import Image
 from transformers import AutoConfig
 
 from vlreg import StandardizedTransformer
-from vlreg.core import plugins
+from vlreg.core.host import plugins
 from vlreg.plugin import adapter
 from vlreg.template import survey, write_plugin
 from vlreg.testing import build, registered, shared_checkpoint

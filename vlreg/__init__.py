@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from .core.errors import LocalOnly, NoFamily, OutOfOrder, ReadOnly, Unavailable
-    from .core.hookspecs import hookimpl
+    from .core.host.hookspecs import hookimpl
     from .core.model import StandardizedTransformer
 
 #: Each public name and the module it lives in.
@@ -30,7 +30,7 @@ _HOMES = {
     "OutOfOrder": ".core.errors",
     "NoFamily": ".core.errors",
     "LocalOnly": ".core.errors",
-    "hookimpl": ".core.hookspecs",
+    "hookimpl": ".core.host.hookspecs",
 }
 
 __all__ = ["StandardizedTransformer", "Unavailable", "ReadOnly", "OutOfOrder", "NoFamily", "LocalOnly", "hookimpl"]

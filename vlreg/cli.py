@@ -124,7 +124,7 @@ def _new_plugin(name: str, out: str, source: str, processor: str | None) -> int:
     """Write the skeleton, and say which parts it leaves to installed plugins."""
     from transformers import AutoConfig
 
-    from .core import plugins
+    from .core.host import plugins
     from .template import write_plugin
 
     folder = write_plugin(name, out, source, processor)
@@ -147,7 +147,7 @@ def plugin_rows(everything: bool = False) -> list[dict[str, Any]]:
     ``everything`` the parts it serves, the hooks it implements, the checkpoints it
     builds for tests (`vlreg.testing.build` names, those of one builder together) and
     the plugins that were not loaded, with why."""
-    from .core import plugins
+    from .core.host import plugins
 
     manager = plugins.plugin_manager()
     served = plugins.claims()
@@ -185,7 +185,7 @@ def coverage() -> dict[str, str | None]:
     that serves it (its wrapper part), or ``None``."""
     from transformers.models.auto.modeling_auto import MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES
 
-    from .core import plugins
+    from .core.host import plugins
 
     served = plugins.claims()
     return {
@@ -197,7 +197,7 @@ def coverage() -> dict[str, str | None]:
 def partial() -> dict[str, dict[str, str]]:
     """The served model types of `coverage` that are served partially: what the claim on
     the wrapper refuses (`vlreg.plugin.Claim`'s ``refuses``), ``{model_type: {name: reason}}``."""
-    from .core import plugins
+    from .core.host import plugins
 
     return {model_type: refused for model_type, plugin in coverage().items()
             if plugin and (refused := plugins.refusals("wrapper", model_type))}
@@ -380,7 +380,7 @@ def _size(model: Any, name: str) -> Any:
 
 
 def _plugin_name(plugin: Any) -> str:
-    from .core import plugins
+    from .core.host import plugins
 
     return plugins.describe(plugin)
 

@@ -25,7 +25,7 @@ import numpy as np
 import torch
 from PIL import Image, ImageDraw, ImageFont
 
-from .core.geometry import ImageGeometry
+from .core.images.geometry import ImageGeometry
 
 #: A dark-to-bright ramp (blue-purple, red, orange, pale yellow) that stays readable
 #: over a photo at any blend.

@@ -5,31 +5,33 @@ through the ``vlreg`` entry-point group (``qwen2_vl = "vlreg_qwen2_vl:plugin"``)
 declarations it is made of are below: the image's entries (`Scatter`, `QueryTokens`,
 `CrossAttention`), the standard envoy classes a family maps its modules onto, the value
 descriptors a family serves a value from elsewhere with, and image grids. A module of
-hook functions (`hookimpl`, `vlreg.core.hookspecs`) registers too: the escape hatch.
+hook functions (`hookimpl`, `vlreg.core.host.hookspecs`) registers too: the escape hatch.
 
 What vlreg promises plugins is this module and `vlreg.testing` (checkpoint builders'
 helpers, the tiny widths, plugins registered for a test, and the conformance suite a
 family's tests subclass); nothing else in vlreg is a promise.
 """
 
-from .core.calls import PerCall
-from .core.cross import CrossAttentionLayer, CrossAttentionMixer
-from .core.envoys import Attention, Layer, Mlp, Standard, eager_only
+from .core.envoys.calls import PerCall
+from .core.envoys.cross import CrossAttentionLayer, CrossAttentionMixer
+from .core.envoys.text import Attention, Layer, Mlp, eager_only
+from .core.envoys.standard import Standard
 from .core.errors import ReadOnly, Unavailable
-from .core.experts import MoeMlp
-from .core.feature_layer import hidden_states_read_only
-from .core.linear import LinearAttention
-from .core.mamba import Mamba
-from .core.geometry import ImageGrid, box_grid, clip_boxes
-from .core.hookspecs import hookimpl
-from .core.plugins import adapter
-from .core.mixers import Mixer
-from .core.parts import Claim, CrossAttention, Entry, Part, QueryTokens, Scatter
-from .core.declaration import Plugin, Text, Tower, Wrapper
-from .core.values import argument, copied, first, returned, value, with_first
-from .core.packed import PackedVisionAttention
-from .core.seq2seq import DecoderLayer, Encoder, OutputProjection, PostNormLayer
-from .core.vision import Patches, Vision, VisionAttention, VisionLayer, VisionMlp, as_patches, patches, variable_resolution
+from .core.envoys.experts import MoeMlp
+from .core.envoys.feature_layer import hidden_states_read_only
+from .core.envoys.linear import LinearAttention
+from .core.envoys.mamba import Mamba
+from .core.images.geometry import ImageGrid, box_grid, clip_boxes
+from .core.host.hookspecs import hookimpl
+from .core.host.plugins import adapter
+from .core.envoys.mixers import Mixer
+from .core.host.parts import Claim, Part
+from .core.images.entries import CrossAttention, Entry, QueryTokens, Scatter
+from .core.host.declaration import Plugin, Text, Tower, Wrapper
+from .core.serving.values import argument, copied, first, returned, value, with_first
+from .core.envoys.packed import PackedVisionAttention
+from .core.envoys.seq2seq import DecoderLayer, Encoder, OutputProjection, PostNormLayer
+from .core.envoys.vision import Patches, Vision, VisionAttention, VisionLayer, VisionMlp, as_patches, patches, variable_resolution
 
 __all__ = [
     "Plugin",

@@ -8,8 +8,9 @@ import torch
 from attrs import frozen
 
 from ..core.errors import Unavailable
-from ..core.geometry import ImageGeometry, encode
-from ..core.options import given, takes_processor_options
+from ..core.images.geometry import ImageGeometry
+from ..core.images.processing import encode
+from ..core.images.options import given, takes_processor_options
 from ..core.remote import remotely
 from .tokens import _count, _images, _layers, in_stream, warn_if_turn_ended
 
@@ -114,7 +115,7 @@ def tower_patterns(model: Any, prompt: Any, images: Any, *, layer: int = -1) -> 
     images = _images(images)
     if model.vision.num_layers == 0:
         raise Unavailable(f"tower_patterns is unavailable: {model.vision.without_blocks()}")
-    reason = model.family.scatter.not_patches()  # the tokens are no patches to fold the pattern onto
+    reason = model.family.entry.not_patches()  # the tokens are no patches to fold the pattern onto
     if reason:
         raise Unavailable(f"tower_patterns is unavailable: {reason}")
     geometry = model.vision.geometry(prompt, images)

@@ -12,8 +12,8 @@ from typing import Any, Sequence
 import torch
 from attrs import frozen
 
-from ..core.geometry import ImageGeometry
-from ..core.options import takes_processor_options
+from ..core.images.geometry import ImageGeometry
+from ..core.images.options import takes_processor_options
 from ..core.remote import remotely
 from .tokens import _chunks, _copies, _count, _images, _layers, in_stream, token_id, warn_if_turn_ended
 

@@ -8,9 +8,9 @@ import torch
 from attrs import frozen
 
 from ..core.errors import Unavailable
-from ..core.geometry import ImageGeometry
-from ..core.options import takes_processor_options
-from ..core.readout import readout
+from ..core.images.geometry import ImageGeometry
+from ..core.images.options import takes_processor_options
+from ..core.envoys.readout import readout
 from ..core.remote import remotely
 from .tokens import _images, _layers, _split, _where, in_stream, token_id, warn_if_turn_ended
 

@@ -13,7 +13,7 @@ from typing import Any, Sequence
 
 import torch
 
-from ..core.geometry import ImageGeometry
+from ..core.images.geometry import ImageGeometry
 from .tokens import in_stream
 
 Positions = "str | ImageGeometry | torch.Tensor | Sequence[int]"
@@ -91,7 +91,7 @@ def computed_positions(model: Any, prompt: bool = False) -> tuple[int, int]:
     before). Read off the model's inputs, so call it before any later value. On an
     encoder-decoder ``layers`` are the decoder's: its own ids (one start token where the
     call passes none) and mask count; ``prompt``: the prompt's, which the encoder runs over."""
-    steps = getattr(model.family.scatter, "steps", None)  # a wrapper whose generate steps its text model
+    steps = getattr(model.family.entry, "steps", None)  # a wrapper whose generate steps its text model
     args, kwargs = (model.get(steps) if steps is not None else model).inputs
     if model.__dict__.get("encoder") is not None and not prompt:
         ids, mask = kwargs.get("decoder_input_ids"), kwargs.get("decoder_attention_mask")

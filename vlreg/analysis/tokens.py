@@ -7,7 +7,9 @@ from typing import Any, Sequence
 
 import torch
 
-from ..core.geometry import ImageGeometry, leaves
+from ..core.images.geometry import ImageGeometry
+
+from ..core.images.processing import leaves
 
 
 def _images(images: Any) -> list:
@@ -28,11 +30,12 @@ def in_stream(model: Any, helper: str) -> None:
     image reaches the text model by cross-attention and has no tokens there (Mllama)."""
     from ..core.errors import Unavailable
 
-    if type(model.family.scatter).__name__ == "CrossAttention":
+    entry = model.family.entry
+    reason = entry.not_in_stream() if entry is not None else None
+    if reason:
         raise Unavailable(
             f"{helper} is unavailable: it works on the image's tokens in the text stream, and the "
-            f"{model.family.name!r} family's image reaches the text model by cross-attention, with no "
-            f"tokens there; in a trace, edit or read vision.image_features[geometry.row, geometry.features] "
+            f"{model.family.name!r} family's {reason}; in a trace, edit or read vision.image_features[geometry.row, geometry.features] "
             f"and the blocks' cross_attn values (model.cross_attention_layers)"
         )
 

@@ -15,8 +15,8 @@ from typing import Any
 
 
 def run(arguments: argparse.Namespace) -> int:
-    from . import run as running
-    from . import sources
+    from .run import collect
+    from .sources import items, unreadable
 
     images: Any = arguments.images
     if _saved_dataset(Path(images)):
@@ -24,8 +24,8 @@ def run(arguments: argparse.Namespace) -> int:
 
         images = datasets.load_from_disk(images)
     else:
-        for item in sources.items(images):
-            why = sources.unreadable(item) if arguments.on_error == "stop" else None
+        for item in items(images):
+            why = unreadable(item) if arguments.on_error == "stop" else None
             if why is not None:
                 raise ValueError(f"image {item.name} cannot be read ({why}): fix or remove it, or pass --on-error skip")
     from .. import StandardizedTransformer
@@ -37,7 +37,7 @@ def run(arguments: argparse.Namespace) -> int:
     model = StandardizedTransformer(arguments.checkpoint, task="image-text-to-text", dispatch=not remote,
                                     device=None if remote else device, dtype=arguments.dtype,
                                     attn_implementation=arguments.attn_implementation)
-    running.collect(model, arguments.values, images, arguments.out, prompt=arguments.prompt, at=arguments.at,
+    collect(model, arguments.values, images, arguments.out, prompt=arguments.prompt, at=arguments.at,
                     batch=arguments.batch, dtype=arguments.store_dtype, on_error=arguments.on_error,
                     shard_images=arguments.shard_images, image_column=arguments.image_column,
                     prompt_column=arguments.prompt_column, key_column=arguments.key_column, remote=remote)

@@ -23,8 +23,12 @@ from typing import Any, Sequence
 import torch
 from attrs import field, frozen
 
-from . import prompts as prompting
-from . import sources, store
+from .prompts import Prompts, prompt_id, text_of
+from .prompts import source as prompt_source
+from .sources import items as image_items
+from .sources import load, unreadable
+from .store import (FORMAT, MANIFEST, SHARDS, read_manifest, remove_leftovers, shard_paths, shards, write_manifest,
+                    write_shard)
 from .rows import Batches, Rows
 from .sites import Site, resolve
 
@@ -122,13 +126,13 @@ def collect(
     started = time.perf_counter()
     sites = resolve(model, values, at)
     store_dtype = _dtype(dtype)
-    items = sources.items(images, image_column=image_column, key_column=key_column)
-    chosen = prompting.Prompts(model, at)
-    full = {item.name: chosen.full(prompting.text_of(item, prompt, prompt_column)) for item in items}
+    items = image_items(images, image_column=image_column, key_column=key_column)
+    chosen = Prompts(model, at)
+    full = {item.name: chosen.full(text_of(item, prompt, prompt_column)) for item in items}
     skipped = _unreadable(items, on_error)
     readable = [item for item in items if item.name not in dict(skipped)]
     folder = Path(out)
-    manifest = _manifest(model, sites, at, prompting.source(prompt, prompt_column), store_dtype, shard_images,
+    manifest = _manifest(model, sites, at, prompt_source(prompt, prompt_column), store_dtype, shard_images,
                          readable, full, batch, remote)
     held = _open(folder, manifest, full)
     mine, already = _share_of(items, readable, held, manifest["shard_images"], rank, world_size)
@@ -146,8 +150,8 @@ def collect(
     finally:
         bar.close()
     if _barrier(world_size) and rank == 0:
-        store.remove_leftovers(folder)  # every process is done: a temporary file left is a killed run's
-    after = store.shards(folder)
+        remove_leftovers(folder)  # every process is done: a temporary file left is a killed run's
+    after = shards(folder)
     summary = Summary(folder, added_images, added_rows, tuple(skipped), already, time.perf_counter() - started,
                       sum(len(s.images) for s in after), sum(s.rows for s in after), rank, world_size,
                       ("tower values ran one image a forward: the tower's batch is not one entry per image here",)
@@ -171,7 +175,7 @@ def _unreadable(items: list, on_error: str) -> list:
     ``on_error="stop"``, before any work."""
     skipped = []
     for item in items:
-        why = sources.unreadable(item)
+        why = unreadable(item)
         if why is not None:
             if on_error == "stop":
                 raise ValueError(f"image {item.name} cannot be read ({why}): fix or remove it, or pass "
@@ -203,7 +207,7 @@ def _group(batches: Batches, group: list, full: dict, size: int, on_error: str, 
         chunk, pictures = [], []
         for position, item in group[start : start + size]:
             try:
-                pictures.append(sources.load(item))
+                pictures.append(load(item))
                 chunk.append((position, item))
             except Exception as error:  # PIL's decode errors are of several kinds
                 if on_error == "stop":
@@ -229,24 +233,24 @@ def _write(folder: Path, done: list, full: dict) -> None:
                                       for i, (_, _, rows) in enumerate(done)])
     tensors["__token__"] = torch.cat([rows.token for _, _, rows in done]).to(torch.int64)
     tensors["__box__"] = torch.cat([rows.box for _, _, rows in done]).to(torch.float32)
-    ids = [prompting.prompt_id(full[name]) for name in names]
+    ids = [prompt_id(full[name]) for name in names]
     texts = {pid: full[name] for pid, name in zip(ids, names)}
-    store.write_shard(folder / store.SHARDS, f"{first:010d}-{digest}", tensors,
+    write_shard(folder / SHARDS, f"{first:010d}-{digest}", tensors,
                       {"images": names, "prompts": ids, "prompt_texts": texts})
 
 
 def _open(folder: Path, manifest: dict, full: dict) -> dict[str, str]:
     """The store's images (name -> prompt id) after checking it was made as this run
     would make it; a new store gets its manifest."""
-    found = store.read_manifest(folder)
-    if found is not None and not store.shard_paths(folder):
+    found = read_manifest(folder)
+    if found is not None and not shard_paths(folder):
         found = None  # a store that holds nothing yet (its first run died before a shard landed) is new
     if found is None:
-        ours = (store.MANIFEST, store.SHARDS)
+        ours = (MANIFEST, SHARDS)
         if folder.exists() and any(not p.name.startswith(".") and p.name not in ours for p in folder.iterdir()):
-            raise ValueError(f"{folder} is a folder with files in it but no {store.MANIFEST}: collect into a new or "
+            raise ValueError(f"{folder} is a folder with files in it but no {MANIFEST}: collect into a new or "
                              f"empty folder, or into a store collect made")
-        store.write_manifest(folder, manifest)
+        write_manifest(folder, manifest)
         return {}
     differences = [f"{key}: {_show(found.get(key))}, not {_show(manifest[key])}"
                    for key in ("format", "values", "at", "prompt", "dtype", "model")
@@ -256,9 +260,9 @@ def _open(folder: Path, manifest: dict, full: dict) -> dict[str, str]:
                          f"into another folder, or pass what it was made with to add images to it")
     manifest.update(shard_images=found["shard_images"])
     held = {}
-    for shard in store.shards(folder):
+    for shard in shards(folder):
         for name, pid in zip(shard.images, shard.prompts):
-            if name in full and prompting.prompt_id(full[name]) != pid:
+            if name in full and prompt_id(full[name]) != pid:
                 raise ValueError(f"the store at {folder} holds image {name} asked with the prompt "
                                  f"{shard.prompt_texts[pid]!r}, not {full[name]!r}: collect into another folder")
             held[name] = pid
@@ -281,7 +285,7 @@ def _manifest(model: Any, sites: list[Site], at: str, prompt: str, dtype: Any, s
 
     shard = shard_images or _shard_size(model, sites, at, items, full, batch, dtype)
     return {
-        "format": store.FORMAT,
+        "format": FORMAT,
         "vlreg": __version__,
         "values": [site.name for site in sites],
         "at": at,
@@ -320,7 +324,7 @@ def _shard_size(model: Any, sites: list[Site], at: str, items: list, full: dict,
     killed run loses), a multiple of ``batch``; the same in every process."""
     try:
         first = items[0]
-        tokens = model.vision.geometry(full[first.name], [sources.load(first)])[0].tokens
+        tokens = model.vision.geometry(full[first.name], [load(first)])[0].tokens
     except Exception:  # no image to measure by (an unreadable one is handled when its batch runs)
         tokens = 1024
     rows = {"image": tokens, "text": 4 * tokens, "all": 5 * tokens, "last": 1}[at]

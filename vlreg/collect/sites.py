@@ -115,15 +115,11 @@ def _check_at(model: Any, site: Site, at: str) -> None:
     if site.kind in ("features", "tower") and at != "image":
         where = "the image's tokens" if site.kind == "features" else "the tower's patches of the image"
         raise ValueError(f"{site.name} has rows only at {where}, so at={at!r} gives it none: collect it with at='image'")
-    if site.kind == "stream" and at in ("image", "all") and _crossing(model):
+    if site.kind == "stream" and at in ("image", "all") and _not_in_stream(model):
         raise ValueError(
             f"{site.name} has no rows at the image's tokens: the {model.family.name!r} family's image reaches the text "
             f"model by cross-attention, with no tokens in the text stream; collect vision.image_features, or "
             f"{site.name} at at='text' or 'last'")
-
-
-def _crossing(model: Any) -> bool:
-    return type(model.family.scatter).__name__ == "CrossAttention"
 
 
 def _unknown(model: Any, given: str) -> str:
@@ -165,3 +161,8 @@ def picked(real: Any, image: Any, at: str) -> Any:
     if at == "all":
         return real
     return real & (real.long().cumsum(-1) == real.long().sum(-1, keepdim=True))
+
+
+def _not_in_stream(model: Any) -> str | None:
+    entry = model.family.entry
+    return entry.not_in_stream() if entry is not None else None

@@ -257,9 +257,9 @@ def _safetensors_problem(file: Path) -> str | None:
 
 def check_needs_images(family: Any, task: str) -> None:
     """Refuse a text-generation load of a wrapper whose forward needs an image on every call
-    (`Scatter.needs_images`, BLIP-2's): it has no processor, so no call could run."""
-    scatter = family.scatter
-    if task == TEXT and scatter is not None and scatter.needs_images:
+    (`Entry.needs_images`, BLIP-2's): it has no processor, so no call could run."""
+    entry = family.entry
+    if task == TEXT and entry is not None and entry.needs_images:
         model_type = family.parts["wrapper"].model_type
         raise ValueError(
             f"{model_type!r} runs its vision tower on every forward (its wrapper takes pixel_values with every "

@@ -11,22 +11,36 @@ from nnsight.intervention.envoy import Envoy
 from nnsight.intervention.source import install_source
 from nnsight.intervention.tracer import InterleavingTracer, ScanningTracer
 
-from . import plugins, readout, remote
-from .blocks import Blocks
-from .envoys import Standard
-from .family import Family, resolve
-from .batching import Run, combine, run_of
-from .inputs import MEDIA, check_invokes, in_weights_dtype
+from . import remote
+from .envoys import readout
+from .envoys.blocks import Blocks
+from .envoys.cross import CrossAttentionLayer
+from .envoys.seq2seq import ends_normed
+from .envoys.sizes import agreed
+from .envoys.standard import Standard, tree
+from .envoys.vision import Vision
+from .errors import Unavailable
+from .host import plugins
+from .host.family import Family, resolve
+from .images.geometry import image_geometry
+from .images.inputs import check_invokes, in_weights_dtype
+from .images.invokes import combine
+from .images.options import encode_invoke, processing, refuse_unknown, route, same_options, split
+from .images.processing import MEDIA, configured
 from .loading import IMAGE_TEXT, TEXT, check_task, check_weights, config_of, hub_checkpoint, text_task_fallback
 from .loading import check_needs_images, lazily, weights_to_check
-from .seq2seq import ends_normed
-from .options import encode_invoke, processing, refuse_unknown, route, same_options, split
-from .cross import CrossAttentionLayer
-from .errors import Unavailable
-from .geometry import configured
-from .sizes import agreed
-from .values import returned, value
-from .vision import Vision
+from .order import in_words
+from .reuse import cache
+from .serving.batching import Run, run_of
+from .serving.values import returned, value
+
+
+def _root_order(entry: Any) -> tuple[str, ...]:
+    """The root's values and children in forward order: where the tokens are embedded
+    among the image's values is the family's entry's to say (`Entry.order`)."""
+    middle = entry.order if entry is not None else ("token_embeddings", "vision")
+    return ("input_ids", "attention_mask", "vision.image_token_mask", *middle, "encoder", "layers",
+            "uncapped_logits", "logits")
 
 
 class StandardizedTransformer(Standard, TransformersModel):
@@ -54,11 +68,11 @@ class StandardizedTransformer(Standard, TransformersModel):
         **kwargs: Passed on to nnsight and ``from_pretrained``.
     """
 
-    #: ``encoder`` is an encoder-decoder's encoder (`vlreg.core.seq2seq.Encoder`), between
+    #: ``encoder`` is an encoder-decoder's encoder (`vlreg.core.envoys.seq2seq.Encoder`), between
     #: the image and the decoder blocks (``layers``); absent on a decoder-only model.
     standard_children = {"layers": "", "vision": "vision.", "encoder": "encoder."}
-    order = ("input_ids", "attention_mask", "vision.image_token_mask", "token_embeddings", "vision", "encoder",
-             "layers", "uncapped_logits", "logits")
+    #: Set from the family's entry at build (`Entry.order`).
+    order = _root_order(None)
 
     input_ids = value(lambda model: f"{model.path}.input", description="the prompt's token ids, [batch, seq]")(
         lambda model, raw: _model_input(raw, "input_ids")
@@ -99,7 +113,6 @@ class StandardizedTransformer(Standard, TransformersModel):
         quiet = text_task_fallback(config, task, dispatch)
         self._lock = threading.RLock()
         self._run = Run(None)
-        self._replaying = False
         if device is not None:
             if "device_map" in kwargs:
                 raise ValueError("pass either device= or device_map=, not both")
@@ -124,6 +137,10 @@ class StandardizedTransformer(Standard, TransformersModel):
         self._standardize()
 
     # -- sizes ----------------------------------------------------------------
+
+    def forward_order(self) -> str:
+        """The order the forward computes the standard values in, in words (`vlreg.core.order`)."""
+        return in_words(self)
 
     @property
     def cross_attention_layers(self) -> list[int]:
@@ -154,7 +171,7 @@ class StandardizedTransformer(Standard, TransformersModel):
         encoder = self.__dict__.get("encoder")
         if encoder is not None:
             return encoder.input_embeddings
-        entry = getattr(self.family.scatter, "entry", None)
+        entry = getattr(self.family.entry, "entry", None)
         if entry is not None:  # the text model adds to them before its first block (`Scatter.entry`)
             return self.get(entry).inputs[1]["inputs_embeds"]
         return self.layers[0].input
@@ -166,7 +183,7 @@ class StandardizedTransformer(Standard, TransformersModel):
 
     @property
     def num_heads(self) -> int:
-        """Query heads per text attention (`vlreg.core.sizes`: what the blocks agree on)."""
+        """Query heads per text attention (`vlreg.core.envoys.sizes`: what the blocks agree on)."""
         return agreed(self.layers, "self_attn", "num_heads", "num_heads", lambda: self._text_config.num_attention_heads)
 
     @property
@@ -230,14 +247,13 @@ class StandardizedTransformer(Standard, TransformersModel):
 
         Images no image can reach, or that would reach it wrong, are refused here,
         before the model runs. Processor options (``max_pixels=``, ``images_kwargs=``)
-        go to the processor, and a keyword nothing takes is refused (`vlreg.core.options`).
+        go to the processor, and a keyword nothing takes is refused (`vlreg.core.images.options`).
         Prompts that carry images go through the processor at once, padded on the
         tokenizer's side (the left, for these decoders): several in one invoke, or
         several invokes (`batching.combine`; nnsight refuses those).
         What the batch holds per row is kept for the values that cut it per invoke.
         """
         check_invokes(self, invokes)
-        self._replaying = False
         routed = [route(self, inputs, kwargs, generating=getattr(fn, "__name__", "") == "generate")
                   for inputs, kwargs in invokes]
         invokes = [(inputs, kwargs) for inputs, kwargs, _ in routed]
@@ -260,13 +276,21 @@ class StandardizedTransformer(Standard, TransformersModel):
                            generating=getattr(fn, "__name__", "") == "generate")
         return args, kwargs
 
+    def _image_geometry(self, prompt: Any, images: Any, **options: Any) -> list:
+        """`Vision.geometry`, which asks the model (the processor and the entry are its)."""
+        return image_geometry(self, prompt, images, **options)
+
+    def _tower_cache(self, prompt: Any, images: Any, **options: Any) -> Any:
+        """`Vision.cache`, which asks the model (a cache runs a trace of it)."""
+        return cache(self, prompt, images, **options)
+
     def no_images_in_this_run(self, group: Any = None) -> str | None:
         """Inside a trace whose input carries no image (or ``group``'s rows hold none),
         why the tower's values and the features are absent; else ``None``. Decided from
         the input, before the model runs."""
-        if self._run.images_in(group) is False:
+        if self.run.images_in(group) is False:
             where = "this invoke's prompts carry" if group is not None else "this trace's input carries"
-            if self._run.inputs.get("pixel_values_videos") is not None:
+            if self.run.inputs.get("pixel_values_videos") is not None:
                 if "videos" in self.family.refuses:
                     return f"{where} no images, only videos: {self.family.refuses['videos']}"
                 return (
@@ -320,31 +344,29 @@ class StandardizedTransformer(Standard, TransformersModel):
                     f"{type(self._module).__name__}: its vlreg_rename for the wrapper part "
                     f"must name the module that is the model's {name}."
                 )
-        if self.family.scatter is not None:
-            self.family.scatter.mount(self)
-        for envoy, row, name, block in _standard_tree(self, "", "", None):
-            envoy._row, envoy._label, envoy.block_index = row, name, block
+        if self.family.entry is not None:
+            self.family.entry.mount(self)
+            self.order = _root_order(self.family.entry)
+        tower = None
+        for visit in _entered(self):
+            envoy = visit.envoy
+            envoy._row, envoy._label, envoy.block_index = visit.row, visit.label, visit.block
             for attribute in envoy.standard_children:
                 if isinstance(blocks := envoy.__dict__.get(attribute), Blocks):
-                    blocks._label = f"{name}.{attribute}" if name else attribute
+                    blocks._label = f"{visit.label}.{attribute}" if visit.label else attribute
             if isinstance(envoy, Vision):
                 tower = envoy
-            if row.startswith("vision."):
+            if visit.row.startswith("vision."):
                 envoy._tower = tower
         projector = self.__dict__.get("projector")
         if isinstance(projector, Standard):  # a family's per-call projector (`PerCall`)
             projector._row, projector._label = "projector.", "projector"
-        for stack in [envoy for envoy, *_ in _standard_tree(self, "", "", None) if envoy.runs_once]:
-            for envoy, *_ in _standard_tree(stack, "", "", None):
-                envoy._once = True
+        for stack in [visit.envoy for visit in _entered(self) if visit.envoy.runs_once]:
+            for visit in _entered(stack):
+                visit.envoy._once = stack
         for block in self.cross_attention_layers:
-            for envoy, *_ in _standard_tree(self.layers[block], "", "", None):
-                envoy._image_block = True
-        if self.family.scatter is not None:
-            # Where the tokens are embedded among the image's values is the declaration's
-            # to say (`Scatter.order`): before the tower, after it, or between it and the scatter.
-            self.order = ("input_ids", "attention_mask", "vision.image_token_mask", *self.family.scatter.order,
-                          "encoder", "layers", "uncapped_logits", "logits")
+            for visit in _entered(self.layers[block]):
+                visit.envoy._image_block = self.layers[block]
         self._instrument()
 
     def _instrument(self) -> None:
@@ -354,7 +376,7 @@ class StandardizedTransformer(Standard, TransformersModel):
         inside a forward that is already running when it is first asked for (the
         scatter, in the forward the tower runs in) would otherwise never be served.
         """
-        for envoy, *_ in _standard_tree(self, "", "", None):
+        for envoy in (visit.envoy for visit in _entered(self)):
             if envoy.sourced:
                 install_source(envoy)
             for name in type(envoy).values():
@@ -376,35 +398,9 @@ def _text_size(model: StandardizedTransformer, field: str, name: str) -> Any:
         ) from error
 
 
-def _standard_tree(
-    envoy: Standard, row: str, name: str, block: int | None
-) -> Iterator[tuple[Standard, str, str, int | None]]:
-    """Every standard envoy under ``envoy`` (itself first), with its row prefix, its
-    name and the index of the block it is part of."""
-    yield envoy, row, name, block
-    for attribute, prefix in envoy.standard_children.items():
-        child = envoy.__dict__.get(attribute)
-        if child is None:
-            continue
-        where = f"{name}.{attribute}" if name else attribute
-        if isinstance(child, Standard):
-            yield from _standard_tree(child, row + prefix, where, block)
-            continue
-        if not isinstance(child._module, torch.nn.ModuleList):
-            raise TypeError(_unmapped(envoy, where, child))
-        for index, entry in enumerate(child):
-            if not isinstance(entry, Standard):
-                raise TypeError(_unmapped(envoy, f"{where}[{index}]", entry))
-            yield from _standard_tree(entry, row + prefix, f"{where}[{index}]", index)
-
-
-def _unmapped(envoy: Standard, where: str, child: Envoy) -> str:
-    family = envoy.root.family
-    return (
-        f"{where} is a {type(child._module).__name__} that no plugin of the "
-        f"{family.name!r} family maps to a standard envoy class: add it to the "
-        f"plugin's vlreg_envoys."
-    )
+def _entered(envoy: Standard) -> Iterator[Any]:
+    """The walk's visits that enter an envoy (`tree`): every standard envoy under ``envoy``."""
+    return (visit for visit in tree(envoy) if visit.name is None)
 
 
 def _model_input(raw: Any, name: str) -> torch.Tensor:

@@ -21,6 +21,7 @@ from __future__ import annotations
 from typing import Any
 
 import torch
+from attrs import evolve
 
 from .errors import LocalOnly, Unavailable
 
@@ -60,7 +61,7 @@ class TowerCache:
         before the model runs, unless the processor made of the trace's images exactly
         ``copies`` copies of what it made of the cached ones."""
         model = self.model
-        run = model._run
+        run = model.run
         if run.image_tokens is None or int(run.image_tokens.sum()) != copies * self.image_tokens:
             held = "no image tokens" if run.image_tokens is None else f"{int(run.image_tokens.sum())} image tokens"
             raise ValueError(
@@ -76,7 +77,7 @@ class TowerCache:
                 f"so the replay would hand the text model the cached images' features; make a cache of "
                 f"these images (model.vision.cache(prompt, images)), or trace without replaying"
             )
-        model._replaying = True
+        model._run = evolve(run, replaying=True)
         model.vision.skip(_repeat(self.output, copies, model.vision.batch_axis))
 
     def __reduce__(self) -> Any:
@@ -132,5 +133,5 @@ def cache(model: Any, prompt: Any, images: Any, **options: Any) -> TowerCache:
     with torch.no_grad(), model.trace(prompt, images=images, **options) as tracer:
         found.append(_repeat(vision.output, 1).save())  # copied as the tower returns it
         tracer.stop()  # the tower's output is all this run is for
-    pixels = {key: value.clone() for key, value in image_inputs(model._run.inputs).items()}
-    return TowerCache(model, found[0], int(model._run.image_tokens.sum()), pixels)
+    pixels = {key: value.clone() for key, value in image_inputs(model.run.inputs).items()}
+    return TowerCache(model, found[0], int(model.run.image_tokens.sum()), pixels)

@@ -29,7 +29,7 @@ import torch
 from attrs import evolve, field, fields_dict, frozen
 
 from ..analysis.tokens import in_stream
-from ..core.geometry import ImageGeometry
+from ..core.images.geometry import ImageGeometry
 
 NAMES = ("W_enc", "b_enc", "W_dec", "b_dec", "threshold")
 STANDARD = "W_enc [d_in, features], W_dec [features, d_in] (as Gemma Scope and sae-lens store them)"
@@ -240,7 +240,7 @@ class Dictionary:
         Where the image reaches the text model by cross-attention (Mllama), ``image_features``
         are the states, ``[batch, positions, hidden]``, and the image's are in its row."""
         if self.site == "vision.image_features":
-            return value[image.row, image.features] if cross_attention(self.model) else value[image.features]
+            return self.model.family.entry.of_image(value, image)
         row, positions = image.placed(self.model)  # where this invoke's batch put the tokens
         start, stop = int(positions[0]), int(positions[-1]) + 1
         if stop - start != image.tokens:
@@ -322,7 +322,3 @@ def _site(model: Any, site: str) -> tuple[Any, int]:
     return layers[index], width
 
 
-def cross_attention(model: Any) -> bool:
-    """Whether the image reaches ``model``'s text model by cross-attention (no image tokens
-    in the stream)."""
-    return type(model.family.scatter).__name__ == "CrossAttention"

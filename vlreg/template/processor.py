@@ -73,7 +73,7 @@ def _parts(config: Any) -> tuple:
 def _builders(model_type: str) -> Iterator[tuple[str, Any]]:
     """Builders of installed plugins that claim the wrapper ``model_type``, loaded or
     not: one named after the family first."""
-    from ..core.plugins import _as_claim
+    from ..core.host.plugins import _as_claim
 
     for described, plugin in _plugins():
         claims = {(claim.kind, claim.model_type) for claim in map(_as_claim, _call(plugin, "vlreg_claims") or [])}
@@ -85,7 +85,7 @@ def _builders(model_type: str) -> Iterator[tuple[str, Any]]:
 
 
 def _plugins() -> list[tuple[str, Any]]:
-    from ..core import plugins
+    from ..core.host import plugins
 
     found = {id(plugin): (plugins.describe(plugin), plugin) for plugin in plugins.plugin_manager().get_plugins()}
     for entry_point in plugins._entry_points():

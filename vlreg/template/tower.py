@@ -28,7 +28,7 @@ TOWER_ADAPTERS = {"qwen_vit": _is_qwen_vit}
 
 def tower_envoys(tower: torch.nn.Module, layers: str | None, text_names: set[str], notes: list[str]) -> tuple[dict, dict, str | None]:
     """The tower's classes and names, or an adapter's where one serves this tower."""
-    from ..core.plugins import adapter
+    from ..core.host.plugins import adapter
 
     if layers is None:
         _note(notes, f"{type(tower).__name__} holds no list of blocks with an attention (a convolutional encoder, or "

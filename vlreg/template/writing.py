@@ -31,7 +31,7 @@ ADAPTER_ABOUT = {
 def write(name: str, folder: Path, package: str, found: Survey, source: Path, borrowed: Any, turns: bool = True) -> None:
     """Write the distribution ``folder``: pyproject, the package, its builder and test
     (``turns``: whether the processor's chat template takes turns, as the suite's prompts do)."""
-    from ..core import plugins
+    from ..core.host import plugins
 
     served = {kind: plugins.claimant(kind, model_type) for kind, model_type in found.parts.items()}
     claimed = [kind for kind in served if served[kind] is None]

@@ -21,7 +21,7 @@ import tempfile
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
-from ..core import plugins
+from ..core.host import plugins
 
 #: Sentences the tiny tokenizers are trained on: enough merges for the prompts the
 #: tests and the spec use, byte fallback for the rest.

@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 from typing import Any, Iterable, Iterator
 
-from ..core import plugins
+from ..core.host import plugins
 
 
 @contextlib.contextmanager

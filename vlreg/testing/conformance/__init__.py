@@ -17,7 +17,8 @@ from .linear import LinearAttentionConformance
 from .mamba import MambaConformance
 from .remote import RemoteConformance
 from .text import TextConformance
-from .vision import VisionConformance, image, lit
+from .helpers import image, lit
+from .vision import VisionConformance
 
 __all__ = ["TextConformance", "VisionConformance", "ExpertsConformance", "LinearAttentionConformance", "MambaConformance",
            "CrossAttentionConformance", "AnalysisConformance", "RemoteConformance", "image", "lit"]

@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from ... import analysis
-from .vision import image
+from .helpers import image
 
 
 class AnalysisConformance:

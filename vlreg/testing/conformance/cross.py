@@ -5,7 +5,7 @@
     class TestMllama(CrossAttentionConformance):
         checkpoint = "mllama"
 
-The image enters no token stream there (`vlreg.core.cross`): ``vision.image_features`` is
+The image enters no token stream there (`vlreg.core.envoys.cross`): ``vision.image_features`` is
 the states the text model is called with, and the blocks in
 ``model.cross_attention_layers`` read them through ``cross_attn``. This suite keeps every
 test of `VisionConformance` that holds as it is, and replaces those that speak of the
@@ -35,10 +35,10 @@ from typing import Any
 import pytest
 import torch
 
-from ...core.cross import CrossAttentionLayer, CrossAttentionMixer
-from ...core.envoys import Attention, Layer, Mlp
+from ...core.envoys.cross import CrossAttentionLayer, CrossAttentionMixer
+from ...core.envoys.text import Attention, Layer, Mlp
 from ...core.errors import Unavailable
-from .text import text_rows
+from .helpers import text_rows
 from .vision import VisionConformance
 
 CROSS_INTERIOR = ("attention_queries", "attention_keys", "attention_values", "attention_scores",

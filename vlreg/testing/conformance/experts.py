@@ -6,7 +6,7 @@ from typing import Any, ClassVar
 
 import torch
 
-from ...core.experts import MoeMlp
+from ...core.envoys.experts import MoeMlp
 
 
 class ExpertsConformance:

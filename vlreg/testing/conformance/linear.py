@@ -7,7 +7,7 @@ from typing import Any
 
 import torch
 
-from ...core.linear import LinearAttention
+from ...core.envoys.linear import LinearAttention
 
 
 def delta_rule(queries, keys, values, betas, decays):

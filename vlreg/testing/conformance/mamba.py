@@ -7,7 +7,7 @@ from typing import Any
 
 import torch
 
-from ...core.mamba import Mamba
+from ...core.envoys.mamba import Mamba
 
 
 def ssd_scan(values, keys, queries, time_steps, decays, skip):

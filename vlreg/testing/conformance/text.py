@@ -8,13 +8,16 @@ from typing import Any, ClassVar
 import pytest
 import torch
 
-from ...core.envoys import Attention, Layer, Mlp, Standard
-from ...core.linear import LinearAttention
-from ...core.mamba import Mamba
+from ...core.envoys.text import Attention, Layer, Mlp
+
+from ...core.envoys.standard import Standard
+from ...core.envoys.linear import LinearAttention
+from ...core.envoys.mamba import Mamba
 from ...core.errors import ReadOnly, Unavailable
 from ...core.model import StandardizedTransformer
 from ..checkpoints import build
 from .remote import RemoteConformance
+from .helpers import _write, attention_blocks, image, sublayer_output, sublayers, text_rows, written
 from .trust import TextTrust
 
 INTERIOR = (
@@ -100,8 +103,6 @@ class TextConformance(TextTrust, RemoteConformance):
         prompt = model.processor.apply_chat_template(messages, add_generation_prompt=generation, tokenize=False)
         if not self.text_images:
             return prompt
-        from .vision import image
-
         pictures = [image(56, 56, seed) for seed in range(self.text_images)]
         return dict(model.processor(text=prompt, images=pictures, return_tensors="pt"))
 
@@ -191,8 +192,8 @@ class TextConformance(TextTrust, RemoteConformance):
     def test_block_identity(self, model):
         """A pre-norm block's output is its input plus its sublayers' outputs; a post-norm
         block (``post_norms``: BART's) norms the stream after each sublayer's add
-        (`vlreg.core.seq2seq.post_norm_output`). Every stack's blocks are checked."""
-        from ...core.seq2seq import post_norm_output, sublayer_names
+        (`vlreg.core.envoys.seq2seq.post_norm_output`). Every stack's blocks are checked."""
+        from ...core.envoys.seq2seq import post_norm_output, sublayer_names
 
         encoder = model.__dict__.get("encoder")
         blocks = [*(encoder.layers if encoder is not None else ()), *model.layers]
@@ -342,79 +343,3 @@ class TextConformance(TextTrust, RemoteConformance):
         with sharded.trace(self.text_prompt(model)):
             out = sharded.layers[-1].layer_output.save()
         assert out.shape[-1] == model.hidden_size
-
-
-def written(model: StandardizedTransformer) -> list[tuple[Standard, str]]:
-    """The served values of the root, the tower and the first and last block of each
-    stack, in forward order: where the conformance suite writes."""
-    ends: set[int] = set()
-    for stack in (model.layers, getattr(model.__dict__.get("vision"), "layers", None)):
-        if stack is not None and len(stack):
-            ends.update(id(block) for block in (stack[0], stack[-1]))
-    chosen = []
-    for envoy, name in model.walk():
-        if envoy.block_index is not None and id(_block_of(envoy)) not in ends:
-            continue
-        if envoy.why_unavailable(name) is None:
-            chosen.append((envoy, name))
-    return chosen
-
-
-def _block_of(envoy: Standard) -> Standard:
-    while not isinstance(envoy, Layer):
-        envoy = envoy.parent
-    return envoy
-
-
-def _write(envoy: Standard, name: str, served: Any, way: str) -> None:
-    """A change written to a served value (a tensor, or a list of them) by ``way``: zeros,
-    or for integer values (token ids, a mask) the last position changed (ids + 1, a mask
-    flipped), which keeps them valid inputs."""
-    tensors = served if isinstance(served, (list, tuple)) else [served]
-    changed = [_changed(tensor, envoy) for tensor in tensors]
-    if way == "assign":
-        setattr(envoy, name, changed if isinstance(served, (list, tuple)) else changed[0])
-    else:
-        for tensor, new in zip(tensors, changed):
-            tensor[...] = new
-
-
-def _changed(tensor: torch.Tensor, envoy: Standard) -> torch.Tensor:
-    if tensor.is_floating_point():
-        return torch.zeros_like(tensor)
-    new = tensor.clone().as_subclass(torch.Tensor)
-    last = new[..., -1]
-    if tensor.dtype == torch.bool:
-        new[..., -1] = ~last
-    else:
-        new[..., -1] = 1 - last if int(tensor.max()) <= 1 else (last + 1) % envoy.root.vocab_size
-    return new
-
-
-def attention_blocks(model: StandardizedTransformer) -> list[Layer]:
-    """The blocks whose mixer is full attention (every block, but a hybrid model's)."""
-    return [block for block in model.layers if "self_attn" in block.__dict__]
-
-
-def mixer(block: Layer) -> Standard:
-    """The block's sequence mixer: ``self_attn``, or on a hybrid model's other blocks
-    another kind its class declares (``linear_attn``, ``mamba``, a family's own)."""
-    return block.present_mixers()[0]
-
-
-def sublayers(block: Layer) -> list[Standard]:
-    """The block's sublayers in forward order: its mixer and its MLP, or the one it has
-    (a NemotronH block holds one)."""
-    mlp = block.__dict__.get("mlp")
-    return [*block.present_mixers(), *([mlp] if mlp is not None else [])]
-
-
-def sublayer_output(part: Standard) -> Any:
-    """What a sublayer adds to the stream: a mixer's ``attention_output``, an MLP's ``mlp_output``."""
-    return part.mlp_output if isinstance(part, Mlp) else part.attention_output
-
-
-def text_rows(rows: dict, name: str) -> list[str]:
-    """The rows of `support` that serve text value ``name`` (``"self_attn.attention_output"``):
-    the row itself, or its rows for some blocks (``"layers.1,3.self_attn.attention_output"``)."""
-    return [row for row in rows if row == name or (row.startswith("layers.") and row.split(".", 2)[2] == name)]

@@ -17,7 +17,8 @@ import torch
 
 from ... import analysis
 from ...core.errors import Unavailable
-from ...core.values import value
+from ...core.serving.values import value
+from .helpers import attention_blocks, written
 
 
 class TextTrust:
@@ -153,8 +154,6 @@ class TextTrust:
     def test_queries_and_keys_are_qk_head_dim_wide(self, model):
         """Every attention, text and tower, serves ``qk_head_dim``: the width of its
         queries and keys."""
-        from .text import attention_blocks
-
         block = attention_blocks(model)[-1]
         with model.trace(self.text_prompt(model)):
             queries = block.self_attn.attention_queries.save()
@@ -228,8 +227,6 @@ def _zeroed(served: Any) -> Any:
 def _near_ends(model: Any) -> list:
     """The served values of the root, the tower and the first block of each stack that
     has values cut per invoke."""
-    from .text import written
-
     chosen, blocks = [], {}
     for envoy, name in written(model):
         layout = getattr(type(envoy), name).layout_on(envoy)
@@ -245,9 +242,9 @@ def _near_ends(model: Any) -> list:
 
 def _calls(model: Any, args: tuple, kwargs: dict) -> dict:
     """How many times one forward of the input calls each standard envoy's module."""
-    from ...core.model import _standard_tree
+    from ...core.envoys.standard import tree
 
-    envoys = {id(envoy._module): envoy for envoy, *_ in _standard_tree(model, "", "", None) if envoy is not model}
+    envoys = {id(envoy._module): envoy for envoy in (visit.envoy for visit in tree(model)) if envoy is not model}
     for name in ("projector", "embed_tokens", "norm", "lm_head"):
         envoy = model.__dict__.get(name)
         if envoy is not None:

@@ -78,8 +78,8 @@ class VisionTrust:
         """A prompt's geometry, used in that prompt's invoke of a batch whose other prompt
         is longer, lands on its image tokens (moved by the padding); a geometry of another
         prompt is refused there."""
-        if type(model.family.scatter).__name__ == "CrossAttention":
-            pytest.skip("the image has no tokens in the text stream (cross-attention): no positions to place")
+        if model.family.entry.not_in_stream():
+            pytest.skip(f"{model.family.entry.not_in_stream()}: no positions to place")
         first, second = self.two_invokes(model)
         if not _declares_grids(model, *first[0], first[1]["images"]):
             return
@@ -131,7 +131,7 @@ class VisionTrust:
         if not _declares_grids(model, prompt, images):
             return
         geometry = model.vision.geometry(prompt, images, **options)
-        if type(model.family.scatter).__name__ != "CrossAttention":
+        if not model.family.entry.not_in_stream():
             assert sum(image.tokens for image in geometry) == int(mask.sum())
         with pytest.raises(TypeError, match="not_an_option"):
             model.vision.geometry(prompt, images, not_an_option=1)

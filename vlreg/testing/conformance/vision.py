@@ -9,28 +9,10 @@ import pytest
 import torch
 
 from ...core.errors import Unavailable
-from ...core.vision import Vision, VisionAttention, VisionLayer, VisionMlp
+from ...core.envoys.vision import Vision, VisionAttention, VisionLayer, VisionMlp
+from .helpers import image
 from .text import TextConformance
 from .trust_vision import VisionTrust
-
-
-def image(width: int, height: int, seed: int = 0) -> Any:
-    """A random RGB image of this size."""
-    from PIL import Image
-
-    generator = torch.Generator().manual_seed(seed)
-    pixels = torch.randint(0, 256, (height, width, 3), generator=generator, dtype=torch.uint8)
-    return Image.fromarray(pixels.numpy())
-
-
-def lit(width: int, height: int, x: float, y: float) -> Any:
-    """A black image of this size with one white pixel at ``(x, y)``: where a token's box
-    says its pixels are, the pixel must land in that token's patches."""
-    from PIL import Image
-
-    pixels = torch.zeros(height, width, 3, dtype=torch.uint8)
-    pixels[int(y), int(x)] = 255
-    return Image.fromarray(pixels.numpy())
 
 
 class VisionConformance(VisionTrust, TextConformance):

@@ -31,7 +31,7 @@ from nnsight.intervention.eproperty import eproperty
 from nnsight.intervention.interleaver import Mediator, OutOfOrderError
 
 from .batching import select, splice
-from .errors import OutOfOrder, ReadOnly
+from ..errors import OutOfOrder, ReadOnly
 
 Predicate = Callable[[Any], "str | None"]
 
@@ -65,7 +65,7 @@ class value(eproperty):
             served as a list, every call's in order, and assigned as one. ``None``: the
             location is called once (the first call is served).
         layout: How the value's leading axis holds a batch of several invokes (see
-            `vlreg.core.batching`): ``"batch"``, ``"tokens"``, ``"image_tokens"`` or
+            `vlreg.core.serving.batching`): ``"batch"``, ``"tokens"``, ``"image_tokens"`` or
             ``"tower"``, or a function of the envoy giving one. ``None``: ``"tower"`` on a
             tower envoy, else ``"batch"``.
         description: One line shown beside the value in the envoy's repr (default: the
@@ -116,7 +116,7 @@ class value(eproperty):
 
     def __reduce__(self) -> tuple:
         # By reference: the class it is on, and its name there (a property pickles not).
-        from .remote import class_reference, descriptor_of
+        from .reference import class_reference, descriptor_of
 
         return descriptor_of, (class_reference(self.owner), self.name)
 
@@ -156,7 +156,7 @@ class value(eproperty):
         with _in_order(obj, label, occurrence), _served_whole(obj, label, self.layout_on(obj)) as group:
             served = super().__get__(obj, owner)
         if group is not None:
-            served = select(self.layout_on(obj), served, group, obj.root._run)
+            served = select(self.layout_on(obj), served, group, obj.run)
         reason = obj.why_read_only(self.name)
         if reason is not None and isinstance(served, torch.Tensor):
             return read_only_view(served, f"{label} cannot be written: {reason}")
@@ -178,7 +178,7 @@ class value(eproperty):
             return
         with _in_order(obj, label, self._pin(obj)), _served_whole(obj, label, layout) as group:
             if group is not None:
-                new = splice(layout, eproperty.__get__(self, obj, type(obj)), group, obj.root._run, new)
+                new = splice(layout, eproperty.__get__(self, obj, type(obj)), group, obj.run, new)
             super().__set__(obj, new)
 
     def _pin(self, obj: Any) -> int | None:
@@ -236,46 +236,9 @@ def _out_of_order(model: Any, label: str, previous: str | None) -> str:
     return (
         f"{label} was read{after}, but the forward computes it earlier{than}, so it had already "
         f"passed it (or this input never makes it). The forward computes the standard values in "
-        f"this order: {forward_order(model)}. Read {label} before {previous or 'the values after it'}, "
+        f"this order: {model.forward_order()}. Read {label} before {previous or 'the values after it'}, "
         f"or in a trace of its own."
     )
-
-
-def forward_order(model: Any) -> str:
-    """The order a forward computes the standard values in, in words: where the tokens are
-    embedded among the image's values is the declaration's (`Scatter.order`)."""
-    vision = model.__dict__.get("vision")
-    images = vision is not None and vision.no_images() is None
-    scatter = model.family.scatter
-    order = scatter.order if scatter is not None else ("token_embeddings", "vision")
-    cross = type(scatter).__name__ == "CrossAttention"
-    steps = ["vision.image_token_mask (off the inputs)"] if images else []
-    where = "the states the text model's cross-attention blocks read" if cross else "where the features enter the embeddings"
-    for entry in order:
-        if entry == "token_embeddings":
-            steps.append("token_embeddings")
-        elif entry == "vision" and images:
-            last = vision.num_layers - 1  # a vision part may have no blocks (an embedder)
-            tower = f"vision.layers[0] to vision.layers[{last}], " if last >= 0 else ""
-            stages = "".join(f", vision.{name}" for name in vision.standard_children
-                             if name != "layers" and name in vision.__dict__)
-            steps.append(f"the tower (vision.patch_embeddings, {tower}vision.tower_output{stages}) and model.projector")
-            if "vision.image_features" not in order:
-                steps.append(f"vision.image_features ({where})")
-        elif entry == "vision.image_features" and images:
-            steps.append(f"vision.image_features ({where})")
-    crossing = getattr(model, "cross_attention_layers", [])
-    kinds = list(dict.fromkeys(envoy._label.rpartition(".")[2] for block in model.layers
-                               for envoy in getattr(block, "present_mixers", list)() if not crossing))
-    mixers = f"self_attn's values (cross_attn's on layers {crossing})" if crossing else "self_attn's values"
-    if len(kinds) > 1 or kinds[:1] not in ([], ["self_attn"]):
-        mixers = f"its mixer's values ({' or '.join(kinds)})"
-    steps.append(
-        f"layers[0] to layers[{model.num_layers - 1}], each as input, {mixers}, "
-        f"mlp.mlp_output, layer_output"
-    )
-    steps.append("logits")
-    return ", then ".join(steps)
 
 
 def _tracing() -> bool:

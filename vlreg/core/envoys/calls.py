@@ -17,12 +17,12 @@ from typing import Any
 
 from nnsight.intervention.util import first_input, replace_first_input
 
-from .envoys import Standard
-from .values import value
+from ..serving.values import value
+from .standard import Standard
 
 
 def _calls(envoy: "PerCall") -> int:
-    return envoy.calls(envoy.root._run.inputs)
+    return envoy.calls(envoy.run.inputs)
 
 
 class PerCall(Standard):

@@ -6,7 +6,7 @@ its tiles), each a rows x columns raster of tokens with the pixel box every toke
 the *original* image. `image_geometry` runs the processor on a prompt and its images, finds
 the image tokens in the encoding and hands each image its run of them, so a per-token score
 can be drawn back onto the picture the user passed in. Where the image reaches the text
-model by cross-attention (`vlreg.core.cross`), the grids map the positions of the states
+model by cross-attention (`vlreg.core.envoys.cross`), the grids map the positions of the states
 the cross-attention blocks read instead of tokens of the sequence.
 """
 
@@ -18,7 +18,10 @@ from typing import Any, Callable, Sequence
 import torch
 from attrs import field, frozen
 
-from .errors import Unavailable
+from ..errors import Unavailable
+from .inputs import check_images, check_placeholders, takes_arrays
+from .options import check_options, given
+from .processing import as_pil, configured, encode, leaves
 
 
 def _boxes(instance: Any, attribute: Any, boxes: torch.Tensor) -> None:
@@ -151,86 +154,12 @@ class ImageGeometry:
 Grids = Callable[[Any, Sequence[Any], Any], Sequence[Any]]
 
 
-def leaves(images: Any) -> list:
-    """The images of ``images`` in order, however nested: a single image, a list of them,
-    or a list per prompt (``[[a, b], [c]]``, the form SmolVLM's processor needs for
-    several prompts)."""
-    if not isinstance(images, (list, tuple)):
-        return [images]
-    return [leaf for item in images for leaf in leaves(item)]
-
-
-def encode(processor: Any, prompt: "str | Sequence[str]", images: Sequence[Any], **options: Any) -> Any:
-    """The processor's encoding of ``prompt`` and ``images`` as a trace makes it (several
-    prompts padded, as `StandardizedTransformer` pads them), with the processor's
-    ``options`` (``max_pixels=``, ...). ``images`` is handed over as the trace hands it,
-    flat or a list per prompt."""
-    if isinstance(prompt, (list, tuple)):
-        if len(prompt) > 1:
-            return processor(text=list(prompt), images=list(images), **options, padding=True, return_tensors="pt")
-        prompt = prompt[0]
-    return processor(text=prompt, images=list(images), **options, return_tensors="pt")
-
-
-def configured(processor: Any, options: dict) -> Any:
-    """``processor`` as it runs with ``options``: a copy whose image processor holds them,
-    so a family's grids, which read the image processor's settings (``size``, tiling),
-    describe what the processor does with these options. ``processor`` itself is left
-    as it is."""
-    if not options:
-        return processor
-    import copy
-
-    from .options import processor_options
-
-    image_processor = processor.image_processor
-    flat = {key: value for key, value in options.items()
-            if key in processor_options(processor, "images_kwargs") and key != "images_kwargs"}
-    flat.update(options.get("images_kwargs") or {})
-    changed = copy.copy(processor)
-    if flat:
-        changed.image_processor = type(image_processor).from_dict({**image_processor.to_dict(), **flat})
-        # A processor's own defaults for its image processor (InternVL's and Aya Vision's
-        # crop_to_patches=True) win over the image processor's settings; the options win over both.
-        defaults = getattr(processor, "images_kwargs", None)
-        if isinstance(defaults, dict):
-            changed.images_kwargs = {**defaults, **{key: value for key, value in flat.items() if key in defaults}}
-    return changed
-
-
-def image_size(image: Any) -> tuple[int, int]:
-    """``(width, height)`` of a PIL image, or of a numpy array or torch tensor as the
-    image processor reads it (channels first or last, as transformers infers them)."""
-    if hasattr(image, "size") and not callable(image.size) and not hasattr(image, "shape"):
-        return tuple(image.size)
-    import numpy
-    from transformers.image_utils import get_image_size, infer_channel_dimension_format
-
-    array = image.detach().cpu().numpy() if hasattr(image, "detach") else numpy.asarray(image)
-    if array.ndim == 2:
-        return array.shape[1], array.shape[0]
-    height, width = get_image_size(array, infer_channel_dimension_format(array))
-    return int(width), int(height)
-
-
-def as_pil(image: Any) -> Any:
-    """``image`` as a PIL image (the form a family's grids read sizes off), unchanged if it is one."""
-    from PIL import Image
-
-    if isinstance(image, Image.Image):
-        return image
-    width, height = image_size(image)
-    return Image.new("RGB", (width, height))
-
-
 def image_geometry(model: Any, prompt: "str | Sequence[str]", images: Any, **options: Any) -> list[ImageGeometry]:
     """Each image of ``prompt``, in the order given: its row, its token positions, its
     grids and boxes. Runs the processor only, with the trace's processor ``options``; no
     trace. ``images`` is what the trace takes: one image, a list, or a list per prompt
-    (`leaves` gives their order); PIL images, numpy arrays or torch tensors."""
-    from .inputs import check_images, check_placeholders, takes_arrays
-    from .options import check_options, given
-
+    (`leaves` gives their order); PIL images, numpy arrays or torch tensors. The family's
+    entry places each image's tokens (`Entry.place`)."""
     vision = model.vision
     reason = vision.no_images()
     if reason:
@@ -243,47 +172,20 @@ def image_geometry(model: Any, prompt: "str | Sequence[str]", images: Any, **opt
         )
     check_options(model.processor, options, "vision.geometry")
     options = {**given(model), **options}
-    given = list(images) if isinstance(images, (list, tuple)) else [images]
-    check_images(given, model.processor, takes_arrays(model))
-    check_placeholders(model, prompt, given)
+    given_images = list(images) if isinstance(images, (list, tuple)) else [images]
+    check_images(given_images, model.processor, takes_arrays(model))
+    check_placeholders(model, prompt, given_images)
     processor = configured(model.processor, options)
-    encoding = encode(processor, prompt, given, **options)  # as the trace calls it: a processor's own defaults would override the copy's
-    images = [as_pil(image) for image in leaves(given)]  # the family's grids, and the sizes, are per image in order
+    encoding = encode(processor, prompt, given_images, **options)  # as the trace calls it: a processor's own defaults would override the copy's
+    images = [as_pil(image) for image in leaves(given_images)]  # the family's grids, and the sizes, are per image in order
     declared = [_grids(one) for one in declare(encoding, images, processor)]
     if len(declared) != len(images):
         raise ValueError(f"the family declared grids for {len(declared)} images, but {len(images)} were given")
-    if type(model.family.scatter).__name__ == "CrossAttention":
-        from .cross import placed
-
-        return placed(model, encoding, declared, images)
-    rows, positions = (encoding["input_ids"] == model._module.config.image_token_id).nonzero(as_tuple=True)
-    counts = [sum(grid.tokens for grid in grids) for grids in declared]
-    if sum(counts) != rows.numel():
-        raise ValueError(
-            f"the family's grids give {counts} tokens per image ({sum(counts)} in all), but the "
-            f"processor put {rows.numel()} image tokens in the prompt"
-        )
-    found, offset = [], 0
-    for index, (grids, count, image) in enumerate(zip(declared, counts, images)):
-        row = rows[offset : offset + count]
-        if count and not (row == row[0]).all():
-            raise ValueError(f"image {index}'s tokens span several batch rows")
-        found.append(
-            ImageGeometry(
-                index=index,
-                row=int(row[0]) if count else -1,
-                positions=positions[offset : offset + count],
-                grids=grids,
-                size=tuple(image.size),
-                offset=offset,
-                source=_source(encoding, int(row[0])) if count else None,
-            )
-        )
-        offset += count
-    return found
+    return model.family.entry.place(model, encoding, declared, images)
 
 
-def _source(encoding: Any, row: int) -> tuple[torch.Tensor, int]:
+def source_of(encoding: Any, row: int) -> tuple[torch.Tensor, int]:
+    """The row's token ids without padding and where they start in it (`ImageGeometry.source`)."""
     ids = encoding["input_ids"][row]
     mask = encoding.get("attention_mask")
     if mask is None:
@@ -299,7 +201,7 @@ def placed(model: Any, geometry: ImageGeometry) -> tuple[int, torch.Tensor]:
     mediator = Mediator.current("an ImageGeometry's positions")
     batcher = getattr(mediator.interleaver, "batcher", None)
     group = mediator.batch_group if batcher is not None and batcher.batching else None
-    run = model._run
+    run = model.run
     start, size = group if group is not None else (0, run.rows)
     if not 0 <= geometry.row < size:
         raise ValueError(

@@ -48,9 +48,10 @@ from typing import Any, ClassVar
 
 from nnsight.intervention.interleaver import Mediator
 
-from .envoys import Standard, _size
-from .errors import Unavailable
-from .values import argument, returned, value
+from ..errors import Unavailable
+from ..serving.values import argument, returned, value
+from .standard import Standard
+from .text import _size
 
 
 def _call(mixer: Any, name: str) -> str:
@@ -163,7 +164,7 @@ class Mamba(Standard):
         if name not in self.prefill_only:
             return
         step = Mediator.current(self.label(name)).iteration
-        if step and self.root._run.inputs.get("use_cache", True) is not False:
+        if step and self.run.inputs.get("use_cache", True) is not False:
             raise Unavailable(
                 f"{self.label(name)} is unavailable at step {step}: after the prefill each token runs "
                 f"the mixer's recurrent update, not the convolution and chunked scan it is read at; "

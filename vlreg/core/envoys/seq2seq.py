@@ -35,10 +35,11 @@ from typing import Any, ClassVar
 
 import torch
 
-from .envoys import Layer, Mlp, Standard
-from .errors import Unavailable
+from ..errors import Unavailable
+from ..serving.values import value
 from .mixers import Mixer
-from .values import value
+from .standard import Standard
+from .text import Layer, Mlp
 
 
 def _embeds(raw: Any) -> torch.Tensor:
@@ -88,6 +89,14 @@ class Encoder(Standard):
         """The encoder's blocks."""
         return len(self.layers)
 
+    def later_step(self, step: int) -> str:
+        """Why a value under this encoder is absent at generation ``step`` > 0."""
+        return (
+            f"this is a generation step after the first (step {step}): the encoder runs once, before the first "
+            "step, and every step's decoder reads its output from then; read encoder values at the first step "
+            "(before tracer.iter, or at tracer.iter[0])"
+        )
+
 
 def post_norm_output(block: Layer, x: torch.Tensor, outputs: list[torch.Tensor]) -> torch.Tensor:
     """What a post-norm ``block`` returns for ``x`` given its sublayers' outputs in forward
@@ -131,19 +140,10 @@ class OutputProjection(Mlp):
 
 def ends_normed(layers: Any) -> bool:
     """Whether the stack's last block normalizes its own output (a post-norm block,
-    `vlreg.core.seq2seq.PostNormLayer`), so the model needs no final norm."""
+    `PostNormLayer`), so the model needs no final norm."""
     return layers is not None and len(layers) > 0 and bool(getattr(layers[-1], "post_norms", ()))
 
 
 def sublayer_names(block: Layer) -> list[str]:
     """The sublayers ``block`` holds, in forward order."""
     return [name for name in block.order if name in block.standard_children and name in block.__dict__]
-
-
-def later_step(step: int) -> str:
-    """Why a value under a stack that runs once a generation is absent at ``step`` > 0."""
-    return (
-        f"this is a generation step after the first (step {step}): the encoder runs once, before the first "
-        "step, and every step's decoder reads its output from then; read encoder values at the first step "
-        "(before tracer.iter, or at tracer.iter[0])"
-    )

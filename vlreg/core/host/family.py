@@ -2,7 +2,7 @@
 
 `resolve` splits the config into its parts (wrapper, text, vision), finds the plugin
 that claimed each, and merges what they contribute into one ``rename``, one
-``envoys`` map, one scatter location and two tables of predicates (values this load
+``envoys`` map, the image's entry and two tables of predicates (values this load
 cannot serve, values it cannot write), which is all `StandardizedTransformer` needs to
 build.
 """
@@ -15,9 +15,9 @@ from typing import Any, Callable
 from attrs import frozen
 
 from . import catalog, plugins
-from .errors import NoFamily
-from .parts import CrossAttention, Part, Scatter
-from .remote import ServerSide
+from ..errors import NoFamily
+from ..serving.reference import ServerSide
+from .parts import Part
 
 Predicate = Callable[[Any], "str | None"]
 
@@ -35,8 +35,8 @@ class Family:
     plugins: dict[str, Any]
     rename: dict
     envoys: dict
-    #: Where the image reaches the text model (`Scatter` or `CrossAttention`), or None.
-    scatter: Scatter | CrossAttention | None
+    #: Where and how the image enters the text model (an `Entry`), or None.
+    entry: Any
     unavailable: dict[str, tuple[Predicate, ...]]
     #: The wrapper's `vlreg_image_grids` function, or None.
     image_grids: Callable | None = None
@@ -116,7 +116,7 @@ def resolve(config: Any) -> Family:
         for name, table in tables.items():
             for row, predicate in (plugins.call(plugin, f"vlreg_{name}", part=part) or {}).items():
                 table[prefix + row] = table.get(prefix + row, ()) + (predicate,)
-    scatter = entry_of(served["wrapper"], parts["wrapper"]) if "vision" in parts else None
+    entry = entry_of(served["wrapper"], parts["wrapper"]) if "vision" in parts else None
     grids = plugins.call(served["wrapper"], "vlreg_image_grids", part=parts["wrapper"]) if "vision" in parts else None
 
     return Family(
@@ -125,7 +125,7 @@ def resolve(config: Any) -> Family:
         plugins=served,
         rename=ServerSide(rename),
         envoys=ServerSide(envoys),
-        scatter=scatter,
+        entry=entry,
         unavailable=tables["unavailable"],
         image_grids=grids,
         read_only=tables["read_only"],

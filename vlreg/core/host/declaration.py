@@ -12,7 +12,7 @@
 
 registered like any plugin, through the ``vlreg`` entry-point group
 (``qwen2_vl = "vlreg_qwen2_vl:plugin"``). The `Plugin` implements the hooks of
-`vlreg.core.hookspecs` from the declarations, so a family states what it serves as data
+`vlreg.core.host.hookspecs` from the declarations, so a family states what it serves as data
 and never writes a hook; the hooks stay the escape hatch (a subclass of `Plugin` adds its
 own `hookimpl` methods, and a module of hook functions registers as before).
 

@@ -27,8 +27,8 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from .envoys import Mlp, _size
-from .values import returned, value, with_first
+from ..serving.values import returned, value, with_first
+from .text import Mlp, _size
 
 #: Experts implementations whose forward forms every slot's weighted output.
 SLOTTED = ("grouped_mm", "batched_mm")

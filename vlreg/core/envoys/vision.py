@@ -3,10 +3,10 @@
 The tower is ``model.vision`` and its blocks ``model.vision.layers[i]``; the projector is
 ``model.projector``, the last module before the scatter. Two values sit where the image
 meets the text model and are read outside the tower: `Vision.image_token_mask`, off
-the model's inputs, and `Vision.image_features`, at the call that writes the features
-into the token embeddings (the family's `Scatter`), so that
-``layers[0].input[image_token_mask] == image_features`` on every family, whatever the
-projector's output looked like before.
+the model's inputs, and `Vision.image_features`, where the family's entry (`Entry`: a
+scatter into the embeddings, query tokens, cross-attention states) hands the features to
+the text model, so that ``layers[0].input[image_token_mask] == image_features`` on every
+family that scatters, whatever the projector's output looked like before.
 
 Tower values are `Patches`, ``[images, patches, vision_hidden_size]``. A tower that runs
 on ``[patches, vision_hidden_size]`` with every image in one row (the Qwen ViT) is
@@ -21,12 +21,11 @@ from typing import Any, Callable
 
 import torch
 
-from . import cross
-from .envoys import Attention, Layer, Mlp, Standard
-from .errors import Unavailable
-from .parts import CrossAttention
+from ..errors import Unavailable
+from ..serving.values import first, value, with_first
 from .sizes import agreed
-from .values import first, value, with_first
+from .standard import Standard
+from .text import Attention, Layer, Mlp
 
 Patches = torch.Tensor
 """``[images, patches, vision_hidden_size]``; ``[1, patches, vision_hidden_size]`` on a
@@ -61,61 +60,6 @@ def _put_last_hidden_state(raw: Any, new: torch.Tensor) -> Any:
         raw["last_hidden_state"] = new
         return raw
     return with_first(None, raw, new)
-
-
-def scatter_host(model: Any) -> tuple[str, Any]:
-    """The module whose forward writes the features in: its path from the root
-    (``""`` for the root itself) and its envoy."""
-    host = model.family.scatter.host
-    return host, (model.get(host) if host else model)
-
-
-def scatter_call(model: Any) -> tuple[str, int | str]:
-    """The call that writes the features in, from the root, and the features' argument:
-    ``("model.source.inputs_embeds_masked_scatter_0", 1)`` on Qwen2-VL."""
-    scatter = model.family.scatter
-    host = f"{scatter.host}." if scatter.host else ""
-    return f"{host}source.{scatter.operation}", scatter.argument
-
-
-def _generated(vision: "Vision") -> str | None:
-    """Under generate, the module whose output is the features, where the scatter does
-    not run there (`Scatter.generation`); else None."""
-    scatter = vision.root.family.scatter
-    return getattr(scatter, "generation", None) if vision.root._run.generating else None
-
-
-def _scatter_call(vision: "Vision") -> str:
-    if (module := _generated(vision)) is not None:
-        return f"{vision.root.get(module).path}.output"
-    return f"{vision.root.path}.{scatter_call(vision.root)[0]}.input"
-
-
-def _scattered(vision: "Vision", raw: Any) -> torch.Tensor:
-    if _generated(vision) is not None:
-        return raw.reshape(-1, raw.shape[-1])
-    argument = vision.root.family.scatter.argument
-    args, kwargs = raw
-    features = kwargs[argument] if isinstance(argument, str) else args[argument]
-    return features.reshape(-1, features.shape[-1])
-
-
-def _scatter_back(vision: "Vision", raw: Any, new: torch.Tensor) -> Any:
-    if _generated(vision) is not None:
-        return new.reshape(raw.shape)
-    argument = vision.root.family.scatter.argument
-    args, kwargs = raw
-    if isinstance(argument, str):
-        return args, {**kwargs, argument: new.reshape(kwargs[argument].shape)}
-    native = args[argument]
-    return (*args[:argument], new.reshape(native.shape), *args[argument + 1 :]), kwargs
-
-
-def _crossing(vision: "Vision") -> bool:
-    """Whether the image reaches the text model by cross-attention (`vlreg.core.cross`):
-    the features are then the states the text model is called with, ``[batch, positions,
-    hidden]``, not rows scattered into the embeddings."""
-    return isinstance(vision.root.family.scatter, CrossAttention)
 
 
 def _derived_mask(vision: "Vision") -> str:
@@ -197,12 +141,12 @@ class Vision(Standard):
     )
 
     image_features = value(
-        lambda vision: cross.states_location(vision) if _crossing(vision) else _scatter_call(vision),
-        inside=lambda vision: None if _crossing(vision) else scatter_host(vision.root)[1],
-        layout=lambda vision: "rows" if _crossing(vision) else "image_tokens",
+        lambda vision: vision.root.family.entry.features_at(vision),
+        inside=lambda vision: vision.root.family.entry.features_inside(vision),
+        layout=lambda vision: vision.root.family.entry.features_layout,
         description="the features as the text model receives them",
-    )(lambda vision, raw: cross.read_states(vision, raw) if _crossing(vision) else _scattered(vision, raw)).writes(
-        lambda vision, raw, new: cross.write_states(vision, raw, new) if _crossing(vision) else _scatter_back(vision, raw, new)
+    )(lambda vision, raw: vision.root.family.entry.read_features(vision, raw)).writes(
+        lambda vision, raw, new: vision.root.family.entry.write_features(vision, raw, new)
     )
 
     def geometry(self, prompt: Any, images: Any, **options: Any) -> list:
@@ -212,24 +156,20 @@ class Vision(Standard):
         so it needs no trace; the family declares the grids (`vlreg_image_grids`).
         ``options`` are the processor's, as a trace takes them (``max_pixels=``, ...).
         Inside an invoke of a batch, `ImageGeometry.placed` gives its row and positions there."""
-        from .geometry import image_geometry
-
-        return image_geometry(self.root, prompt, images, **options)
+        return self.root._image_geometry(prompt, images, **options)
 
     def cache(self, prompt: Any, images: Any, **options: Any) -> Any:
         """Run ``prompt`` with ``images`` once and keep the tower's output, to replay in
         traces of the same images (`vlreg.core.reuse.TowerCache`): a sweep over copies of
         one prompt then runs the tower once, not once per copy. ``options`` are the
         processor's, as a trace takes them."""
-        from .reuse import cache
-
-        return cache(self.root, prompt, images, **options)
+        return self.root._tower_cache(prompt, images, **options)
 
     def no_images(self) -> str | None:
         """``None`` when images reach the model, else why not (then every vision value is
         `Unavailable` with that reason)."""
         model = self.root
-        if model.family.scatter is None:
+        if model.family.entry is None:
             return (
                 f"the {model.family.name!r} family names no projector for "
                 f"{type(model._module).__name__}, so no image reaches the text model"
@@ -240,9 +180,6 @@ class Vision(Standard):
                 "load with task='image-text-to-text'"
             )
         return None
-
-    def _rows(self, ask: Any) -> dict[str, str | None]:
-        return {} if self.no_images() else super()._rows(ask)
 
     def without_blocks(self) -> str:
         """Why a helper over the tower's blocks cannot run where `num_layers` is 0: a family

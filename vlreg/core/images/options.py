@@ -17,30 +17,7 @@ import functools
 import inspect
 from typing import Any, Callable, Iterator
 
-from .inputs import MEDIA
-
-#: What vlreg passes the processor itself.
-OWN = frozenset({"text", "images", "videos", "return_tensors", "padding"})
-
-
-def processor_options(processor: Any, modality: str | None = None) -> frozenset[str]:
-    """Every keyword ``processor`` takes besides its inputs, as transformers merges them:
-    the modality dicts (``images_kwargs=``, ...), the flat keys of each modality's typed
-    kwargs, and its own preprocessors' (``max_pixels``, ``size``, ``do_image_splitting``).
-    With ``modality`` (``"text_kwargs"``, ...), that modality's flat keys only."""
-    if processor is None:
-        return frozenset()
-    typed = getattr(processor, "valid_processor_kwargs", None)
-    annotations = dict(getattr(typed, "__annotations__", {}))
-    found: set[str] = set(annotations) if modality is None else set()
-    for kind, part in (("images_kwargs", "image_processor"), ("videos_kwargs", "video_processor"),
-                       ("text_kwargs", "tokenizer"), ("audio_kwargs", "feature_extractor")):
-        if modality not in (None, kind):
-            continue
-        found |= set(getattr(annotations.get(kind), "__annotations__", {}))
-        found |= set(getattr(getattr(getattr(processor, part, None), "valid_kwargs", None), "__annotations__", {}))
-    return frozenset(found - OWN - {"common_kwargs"})
-
+from .processing import MEDIA, OWN, configured, processor_options
 
 def split(processor: Any, kwargs: dict, generating: bool = False) -> tuple[dict, dict]:
     """``kwargs`` as (the processor's options, the rest). In a generation, a keyword
@@ -97,8 +74,6 @@ def encode_invoke(model: Any, prompts: Any, kwargs: dict, options: dict) -> dict
     options), so a processor that reads a setting off its image processor, as Idefics2's
     reads ``do_image_splitting`` to write the image tokens, writes them for the frames the
     options make."""
-    from .geometry import configured
-
     media = {key: value for key, value in kwargs.items() if key in MEDIA}
     rest = {key: value for key, value in kwargs.items() if key not in MEDIA | {"text"}}
     text = list(prompts) if isinstance(prompts, (list, tuple)) else prompts

@@ -16,7 +16,7 @@ from typing import Any
 
 import torch
 
-from .values import returned, value
+from ..serving.values import returned, value
 
 
 def final_softcap(model: Any) -> float | None:

@@ -28,7 +28,8 @@ from typing import TYPE_CHECKING, Any, Callable, Optional
 import pluggy
 
 if TYPE_CHECKING:
-    from .parts import Claim, Entry, Part
+    from ..images.entries import Entry
+    from .parts import Claim, Part
 
 #: A predicate of `vlreg_unavailable` and `vlreg_read_only`: the envoy in, ``None`` or why not out.
 Predicate = Callable[[Any], Optional[str]]

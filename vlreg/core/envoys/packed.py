@@ -17,13 +17,13 @@ from typing import Any
 
 import torch
 
-from .envoys import _inside_call, eager_only
-from .values import value
+from ..serving.values import value
+from .text import _inside_call, eager_only
 from .vision import VisionAttention
 
 
 def _spans(attention: "PackedVisionAttention", patches: int) -> list[tuple[int, int]]:
-    counts = attention.image_patches(attention.root._run.inputs)
+    counts = attention.image_patches(attention.run.inputs)
     if sum(counts) != patches:
         raise ValueError(
             f"{attention.label('attention_probabilities')}: the family counts {counts} patches per image "

@@ -29,8 +29,9 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from .envoys import Standard, _size
-from .values import argument, returned
+from ..serving.values import argument, returned
+from .standard import Standard
+from .text import _size
 
 
 def _rule(mixer: Any) -> str:

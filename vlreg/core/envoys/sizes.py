@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from .errors import Unavailable
+from ..errors import Unavailable
 
 
 def agreed(blocks: Any, part: str, name: str, label: str, fallback: Callable[[], Any]) -> Any:

@@ -7,12 +7,12 @@ processor would divide by 255 again. Each is refused with what to pass instead.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any, Iterator
 
 import torch
 
-MEDIA = frozenset({"images", "videos"})
+from .processing import MEDIA
+
 
 ACCEPTED = (
     "images= takes a PIL image, a numpy array (height x width x 3, uint8) or a torch tensor "
@@ -22,12 +22,12 @@ ACCEPTED = (
 
 
 def check_invokes(model: Any, invokes: list) -> None:
-    """Refuse what no image can reach or what would reach it wrong."""
-    from .cross import check_prompts
-
-    check_prompts(model, invokes)
+    """Refuse what no image can reach or what would reach it wrong, and what the family's
+    entry refuses (`Entry.check_invokes`)."""
+    entry = model.family.entry
+    if entry is not None:
+        entry.check_invokes(model, invokes)
     for inputs, kwargs in invokes:
-        _needs_images(model, inputs, kwargs)
         media = {key for key in kwargs.keys() & MEDIA if kwargs[key] is not None}
         if media and model.processor is None:
             raise ValueError(
@@ -38,21 +38,6 @@ def check_invokes(model: Any, invokes: list) -> None:
         if kwargs.get("images") is not None:
             check_images(kwargs["images"], model.processor, takes_arrays(model))
             check_placeholders(model, inputs[0] if inputs else kwargs.get("text"), kwargs["images"])
-
-
-def _needs_images(model: Any, inputs: tuple, kwargs: dict) -> None:
-    """Refuse a prompt without an image where the wrapper's forward needs one on every call
-    (`Scatter.needs_images`): it would fail deep inside its tower."""
-    scatter = model.family.scatter
-    if scatter is None or not scatter.needs_images or model.processor is None:
-        return
-    given = [kwargs, *(item for item in inputs if isinstance(item, Mapping))]
-    if any(each.get(name) is not None for each in given for name in ("images", "pixel_values")):
-        return
-    raise ValueError(
-        f"the {model.family.name!r} family's {type(model._module).__name__} runs its vision tower on every "
-        f"forward, so every prompt needs an image: pass images=[...] (one per prompt) with it"
-    )
 
 
 def check_placeholders(model: Any, prompts: Any, images: Any) -> None:

@@ -1,0 +1,3 @@
+"""The plugin host: the hooks (`hookspecs`), the declarations plugins make (`parts`,
+`declaration`), the registry (`plugins`, `catalog`) and the family that serves a
+checkpoint (`family`)."""

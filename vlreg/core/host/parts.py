@@ -1,0 +1,70 @@
+"""What the host and a plugin say of a checkpoint's config: `Claim` (a plugin serves a
+part) and `Part` (the part a hook is asked about)."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from attrs import field, frozen
+
+Kind = Literal["wrapper", "text", "vision"]
+KINDS: tuple[Kind, ...] = ("wrapper", "text", "vision")
+
+
+def _kind(instance: Any, attribute: Any, value: str) -> None:
+    if value not in KINDS:
+        raise ValueError(f"{attribute.name} must be one of {KINDS}, not {value!r}")
+
+
+def _refusals(value: Any) -> dict[str, str]:
+    refusals = dict(value or {})
+    for name, reason in refusals.items():
+        if not (isinstance(name, str) and name and isinstance(reason, str) and reason.strip()):
+            raise ValueError(f"a claim's refuses= maps a name to the sentence saying why, not {name!r}: {reason!r}")
+    return refusals
+
+
+@frozen
+class Claim:
+    """A plugin serves the config part of this kind whose ``model_type`` is this.
+
+    ``overrides`` names the plugin this claim replaces where both claim the part (a
+    patched build of a family, say); without it, two claims on one part are an error.
+
+    ``refuses`` declares what of the part is *not* served, and why: ``{name: reason}``,
+    the reason one sentence a user reads (what is missing and what to do instead). A claim
+    that refuses something serves its type partially, and the host says so without
+    running the family (`vlreg plugins --coverage`; the entry-point group
+    ``vlreg.refuses`` repeats the names). A name is one of:
+
+    * a trace input (``"videos"``, ``"audio"``): the model may still run on it, but none
+      of its values are served; a trace whose input carries only that input and no image
+      refuses the image values with this reason;
+    * a standard row (``"vision.video_features"``), named from the part as in
+      `vlreg_unavailable`: reading it raises `Unavailable` with this reason;
+    * a path the model has no standard names for (``"vision.high_resolution"``): named so
+      that `support` lists it.
+
+    Every name is a row of `StandardizedTransformer.support`, its value the reason.
+    Refusals do not take part in deciding who serves a part (two claims differing only in
+    them are one claim).
+    """
+
+    kind: Kind = field(validator=_kind)
+    model_type: str
+    overrides: str | None = None
+    refuses: dict[str, str] = field(factory=dict, converter=_refusals, eq=False)
+
+
+@frozen
+class Part:
+    """One part of a checkpoint's config, as the hooks are asked about it.
+
+    ``config`` is the part's own config (``config.text_config`` for the text part);
+    ``root`` is the whole checkpoint's config.
+    """
+
+    kind: Kind = field(validator=_kind)
+    model_type: str
+    config: Any = field(eq=False, repr=False)
+    root: Any = field(eq=False, repr=False)

@@ -1,0 +1,366 @@
+"""Where the image enters the text model: one `Entry` per way it does.
+
+A wrapper declares its entry (`vlreg_entry`, a `Wrapper`'s ``entry=``): `Scatter` (the
+features are written into the token embeddings), `QueryTokens` (a Q-Former's learned
+queries, scattered) or `CrossAttention` (the text model takes them as an argument its
+cross-attention blocks read). Everything that differs between the ways is answered by the
+entry, in one place, and the rest of vlreg asks the entry, never which one it is:
+
+* where ``vision.image_features`` is read and how it is written back (`features_at`,
+  `read_features`, `write_features`, `features_layout`);
+* where the root computes the image's values among its own (`order`) and how the forward
+  order names the features (`words`);
+* how an image's tokens are placed for `vision.geometry` (`place`);
+* what a trace's invokes must satisfy (`check_invokes`);
+* whether the image has tokens in the text stream (`not_in_stream`) and whether those
+  tokens are the tower's patches (`not_patches`);
+* what it mounts under ``model.vision`` (`mount`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import torch
+from attrs import frozen
+
+from ..errors import Unavailable
+from .geometry import ImageGeometry, ImageGrid, source_of
+
+
+def _argument(raw: Any, argument: int | str) -> Any:
+    """The ``argument`` (a position, or a keyword's name) of a call's ``(args, kwargs)``."""
+    args, kwargs = raw
+    if isinstance(argument, str):
+        return kwargs.get(argument)
+    return args[argument] if len(args) > argument else None
+
+
+def _with_argument(raw: Any, argument: int | str, new: torch.Tensor) -> Any:
+    """``raw`` with its ``argument`` replaced by ``new``, reshaped to the native layout."""
+    args, kwargs = raw
+    if isinstance(argument, str):
+        return args, {**kwargs, argument: new.reshape(kwargs[argument].shape)}
+    native = args[argument]
+    return (*args[:argument], new.reshape(native.shape), *args[argument + 1 :]), kwargs
+
+
+class Entry:
+    """Where and how the image enters the text model: a wrapper's answer to `vlreg_entry`.
+
+    The base answers as a scatter into the embeddings does; each way overrides what it
+    does otherwise. ``host`` is the module (path from the root, ``""`` for the root) whose
+    forward takes the features, and ``argument`` their position or keyword there.
+    """
+
+    host: str = ""
+    argument: int | str = 1
+    #: The root's values between the image-token mask and the blocks, in the order the
+    #: forward computes them (`StandardizedTransformer.order`). An entry ``"vision.<value>"``
+    #: places that tower value there, after the tower's others.
+    order: tuple[str, ...] = ("token_embeddings", "vision")
+    #: How the forward order in words names where ``vision.image_features`` is read.
+    words: str = "where the features enter the embeddings"
+    generation: str | None = None
+    entry: str | None = None
+    steps: str | None = None
+    needs_images: bool = False
+    #: How ``vision.image_features`` holds a batch of several invokes (`vlreg.core.serving.batching`).
+    features_layout: str = "image_tokens"
+
+    def mount(self, model: Any) -> None:
+        """Put what the image passes through outside the tower under ``model.vision`` (a
+        `QueryTokens`' Q-Former); most entries have nothing to mount."""
+
+    def not_patches(self) -> str | None:
+        """Why an image token is not a patch or a block of patches of the tower (``None``:
+        it is one, and a grid's ``fold`` says how many), for the helpers that draw the
+        tower's per-patch values onto the tokens."""
+        return None
+
+    def not_in_stream(self) -> str | None:
+        """Why the image has no tokens in the text stream (``None``: it has, at the
+        image-token mask), for the helpers that work on those tokens."""
+        return None
+
+    # -- vision.image_features ----------------------------------------------------
+
+    def host_envoy(self, model: Any) -> Any:
+        """The envoy of the module whose forward takes the features."""
+        return model.get(self.host) if self.host else model
+
+    def features_at(self, vision: Any) -> str:
+        """Where ``vision.image_features`` is read (a ``.input`` location)."""
+        return f"{self.host_envoy(vision.root).path}.input"
+
+    def features_inside(self, vision: Any) -> Any:
+        """The envoy whose forward the location is an operation in, instrumented at build
+        (``None``: the location is a module's own input)."""
+        return None
+
+    def read_features(self, vision: Any, raw: Any) -> torch.Tensor:
+        """The features from what the location holds, as a view."""
+        return _argument(raw, self.argument)
+
+    def write_features(self, vision: Any, raw: Any, new: torch.Tensor) -> Any:
+        """What the location should hold for features ``new``."""
+        return _with_argument(raw, self.argument, new)
+
+    def of_image(self, features: torch.Tensor, image: ImageGeometry) -> torch.Tensor:
+        """``image``'s rows of ``features`` (`vision.image_features` as served)."""
+        return features[image.features]
+
+    # -- what a trace must satisfy, and geometry -----------------------------------
+
+    def check_invokes(self, model: Any, invokes: list) -> None:
+        """Refuse invokes this entry cannot take, before the model runs: a prompt without
+        an image where the wrapper's forward needs one on every call (``needs_images``)."""
+        if not self.needs_images or model.processor is None:
+            return
+        for inputs, kwargs in invokes:
+            given = [kwargs, *(item for item in inputs if isinstance(item, Mapping))]
+            if not any(each.get(name) is not None for each in given for name in ("images", "pixel_values")):
+                raise ValueError(
+                    f"the {model.family.name!r} family's {type(model._module).__name__} runs its vision tower on "
+                    f"every forward, so every prompt needs an image: pass images=[...] (one per prompt) with it"
+                )
+
+    def place(self, model: Any, encoding: Any, declared: list, images: list) -> list[ImageGeometry]:
+        """Each image's `ImageGeometry`, from the processor's ``encoding``, the family's
+        grids for each image (``declared``) and the images: its tokens are the next run of
+        image tokens in mask order, as many as its grids hold."""
+        rows, positions = (encoding["input_ids"] == model._module.config.image_token_id).nonzero(as_tuple=True)
+        counts = [sum(grid.tokens for grid in grids) for grids in declared]
+        if sum(counts) != rows.numel():
+            raise ValueError(
+                f"the family's grids give {counts} tokens per image ({sum(counts)} in all), but the "
+                f"processor put {rows.numel()} image tokens in the prompt"
+            )
+        found, offset = [], 0
+        for index, (grids, count, image) in enumerate(zip(declared, counts, images)):
+            row = rows[offset : offset + count]
+            if count and not (row == row[0]).all():
+                raise ValueError(f"image {index}'s tokens span several batch rows")
+            found.append(ImageGeometry(
+                index=index, row=int(row[0]) if count else -1, positions=positions[offset : offset + count],
+                grids=grids, size=tuple(image.size), offset=offset,
+                source=source_of(encoding, int(row[0])) if count else None,
+            ))
+            offset += count
+        return found
+
+
+@frozen
+class Scatter(Entry):
+    """The wrapper writes the image features into the token embeddings.
+
+    ``host`` is the module (path from the model root, ``""`` for the root) whose
+    forward makes the call; ``operation`` is nnsight's name for the call in that
+    forward (``inputs_embeds_masked_scatter_0``); ``argument`` is the position of the
+    features among its arguments, or the name of the keyword that passes them
+    (``"image_hidden_states"`` for Idefics3's ``self.inputs_merger``). The host's
+    forward is source-instrumented when the model is built, because the tower runs
+    inside it: first touching it after reading a tower value would ask for a place the
+    model has already passed.
+    """
+
+    host: str
+    operation: str
+    argument: int | str = 1
+    #: Under ``generate``, the module (path from the root) whose output is the features,
+    #: where the host's forward does not write them there: an encoder-decoder's generate
+    #: (Florence-2's) embeds the prompt and writes the features in before its first step,
+    #: outside any forward, and hands the encoder the result. ``None``: the scatter runs
+    #: under generate as in a trace.
+    generation: str | None = None
+    #: The root's values between the image-token mask and the blocks (`Entry.order`):
+    #: here the host embeds the tokens, then runs the tower and writes the features in.
+    order: tuple[str, ...] = ("token_embeddings", "vision")
+    #: The module (path from the root) the scattered embeddings are handed to as
+    #: ``inputs_embeds``, where the first block does not receive them as they are (OPT's
+    #: decoder adds learned position embeddings first): `prompt_entry` reads them there.
+    #: ``None``: the first block's input is the stream as the scatter left it.
+    entry: str | None = None
+    #: Under ``generate``, the module (path from the root) each step calls, where the
+    #: wrapper's generate steps its text model instead of calling its own forward (BLIP-2's
+    #: hands ``language_model.generate`` the embeddings): the root's inputs are then never
+    #: reached under generate, and the positions a step computes are read off this module's.
+    #: ``None``: every step calls the root.
+    steps: str | None = None
+    #: Whether the wrapper's forward needs an image on every call (BLIP-2's runs its tower
+    #: unconditionally): a text-generation load, which has no processor, and a prompt
+    #: without an image are refused before the model runs.
+    needs_images: bool = False
+
+    def call(self, model: Any) -> tuple[str, int | str]:
+        """The call that writes the features in, from the root, and the features' argument:
+        ``("model.source.inputs_embeds_masked_scatter_0", 1)`` on Qwen2-VL."""
+        host = f"{self.host}." if self.host else ""
+        return f"{host}source.{self.operation}", self.argument
+
+    def _generated(self, vision: Any) -> bool:
+        return self.generation is not None and vision.run.generating
+
+    def features_at(self, vision: Any) -> str:
+        if self._generated(vision):
+            return f"{vision.root.get(self.generation).path}.output"
+        return f"{vision.root.path}.{self.call(vision.root)[0]}.input"
+
+    def features_inside(self, vision: Any) -> Any:
+        return self.host_envoy(vision.root)
+
+    def read_features(self, vision: Any, raw: Any) -> torch.Tensor:
+        features = raw if self._generated(vision) else _argument(raw, self.argument)
+        return features.reshape(-1, features.shape[-1])
+
+    def write_features(self, vision: Any, raw: Any, new: torch.Tensor) -> Any:
+        if self._generated(vision):
+            return new.reshape(raw.shape)
+        return _with_argument(raw, self.argument, new)
+
+
+@frozen
+class QueryTokens(Scatter):
+    """The image reaches the text model as learned queries (BLIP-2's, InstructBLIP's).
+
+    The tower's patches are read by a Q-Former: a small transformer over ``num_query_tokens``
+    learned query embeddings (``query_tokens``, ``[1, queries, qformer_hidden]``) that
+    cross-attend to every patch; its output at the queries is projected (``projector``, the
+    ``language_projection``) to the text model's width, and the wrapper scatters those rows
+    into the embeddings at the image tokens, ``num_query_tokens`` of them an image, in its
+    own forward (``host=""``). So:
+
+    * ``vision.image_features`` is the projected queries, the value the scatter writes at
+      the image-token mask (``[images * queries, hidden]``), and ``projector.output`` is
+      the same rows before they are flattened;
+    * the Q-Former is ``model.vision.qformer`` (mounted there from ``qformer``, its path from
+      the root, though the module is the tower's sibling), with its blocks at
+      ``model.vision.qformer.layers[i]``: every value under it is a tower value, absent
+      where no image runs;
+    * the forward runs the tower, the Q-Former and the projector *before* it embeds the
+      tokens, then scatters (`order`);
+    * an image token stands for no part of the image: each query attends to every patch, so
+      every query token's box in the geometry is the whole image (`query_grids`), and a
+      helper that folds the tower's per-patch values onto the tokens refuses (`not_patches`).
+    """
+
+    order: tuple[str, ...] = ("vision", "token_embeddings", "vision.image_features")
+    #: The Q-Former's path from the root.
+    qformer: str = "qformer"
+
+    def mount(self, model: Any) -> None:
+        """Bind ``model.vision.qformer`` to the Q-Former's envoy, the same object as
+        ``model.<qformer>`` (as a rename alias is), so its values count as the tower's."""
+        vision = model.__dict__.get("vision")
+        if vision is not None and "qformer" not in vision.__dict__:
+            object.__setattr__(vision, "qformer", model.get(self.qformer))
+
+    def not_patches(self) -> str | None:
+        return (
+            "the image tokens are the Q-Former's learned queries, each of which attends to every patch "
+            "of the tower, not patches or blocks of them; read the tower's own values "
+            "(model.vision.layers[i]) over its patches"
+        )
+
+    @staticmethod
+    def query_grids(queries: int) -> Any:
+        """``vlreg_image_grids`` for query tokens: each image is one row of ``queries``
+        tokens, every one's box the whole image (each query reads every patch)."""
+
+        def grids(encoding: Any, images: Any, processor: Any) -> list:
+            return [ImageGrid(1, queries, torch.tensor([[0.0, 0.0, *image.size]] * queries), label="queries")
+                    for image in images]
+
+        return grids
+
+
+@frozen
+class CrossAttention(Entry):
+    """The image reaches the text model by cross-attention, not through its token stream.
+
+    Mllama's wrapper hands the projected tower output to the text model as a keyword
+    argument (``cross_attention_states``); no feature is written into the embeddings, and
+    only the blocks built to cross-attend read it, each projecting it to its own keys and
+    values. ``host`` is the text model (path from the model root) and ``argument`` the
+    keyword (or position) it takes the states by: `Vision.image_features` is read there,
+    ``[batch, positions, hidden]``, so an edit reaches every cross-attention block and no
+    block is touched before the first of them.
+    """
+
+    host: str
+    argument: int | str = "cross_attention_states"
+    #: The wrapper runs the tower before it calls the text model, whose forward embeds the
+    #: tokens, so the embeddings come after the image's values.
+    order: tuple[str, ...] = ("vision", "token_embeddings")
+    words = "the states the text model's cross-attention blocks read"
+    features_layout = "rows"
+
+    def not_in_stream(self) -> str | None:
+        return "image reaches the text model by cross-attention, with no tokens in the text stream"
+
+    def of_image(self, features: torch.Tensor, image: ImageGeometry) -> torch.Tensor:
+        """``image``'s positions in its row of the states."""
+        return features[image.row, image.features]
+
+    def read_features(self, vision: Any, raw: Any) -> torch.Tensor:
+        states = _argument(raw, self.argument)
+        if states is None:
+            raise Unavailable(
+                "vision.image_features is unavailable: the text model was called without the image's states, "
+                "as at a generation step after the first, where the cross-attention blocks read the keys and "
+                "values they cached; read the features at the first step (before tracer.iter)"
+            )
+        args, kwargs = raw
+        ids = kwargs.get("input_ids", args[0] if args else None)
+        batch = (ids if ids is not None else kwargs["inputs_embeds"]).shape[0]
+        return states.reshape(batch, -1, states.shape[-1])
+
+    def check_invokes(self, model: Any, invokes: list) -> None:
+        """Also refuse a batch whose prompts do not all carry images: the text model runs
+        its cross-attention blocks for every row once any row has images, so a prompt
+        without one would attend to the padding of the others' states (its run alone skips
+        those blocks), and Mllama's processor gives such a batch inconsistent inputs."""
+        super().check_invokes(model, invokes)
+        carrying = []
+        for inputs, kwargs in invokes:
+            prompts = inputs[0] if inputs else kwargs.get("text")
+            count = len(prompts) if isinstance(prompts, (list, tuple)) else 1
+            images = kwargs.get("images")
+            if images is None:
+                carrying += [False] * count
+            elif count > 1 and isinstance(images, (list, tuple)) and all(isinstance(each, (list, tuple)) for each in images):
+                carrying += [len(each) > 0 for each in images]
+            else:
+                carrying += [True] * count
+        if any(carrying) and not all(carrying):
+            raise ValueError(
+                f"the {model.family.name!r} family reads images by cross-attention, and its text model runs "
+                "the cross-attention blocks for every prompt of a batch once one carries images: a prompt "
+                "without an image would attend to the others' padding instead of skipping them, as it does "
+                "alone. Trace the prompts without images apart from those with images."
+            )
+
+    def place(self, model: Any, encoding: Any, declared: list, images: list) -> list[ImageGeometry]:
+        """Each image's `ImageGeometry` where the image is read by cross-attention: ``row``
+        is the batch row of its placeholder, ``positions`` its positions in that row of the
+        states (``vision.image_features[row]``, the keys' axis), ``offset`` where they start.
+
+        Every image of a batch gets as many positions (the processor pads tiles and images
+        to the largest), so the family's grids for each must add up to the same count."""
+        rows = (encoding["input_ids"] == model._module.config.image_token_id).nonzero(as_tuple=True)[0].tolist()
+        if len(rows) != len(images):
+            raise ValueError(f"the prompt holds {len(rows)} image placeholders, but {len(images)} images were given")
+        counts = {sum(grid.tokens for grid in grids) for grids in declared}
+        if len(counts) != 1:
+            raise ValueError(
+                f"the family's grids give the images different numbers of positions ({sorted(counts)}), "
+                "but the states hold as many for every image"
+            )
+        (count,) = counts
+        found = []
+        for index, (grids, row, image) in enumerate(zip(declared, rows, images)):
+            offset = rows[:index].count(row) * count
+            found.append(ImageGeometry(index=index, row=row, positions=torch.arange(offset, offset + count),
+                                       grids=grids, size=tuple(image.size), offset=offset))
+        return found

@@ -1,0 +1,105 @@
+"""The processor, as a trace runs it: its options, its encoding, the images it takes.
+
+What every part of vlreg that runs the processor shares (a trace, `vision.geometry`, the
+helpers): the keywords a processor takes besides its inputs, a processor configured with
+a trace's options, the encoding a trace makes, and the images in order however nested.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+#: The trace keywords that carry media to the processor.
+MEDIA = frozenset({"images", "videos"})
+
+#: What vlreg passes the processor itself.
+OWN = frozenset({"text", "images", "videos", "return_tensors", "padding"})
+
+
+def processor_options(processor: Any, modality: str | None = None) -> frozenset[str]:
+    """Every keyword ``processor`` takes besides its inputs, as transformers merges them:
+    the modality dicts (``images_kwargs=``, ...), the flat keys of each modality's typed
+    kwargs, and its own preprocessors' (``max_pixels``, ``size``, ``do_image_splitting``).
+    With ``modality`` (``"text_kwargs"``, ...), that modality's flat keys only."""
+    if processor is None:
+        return frozenset()
+    typed = getattr(processor, "valid_processor_kwargs", None)
+    annotations = dict(getattr(typed, "__annotations__", {}))
+    found: set[str] = set(annotations) if modality is None else set()
+    for kind, part in (("images_kwargs", "image_processor"), ("videos_kwargs", "video_processor"),
+                       ("text_kwargs", "tokenizer"), ("audio_kwargs", "feature_extractor")):
+        if modality not in (None, kind):
+            continue
+        found |= set(getattr(annotations.get(kind), "__annotations__", {}))
+        found |= set(getattr(getattr(getattr(processor, part, None), "valid_kwargs", None), "__annotations__", {}))
+    return frozenset(found - OWN - {"common_kwargs"})
+
+
+def leaves(images: Any) -> list:
+    """The images of ``images`` in order, however nested: a single image, a list of them,
+    or a list per prompt (``[[a, b], [c]]``, the form SmolVLM's processor needs for
+    several prompts)."""
+    if not isinstance(images, (list, tuple)):
+        return [images]
+    return [leaf for item in images for leaf in leaves(item)]
+
+
+def encode(processor: Any, prompt: "str | Sequence[str]", images: Sequence[Any], **options: Any) -> Any:
+    """The processor's encoding of ``prompt`` and ``images`` as a trace makes it (several
+    prompts padded, as `StandardizedTransformer` pads them), with the processor's
+    ``options`` (``max_pixels=``, ...). ``images`` is handed over as the trace hands it,
+    flat or a list per prompt."""
+    if isinstance(prompt, (list, tuple)):
+        if len(prompt) > 1:
+            return processor(text=list(prompt), images=list(images), **options, padding=True, return_tensors="pt")
+        prompt = prompt[0]
+    return processor(text=prompt, images=list(images), **options, return_tensors="pt")
+
+
+def configured(processor: Any, options: dict) -> Any:
+    """``processor`` as it runs with ``options``: a copy whose image processor holds them,
+    so a family's grids, which read the image processor's settings (``size``, tiling),
+    describe what the processor does with these options. ``processor`` itself is left
+    as it is."""
+    if not options:
+        return processor
+    import copy
+
+    image_processor = processor.image_processor
+    flat = {key: value for key, value in options.items()
+            if key in processor_options(processor, "images_kwargs") and key != "images_kwargs"}
+    flat.update(options.get("images_kwargs") or {})
+    changed = copy.copy(processor)
+    if flat:
+        changed.image_processor = type(image_processor).from_dict({**image_processor.to_dict(), **flat})
+        # A processor's own defaults for its image processor (InternVL's and Aya Vision's
+        # crop_to_patches=True) win over the image processor's settings; the options win over both.
+        defaults = getattr(processor, "images_kwargs", None)
+        if isinstance(defaults, dict):
+            changed.images_kwargs = {**defaults, **{key: value for key, value in flat.items() if key in defaults}}
+    return changed
+
+
+def image_size(image: Any) -> tuple[int, int]:
+    """``(width, height)`` of a PIL image, or of a numpy array or torch tensor as the
+    image processor reads it (channels first or last, as transformers infers them)."""
+    if hasattr(image, "size") and not callable(image.size) and not hasattr(image, "shape"):
+        return tuple(image.size)
+    import numpy
+    from transformers.image_utils import get_image_size, infer_channel_dimension_format
+
+    array = image.detach().cpu().numpy() if hasattr(image, "detach") else numpy.asarray(image)
+    if array.ndim == 2:
+        return array.shape[1], array.shape[0]
+    height, width = get_image_size(array, infer_channel_dimension_format(array))
+    return int(width), int(height)
+
+
+def as_pil(image: Any) -> Any:
+    """``image`` as a PIL image (the form a family's grids read sizes off), unchanged if it is one."""
+    from PIL import Image
+
+    if isinstance(image, Image.Image):
+        return image
+    width, height = image_size(image)
+    return Image.new("RGB", (width, height))

@@ -1,0 +1,107 @@
+"""What the conformance mixins share: pictures to trace, and the walks over a model's
+served values and blocks that several mixins take."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from ...core.envoys.standard import Standard
+from ...core.envoys.text import Layer, Mlp
+from ...core.model import StandardizedTransformer
+
+
+def image(width: int, height: int, seed: int = 0) -> Any:
+    """A random RGB image of this size."""
+    from PIL import Image
+
+    generator = torch.Generator().manual_seed(seed)
+    pixels = torch.randint(0, 256, (height, width, 3), generator=generator, dtype=torch.uint8)
+    return Image.fromarray(pixels.numpy())
+
+
+def lit(width: int, height: int, x: float, y: float) -> Any:
+    """A black image of this size with one white pixel at ``(x, y)``: where a token's box
+    says its pixels are, the pixel must land in that token's patches."""
+    from PIL import Image
+
+    pixels = torch.zeros(height, width, 3, dtype=torch.uint8)
+    pixels[int(y), int(x)] = 255
+    return Image.fromarray(pixels.numpy())
+
+
+def written(model: StandardizedTransformer) -> list[tuple[Standard, str]]:
+    """The served values of the root, the tower and the first and last block of each
+    stack, in forward order: where the conformance suite writes."""
+    ends: set[int] = set()
+    for stack in (model.layers, getattr(model.__dict__.get("vision"), "layers", None)):
+        if stack is not None and len(stack):
+            ends.update(id(block) for block in (stack[0], stack[-1]))
+    chosen = []
+    for envoy, name in model.walk():
+        if envoy.block_index is not None and id(_block_of(envoy)) not in ends:
+            continue
+        if envoy.why_unavailable(name) is None:
+            chosen.append((envoy, name))
+    return chosen
+
+
+def _block_of(envoy: Standard) -> Standard:
+    while not isinstance(envoy, Layer):
+        envoy = envoy.parent
+    return envoy
+
+
+def _write(envoy: Standard, name: str, served: Any, way: str) -> None:
+    """A change written to a served value (a tensor, or a list of them) by ``way``: zeros,
+    or for integer values (token ids, a mask) the last position changed (ids + 1, a mask
+    flipped), which keeps them valid inputs."""
+    tensors = served if isinstance(served, (list, tuple)) else [served]
+    changed = [_changed(tensor, envoy) for tensor in tensors]
+    if way == "assign":
+        setattr(envoy, name, changed if isinstance(served, (list, tuple)) else changed[0])
+    else:
+        for tensor, new in zip(tensors, changed):
+            tensor[...] = new
+
+
+def _changed(tensor: torch.Tensor, envoy: Standard) -> torch.Tensor:
+    if tensor.is_floating_point():
+        return torch.zeros_like(tensor)
+    new = tensor.clone().as_subclass(torch.Tensor)
+    last = new[..., -1]
+    if tensor.dtype == torch.bool:
+        new[..., -1] = ~last
+    else:
+        new[..., -1] = 1 - last if int(tensor.max()) <= 1 else (last + 1) % envoy.root.vocab_size
+    return new
+
+
+def attention_blocks(model: StandardizedTransformer) -> list[Layer]:
+    """The blocks whose mixer is full attention (every block, but a hybrid model's)."""
+    return [block for block in model.layers if "self_attn" in block.__dict__]
+
+
+def mixer(block: Layer) -> Standard:
+    """The block's sequence mixer: ``self_attn``, or on a hybrid model's other blocks
+    another kind its class declares (``linear_attn``, ``mamba``, a family's own)."""
+    return block.present_mixers()[0]
+
+
+def sublayers(block: Layer) -> list[Standard]:
+    """The block's sublayers in forward order: its mixer and its MLP, or the one it has
+    (a NemotronH block holds one)."""
+    mlp = block.__dict__.get("mlp")
+    return [*block.present_mixers(), *([mlp] if mlp is not None else [])]
+
+
+def sublayer_output(part: Standard) -> Any:
+    """What a sublayer adds to the stream: a mixer's ``attention_output``, an MLP's ``mlp_output``."""
+    return part.mlp_output if isinstance(part, Mlp) else part.attention_output
+
+
+def text_rows(rows: dict, name: str) -> list[str]:
+    """The rows of `support` that serve text value ``name`` (``"self_attn.attention_output"``):
+    the row itself, or its rows for some blocks (``"layers.1,3.self_attn.attention_output"``)."""
+    return [row for row in rows if row == name or (row.startswith("layers.") and row.split(".", 2)[2] == name)]
