@@ -46,9 +46,7 @@ from __future__ import annotations
 import importlib.util
 from typing import Any, ClassVar
 
-from nnsight.intervention.interleaver import Mediator
 
-from ..errors import Unavailable
 from ..serving.values import argument, returned, value
 from .standard import Standard
 from .text import _size
@@ -158,19 +156,7 @@ class Mamba(Standard):
         "conv_output", "attention_values", "attention_keys", "attention_queries", "time_steps", "decays",
         "attention_head_outputs", "state_output",
     )
-
-    def refuse(self, name: str) -> None:
-        super().refuse(name)
-        if name not in self.prefill_only:
-            return
-        step = Mediator.current(self.label(name)).iteration
-        if step and self.run.inputs.get("use_cache", True) is not False:
-            raise Unavailable(
-                f"{self.label(name)} is unavailable at step {step}: after the prefill each token runs "
-                f"the mixer's recurrent update, not the convolution and chunked scan it is read at; "
-                f"read it at the prefill (step 0), or generate with use_cache=False, which runs the "
-                f"scan over the whole sequence at every step"
-            )
+    later_steps_run = ("the mixer's recurrent update", "the convolution and chunked scan", "the scan")
 
     @property
     def num_heads(self) -> int:

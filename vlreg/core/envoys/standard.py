@@ -112,6 +112,13 @@ class Standard(ByReference, Envoy):
     #: Whether the module's forward must be source-instrumented at build, because a
     #: value is read at an operation inside it.
     sourced: ClassVar[bool] = False
+    #: Values read at a call the prefill makes and a cached generation's later steps do not
+    #: (a convolution or a chunked scan, where each later token runs a cached update
+    #: instead): refused at those steps, unless the generation runs without a cache.
+    prefill_only: ClassVar[tuple[str, ...]] = ()
+    #: How that refusal says what runs instead: what each later step runs, the call the
+    #: values are read at, and what ``use_cache=False`` runs over the whole sequence.
+    later_steps_run: ClassVar[tuple[str, str, str]] = ("a cached update", "the call", "the module")
 
     _row = ""
     _label = ""
@@ -208,10 +215,23 @@ class Standard(ByReference, Envoy):
 
     def refuse(self, name: str) -> None:
         """Raise `Unavailable` if ``name`` cannot be served here, by this load or on this
-        trace's input (a tower value on a prompt that carries no image)."""
+        trace's input (a tower value on a prompt that carries no image), or at this step
+        of a generation (`prefill_only`)."""
         reason = self.why_unavailable(name) or self._why_not_in_this_run(getattr(type(self), name))
         if reason is not None:
             raise Unavailable(f"{self.label(name)} is unavailable: {reason}")
+        if name not in self.prefill_only:
+            return
+        from nnsight.intervention.interleaver import Mediator
+
+        step = Mediator.current(self.label(name)).iteration
+        if step and self.run.inputs.get("use_cache", True) is not False:
+            instead, call, whole = self.later_steps_run
+            raise Unavailable(
+                f"{self.label(name)} is unavailable at step {step}: after the prefill each token runs {instead}, "
+                f"not {call} it is read at; read it at the prefill (step 0), or generate with use_cache=False, "
+                f"which runs {whole} over the whole sequence at every step"
+            )
 
     def _why_not_in_this_run(self, served: Any) -> str | None:
         """Why this trace's input (this invoke's rows, when several invokes are batched)

@@ -1,0 +1,217 @@
+"""`vlreg.plugin.Plugin`: a family plugin as one declaration of its parts.
+
+The last tests declare a plugin here, in this file, the way an author outside vlreg would:
+LFM2-VL, whose blocks mix tokens by attention or by a short convolution (a mixer kind the
+core does not know) and whose projector runs once per crop. It is written with the names
+of `vlreg.plugin` only (a test below reads this file's imports to hold it to that),
+registered in place of vlreg-lfm2-vl, and traced on a tiny LFM2-VL built on disk.
+"""
+
+import ast
+from pathlib import Path
+from typing import Any, ClassVar
+
+import pytest
+import torch
+from vlreg_lfm2_vl import plugin as lfm2_vl
+
+from vlreg import StandardizedTransformer
+from vlreg.plugin import (
+    Attention, Claim, Layer, Mixer, Mlp, Part, PerCall, Plugin, Scatter, Standard, Text, Tower, Vision, Wrapper,
+    adapter, returned, value,
+)
+from vlreg.testing import build, registered
+from vlreg.testing.conformance import image
+
+
+def part(kind: str, model_type: str) -> Part:
+    return Part(kind, model_type, config=None, root=None)
+
+
+def grids(encoding, images, processor):
+    return []
+
+
+DECLARED = Plugin(
+    Wrapper("tiny_wrapper", rename={"model.language_model.layers": "layers"}, entry=Scatter("model", "op_0"),
+            image_grids=lambda part: grids, refuses={"videos": "frames are not served; pass them as images"}),
+    Text(("tiny_text", "tinier_text"), rename=lambda part: {"attn": f"self_attn_of_{part.model_type}"},
+         envoys=lambda part: {torch.nn.Linear: Layer}),
+    Tower("tiny_vision", overrides="someone", read_only={"tower_output": lambda vision: "the projector reads no tower"}),
+    adapters={"tiny_tower": "published"},
+    checkpoints=lambda: {"tiny": print},
+)
+
+
+def test_a_declaration_answers_every_hook_from_its_parts():
+    assert DECLARED.vlreg_plugin_api() == 2
+    claims = DECLARED.vlreg_claims()
+    assert [(claim.kind, claim.model_type) for claim in claims] == [
+        ("wrapper", "tiny_wrapper"), ("text", "tiny_text"), ("text", "tinier_text"), ("vision", "tiny_vision")]
+    assert claims[0].refuses == {"videos": "frames are not served; pass them as images"}
+    assert claims[-1] == Claim("vision", "tiny_vision", overrides="someone")
+    wrapper = part("wrapper", "tiny_wrapper")
+    assert DECLARED.vlreg_rename(wrapper) == {"model.language_model.layers": "layers"}
+    assert DECLARED.vlreg_entry(wrapper) == Scatter("model", "op_0")
+    assert DECLARED.vlreg_image_grids(wrapper) is grids  # a function of the part, giving the grids
+    # a field given as a function is asked with the part it serves
+    assert DECLARED.vlreg_rename(part("text", "tinier_text")) == {"attn": "self_attn_of_tinier_text"}
+    assert DECLARED.vlreg_envoys(part("text", "tiny_text")) == {torch.nn.Linear: Layer}
+    assert list(DECLARED.vlreg_read_only(part("vision", "tiny_vision"))) == ["tower_output"]
+    # what a part does not declare, and a part the plugin does not declare, answer nothing
+    assert DECLARED.vlreg_entry(part("text", "tiny_text")) is None
+    assert DECLARED.vlreg_rename(part("vision", "tiny_vision")) is None
+    assert DECLARED.vlreg_rename(part("wrapper", "another_wrapper")) is None
+    assert DECLARED.vlreg_adapters() == {"tiny_tower": "published"}
+    assert DECLARED.vlreg_checkpoints() == {"tiny": print}
+
+
+def test_a_part_declared_twice_or_something_else_is_refused_at_once():
+    with pytest.raises(ValueError, match="the text part 'tiny_text' is declared twice"):
+        Plugin(Text("tiny_text"), Text(("tinier_text", "tiny_text")))
+    with pytest.raises(TypeError, match="takes Wrapper, Text and Tower declarations"):
+        Plugin(Claim("text", "tiny_text"))
+    with pytest.raises(ValueError, match="declares the model types it serves"):
+        Text(())
+
+
+def test_a_declaration_registers_as_a_plugin_and_a_subclass_adds_raw_hooks():
+    from vlreg.plugin import hookimpl
+
+    class Refusing(Plugin):
+        @hookimpl
+        def vlreg_refusal(self, part):
+            return "refused by a hook of its own"
+
+    declared = Refusing(Wrapper("tiny_wrapper"))
+    with registered(declared, name="refusing"):
+        assert declared.vlreg_refusal(part("wrapper", "tiny_wrapper")) == "refused by a hook of its own"
+        from vlreg.core.host import plugins
+
+        assert plugins.claimant("wrapper", "tiny_wrapper") is declared
+
+
+# -- LFM2-VL, declared from outside with vlreg.plugin's names -----------------------------
+
+
+class Convolving(Layer):
+    """An LFM2 block: attention or a short convolution (a mixer kind of the family's own,
+    held natively as ``conv``), then the MLP."""
+
+    mixers = (Mixer("self_attn"), Mixer("short_conv", native="conv"))
+
+
+class ShortConvolution(Standard):
+    """LFM2's gated short convolution: ``out_proj(C * conv(B * x))``."""
+
+    sourced = True  # read at the call to the convolution inside the module's forward
+    prefill_only = ("conv_output",)
+    later_steps_run = ("the convolution's cached update", "the call", "the convolution")
+
+    conv_output = value(
+        lambda m: f"{m.path}.source.causal_conv1d_fn_0.output", description="the convolution's output"
+    )(lambda m, raw: raw.transpose(1, 2)).writes(lambda m, raw, new: new.transpose(1, 2).reshape(raw.shape))
+    attention_output = returned(description="what the mixer adds to the stream")
+
+
+class PerCrop(PerCall):
+    """The projector, which the wrapper calls once per crop."""
+
+    def calls(self, inputs: dict) -> int:
+        pixels = inputs.get("pixel_values")
+        return 0 if pixels is None else int(pixels.shape[0])
+
+
+class NaFlex(Vision):
+    """SigLIP 2's NaFlex tower: each crop's patches, then padding."""
+
+    padded_patches: ClassVar[bool] = True
+
+
+def text_envoys(part: Any) -> dict:
+    from transformers.models.lfm2 import modeling_lfm2 as lfm2
+
+    return {lfm2.Lfm2DecoderLayer: Convolving, lfm2.Lfm2Attention: Attention, lfm2.Lfm2ShortConv: ShortConvolution,
+            lfm2.Lfm2MLP: Mlp}
+
+
+def tower_envoys(part: Any) -> dict:
+    from transformers.models.siglip2 import modeling_siglip2 as siglip2
+
+    siglip = adapter("siglip")  # vlreg-llava's SigLIP layout, published for towers like this one
+    envoys = siglip.envoys(siglip2.Siglip2VisionModel, siglip2.Siglip2EncoderLayer, siglip2.Siglip2Attention,
+                           siglip2.Siglip2MLP)
+    return {**envoys, siglip2.Siglip2VisionModel: NaFlex}
+
+
+def wrapper_envoys(part: Any) -> dict:
+    from transformers.models.lfm2_vl import modeling_lfm2_vl as lfm2_vl
+
+    return {lfm2_vl.Lfm2VlMultiModalProjector: PerCrop}
+
+
+OUTSIDE = Plugin(
+    Wrapper("lfm2_vl", envoys=wrapper_envoys, entry=Scatter("model", "inputs_embeds_masked_scatter_0"),
+            rename={"model.language_model.layers": "layers", "model.language_model.embed_tokens": "embed_tokens",
+                    "model.language_model.embedding_norm": "norm", "model.vision_tower": "vision",
+                    "model.multi_modal_projector": "projector"}),
+    Text("lfm2", rename={"feed_forward": "mlp"}, envoys=text_envoys),
+    Tower("siglip2_vision_model", rename=lambda part: adapter("siglip").rename,
+          envoys=tower_envoys),
+)
+
+
+@pytest.fixture(scope="module")
+def model():
+    path = str(build("lfm2_vl"))
+    with registered(OUTSIDE, name="outside", replacing=[lfm2_vl]):
+        yield StandardizedTransformer(path, task="image-text-to-text", dispatch=True, device="cpu",
+                                      attn_implementation="eager")
+
+
+def chat(model: Any) -> str:
+    messages = [{"role": "user", "content": [{"type": "image"}, {"type": "text", "text": "What is in this image?"}]}]
+    return model.processor.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
+
+
+PICTURE = image(112, 84)
+
+
+def test_an_outside_plugin_declares_a_mixer_kind_its_blocks_hold(model):
+    assert model.family.name == "outside"
+    kinds = [[mixer._label.rpartition(".")[2] for mixer in block.present_mixers()] for block in model.layers]
+    assert kinds == [["short_conv"], ["short_conv"], ["self_attn"]]
+    rows = model.support()
+    assert rows["layers.0-1.short_conv.conv_output"] is None and rows["layers.2.self_attn.attention_output"] is None
+    saved = []
+    with model.trace(chat(model), images=[PICTURE]):
+        for block in model.layers:
+            mixer = block.short_conv if "short_conv" in block.standard_names() else block.self_attn
+            saved.append((block.input.save(), mixer.attention_output.save(), block.mlp.mlp_output.save(),
+                          block.layer_output.save()))
+        model.layers[0].short_conv.conv_output[:] = 0
+        zeroed = model.layers[0].short_conv.attention_output.save()
+    for entering, mixed, mlp, leaving in saved:
+        torch.testing.assert_close(entering + mixed + mlp, leaving)
+    assert zeroed.abs().max() == 0  # the write to the convolution's output reached the mixer's output
+
+
+def test_an_outside_plugin_serves_a_projector_called_once_per_crop(model):
+    with model.trace(chat(model), images=[PICTURE]):
+        outputs = model.projector.output.save()
+        features = model.vision.image_features.save()
+    assert isinstance(outputs, list) and len(outputs) > 1  # the image is cut into crops
+    assert torch.equal(torch.cat([out.reshape(-1, out.shape[-1]) for out in outputs]), features)
+
+
+def test_the_outside_plugin_uses_the_public_api_only():
+    """This file imports from vlreg only what an outside author may: `vlreg`,
+    `vlreg.plugin` and `vlreg.testing` (`vlreg.core` once, to show who serves a part)."""
+    source = Path(__file__).read_text()
+    tree = ast.parse(source)
+    plugin_part = source[source.index("# -- LFM2-VL, declared from outside"):]
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("vlreg."):
+            allowed = node.module in ("vlreg.plugin", "vlreg.testing", "vlreg.testing.conformance")
+            assert allowed or node.module == "vlreg.core.host", node.module
+    assert "vlreg.core" not in plugin_part and "._" not in plugin_part.replace("._label", "")
