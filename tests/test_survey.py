@@ -12,6 +12,7 @@ import pytest
 import torch
 import transformers
 
+from vlreg.plugin import Part
 from vlreg.template import survey, write_plugin
 from vlreg.template import modules as tree
 
@@ -114,12 +115,38 @@ def test_a_config_without_a_vision_config_is_surveyed_and_says_what_its_skeleton
     written = write_plugin(name, tmp_path, tmp_path / "source")
     sys.path.insert(0, str(written))
     try:
-        module = importlib.import_module(f"vlreg_{name}")
+        plugin = importlib.import_module(f"vlreg_{name}").plugin
     finally:
         sys.path.remove(str(written))
-    claims = {(claim.kind, claim.model_type) for claim in module.vlreg_claims()}
+    claims = {(claim.kind, claim.model_type) for claim in plugin.vlreg_claims()}
     assert claims == {("wrapper", found.parts["wrapper"]), ("text", found.parts["text"])}
     declared = tomllib.loads((written / "pyproject.toml").read_text())["project"]["entry-points"]["vlreg.claims"]
     assert set(declared) == {f"{kind}:{model_type}" for kind, model_type in claims}
-    assert not hasattr(module, "vlreg_scatter"), "the host asks no scatter of a config without a vision part"
+    assert set(declared.values()) == {f"vlreg_{name}:plugin"}
+    wrapper = Part("wrapper", found.parts["wrapper"], config, config)
+    assert plugin.vlreg_entry(wrapper) is None, "the host asks no entry of a config without a vision part"
     assert "TextConformance" in (written / "tests" / "test_conformance.py").read_text()
+
+
+def test_the_template_modules_import_one_another_one_way():
+    """No module of `vlreg.template` imports the package (its ``__init__`` imports them) or,
+    at module level or inside a function, a module that imports it back."""
+    import ast
+    import graphlib
+    from pathlib import Path
+
+    import vlreg.template
+
+    folder = Path(vlreg.template.__file__).parent
+    imports = {}
+    for path in folder.glob("*.py"):
+        found = set()
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.level == 1:
+                assert node.module, f"{path.name} imports the package vlreg.template"
+                found.add(node.module.split(".")[0])
+            names = [node.module or ""] if isinstance(node, ast.ImportFrom) else (
+                [alias.name for alias in node.names] if isinstance(node, ast.Import) else [])
+            assert not any(name.startswith("vlreg.template") for name in names), f"{path.name} imports the package"
+        imports[path.stem] = found
+    graphlib.TopologicalSorter(imports).prepare()  # raises CycleError on a circle

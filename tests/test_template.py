@@ -26,6 +26,11 @@ def test_a_generated_plugin_installs_and_passes_its_own_test(tmp_path):
     assert written.returncode == 0, written.stderr
     folder = tmp_path / "vlreg-llava-copy"
     assert (folder / "pyproject.toml").exists() and (folder / "vlreg_llava_copy" / "__init__.py").exists()
+    # laid out as the built-in plugins are, the family one declaration
+    assert sorted(path.name for path in (folder / "vlreg_llava_copy").glob("*.py")) == [
+        "__init__.py", "checkpoints.py", "text.py", "vision.py"]
+    assert [path.name for path in (folder / "tests").glob("*.py")] == ["test_conformance.py"]
+    assert 'llava_copy = "vlreg_llava_copy:plugin"' in (folder / "pyproject.toml").read_text()
 
     # Named site-packages, as tests/test_examples.py does: nnsight's remote="local" keeps only
     # such folders importable while it deserializes, as a server keeps what is installed.

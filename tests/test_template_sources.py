@@ -64,10 +64,10 @@ def source_folder(source: str, tmp_path: Path) -> Path:
 
 
 def load_written(folder: Path, package: str):
-    """The written package, imported from its folder (not installed)."""
+    """The written package's plugin, imported from its folder (not installed)."""
     sys.path.insert(0, str(folder))
     try:
-        return importlib.import_module(package)
+        return importlib.import_module(package).plugin
     finally:
         sys.path.remove(str(folder))
 
@@ -93,15 +93,15 @@ def test_a_skeleton_serves_the_family_in_place_of_its_plugin(source, tmp_path):
     imports = {line.split()[1] for path in written.rglob("*.py")
                for line in path.read_text().splitlines() if line.startswith(("from vlreg", "import vlreg"))}
     assert imports <= {"vlreg.plugin", "vlreg.testing", "vlreg.testing.conformance"}, imports
-    module = load_written(written, package.name)
+    plugin = load_written(written, package.name)
     suite = generated_test(written)()  # its prompts are the ones the family's chat template takes
 
-    with registered(module, name=name, replacing=[builtin]):
+    with registered(plugin, name=name, replacing=[builtin]):
         path = build(name, tmp_path / "checkpoint")
         model = StandardizedTransformer(str(path), task="image-text-to-text", dispatch=True,
                                         attn_implementation="eager", device="cpu")
         assert {kind: model.family.plugins[kind] for kind in ("wrapper", "text", "vision")} == dict.fromkeys(
-            ("wrapper", "text", "vision"), module)
+            ("wrapper", "text", "vision"), plugin)
         for standard, at in suite.native.items():
             assert model.get(standard).path == f"model.{at}", standard
         support = model.support()
@@ -157,8 +157,8 @@ def test_a_config_only_family_no_plugin_builds_gets_a_skeleton_that_says_what_it
     package = written / "vlreg_ovis2"
     assert "inputs_embeds_masked_scatter_0" in (package / "__init__.py").read_text()
     assert "SOURCE holds no processor" in (package / "checkpoints.py").read_text()
-    module = load_written(written, package.name)
-    with registered(module, name="ovis2"):
+    plugin = load_written(written, package.name)
+    with registered(plugin, name="ovis2"):
         with pytest.raises(FileNotFoundError, match="holds no processor"):
             build("ovis2", tmp_path / "checkpoint")
 
@@ -194,13 +194,13 @@ def test_an_idefics3_skeleton_reads_the_features_at_its_helper_call(tmp_path):
     builtin = [plugin for plugin in [plugins.claimant("wrapper", "idefics3")] if plugin]  # vlreg-idefics, replaced
     with registered(None, replacing=builtin):
         written = write_plugin("idefics3_skeleton", tmp_path, idefics3_folder(tmp_path / "source"))
-    module = load_written(written, "vlreg_idefics3_skeleton")
+    plugin = load_written(written, "vlreg_idefics3_skeleton")
     suite = generated_test(written)()
-    with registered(module, name="idefics3_skeleton", replacing=builtin):
+    with registered(plugin, name="idefics3_skeleton", replacing=builtin):
         model = StandardizedTransformer(str(build("idefics3_skeleton", tmp_path / "checkpoint")),
                                         task="image-text-to-text", dispatch=True, attn_implementation="eager",
                                         device="cpu")
-        assert model.family.plugins["wrapper"] is module is model.family.plugins["vision"]
+        assert model.family.plugins["wrapper"] is plugin is model.family.plugins["vision"]
         with model.trace(suite.image_prompt(model), images=[Image.new("RGB", (64, 48), "red")]):
             mask = model.vision.image_token_mask.save()
             features = model.vision.image_features.save()

@@ -47,8 +47,20 @@ from typing import Any
 import torch
 from attrs import field, frozen
 
-from . import modules as tree
-from .modules import ATTENTION, LINEAR, MLP
+from .modules import (
+    ATTENTION,
+    LINEAR,
+    MLP,
+    blocks as find_blocks,
+    child as find_child,
+    final_norm as find_norm,
+    forward_source,
+    is_norm,
+    mixer as find_mixer,
+    names_in,
+    relative,
+    submodel as find_submodel,
+)
 from .scatter import find_cross_attention, find_scatter, note as _note
 from .tower import patch_embed as find_patch_embed, projector as find_projector, tower_envoys as find_tower
 
@@ -100,19 +112,19 @@ def survey(source: str | Path) -> Survey:
     notes: dict[str, list[str]] = {"wrapper": [], "text": [], "vision": []}
     text_config, vision_config = config.get_text_config(), getattr(config, "vision_config", None)
     others = {name: part.model_type for name, part in extra_parts(config).items() if part is not text_config}
-    text = tree.submodel(model, text_config.model_type)
+    text = find_submodel(model, text_config.model_type)
     text_module = model.get_submodule(text)
-    layers = tree.blocks(text_module)
+    layers = find_blocks(text_module)
     if layers is None:
         raise ValueError(f"{type(text_module).__name__} holds no list of blocks with an attention; name it by hand")
     text_envoys, text_rename, flags = _text_blocks(text_module.get_submodule(layers), notes["text"])
     host = text.rpartition(".")[0]
     elsewhere = _other_parts(model, others, notes["wrapper"])
     if vision_config is not None:
-        vision = tree.submodel(model, vision_config.model_type)
+        vision = find_submodel(model, vision_config.model_type)
         tower = model.get_submodule(vision)
-        tower_layers = tree.blocks(tower)
-        tower_envoys, tower_rename, tower_adapter = find_tower(tower, tower_layers, tree.names_in(text_module, layers),
+        tower_layers = find_blocks(tower)
+        tower_envoys, tower_rename, tower_adapter = find_tower(tower, tower_layers, names_in(text_module, layers),
                                                            notes["vision"])
         projector = find_projector(model, host, text, vision, tower_layers, elsewhere, notes["wrapper"])
         patch_embed = find_patch_embed(tower)
@@ -123,9 +135,9 @@ def survey(source: str | Path) -> Survey:
                                 f"a vision part: this skeleton serves the text names. Where the image enters is "
                                 f"surveyed below (SCATTER) for when a declaration can say how the image part's "
                                 f"output becomes the embeddings there (discrete codes embedded as tokens, issue #24)")
-    norm = tree.final_norm(text_module, layers)
-    embed_tokens = tree.relative(text_module, text_module.get_input_embeddings())
-    lm_head = tree.relative(model, model.get_output_embeddings())
+    norm = find_norm(text_module, layers)
+    embed_tokens = relative(text_module, text_module.get_input_embeddings())
+    lm_head = relative(model, model.get_output_embeddings())
     native = {
         "layers": f"{text}.{layers}",
         "embed_tokens": f"{text}.{embed_tokens}",
@@ -179,7 +191,7 @@ def _other_parts(model: torch.nn.Module, others: dict[str, str], notes: list[str
     paths = set()
     for field_name, model_type in others.items():
         try:
-            path = tree.submodel(model, model_type)
+            path = find_submodel(model, model_type)
         except ValueError:
             _note(notes, f"the config's {field_name} ({model_type!r}) builds no submodule of its own: check where it is "
                          f"used")
@@ -203,18 +215,18 @@ def _text_only(config: Any, wrapper: type, notes: list[str]) -> tuple[str, dict[
     with torch.device("meta"):
         model = AutoModelForCausalLM.from_config(config)
     try:
-        text = tree.submodel(model, config.get_text_config().model_type)
+        text = find_submodel(model, config.get_text_config().model_type)
     except ValueError:
         _note(notes, f"a text-generation load builds {type(model).__name__}: name its mounts in WRAPPER_RENAME")
         return None
     module = model.get_submodule(text)
-    layers = tree.blocks(module)
+    layers = find_blocks(module)
     mounts = {f"{text}.{layers}": "layers",
-              f"{text}.{tree.relative(module, module.get_input_embeddings())}": "embed_tokens"}
-    norm = tree.final_norm(module, layers)
+              f"{text}.{relative(module, module.get_input_embeddings())}": "embed_tokens"}
+    norm = find_norm(module, layers)
     if norm:
         mounts[f"{text}.{norm}"] = "norm"
-    mounts[tree.relative(model, model.get_output_embeddings())] = "lm_head"
+    mounts[relative(model, model.get_output_embeddings())] = "lm_head"
     return type(model).__name__, mounts
 
 
@@ -244,17 +256,17 @@ def _text_blocks(blocks: torch.nn.ModuleList, notes: list[str]) -> tuple[dict, d
             _note(notes, f"{type(block).__name__} attends to the image (cross_attn: CrossAttentionLayer): where it scales "
                          f"its sublayers' outputs (gates), subclass it with attention_gate and mlp_gate; where its "
                          f"attention norms the keys, override CrossAttentionMixer.project")
-        elif tree.mixer(block) is None:
-            mixers = [name for name, child in block.named_children() if name not in MLP and not tree.is_norm(child)]
+        elif find_mixer(block) is None:
+            mixers = [name for name, child in block.named_children() if name not in MLP and not is_norm(child)]
             kinds = ", ".join(f"{name} ({type(block.get_submodule(name)).__name__})" for name in mixers) or "nothing"
             _note(notes, f"some {type(block).__name__} blocks mix tokens by {kinds}, none of {ATTENTION + LINEAR}: "
                          f"declare the kind on the block's class, a Layer subclass with mixers = (Mixer('self_attn'), "
                          f"Mixer('<standard name>', native='{mixers[0] if mixers else '?'}')), and map the mixer's module "
                          f"to an envoy class serving its values (vlreg-lfm2-vl's ShortConv serves LFM2's conv as short_conv)")
         else:
-            mixer, linear = tree.mixer(block)
+            mixer, linear = find_mixer(block)
             attention = block.get_submodule(mixer)
-            gated = not linear and "sigmoid" in tree.forward_source(attention) and hasattr(attention, "o_proj")
+            gated = not linear and "sigmoid" in forward_source(attention) and hasattr(attention, "o_proj")
             envoys[type(attention)] = "LinearAttention" if linear else "GatedAttention" if gated else "Attention"
             standard = "linear_attn" if linear else "self_attn"
             if mixer != standard:
@@ -263,7 +275,7 @@ def _text_blocks(blocks: torch.nn.ModuleList, notes: list[str]) -> tuple[dict, d
             if gated:
                 _note(notes, f"{type(attention).__name__} calls a sigmoid in its forward, taken for a gate on its heads "
                              f"before o_proj (GatedAttention): check it, else map it to Attention")
-        mlp_name = tree.child(block, MLP)
+        mlp_name = find_child(block, MLP)
         if mlp_name is None:
             _note(notes, f"{type(block).__name__} has none of {MLP}: name its MLP ('mlp') in TEXT_RENAME")
             continue

@@ -7,8 +7,7 @@ import re
 
 import torch
 
-from . import modules as tree
-from .modules import MLP
+from .modules import MLP, child as find_child, first_mixing, is_norm, mixer as find_mixer
 from .scatter import note as _note
 
 #: A tower parameter that is a class token prepended to the patches (CLIP's).
@@ -35,10 +34,10 @@ def tower_envoys(tower: torch.nn.Module, layers: str | None, text_names: set[str
                      f"blocks in stages): it is served as a Vision with no blocks (tower_blocks = False in the test); "
                      f"name its blocks by hand to serve vision.layers")
         return {type(tower): "Vision"}, {}, None
-    block = tree.first_mixing(tower.get_submodule(layers))
-    mixer, _ = tree.mixer(block)
+    block = first_mixing(tower.get_submodule(layers))
+    mixer, _ = find_mixer(block)
     attention = block.get_submodule(mixer)
-    mlp_name = tree.child(block, MLP)
+    mlp_name = find_child(block, MLP)
     for other, module in tower.named_modules():
         if isinstance(module, torch.nn.ModuleList) and other != layers and not other.startswith(f"{layers}."):
             kinds = ", ".join(sorted({type(m).__name__ for m in module}))
@@ -68,7 +67,7 @@ def tower_envoys(tower: torch.nn.Module, layers: str | None, text_names: set[str
     if mlp_name is not None:
         envoys[type(block.get_submodule(mlp_name))] = "VisionMlp"
         rename[mlp_name] = "mlp"
-    norms = [name for name, child in block.named_children() if tree.is_norm(child)]
+    norms = [name for name, child in block.named_children() if is_norm(child)]
     if len(norms) == 2:
         rename.update({norms[0]: "input_layernorm", norms[1]: "post_attention_layernorm"})
     else:
@@ -115,7 +114,7 @@ def projector(model: torch.nn.Module, host: str, text: str, vision: str, tower_l
     top = tower_layers.split(".")[0]
     after = [name for name, _ in children[[n for n, _ in children].index(top) + 1:]]
     found = [name for name in after if not isinstance(getattr(tower, name), torch.nn.ModuleList)
-             and not tree.is_norm(getattr(tower, name))]
+             and not is_norm(getattr(tower, name))]
     if found:
         _note(notes, f"the projector is {vision}.{found[0]}, inside the tower (the module after its blocks): check "
                      f"that it is the last module before the scatter")

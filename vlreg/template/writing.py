@@ -1,19 +1,24 @@
 """Writing a skeleton's files from a `Survey`.
 
-Every declaration is written out literally (paths, names, the scatter), so the author
-reads what was found and edits it in place; a part an installed plugin serves gets no
-declarations, only a comment naming that plugin. Generated code imports nothing of vlreg
-but `vlreg.plugin` and `vlreg.testing`.
+The skeleton is laid out as vlreg's own plugins are: ``__init__.py`` holds the mounts, the
+image's entry and the family as one `vlreg.plugin.Plugin` declaration; ``text.py`` and
+``vision.py`` hold each claimed part's names and envoys (the modeling module imported when
+a checkpoint resolves, not with the plugin); ``checkpoints.py`` its builder; and
+``tests/test_conformance.py`` the conformance suite. Every declaration is written out
+literally (paths, names, the entry), so the author reads what was found and edits it in
+place; a part an installed plugin serves gets no declarations, only a comment naming that
+plugin. Generated code imports nothing of vlreg but `vlreg.plugin` and `vlreg.testing`.
 """
 
 from __future__ import annotations
 
+import re
 import textwrap
 from pathlib import Path
 from typing import Any
 
 from ..testing.shrink import has_processor
-from .survey import Survey
+from .survey import Survey, survey
 
 #: What each tower adapter is, for the generated module, and the rows its tests expect
 #: to be unavailable (a fragment of each reason).
@@ -28,6 +33,38 @@ ADAPTER_ABOUT = {
 }
 
 
+def write_plugin(name: str, out: str | Path, source: str | Path, processor: str | Path | None = None) -> Path:
+    """Write the plugin ``vlreg-<name>`` for the family of checkpoint folder ``source``
+    into ``out``; returns its folder.
+
+    ``processor``: a folder holding the family's tokenizer and processor, for a
+    ``source`` that holds only a config (by default one is borrowed from a tiny checkpoint
+    an installed plugin builds for the family, if any).
+    """
+    from transformers import AutoConfig
+
+    from .processor import borrow, copy, release, takes_turns
+
+    found = survey(source)
+    folder = Path(out) / f"vlreg-{name.replace('_', '-')}"
+    package = "vlreg_" + re.sub(r"\W", "_", name)
+    if folder.exists():
+        raise FileExistsError(f"{folder} exists: remove it or choose another --out")
+    borrowed = None
+    if processor is not None or not has_processor(source):
+        borrowed = borrow(AutoConfig.from_pretrained(source), processor)
+    with_processor = borrowed.folder if borrowed is not None else source if has_processor(source) else None
+    turns = takes_turns(with_processor) if with_processor is not None else True
+    try:
+        write(name, folder, package, found, Path(source).resolve(), borrowed, turns)
+        if borrowed is not None:
+            copy(borrowed, folder / package / "processor")
+    finally:
+        if borrowed is not None:
+            release(borrowed)
+    return folder
+
+
 def write(name: str, folder: Path, package: str, found: Survey, source: Path, borrowed: Any, turns: bool = True) -> None:
     """Write the distribution ``folder``: pyproject, the package, its builder and test
     (``turns``: whether the processor's chat template takes turns, as the suite's prompts do)."""
@@ -39,36 +76,37 @@ def write(name: str, folder: Path, package: str, found: Survey, source: Path, bo
     (folder / package).mkdir(parents=True)
     (folder / "tests").mkdir()
     data = f'\n[tool.setuptools.package-data]\n{package} = ["processor/*"]\n' if borrowed is not None else ""
-    claims = "".join(f'"{kind}:{found.parts[kind]}" = "{package}"\n' for kind in claimed)
+    claims = "".join(f'"{kind}:{found.parts[kind]}" = "{package}:plugin"\n' for kind in claimed)
     (folder / "pyproject.toml").write_text(
         PYPROJECT.format(name=name.replace("_", "-"), entry=name, package=package, claims=claims) + data
     )
     (folder / package / "__init__.py").write_text(module(name, found, claimed, elsewhere, source))
+    if "text" in claimed:
+        (folder / package / "text.py").write_text(part_module(found, "text"))
+    if "vision" in claimed:
+        (folder / package / "vision.py").write_text(part_module(found, "vision"))
     (folder / package / "checkpoints.py").write_text(checkpoints(name, found, source, borrowed))
     (folder / "tests" / "test_conformance.py").write_text(test(name, found, turns))
 
 
+def _alias(found: Survey) -> str | None:
+    """The name the skeleton gives the tower adapter it uses, if any."""
+    return found.tower_adapter.upper() if found.tower_adapter else None
+
+
 def module(name: str, found: Survey, claimed: list[str], elsewhere: dict[str, str], source: Path) -> str:
-    """The plugin's ``__init__.py``."""
-    adapter = found.tower_adapter if "vision" in claimed or "wrapper" in claimed else None
-    alias = adapter.upper() if adapter else None
-    classes = {}
-    if "text" in claimed:
-        classes.update(found.text_envoys)
-    if "vision" in claimed:
-        classes.update(found.tower_envoys)
-    modules = _aliases({cls.__module__ for cls in classes})
-    imports = {"Claim", "hookimpl"} | {standard for standard in classes.values() if "." not in standard}
-    own = imports & set(OWN)
-    imports = (imports - own).union(*(OWN[name][1] for name in own))
-    images = found.vision is not None
+    """The plugin's ``__init__.py``: the wrapper's declarations and the `Plugin`."""
+    alias = _alias(found) if "wrapper" in claimed and found.vision is not None else None
+    # the adapter is the tower's: vision.py holds it where the skeleton claims the tower
+    adapter = f"vision.{alias}" if alias and "vision" in claimed else alias
+    imports = {"Plugin"} | {declaration for kind, declaration in PARTS.items() if kind in claimed}
     if "wrapper" in claimed and found.scatter:
         imports.add("Scatter")
     elif "wrapper" in claimed and found.cross:
         imports.add("CrossAttention")
-    if adapter:
+    if alias and adapter == alias:
         imports.add("adapter")
-    if "wrapper" in claimed and found.feature_layer and not adapter and images:
+    if "wrapper" in claimed and found.feature_layer and not alias and found.vision is not None:
         imports.add("hidden_states_read_only")
     host = found.scatter[0] if found.scatter else found.text.rpartition(".")[0]
     surveyed = textwrap.fill(
@@ -78,25 +116,20 @@ def module(name: str, found: Survey, claimed: list[str], elsewhere: dict[str, st
         f"the conformance suite. TODO comments name what the survey cannot know.", width=88)
     parts = [f'"""The {found.model_type} family for vlreg, declared against `vlreg.plugin`.\n\n{surveyed}\n"""',
              _import("vlreg.plugin", sorted(imports, key=lambda name: (name[0].islower(), name)))]
+    local = [kind for kind in ("text", "vision") if kind in claimed]
+    if local:
+        parts[-1] += f"\nfrom . import {', '.join(local)}\n"
     parts += [_comment(textwrap.fill(f"The {kind} part ({found.parts[kind]!r}) is served by {who}: its "
                                      f"declarations are left to it.", 86), "# ") for kind, who in elsewhere.items()]
-    if adapter:
-        parts.append(_comment(ADAPTER_ABOUT[adapter][0], "#: ") + f'{alias} = adapter("{adapter}")\n')
-    parts += [OWN[name][0].strip("\n") + "\n" for name in sorted(own)]
+    if alias and adapter == alias:
+        parts.append(_comment(ADAPTER_ABOUT[found.tower_adapter][0], "#: ") + f'{alias} = adapter("{found.tower_adapter}")\n')
     if "wrapper" in claimed:
-        parts.append(_wrapper(found, alias))
-    if "text" in claimed:
-        parts.append(_notes(found.notes["text"]) + "#: Inside a text block. A single name binds on every module that has it.\n"
-                     f"TEXT_RENAME = {_dict(found.text_rename)}\n")
-    if "vision" in claimed:
-        tower = f"{alias}.tower_rename" if adapter else _dict(found.tower_rename)
-        parts.append(_notes(found.notes["vision"]) + "#: From the tower. Never a bare name a text block also has.\n"
-                     f"TOWER_RENAME = {tower}\n")
-    parts.append(_hooks(name, found, claimed, modules, alias))
+        parts.append(_wrapper(found, adapter))
+    parts.append(_declaration(name, found, claimed, adapter))
     return "\n\n".join(parts)
 
 
-def _wrapper(found: Survey, alias: str | None) -> str:
+def _wrapper(found: Survey, adapter: str | None) -> str:
     rename = {f"{found.text}.{found.layers}": "layers", f"{found.text}.{found.embed_tokens}": "embed_tokens"}
     if found.norm:
         rename[f"{found.text}.{found.norm}"] = "norm"
@@ -126,44 +159,70 @@ def _wrapper(found: Survey, alias: str | None) -> str:
         text += f'SCATTER = Scatter(host="{host}", operation="{operation}", argument={argument!r})\n'
     if found.vision is None:
         return text
-    if alias:
-        return text + f"\n#: Values a write to would not reach the text model, refused with a reason.\nREAD_ONLY = {alias}.read_only\n"
+    if adapter:
+        return (text + f"\n#: Values a write to would not reach the text model, refused with a reason.\n"
+                f"READ_ONLY = {adapter}.read_only\n" + ADAPTER_GRIDS.format(adapter=adapter))
     if found.feature_layer:
         return text + FEATURE_LAYER.format(depth=found.feature_layer)
     return text + READ_ONLY
 
 
-def _hooks(name: str, found: Survey, claimed: list[str], modules: dict[str, str], alias: str | None) -> str:
-    names = {"wrapper": "WRAPPER_RENAME", "text": "TEXT_RENAME", "vision": "TOWER_RENAME"}
-    claims = ", ".join(f'Claim("{kind}", "{found.parts[kind]}")' for kind in claimed)
-    if found.text_only:
-        names["wrapper"] = "{**WRAPPER_RENAME, **TEXT_ONLY_RENAME}"
-    renames = ", ".join(f'"{kind}": {names[kind]}' for kind in claimed)
-    hooks = [HOOK.format(body="def vlreg_plugin_api():\n    return 1"),
-             HOOK.format(body=f"def vlreg_claims():\n    return [{claims}]"),
-             HOOK.format(body=f"def vlreg_rename(part):\n    return {{{renames}}}.get(part.kind)")]
-    envoys = "".join(f"    import {module} as {short}\n" for module, short in modules.items()) + "\n"
-    for kind, classes in (("text", found.text_envoys), ("vision", found.tower_envoys)):
-        if kind in claimed:
-            entries = "".join(f"            {_ref(cls, modules)}: {standard.replace('ADAPTER', alias or '')},\n"
-                              for cls, standard in classes.items())
-            envoys += f'    if part.kind == "{kind}":\n        return {{\n{entries}        }}\n'
-    if "text" in claimed or "vision" in claimed:
-        hooks.append(HOOK.format(body=f"def vlreg_envoys(part):\n{envoys}    return None"))
+def _declaration(name: str, found: Survey, claimed: list[str], adapter: str | None) -> str:
+    """The builders and the `Plugin` declaration: one part per claimed kind."""
+    declared = []
+    if "wrapper" in claimed:
+        rename = "{**WRAPPER_RENAME, **TEXT_ONLY_RENAME}" if found.text_only else "WRAPPER_RENAME"
+        fields = [f'"{found.parts["wrapper"]}"', f"rename={rename}"]
+        if found.vision is not None:
+            read_only = "read_only" if found.feature_layer and not adapter else "READ_ONLY"
+            fields += ["entry=SCATTER", f"read_only={read_only}"]
+            if adapter:
+                fields.append("image_grids=image_grids")
+        declared.append(f"Wrapper({', '.join(fields)})")
+    if "text" in claimed:
+        declared.append(f'Text("{found.parts["text"]}", rename=text.TEXT_RENAME, envoys=text.envoys)')
+    if "vision" in claimed:
+        declared.append(f'Tower("{found.parts["vision"]}", rename=vision.TOWER_RENAME, envoys=vision.envoys)')
+    text = ""
     if "wrapper" in claimed and found.vision is None:
-        hooks.append("# The config has no vision part, so the host asks no vlreg_scatter: SCATTER waits for the\n"
-                     "# declaration that serves the image part (see the TODO above it).")
-    elif "wrapper" in claimed:
-        hooks.append(HOOK.format(body="def vlreg_scatter(part):\n    return SCATTER"))
-        read_only = "read_only(part)" if found.feature_layer and not alias else "READ_ONLY"
-        hooks.append(HOOK.format(body=f'def vlreg_read_only(part):\n    return {read_only} if part.kind == "wrapper" else None'))
-        if alias:
-            hooks.append("#: For a processor that reports each image's patch grid (image_grid_thw), as the Qwen one does.\n"
-                         + HOOK.format(body=f"def vlreg_image_grids(part):\n    return {alias}.image_grids"))
-        else:
-            hooks.append(IMAGE_GRIDS_TODO)
-    hooks.append(HOOK.format(body=f'def vlreg_checkpoints():\n    from .checkpoints import build\n\n    return {{"{name}": build}}'))
-    return "\n\n\n".join(hooks) + "\n"
+        text += ("# The config has no vision part, so the host asks no entry: SCATTER waits for the declaration\n"
+                 "# that serves the image part (see the TODO above it), and the Wrapper declares none.\n\n\n")
+    elif "wrapper" in claimed and not adapter:
+        text += IMAGE_GRIDS_TODO + "\n\n\n"
+    text += BUILDERS.format(name=name)
+    return text + "plugin = Plugin(\n" + "".join(f"    {part},\n" for part in declared) + "    checkpoints=builders,\n)\n"
+
+
+def part_module(found: Survey, kind: str) -> str:
+    """``text.py`` or ``vision.py``: the part's names inside it and its envoys."""
+    alias = _alias(found) if kind == "vision" else None
+    classes = found.text_envoys if kind == "text" else found.tower_envoys
+    modules = _aliases({cls.__module__ for cls in classes})
+    imports = {standard for standard in classes.values() if "." not in standard}
+    own = imports & set(OWN)
+    imports = (imports - own).union(*(OWN[name][1] for name in own))
+    if alias:
+        imports.add("adapter")
+    what = "text model" if kind == "text" else "tower"
+    names = "inside a block" if kind == "text" else "from the tower"
+    parts = [f'"""The {what} ({found.parts[kind]!r}): its names {names} and its modules\' envoys."""',
+             _import("vlreg.plugin", sorted(imports, key=lambda name: (name[0].islower(), name)))]
+    if alias:
+        parts.append(_comment(ADAPTER_ABOUT[found.tower_adapter][0], "#: ") + f'{alias} = adapter("{found.tower_adapter}")\n')
+    parts += [OWN[name][0].strip("\n") + "\n" for name in sorted(own)]
+    if kind == "text":
+        parts.append(_notes(found.notes["text"]) + "#: Inside a text block. A single name binds on every module that has it.\n"
+                     f"TEXT_RENAME = {_dict(found.text_rename)}\n")
+    else:
+        rename = f"{alias}.tower_rename" if alias else _dict(found.tower_rename)
+        parts.append(_notes(found.notes["vision"]) + "#: From the tower. Never a bare name a text block also has.\n"
+                     f"TOWER_RENAME = {rename}\n")
+    entries = "".join(f"        {_ref(cls, modules)}: {standard.replace('ADAPTER', alias or '')},\n"
+                      for cls, standard in classes.items())
+    body = "".join(f"    import {module} as {short}\n" for module, short in modules.items())
+    parts.append(f'def envoys(part):\n    """The {what}\'s module classes onto vlreg\'s envoys (the modeling module is '
+                 f'imported\n    when a checkpoint resolves, not with the plugin)."""\n{body}\n    return {{\n{entries}    }}\n')
+    return "\n\n".join(parts)
 
 
 def checkpoints(name: str, found: Survey, source: Path, borrowed: Any) -> str:
@@ -245,7 +304,23 @@ def _notes(notes: list[str]) -> str:
                    for note in notes)
 
 
-HOOK = "@hookimpl\n{body}"
+#: The vlreg.plugin declaration of each kind of part.
+PARTS = {"wrapper": "Wrapper", "text": "Text", "vision": "Tower"}
+
+BUILDERS = '''def builders():
+    from .checkpoints import build
+
+    return {{"{name}": build}}
+
+
+'''
+
+ADAPTER_GRIDS = '''
+
+def image_grids(part):
+    """For a processor that reports each image's patch grid (image_grid_thw), as the Qwen one does."""
+    return {adapter}.image_grids
+'''
 
 PYPROJECT = """[build-system]
 requires = ["setuptools>=68"]
@@ -259,9 +334,10 @@ requires-python = ">=3.11"
 dependencies = ["vlreg"]
 
 [project.entry-points.vlreg]
-{entry} = "{package}"
+{entry} = "{package}:plugin"
 
-# What the plugin claims, read by the host while it is not loaded: keep equal to vlreg_claims.
+# What the plugin claims, read by the host while it is not loaded: keep equal to the parts
+# the plugin declares (plugin.vlreg_claims()).
 [project.entry-points."vlreg.claims"]
 {claims}
 [tool.setuptools.packages.find]
@@ -320,9 +396,9 @@ OWN = {
     "GatedAttention": (GATED_ATTENTION, {"Attention", "eager_only", "value"}),
 }
 
-IMAGE_GRIDS_TODO = """# TODO: vlreg_image_grids(part): how each image's tokens lie over its pixels, worked out
-# from the processor's settings (docs/writing-a-plugin.md); until then vision.geometry,
-# and the helpers that draw on the image, are Unavailable."""
+IMAGE_GRIDS_TODO = """# TODO: the Wrapper's image_grids=, a function of the part giving how each image's tokens
+# lie over its pixels, worked out from the processor's settings (docs/writing-a-plugin.md);
+# until then vision.geometry, and the helpers that draw on the image, are Unavailable."""
 
 BASE_PROMPTS = """
     # The chat template takes one list of content, no turns (a base model's), so the

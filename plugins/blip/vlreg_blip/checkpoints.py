@@ -27,7 +27,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from vlreg.testing import save, tokenizer
+from vlreg.testing import TINY_TEXT, TINY_VISION, save, tokenizer
 
 BOS, PAD, EOS, UNK, IMAGE = "<s>", "<pad>", "</s>", "<unk>", "<image>"
 #: The image's tokens, one per learned query of the Q-Former.
@@ -35,9 +35,7 @@ QUERIES = 8
 SIDE, PATCH = 28, 7
 
 TOWER = {
-    "hidden_size": 32,
-    "intermediate_size": 64,
-    "num_hidden_layers": 2,
+    **TINY_VISION,
     "num_attention_heads": 4,
     "image_size": SIDE,
     "patch_size": PATCH,
@@ -64,15 +62,7 @@ OPT = {
     "dropout": 0.0,
     "attention_dropout": 0.0,
 }
-LLAMA = {
-    "model_type": "llama",
-    "hidden_size": 64,
-    "intermediate_size": 128,
-    "num_hidden_layers": 2,
-    "num_attention_heads": 4,
-    "num_key_value_heads": 4,
-    "max_position_embeddings": 256,
-}
+LLAMA = {"model_type": "llama", **TINY_TEXT, "num_key_value_heads": 4, "max_position_embeddings": 256}
 
 
 def _user_turns(opened: str, closed: str) -> str:

@@ -28,8 +28,6 @@ from typing import Any
 
 from vlreg.plugin import QueryTokens
 
-MODEL_TYPES = ("blip-2", "instructblip")
-
 #: Where the text model's standard mounts sit, per text model_type.
 TEXT_RENAME = {
     "opt": {
@@ -54,12 +52,15 @@ RENAME = {
 OPERATION = {"blip-2": "masked_scatter_0", "instructblip": "inputs_embeds_masked_scatter_0"}
 
 
-def scatter(part: Any) -> QueryTokens:
+def entry(part: Any) -> QueryTokens:
+    """The projected queries, scattered in the root's forward at the operation its
+    ``model_type`` names there."""
     return QueryTokens(host="", operation=OPERATION[part.model_type], generation="language_projection",
                        entry="language_model", steps="language_model", needs_images=True)
 
 
 def rename(part: Any) -> dict[str, str]:
+    """The wrapper's mounts, with the text model's (by its ``model_type``: OPT or Llama)."""
     return {**RENAME, **TEXT_RENAME.get(part.config.text_config.model_type, {})}
 
 
@@ -82,3 +83,8 @@ def refusal(part: Any) -> str | None:
             f"{text.hidden_size}-wide stream (OPT-350m's), which vlreg-blip does not serve"
         )
     return None
+
+
+def image_grids(part: Any) -> Any:
+    """Each image is ``num_query_tokens`` tokens, each one's box the whole image."""
+    return QueryTokens.query_grids(part.config.num_query_tokens)

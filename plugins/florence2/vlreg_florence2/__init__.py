@@ -15,12 +15,16 @@ encoder's output through each block's cross-attention. So:
   is served at its last projection (``fc2``); there is no final norm;
 * the tower's convolutional stages are not served block by block: ``vision.layers`` is
   refused by name, and ``vision.patch_embeddings`` (the first stage's convolution) and
-  ``vision.tower_output`` (the last stage's grid) are served (`envoys`).
+  ``vision.tower_output`` (the last stage's grid) are served (`vision`; BART's envoys are
+  in `text`).
 
 `geometry` maps the image tokens to boxes, `checkpoints` builds the tiny checkpoint.
 """
 
-from vlreg.plugin import Claim, Scatter, hookimpl
+from vlreg.plugin import Plugin, Scatter, Text, Tower, Wrapper
+
+from . import text, vision
+from .geometry import florence2_image_grids
 
 WRAPPER_RENAME = {
     "model.language_model.shared": "embed_tokens",
@@ -32,54 +36,22 @@ WRAPPER_RENAME = {
 #: From the tower: its first convolution is where pixels become a grid of patches.
 TOWER_RENAME = {"convs.0": "patch_embed"}
 
-
-def text_rename(config) -> dict:
-    """Inside the BART blocks: the decoder's ``encoder_attn`` is ``cross_attn``; the MLP,
-    written inline, is served at ``fc2`` as ``mlp``. ``fc2`` is keyed from each stack
-    (``layers.<i>.fc2``), never alone: DaViT's MLPs have an ``fc2`` too."""
-    depth = max(config.encoder_layers, config.decoder_layers)
-    return {"encoder_attn": "cross_attn", **{f"layers.{i}.fc2": f"layers.{i}.mlp" for i in range(depth)}}
+#: The projected features are written into the encoder's input embeddings in ``model``'s
+#: forward; under ``generate`` they are the projector's output.
+SCATTER = Scatter(host="model", operation="inputs_embeds_masked_scatter_0", argument=1,
+                  generation="model.multi_modal_projector")
 
 
-@hookimpl
-def vlreg_plugin_api():
-    return 1
-
-
-@hookimpl
-def vlreg_claims():
-    return [Claim("wrapper", "florence2"), Claim("text", "bart"), Claim("vision", "florence_vision")]
-
-
-@hookimpl
-def vlreg_rename(part):
-    if part.kind == "text":
-        return text_rename(part.config)
-    return {"wrapper": WRAPPER_RENAME, "vision": TOWER_RENAME}.get(part.kind)
-
-
-@hookimpl
-def vlreg_envoys(part):
-    from .envoys import ENVOYS
-
-    return ENVOYS[part.kind]
-
-
-@hookimpl
-def vlreg_scatter(part):
-    return Scatter(host="model", operation="inputs_embeds_masked_scatter_0", argument=1,
-                   generation="model.multi_modal_projector")
-
-
-@hookimpl
-def vlreg_image_grids(part):
-    from .geometry import florence2_image_grids
-
-    return florence2_image_grids(part.config)
-
-
-@hookimpl
-def vlreg_checkpoints():
+def builders():
     from .checkpoints import BUILDERS
 
     return BUILDERS
+
+
+plugin = Plugin(
+    Wrapper("florence2", rename=WRAPPER_RENAME, envoys=text.wrapper_envoys, entry=SCATTER,
+            image_grids=lambda part: florence2_image_grids(part.config)),
+    Text("bart", rename=text.rename, envoys=text.envoys),
+    Tower("florence_vision", rename=TOWER_RENAME, envoys=vision.envoys),
+    checkpoints=builders,
+)

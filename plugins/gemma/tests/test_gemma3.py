@@ -3,11 +3,11 @@
 import pytest
 import torch
 
-import vlreg_gemma
 import vlreg_llava
 from vlreg import StandardizedTransformer
 from vlreg.testing import build
 from vlreg.testing.conformance import image
+from vlreg_gemma import plugin
 
 
 @pytest.fixture(scope="module")
@@ -29,7 +29,7 @@ def text(words):
 
 def test_the_tower_is_served_by_the_llava_plugin(model):
     assert model.family.name == "gemma"
-    assert model.family.plugins == {"wrapper": vlreg_gemma, "text": vlreg_gemma, "vision": vlreg_llava}
+    assert model.family.plugins == {"wrapper": plugin, "text": plugin, "vision": vlreg_llava}
 
 
 def test_the_chat_template_writes_gemma3_turns(model):
@@ -140,15 +140,15 @@ def test_a_grid_that_does_not_say_how_patches_fold_is_refused():
 
         @hookimpl
         def vlreg_rename(self, part):
-            return vlreg_gemma.vlreg_rename(part)
+            return plugin.vlreg_rename(part)
 
         @hookimpl
-        def vlreg_scatter(self, part):
-            return vlreg_gemma.vlreg_scatter(part)
+        def vlreg_entry(self, part):
+            return plugin.vlreg_entry(part)
 
         @hookimpl
         def vlreg_image_grids(self, part):
-            declared = vlreg_gemma.vlreg_image_grids(part)
+            declared = plugin.vlreg_image_grids(part)
             return lambda *arguments: [evolve(grid, fold=1) for grid in declared(*arguments)]
 
     with registered(Unfolded(), name="unfolded"):

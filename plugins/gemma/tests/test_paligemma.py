@@ -1,10 +1,12 @@
 """What is particular to PaliGemma (1 and 2), beyond the conformance suite: its prompt,
-its prefix attended bidirectionally, a token per SigLIP patch, Gemma 2's softcaps."""
+its prefix attended bidirectionally, a token per SigLIP patch, Gemma 2's softcaps, and
+`vlreg.analysis` on PaliGemma loaded for text. Every helper on each Gemma family's image
+load, and what each refuses, is `AnalysisConformance` in ``test_conformance.py``."""
 
 import pytest
 import torch
 
-from vlreg import StandardizedTransformer
+from vlreg import StandardizedTransformer, analysis
 from vlreg.testing import build
 from vlreg.testing.conformance import image
 
@@ -134,3 +136,11 @@ def test_several_invokes_each_get_their_solo_runs_values(loaded, name):
             alone_features, alone = model.vision.image_features.save(), model.logits.save()
         torch.testing.assert_close(features, alone_features, atol=1e-4, rtol=1e-4)
         torch.testing.assert_close(logits[:, -alone.shape[1]:], alone, atol=1e-4, rtol=1e-4)
+
+
+def test_paligemmas_text_model_compares_on_its_text_load():
+    """The text helpers that take text alone run on PaliGemma loaded for text (its image
+    load refuses them: the processor takes no prompt without an image)."""
+    text = StandardizedTransformer(str(build("paligemma")), dispatch=True, device="cpu", attn_implementation="eager")
+    torch.testing.assert_close(analysis.compare_streams(text, text, "The quick brown fox"),
+                               torch.ones(text.num_layers, dtype=torch.float64))

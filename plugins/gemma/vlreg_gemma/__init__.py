@@ -29,9 +29,10 @@ Gemma 4's routed experts (``enable_moe_block``) have no standard values: ``mlp.m
 is what the dense MLP and the experts add together.
 """
 
-from vlreg.plugin import Claim, Scatter, hookimpl
+from vlreg.plugin import Plugin, Scatter, Text, Tower, Wrapper
 
 from . import text, vision
+from .geometry import image_grids
 
 _TEXT_MOUNTS = {
     "model.language_model.layers": "layers",
@@ -49,62 +50,26 @@ WRAPPERS = {
         "model.embed_vision.multimodal_embedder": "projector",
     },
 }
-#: vision model_type -> (its names, from the vision part; its envoys)
-VISIONS = {
-    "gemma4_vision": (vision.TOWER_RENAME, vision.tower_envoys),
-    "gemma4_unified_vision": (None, vision.embedder_envoys),
-}
 
 #: The image masked_scatter in the wrapper model's forward (video and audio come after).
 SCATTER = Scatter(host="model", operation="inputs_embeds_masked_scatter_0", argument=1)
 
 
-@hookimpl
-def vlreg_plugin_api():
-    return 1
-
-
-@hookimpl
-def vlreg_claims():
-    return (
-        [Claim("wrapper", model_type) for model_type in WRAPPERS]
-        + [Claim("text", model_type) for model_type in text.MODEL_TYPES]
-        + [Claim("vision", model_type) for model_type in VISIONS]
-    )
-
-
-@hookimpl
-def vlreg_rename(part):
-    if part.kind == "wrapper":
-        return WRAPPERS[part.model_type]
-    if part.kind == "vision":
-        return VISIONS[part.model_type][0]
-    return None
-
-
-@hookimpl
-def vlreg_envoys(part):
-    if part.kind == "text":
-        return text.envoys(part)
-    if part.kind == "vision":
-        return VISIONS[part.model_type][1]()
-    return None
-
-
-@hookimpl
-def vlreg_scatter(part):
-    return SCATTER
-
-
-@hookimpl
-def vlreg_image_grids(part):
-    from .geometry import image_grids
-
+def grids(part):
+    """The wrapper's image grids, laid out from its config."""
     return image_grids(part.config)
 
 
-@hookimpl
-def vlreg_checkpoints():
+def builders():
     from .checkpoints import BUILDERS
 
     return BUILDERS
+
+
+plugin = Plugin(
+    *[Wrapper(model_type, rename=rename, entry=SCATTER, image_grids=grids) for model_type, rename in WRAPPERS.items()],
+    Text(text.MODEL_TYPES, envoys=text.envoys),
+    Tower("gemma4_vision", rename=vision.TOWER_RENAME, envoys=vision.tower_envoys),
+    Tower("gemma4_unified_vision", envoys=vision.embedder_envoys),
+    checkpoints=builders,
+)

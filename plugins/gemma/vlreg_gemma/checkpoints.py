@@ -3,8 +3,8 @@
 Each builder writes what a hub checkpoint holds: the config, random weights, a tokenizer
 with the family's special tokens (`vlreg.testing.tokenizer`), the family's real processor
 class and a chat template in the family's prompt format. Text models are 64 wide with 4
-query heads over 2 key/value heads of 16 (PaliGemma's over 1, as on the real ones);
-towers are 32 wide, two blocks.
+query heads over 2 key/value heads of 16 (`vlreg.testing.TINY_TEXT`; PaliGemma's over 1, as
+on the real ones); towers are 32 wide, two blocks (`vlreg.testing.TINY_VISION`, 4 heads).
 
 * ``gemma3``: SigLIP sees 56 x 56 pixels as 4 x 4 patches of 14, pooled 2 x 2 to 4 tokens;
   a sliding-window block (8 tokens), then a global one.
@@ -29,23 +29,13 @@ from typing import Any
 
 import torch
 
-from vlreg.testing import CORPUS, save, tokenizer
+from vlreg.testing import CORPUS, TINY_TEXT, TINY_VISION, save, tokenizer
 
 BOS, EOS, PAD = "<bos>", "<eos>", "<pad>"
-TEXT = {
-    "hidden_size": 64,
-    "intermediate_size": 128,
-    "num_hidden_layers": 2,
-    "num_attention_heads": 4,
-    "num_key_value_heads": 2,
-    "head_dim": 16,
-    "max_position_embeddings": 1024,
-}
+TEXT = {**TINY_TEXT, "head_dim": 16}
 SIGLIP = {
     "model_type": "siglip_vision_model",
-    "hidden_size": 32,
-    "intermediate_size": 64,
-    "num_hidden_layers": 2,
+    **TINY_VISION,
     "num_attention_heads": 4,
     "image_size": 56,
     "patch_size": 14,
@@ -241,9 +231,8 @@ def _gemma4(unified: bool):
             text.update(num_hidden_layers=4, num_kv_shared_layers=2, hidden_size_per_layer_input=8,
                         vocab_size_per_layer_input=len(tok), use_bidirectional_attention="vision",
                         layer_types=["sliding_attention", "full_attention"] * 2)
-            vision = {"hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4,
-                      "num_key_value_heads": 4, "head_dim": 8, "patch_size": 4, "pooling_kernel_size": 2,
-                      "position_embedding_size": 64}
+            vision = {**TINY_VISION, "num_attention_heads": 4, "num_key_value_heads": 4, "head_dim": 8, "patch_size": 4,
+                      "pooling_kernel_size": 2, "position_embedding_size": 64}
         config = getattr(transformers, f"{prefix}Config")(
             text_config={**text, **overrides.pop("text_config", {})},
             vision_config={**vision, **overrides.pop("vision_config", {})},

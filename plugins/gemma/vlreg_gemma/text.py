@@ -132,6 +132,8 @@ class Gemma4Layer(SharedKvLayer):
 
 
 def envoys(part: Any) -> dict[type, type]:
+    """The text model's module classes onto its envoys; the attention's pattern described
+    for the wrapper that hosts it (``part.root``)."""
     module, prefix, sandwich = MODELS[part.model_type]
     modeling = import_module(f"transformers.models.{module}.modeling_{module}")
     layer = {"gemma4_text": Gemma4Layer, "gemma4_unified_text": SharedKvLayer}.get(part.model_type, Layer)

@@ -160,7 +160,8 @@ class Gemma4UnifiedVision(Vision):
         return self.root._module.config.vision_config
 
 
-def tower_envoys() -> dict[type, type]:
+def tower_envoys(part: Any) -> dict[type, type]:
+    """The Gemma 4 tower's module classes onto its envoys."""
     from transformers.models.gemma4 import modeling_gemma4 as gemma4
 
     return {
@@ -171,7 +172,8 @@ def tower_envoys() -> dict[type, type]:
     }
 
 
-def embedder_envoys() -> dict[type, type]:
+def embedder_envoys(part: Any) -> dict[type, type]:
+    """Gemma 4 unified's embedder onto its `Vision` with no blocks."""
     from transformers.models.gemma4_unified import modeling_gemma4_unified as unified
 
     return {unified.Gemma4UnifiedVisionEmbedder: Gemma4UnifiedVision}

@@ -4,12 +4,12 @@ Three parts, all served here:
 
 * the wrapper (``Lfm2VlForConditionalGeneration``): the text model at
   ``model.language_model``, the SigLIP 2 tower at ``model.vision_tower``, the projector at
-  ``model.multi_modal_projector``, called once per crop (`tower.Projector`); ``model``'s
+  ``model.multi_modal_projector``, called once per crop (`vision.Projector`); ``model``'s
   forward writes the features into the embeddings with its one
   ``inputs_embeds.masked_scatter(mask, features)``;
 * the text model, ``lfm2``: hybrid blocks of attention and short convolutions (`text`),
   the convolution a mixer kind this plugin declares (``short_conv``);
-* the tower, ``siglip2_vision_model`` in its NaFlex form (`tower`), with its image grids
+* the tower, ``siglip2_vision_model`` in its NaFlex form (`vision`), with its image grids
   (`geometry`).
 
 LFM3-VL (``lfm3_vl``) is not served: its wrapper is Qwen2-VL's (a packed tower with
@@ -18,11 +18,10 @@ and its text model (``lfm3``) is another block (sandwich norms, gated and slidin
 attention); it needs a plugin of its own.
 """
 
-from vlreg.plugin import Claim, Scatter, hookimpl
+from vlreg.plugin import Plugin, Scatter, Text, Tower, Wrapper
 
-from . import text, tower
-
-WRAPPERS = ("lfm2_vl",)
+from . import text, vision
+from .geometry import image_grids
 
 RENAME = {
     "model.language_model.layers": "layers",
@@ -32,43 +31,20 @@ RENAME = {
     "model.multi_modal_projector": "projector",
 }
 
-
-@hookimpl
-def vlreg_plugin_api():
-    return 1
+#: ``model``'s one masked_scatter writes the features into the embeddings.
+SCATTER = Scatter(host="model", operation="inputs_embeds_masked_scatter_0", argument=1)
 
 
-@hookimpl
-def vlreg_claims():
-    return [Claim("wrapper", model_type) for model_type in WRAPPERS] + [
-        Claim(kind, model_type) for kind, module in (("text", text), ("vision", tower)) for model_type in module.MODEL_TYPES
-    ]
-
-
-@hookimpl
-def vlreg_rename(part):
-    return {"wrapper": RENAME, "text": text.RENAME, "vision": tower.RENAME}[part.kind]
-
-
-@hookimpl
-def vlreg_envoys(part):
-    return {"wrapper": tower.wrapper_envoys, "text": text.envoys, "vision": tower.envoys}[part.kind]()
-
-
-@hookimpl
-def vlreg_scatter(part):
-    return Scatter(host="model", operation="inputs_embeds_masked_scatter_0", argument=1)
-
-
-@hookimpl
-def vlreg_image_grids(part):
-    from .geometry import image_grids
-
-    return image_grids(part.config)
-
-
-@hookimpl
-def vlreg_checkpoints():
+def builders():
     from .checkpoints import BUILDERS
 
     return BUILDERS
+
+
+plugin = Plugin(
+    Wrapper("lfm2_vl", rename=RENAME, envoys=vision.wrapper_envoys, entry=SCATTER,
+            image_grids=lambda part: image_grids(part.config)),
+    Text("lfm2", rename=text.RENAME, envoys=text.envoys),
+    Tower("siglip2_vision_model", rename=vision.RENAME, envoys=vision.envoys),
+    checkpoints=builders,
+)

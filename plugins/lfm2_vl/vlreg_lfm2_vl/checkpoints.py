@@ -26,7 +26,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from vlreg.testing import save, tokenizer
+from vlreg.testing import TINY_TEXT, TINY_VISION, save, tokenizer
 
 PAD, BOS, EOS, TURN, END = "<|pad|>", "<|startoftext|>", "<|endoftext|>", "<|im_start|>", "<|im_end|>"
 IMAGE, IMAGE_START, IMAGE_END, THUMBNAIL = "<image>", "<|image_start|>", "<|image_end|>", "<|img_thumbnail|>"
@@ -66,22 +66,17 @@ IMAGE_PROCESSOR = {
 
 TEXT = {
     "model_type": "lfm2",
-    "hidden_size": 64,
+    **TINY_TEXT,
     "intermediate_size": 144,  # two thirds: 96, rounded up to 16s: 96
     "block_auto_adjust_ff_dim": True,
     "block_ffn_dim_multiplier": 1.0,
     "block_multiple_of": 16,
     "num_hidden_layers": 3,
     "layer_types": ["conv", "conv", "full_attention"],
-    "num_attention_heads": 4,
-    "num_key_value_heads": 2,
-    "max_position_embeddings": 1024,
 }
 TOWER = {
     "model_type": "siglip2_vision_model",
-    "hidden_size": 32,
-    "intermediate_size": 64,
-    "num_hidden_layers": 2,
+    **TINY_VISION,
     "num_attention_heads": 4,
     "patch_size": PATCH,
     "num_patches": 64,  # the position embeddings' grid: 8 x 8, resized to each crop's

@@ -26,8 +26,6 @@ from typing import Any, ClassVar
 
 from vlreg.plugin import Attention, Layer, Mixer, Mlp, Standard, Unavailable, returned, value
 
-MODEL_TYPES = ("lfm2",)
-
 #: The norms keep their names (``operator_norm``, ``ffn_norm``): SigLIP's blocks, in the same model, are
 #: the ones served as ``input_layernorm`` and ``post_attention_layernorm``.
 RENAME = {"feed_forward": "mlp"}
@@ -118,7 +116,7 @@ class Lfm2Mlp(Mlp):
     _widening = ("w1",)
 
 
-def envoys() -> dict[type, type]:
+def envoys(part: Any) -> dict[type, type]:
     """The standard classes keyed on the modeling module's types, imported when a model is
     built (importing the modeling module costs seconds, which ``import vlreg`` must not)."""
     from transformers.models.lfm2 import modeling_lfm2 as modeling

@@ -12,7 +12,7 @@ text to those states, the other blocks never see them. The wrapper declares this
 * ``vision.layers`` are the tower's first stack of blocks (``transformer.layers``) and
   ``vision.global_layers`` its second, gated one (``global_transformer.layers``, after the
   tiles' positions are added again); both run over all of an image's tiles at once, padded
-  tiles masked. The envoys are in `envoys`;
+  tiles masked. The envoys are in `text` and `vision`;
 * `geometry` maps the states' positions to tiles and patches; `checkpoints` builds the
   tiny checkpoint the tests load.
 
@@ -20,7 +20,10 @@ A text-generation load is transformers' ``MllamaForCausalLM`` (the text model at
 ``model``): its cross-attention blocks never run, and their values say so.
 """
 
-from vlreg.plugin import Claim, CrossAttention, hookimpl
+from vlreg.plugin import CrossAttention, Plugin, Text, Tower, Wrapper
+
+from . import text, vision
+from .geometry import mllama_image_grids
 
 WRAPPER_RENAME = {
     "model.language_model.embed_tokens": "embed_tokens",
@@ -38,43 +41,20 @@ TOWER_RENAME = {
     "patch_embedding": "patch_embed",
 }
 
-
-@hookimpl
-def vlreg_plugin_api():
-    return 1
+#: The image's states reach the text model as the argument its cross-attention blocks read.
+ENTRY = CrossAttention(host="model.language_model", argument="cross_attention_states")
 
 
-@hookimpl
-def vlreg_claims():
-    return [Claim("wrapper", "mllama"), Claim("text", "mllama_text_model"), Claim("vision", "mllama_vision_model")]
-
-
-@hookimpl
-def vlreg_rename(part):
-    return {"wrapper": {**WRAPPER_RENAME, **TEXT_ONLY_RENAME}, "vision": TOWER_RENAME}.get(part.kind)
-
-
-@hookimpl
-def vlreg_envoys(part):
-    from .envoys import ENVOYS
-
-    return ENVOYS[part.kind]
-
-
-@hookimpl
-def vlreg_scatter(part):
-    return CrossAttention(host="model.language_model", argument="cross_attention_states")
-
-
-@hookimpl
-def vlreg_image_grids(part):
-    from .geometry import mllama_image_grids
-
-    return mllama_image_grids(part.config)
-
-
-@hookimpl
-def vlreg_checkpoints():
+def builders():
     from .checkpoints import BUILDERS
 
     return BUILDERS
+
+
+plugin = Plugin(
+    Wrapper("mllama", rename={**WRAPPER_RENAME, **TEXT_ONLY_RENAME}, entry=ENTRY,
+            image_grids=lambda part: mllama_image_grids(part.config)),
+    Text("mllama_text_model", envoys=text.envoys),
+    Tower("mllama_vision_model", rename=TOWER_RENAME, envoys=vision.envoys),
+    checkpoints=builders,
+)

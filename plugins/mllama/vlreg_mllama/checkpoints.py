@@ -19,7 +19,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from vlreg.testing import tokenizer
+from vlreg.testing import TINY_TEXT, TINY_VISION, tokenizer
 
 BOS, EOS, PAD, IMAGE = "<|begin_of_text|>", "<|end_of_text|>", "<|finetune_right_pad_id|>", "<|image|>"
 TURNS = ("<|start_header_id|>", "<|end_header_id|>", "<|eot_id|>", "<|python_tag|>")
@@ -35,21 +35,12 @@ CHAT_TEMPLATE = (
 )
 
 TILE, PATCH = 28, 14
-TEXT = {
-    "hidden_size": 64,
-    "intermediate_size": 128,
-    "num_hidden_layers": 4,
-    "num_attention_heads": 4,
-    "num_key_value_heads": 2,
-    "cross_attention_layers": [1, 3],
-    "max_position_embeddings": 1024,
-}
+TEXT = {**TINY_TEXT, "num_hidden_layers": 4, "cross_attention_layers": [1, 3]}
+#: ``num_attention_heads`` is the vision config's ``attention_heads``.
 VISION = {
-    "hidden_size": 32,
-    "intermediate_size": 64,
-    "num_hidden_layers": 2,
+    **TINY_VISION,
     "num_global_layers": 1,
-    "attention_heads": 4,
+    "num_attention_heads": 4,
     "image_size": TILE,
     "patch_size": PATCH,
     "max_num_tiles": 4,

@@ -8,21 +8,20 @@ Three parts, all served here:
   and writes the features into the embeddings (``inputs_embeds.masked_scatter``), so the
   scatter's host is the root (``Scatter("")``);
 * the text model, ``nemotron_h``: hybrid blocks of one sublayer each (`text`);
-* the tower, ``radio`` (`tower`), with its image grids (`geometry`).
+* the tower, ``radio`` (`vision`), with its image grids (`geometry`).
 
 A NemotronH language model on its own (``nemotron_h``, ``NemotronHForCausalLM``) loads
 under the same names too, its config both the wrapper and the text part, so the Omni's
-text model can be compared block by block with the model it came from.
+text model can be compared block by block with the model it came from. It has no vision
+part, so no image enters it and its wrapper declares no entry.
 
 No audio values: the audio tower (Parakeet) and its scatter are not served.
 """
 
-from vlreg.plugin import Claim, Scatter, hookimpl
+from vlreg.plugin import Plugin, Scatter, Text, Tower, Wrapper
 
-from . import text, tower
+from . import text, vision
 from .geometry import nemotron_image_grids
-
-WRAPPERS = ("nemotron_h_omni", "nemotron_h")
 
 WRAPPER_RENAME = {
     "language_model.model.layers": "layers",
@@ -36,47 +35,21 @@ WRAPPER_RENAME = {
 #: ``NemotronHForCausalLM``: the text model at ``model``.
 BASE_RENAME = {"model.layers": "layers", "model.embeddings": "embed_tokens", "model.norm_f": "norm"}
 
-
-@hookimpl
-def vlreg_plugin_api():
-    return 1
+#: The wrapper's own forward (the model root) writes the features into the embeddings.
+SCATTER = Scatter("", "inputs_embeds_masked_scatter_0", 1)
 
 
-@hookimpl
-def vlreg_claims():
-    return [Claim("wrapper", model_type) for model_type in WRAPPERS] + [
-        Claim(kind, model_type) for kind, module in (("text", text), ("vision", tower)) for model_type in module.MODEL_TYPES
-    ]
-
-
-@hookimpl
-def vlreg_rename(part):
-    if part.kind == "wrapper":
-        return BASE_RENAME if part.model_type == "nemotron_h" else WRAPPER_RENAME
-    if part.kind == "text":
-        return text.rename(part.config)
-    return tower.RENAME
-
-
-@hookimpl
-def vlreg_envoys(part):
-    if part.kind in ("text", "vision"):
-        return (text if part.kind == "text" else tower).envoys()
-    return None
-
-
-@hookimpl
-def vlreg_scatter(part):
-    return Scatter("", "inputs_embeds_masked_scatter_0", 1)
-
-
-@hookimpl
-def vlreg_image_grids(part):
-    return nemotron_image_grids(part.config)
-
-
-@hookimpl
-def vlreg_checkpoints():
+def builders():
     from .checkpoints import BUILDERS
 
     return BUILDERS
+
+
+plugin = Plugin(
+    Wrapper("nemotron_h_omni", rename=WRAPPER_RENAME, entry=SCATTER,
+            image_grids=lambda part: nemotron_image_grids(part.config)),
+    Wrapper("nemotron_h", rename=BASE_RENAME),
+    Text("nemotron_h", rename=text.rename, envoys=text.envoys),
+    Tower("radio", rename=vision.RENAME, envoys=vision.envoys),
+    checkpoints=builders,
+)

@@ -23,7 +23,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from vlreg.testing import save, tokenizer
+from vlreg.testing import TINY_TEXT, save, tokenizer
 
 IMAGE, IMAGE_START, IMAGE_END, VIDEO = "<image>", "<img>", "</img>", "<video>"
 AUDIO, AUDIO_START, AUDIO_END = "<so_embedding>", "<so_start>", "<so_end>"
@@ -46,13 +46,13 @@ CHAT_TEMPLATE = (
 #: The tiny tower's patch in pixels, and the patches an image is resized to at least and at most.
 PATCH, MIN_PATCHES, MAX_PATCHES = 8, 16, 64
 
+#: One block of each kind NemotronH mixes, in the default order.
+BLOCKS = ["linear_attention", "moe", "full_attention", "mlp"]
 TEXT = {
-    "hidden_size": 64,
-    "layers_block_type": ["linear_attention", "moe", "full_attention", "mlp"],
-    "num_attention_heads": 4,
-    "num_key_value_heads": 2,
+    **TINY_TEXT,
+    "num_hidden_layers": len(BLOCKS),  # NemotronH counts its blocks in layers_block_type
+    "layers_block_type": BLOCKS,
     "head_dim": 16,
-    "intermediate_size": 128,
     "mamba_num_heads": 4,
     "mamba_head_dim": 16,
     "ssm_state_size": 8,
@@ -66,7 +66,6 @@ TEXT = {
     "num_experts_per_tok": 2,
     "moe_intermediate_size": 32,
     "moe_shared_expert_intermediate_size": 32,
-    "max_position_embeddings": 1024,
 }
 TOWER = {
     "hidden_size": 32,

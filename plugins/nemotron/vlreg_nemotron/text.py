@@ -12,19 +12,16 @@ from __future__ import annotations
 
 from typing import Any
 
-
 from vlreg.plugin import Attention, Layer, Mamba, Mlp, MoeMlp
-
-MODEL_TYPES = ("nemotron_h",)
 
 #: block type -> the standard name of its mixer
 STANDARD = {"linear_attention": "mamba", "full_attention": "self_attn", "moe": "mlp", "mlp": "mlp"}
 
 
-def rename(config: Any) -> dict[str, str]:
-    """Each block's ``mixer`` under its kind's standard name (keys resolve from the text
-    model, whose ``layers`` they name)."""
-    return {f"layers.{i}.mixer": f"layers.{i}.{STANDARD[kind]}" for i, kind in enumerate(config.layers_block_type)}
+def rename(part: Any) -> dict[str, str]:
+    """Each block's ``mixer`` under its kind's standard name, block by block from the text
+    config (keys resolve from the text model, whose ``layers`` they name)."""
+    return {f"layers.{i}.mixer": f"layers.{i}.{STANDARD[kind]}" for i, kind in enumerate(part.config.layers_block_type)}
 
 
 class NemotronMoe(MoeMlp):
@@ -37,7 +34,7 @@ class NemotronMoe(MoeMlp):
              "shared_expert_output", "mlp_output")
 
 
-def envoys() -> dict:
+def envoys(part: Any) -> dict:
     """The standard classes keyed on the modeling module's types, imported when a model is
     built (importing the modeling module costs seconds, which ``import vlreg`` must not)."""
     from transformers.models.nemotron_h import modeling_nemotron_h as modeling

@@ -26,8 +26,6 @@ import torch
 
 from vlreg.plugin import Attention, Layer, OutputProjection, argument, eager_only, value
 
-MODEL_TYPES = ("opt",)
-
 
 def _call(attention: Any) -> str:
     return f"{attention.path}.source.{attention.interface}.input"

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 from typing import Any
 
-
 from vlreg.plugin import (
     Unavailable,
     Vision,
@@ -34,8 +33,6 @@ from vlreg.plugin import (
     value,
     variable_resolution,
 )
-
-MODEL_TYPES = ("radio",)
 
 #: Names from the tower (the patch embedding is mounted by the wrapper, as ``embeddings``
 #: is also the text model's token embedding).
@@ -155,7 +152,7 @@ class RadioMlp(VisionMlp):
     )
 
 
-def envoys() -> dict:
+def envoys(part: Any) -> dict:
     """The standard classes keyed on the modeling module's types, imported when a model is
     built (importing the modeling module costs seconds, which ``import vlreg`` must not)."""
     from transformers.models.radio import modeling_radio as modeling

@@ -24,8 +24,6 @@ from typing import Any
 
 from vlreg.plugin import PerCall, Unavailable, Vision, adapter
 
-MODEL_TYPES = ("siglip2_vision_model",)
-
 SIGLIP = adapter("siglip")
 RENAME = SIGLIP.rename
 
@@ -55,7 +53,8 @@ class Projector(PerCall):
         return 0 if pixels is None else int(pixels.shape[0])
 
 
-def envoys() -> dict[type, type]:
+def envoys(part: Any) -> dict[type, type]:
+    """SigLIP 2's classes onto the adapter's envoys, the tower onto `NaFlexVision`."""
     from transformers.models.siglip2 import modeling_siglip2 as siglip2
 
     standard = SIGLIP.envoys(siglip2.Siglip2VisionModel, siglip2.Siglip2EncoderLayer, siglip2.Siglip2Attention,
@@ -63,7 +62,8 @@ def envoys() -> dict[type, type]:
     return {**standard, siglip2.Siglip2VisionModel: NaFlexVision}
 
 
-def wrapper_envoys() -> dict[type, type]:
+def wrapper_envoys(part: Any) -> dict[type, type]:
+    """The wrapper's projector onto `Projector`, called once per crop."""
     from transformers.models.lfm2_vl import modeling_lfm2_vl as wrapper
 
     return {wrapper.Lfm2VlMultiModalProjector: Projector}

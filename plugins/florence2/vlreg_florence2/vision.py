@@ -1,9 +1,4 @@
-"""Florence-2's modules under the standard envoy classes.
-
-BART's encoder blocks are `PostNormLayer`, its decoder blocks `DecoderLayer`
-(`vlreg.core.seq2seq`); both attentions of a decoder block are BART attention, served as
-`Attention` (``out_proj`` maps the heads to the output). The MLP is ``fc2`` under
-`OutputProjection`, keyed by path so DaViT's own ``fc2`` stays a plain module.
+"""Florence-2's DaViT tower (``florence_vision``) under the standard envoy classes.
 
 The DaViT tower (`DaViT`) runs stages of a strided convolution and blocks over a
 ``[images, channels, rows, columns]`` grid; each block is a windowed-attention half and a
@@ -17,10 +12,8 @@ from __future__ import annotations
 from typing import Any
 
 import torch
-from transformers.models.bart import modeling_bart as B
-from transformers.models.florence2 import modeling_florence2 as F
 
-from vlreg.plugin import Attention, DecoderLayer, Encoder, OutputProjection, PostNormLayer, Unavailable, Vision, patches
+from vlreg.plugin import Unavailable, Vision, patches
 
 
 def _grid(raw: Any) -> torch.Tensor:
@@ -93,8 +86,8 @@ class DaViT(Vision):
         )
 
 
-ENVOYS = {
-    "wrapper": {B.BartEncoder: Encoder, "layers.*.fc2": OutputProjection},
-    "text": {B.BartEncoderLayer: PostNormLayer, B.BartDecoderLayer: DecoderLayer, B.BartAttention: Attention},
-    "vision": {F.Florence2VisionBackbone: DaViT},
-}
+def envoys(part: Any) -> dict[type, type]:
+    """The tower onto `DaViT` (its stages keep their native names)."""
+    from transformers.models.florence2 import modeling_florence2 as florence2
+
+    return {florence2.Florence2VisionBackbone: DaViT}

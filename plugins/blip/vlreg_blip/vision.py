@@ -35,8 +35,6 @@ import torch
 
 from vlreg.plugin import Layer, Standard, Vision, VisionAttention, VisionLayer, VisionMlp, value
 
-MODEL_TYPES = ("blip_2_vision_model", "instructblip_vision_model")
-
 # Every Q-Former block's BERT sublayers hold a submodule named ``output``, which nnsight mounts
 # as ``E_output`` (``output`` is the module's output) with a warning per module on each load;
 # that is said here once instead.
@@ -122,6 +120,8 @@ class QFormerLayer(Layer):
 
 
 def envoys(part: Any) -> dict[type, type]:
+    """The tower's and its Q-Former's module classes, from BLIP-2's or InstructBLIP's modeling
+    module (the tower's ``model_type`` says which)."""
     if part.model_type == "blip_2_vision_model":
         from transformers.models.blip_2 import modeling_blip_2 as m
 
@@ -138,7 +138,3 @@ def envoys(part: Any) -> dict[type, type]:
         getattr(m, f"{prefix}QFormerModel"): QFormer,
         getattr(m, f"{prefix}QFormerLayer"): QFormerLayer,
     }
-
-
-def rename(part: Any) -> dict[str, str]:
-    return RENAME

@@ -1,0 +1,72 @@
+"""Mllama's tiled tower (``mllama_vision_model``) under the standard envoy classes.
+
+The tower is tiled: each image is cut into up to ``max_num_tiles`` tiles of
+``image_size`` pixels; a tile is a class token and its patches, padded to a multiple of 8
+rows. The local blocks (``vision.layers``) run over each image's tiles together, the
+gated global blocks (``vision.global_layers``) after them; ``vision.tower_output`` is what
+the projector reads: the global blocks' output beside the local blocks' taps
+(``intermediate_layers_indices``), concatenated, padding rows dropped.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from vlreg.plugin import Vision, VisionAttention, VisionLayer, VisionMlp, patches
+
+
+def _outputs(raw: Any) -> torch.Tensor:
+    return raw.last_hidden_state.flatten(0, 2)
+
+
+def _put_outputs(raw: Any, new: torch.Tensor) -> Any:
+    raw["last_hidden_state"] = new.reshape(raw.last_hidden_state.shape)
+    return raw
+
+
+class MllamaVision(Vision):
+    """The tiled tower: local blocks, then gated global blocks; a class token a tile."""
+
+    standard_children = {"layers": "", "global_layers": "global_layers."}
+    order = ("image_token_mask", "patch_embeddings", "layers", "global_layers", "tower_output", "image_features")
+    class_tokens = 1
+
+    tower_output = patches(
+        "output",
+        read=_outputs,
+        put=_put_outputs,
+        description=(
+            "what the projector reads, [tiles, patches, vision_output_dim]: the global blocks' output "
+            "beside the local blocks' taps, concatenated"
+        ),
+    )
+
+    @property
+    def num_global_layers(self) -> int:
+        """The gated global blocks, after the local ones."""
+        return len(self.global_layers)
+
+    @property
+    def max_num_tiles(self) -> int:
+        """Tiles an image is cut into at most (and padded to)."""
+        return self._vision_config.max_num_tiles
+
+    @property
+    def vision_output_dim(self) -> int:
+        """The width of ``tower_output``: the hidden width times one plus the taps."""
+        return self._vision_config.vision_output_dim
+
+
+def envoys(part: Any) -> dict[type, type]:
+    """The tower's module classes onto their envoys (the modeling module is imported when a
+    checkpoint resolves, not with the plugin)."""
+    from transformers.models.mllama import modeling_mllama as mllama
+
+    return {
+        mllama.MllamaVisionModel: MllamaVision,
+        mllama.MllamaVisionEncoderLayer: VisionLayer,
+        mllama.MllamaVisionAttention: VisionAttention,
+        mllama.MllamaVisionMLP: VisionMlp,
+    }
