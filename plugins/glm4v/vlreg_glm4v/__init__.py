@@ -23,81 +23,28 @@ video's frames with the image's own placeholder (``<|image|>``; only the process
 the video's: trace a video's frames as images (``images=[...]``).
 """
 
-from importlib import import_module
+from vlreg.plugin import Plugin, Text, Tower, Wrapper, adapter
 
-from vlreg.plugin import Attention, Claim, Layer, Mlp, VisionLayer, VisionMlp, adapter, hookimpl
-
-from .text import GlmMoe, SandwichAttention, SandwichMlp
-from .vision import NO_VIDEOS, Glm4vVision, GlmVision
+from .text import SANDWICHED, moe_envoys, sandwich_envoys
+from .vision import NO_VIDEOS, TOWERS, tower_envoys
 
 QWEN_VIT = adapter("qwen_vit")
 
 WRAPPERS = ("glm4v", "glm4v_moe", "glm46v", "glmga", "glm_ocr")
 
-#: text model type -> (transformers module, class-name prefix)
-TEXTS = {"glm4v_text": ("glm4v", "Glm4vText"), "glm4v_moe_text": ("glm4v_moe", "Glm4vMoeText"),
-         "glm_ocr_text": ("glm_ocr", "GlmOcrText")}
-#: tower model type -> (transformers module, class-name prefix, its MLP's class name, envoy)
-TOWERS = {
-    "glm4v_vision": ("glm4v", "Glm4vVision", "Glm4VisionMlp", Glm4vVision),
-    "glm4v_moe_vision": ("glm4v_moe", "Glm4vMoeVision", "Glm4vMoeisionMlp", Glm4vVision),
-    "glm_ocr_vision": ("glm_ocr", "GlmOcrVision", "GlmOcrVisionMlp", GlmVision),
-}
 
-
-def _modeling(name: str):
-    return import_module(f"transformers.models.{name}.modeling_{name}")
-
-
-@hookimpl
-def vlreg_plugin_api():
-    return 1
-
-
-@hookimpl
-def vlreg_claims():
-    refuses = {"videos": NO_VIDEOS, "vision.video_features": NO_VIDEOS}
-    return [Claim("wrapper", name, refuses=refuses) for name in WRAPPERS] + [Claim("text", name) for name in TEXTS] + [
-        Claim("vision", name) for name in TOWERS
-    ]
-
-
-@hookimpl
-def vlreg_rename(part):
-    return {"wrapper": QWEN_VIT.wrapper_rename, "vision": QWEN_VIT.tower_rename}.get(part.kind)
-
-
-@hookimpl
-def vlreg_envoys(part):
-    if part.kind == "text":
-        module, prefix = TEXTS[part.model_type]
-        modeling = _modeling(module)
-        if part.model_type == "glm4v_moe_text":
-            return {modeling.Glm4vMoeTextDecoderLayer: Layer, modeling.Glm4vMoeTextAttention: Attention,
-                    modeling.Glm4vMoeTextMLP: Mlp, modeling.Glm4vMoeTextMoE: GlmMoe}
-        return {getattr(modeling, f"{prefix}DecoderLayer"): Layer,
-                getattr(modeling, f"{prefix}Attention"): SandwichAttention,
-                getattr(modeling, f"{prefix}MLP"): SandwichMlp}
-    if part.kind == "vision":
-        module, prefix, mlp, tower = TOWERS[part.model_type]
-        modeling = _modeling(module)
-        return {getattr(modeling, f"{prefix}Model"): tower, getattr(modeling, f"{prefix}Block"): VisionLayer,
-                getattr(modeling, f"{prefix}Attention"): QWEN_VIT.Attention, getattr(modeling, mlp): VisionMlp}
-    return None
-
-
-@hookimpl
-def vlreg_scatter(part):
-    return QWEN_VIT.scatter
-
-
-@hookimpl
-def vlreg_image_grids(part):
-    return QWEN_VIT.image_grids
-
-
-@hookimpl
-def vlreg_checkpoints():
+def builders():
     from .checkpoints import BUILDERS
 
     return BUILDERS
+
+
+plugin = Plugin(
+    Wrapper(WRAPPERS, rename=QWEN_VIT.wrapper_rename, entry=QWEN_VIT.scatter,
+            image_grids=lambda part: QWEN_VIT.image_grids,
+            refuses={"videos": NO_VIDEOS, "vision.video_features": NO_VIDEOS}),
+    Text(tuple(SANDWICHED), envoys=sandwich_envoys),
+    Text("glm4v_moe_text", envoys=moe_envoys),
+    Tower(tuple(TOWERS), rename=QWEN_VIT.tower_rename, envoys=tower_envoys),
+    checkpoints=builders,
+)

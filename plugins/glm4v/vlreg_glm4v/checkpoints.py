@@ -23,7 +23,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from vlreg.testing import save, tokenizer
+from vlreg.testing import TINY_TEXT, save, tokenizer
 
 SPECIAL_TOKENS = (
     "<|endoftext|>",
@@ -91,12 +91,7 @@ CHAT_TEMPLATE_45V = (
 MIN_PIXELS, MAX_PIXELS = 2 * 56 * 56, 2 * 168 * 168
 
 TEXT = {
-    "hidden_size": 64,
-    "intermediate_size": 128,
-    "num_hidden_layers": 2,
-    "num_attention_heads": 4,
-    "num_key_value_heads": 2,
-    "max_position_embeddings": 1024,
+    **TINY_TEXT,
     "rope_parameters": {"rope_type": "default", "rope_theta": 10000.0, "partial_rotary_factor": 0.5,
                         "mrope_section": [1, 1, 2]},
 }

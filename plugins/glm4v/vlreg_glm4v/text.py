@@ -20,9 +20,13 @@
 
 from __future__ import annotations
 
+from importlib import import_module
 from typing import Any
 
-from vlreg.plugin import Attention, Mlp, MoeMlp, returned, value
+from vlreg.plugin import Attention, Layer, Mlp, MoeMlp, returned, value
+
+#: sandwich-normed text model type -> (transformers module, class-name prefix)
+SANDWICHED = {"glm4v_text": ("glm4v", "Glm4vText"), "glm_ocr_text": ("glm_ocr", "GlmOcrText")}
 
 
 def _after(norm: str):
@@ -104,3 +108,20 @@ class GlmMoe(MoeMlp):
     def topk_group(self) -> int:
         """The groups each token's experts are chosen among."""
         return int(self._module.gate.topk_group)
+
+
+def sandwich_envoys(part: Any) -> dict:
+    """GLM-4.1V's and GLM-OCR's blocks, by the part's own model type (`SANDWICHED`)."""
+    module, prefix = SANDWICHED[part.model_type]
+    modeling = import_module(f"transformers.models.{module}.modeling_{module}")
+    return {getattr(modeling, f"{prefix}DecoderLayer"): Layer,
+            getattr(modeling, f"{prefix}Attention"): SandwichAttention,
+            getattr(modeling, f"{prefix}MLP"): SandwichMlp}
+
+
+def moe_envoys(part: Any) -> dict:
+    """GLM-4.5V's blocks: pre-norm, a dense MLP or `GlmMoe`."""
+    from transformers.models.glm4v_moe import modeling_glm4v_moe as modeling
+
+    return {modeling.Glm4vMoeTextDecoderLayer: Layer, modeling.Glm4vMoeTextAttention: Attention,
+            modeling.Glm4vMoeTextMLP: Mlp, modeling.Glm4vMoeTextMoE: GlmMoe}

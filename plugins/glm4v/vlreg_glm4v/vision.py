@@ -26,11 +26,13 @@ vlreg finds an image's tokens.
 
 from __future__ import annotations
 
+from importlib import import_module
 from typing import Any
 
-from vlreg.plugin import Vision, adapter, as_patches, patches, value
+from vlreg.plugin import Vision, VisionLayer, VisionMlp, adapter, as_patches, patches, value
 
-QwenVision = adapter("qwen_vit").Vision
+QWEN_VIT = adapter("qwen_vit")
+QwenVision = QWEN_VIT.Vision
 
 
 #: Why videos are not served, declared on every GLM wrapper's claim (`Claim.refuses`, for
@@ -88,3 +90,20 @@ class Glm4vVision(GlmVision):
         inside=lambda vision: vision.embeddings,
         description="the learned position grid resampled to each image, added before block 0",
     )(lambda vision, raw: as_patches(raw)).writes(_put_patches)
+
+
+#: tower model type -> (transformers module, class-name prefix, its MLP's class name, envoy)
+TOWERS = {
+    "glm4v_vision": ("glm4v", "Glm4vVision", "Glm4VisionMlp", Glm4vVision),
+    "glm4v_moe_vision": ("glm4v_moe", "Glm4vMoeVision", "Glm4vMoeisionMlp", Glm4vVision),
+    "glm_ocr_vision": ("glm_ocr", "GlmOcrVision", "GlmOcrVisionMlp", GlmVision),
+}
+
+
+def tower_envoys(part: Any) -> dict:
+    """The tower's classes onto their envoys, by the part's own model type (`TOWERS`); the
+    attention is the Qwen ViT's (the ``"qwen_vit"`` adapter's)."""
+    module, prefix, mlp, tower = TOWERS[part.model_type]
+    modeling = import_module(f"transformers.models.{module}.modeling_{module}")
+    return {getattr(modeling, f"{prefix}Model"): tower, getattr(modeling, f"{prefix}Block"): VisionLayer,
+            getattr(modeling, f"{prefix}Attention"): QWEN_VIT.Attention, getattr(modeling, mlp): VisionMlp}

@@ -1,15 +1,27 @@
 """What InternVL promises beyond the conformance suite: the chat format, the layer-scaled
 tower blocks, the pixel shuffle's patch -> token map (the grids' ``fold``), the tower's
-pattern on tokens. Every analysis helper runs in ``test_conformance.py``."""
+pattern on tokens. Every analysis helper runs in ``test_conformance.py``.
+
+Then the plugin as a distribution: what it claims, that InternVL's text models it does not
+claim come from the plugins that do (nothing imported), and that it serves
+InternVL3.5-MoE with no other family installed."""
 
 from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
 
 import pytest
 import torch
 
 from vlreg import StandardizedTransformer, analysis
+from vlreg.core import plugins
+from vlreg.plugin import Claim
 from vlreg.testing import build
 from vlreg.testing.conformance import image
+from vlreg_internvl import plugin
 
 PICTURE = image(112, 84)  # 2 x 2 tiles and the thumbnail: 5 crops of 16 tokens
 
@@ -132,3 +144,67 @@ def test_vision_feature_layer_other_than_the_last_makes_later_values_read_only(t
     assert "edit vision.layers[0].layer_output" in rows["vision.tower_output"]
     assert any(row.startswith("vision.layers.1.") for row in rows)
     assert not any(row.startswith("vision.layers.0.") for row in rows)
+
+
+CLAIMS = {Claim("wrapper", "internvl"), Claim("vision", "internvl_vision"), Claim("text", "qwen3_moe")}
+
+
+def test_claims_are_held():
+    assert set(plugin.vlreg_claims()) == CLAIMS
+    held = plugins.claims()
+    for claim in CLAIMS:
+        assert held[(claim.kind, claim.model_type)] is plugin
+    assert plugins.distribution(plugin).name == "vlreg-internvl"
+
+
+def test_internvl3_5s_qwen3_text_comes_from_the_plugin_that_claims_it():
+    """InternVL3.5's dense checkpoints pair the InternViT with Qwen3, claimed by another
+    plugin (vlreg-text): served from there, and the image reaches its blocks."""
+    model = StandardizedTransformer(str(build("internvl3_5")), task="image-text-to-text", dispatch=True, device="cpu")
+    assert model.family.parts["text"].model_type == "qwen3"
+    assert model.family.plugins["text"] is plugins.claims()[("text", "qwen3")] is not plugin
+    messages = [{"role": "user", "content": [{"type": "image"}, {"type": "text", "text": "What is in this image?"}]}]
+    prompt = model.processor.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
+    with model.trace(prompt, images=[image(112, 84)]):
+        mask = model.vision.image_token_mask.save()
+        features = model.vision.image_features.save()
+        first = model.layers[0].input.save()
+    assert torch.equal(first[mask], features) and features.shape[0] == 80
+
+
+ALONE = textwrap.dedent(
+    """
+    import tempfile, warnings
+    warnings.simplefilter("ignore")
+    from vlreg import NoFamily, StandardizedTransformer
+    from vlreg.core import plugins
+    from vlreg.testing import build
+    from vlreg.testing.conformance import image
+
+    assert [name for name, _ in plugins.plugin_manager().list_name_plugin()] == ["internvl"]
+    with tempfile.TemporaryDirectory() as folder:
+        model = StandardizedTransformer(str(build("internvl3_5_moe", folder)),
+                                        task="image-text-to-text", dispatch=True, device="cpu")
+        messages = [{"role": "user", "content": [{"type": "image"}, {"type": "text", "text": "What is in this image?"}]}]
+        prompt = model.processor.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
+        with model.trace(prompt, images=[image(112, 84)]):
+            mask = model.vision.image_token_mask.save()
+            features = model.vision.image_features.save()
+            first = model.layers[0].input.save()
+        assert (first[mask] == features).all() and features.shape[0] == 80
+        try:
+            StandardizedTransformer(str(build("internvl", folder + "/qwen2")), task="image-text-to-text")
+        except NoFamily as error:
+            assert "qwen2" in str(error), error
+        else:
+            raise AssertionError("a Qwen2 text part loaded with no plugin serving it")
+    print("alone ok")
+    """
+)
+
+
+def test_works_with_no_other_family_installed():
+    env = {**os.environ, "VLREG_LOAD_PLUGINS": "internvl"}
+    done = subprocess.run([sys.executable, "-c", ALONE], capture_output=True, text=True, timeout=300, env=env)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "alone ok" in done.stdout

@@ -1,63 +1,62 @@
 """vlreg-internvl: InternVL, declared against `vlreg.plugin`.
 
-Three kinds of part, each from its own module:
+Three kinds of part:
 
-* the wrapper (`wrappers`): ``internvl`` (InternVLForConditionalGeneration);
-* the tower (`tower`): ``internvl_vision``, the InternViT, with its class token and
+* the wrapper, here: ``internvl`` (InternVLForConditionalGeneration);
+* the tower (`vision`): ``internvl_vision``, the InternViT, with its class token and
   layer-scaled blocks;
-* the text model (`texts`): ``qwen3``, InternVL3.5's. InternVL3's ``qwen2`` is served by
-  vlreg-llava's claim, with nothing imported from it.
+* the text model (`text`): ``qwen3_moe``, InternVL3.5-MoE's. InternVL3's ``qwen2`` is
+  served by vlreg-llava's claim, with nothing imported from it.
 
 `geometry` declares each image's tiles and thumbnail, the tower's patches folded 2 x 2
 into tokens by the pixel shuffle; `checkpoints` builds tiny checkpoints for tests.
+
+The wrapper's text model is at ``model.language_model``, the InternViT at
+``model.vision_tower`` and the projector at ``model.multi_modal_projector``.
+``InternVLModel.get_image_features`` takes the tower's stream (``vision_feature_layer``:
+-1 is the tower's output), drops the class token, folds each 2 x 2 block of patches into
+one row (the pixel shuffle, which has no module) and projects the rows; ``forward`` writes
+them into the token embeddings with ``inputs_embeds.masked_scatter(mask, features)``. The
+projector's output is the features, one row per token, tile after tile.
+
+With ``vision_feature_layer`` other than -1 the projector reads a block's stream out of
+the tower's hidden states instead of its output: the tower's output and the blocks after
+that one reach nothing, and are declared read-only (`read_only`).
 """
 
-from vlreg.plugin import Claim, hookimpl
+from vlreg.plugin import Plugin, Scatter, Text, Tower, Wrapper, hidden_states_read_only
 
-from . import texts, tower, wrappers
+from .geometry import internvl_image_grids
+from .text import text_envoys
+from .vision import TOWER_RENAME, tower_envoys
 
-PARTS = {"wrapper": wrappers, "text": texts, "vision": tower}
+WRAPPER_RENAME = {
+    "model.language_model.embed_tokens": "embed_tokens",
+    "model.language_model.layers": "layers",
+    "model.language_model.norm": "norm",
+    "model.vision_tower": "vision",
+    "model.multi_modal_projector": "projector",
+}
 
-
-@hookimpl
-def vlreg_plugin_api():
-    return 1
-
-
-@hookimpl
-def vlreg_claims():
-    return [Claim(kind, model_type) for kind, module in PARTS.items() for model_type in module.MODEL_TYPES]
-
-
-@hookimpl
-def vlreg_rename(part):
-    return PARTS[part.kind].rename(part)
+SCATTER = Scatter(host="model", operation="inputs_embeds_masked_scatter_0", argument=1)
 
 
-@hookimpl
-def vlreg_envoys(part):
-    return PARTS[part.kind].envoys(part)
+def read_only(part):
+    """The tower's values past the block the projector reads (``vision_feature_layer``)."""
+    depth = part.config.vision_config.num_hidden_layers
+    return hidden_states_read_only(part.config.vision_feature_layer, depth, output_when_last=True)
 
 
-@hookimpl
-def vlreg_scatter(part):
-    return wrappers.SCATTER
+def builders():
+    from .checkpoints import BUILDERS
+
+    return BUILDERS
 
 
-@hookimpl
-def vlreg_read_only(part):
-    return wrappers.read_only(part) if part.kind == "wrapper" else None
-
-
-@hookimpl
-def vlreg_image_grids(part):
-    from .geometry import internvl_image_grids
-
-    return internvl_image_grids(part.config)
-
-
-@hookimpl
-def vlreg_checkpoints():
-    from . import checkpoints
-
-    return checkpoints.BUILDERS
+plugin = Plugin(
+    Wrapper("internvl", rename=WRAPPER_RENAME, entry=SCATTER, read_only=read_only,
+            image_grids=lambda part: internvl_image_grids(part.config)),
+    Text("qwen3_moe", envoys=text_envoys),
+    Tower("internvl_vision", rename=TOWER_RENAME, envoys=tower_envoys),
+    checkpoints=builders,
+)

@@ -25,7 +25,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from vlreg.testing import save, tokenizer
+from vlreg.testing import TINY_TEXT, TINY_VISION, save, tokenizer
 
 IMAGE_START, IMAGE_END, IMAGE, VIDEO = "<img>", "</img>", "<IMG_CONTEXT>", "<video>"
 SPECIAL_TOKENS = ("<|endoftext|>", "<|im_start|>", "<|im_end|>", IMAGE_START, IMAGE_END, IMAGE, VIDEO)
@@ -57,18 +57,8 @@ TILE, PATCH, MAX_TILES = 56, 7, 4
 #: Tokens per tile: (56 / 7 / 2) ** 2, the 8 x 8 patches folded 2 x 2.
 TOKENS_PER_TILE = (TILE // PATCH // 2) ** 2
 
-TEXT = {
-    "hidden_size": 64,
-    "intermediate_size": 128,
-    "num_hidden_layers": 2,
-    "num_attention_heads": 4,
-    "num_key_value_heads": 2,
-    "max_position_embeddings": 1024,
-}
 TOWER = {
-    "hidden_size": 32,
-    "intermediate_size": 64,
-    "num_hidden_layers": 2,
+    **TINY_VISION,
     "num_attention_heads": 4,
     "image_size": TILE,
     "patch_size": PATCH,
@@ -77,7 +67,7 @@ TOWER = {
     # not 1: a block's sublayer outputs are scaled before the stream adds them
     "layer_scale_init_value": 0.5,
 }
-#: text model_type -> what its config adds to `TEXT`
+#: text model_type -> what its config adds to `TINY_TEXT`
 TEXTS = {
     "qwen2": {},
     "qwen3": {"head_dim": 16},
@@ -115,7 +105,7 @@ def build_internvl(path: Path, *, text_model: str = "qwen2", **overrides: Any) -
         chat_template=CHAT_TEMPLATE,
     )
     special = {"bos_token_id": None, "eos_token_id": ids["<|im_end|>"], "pad_token_id": ids["<|endoftext|>"]}
-    text = {"model_type": text_model, "vocab_size": len(tok), **TEXT, **TEXTS[text_model], "tie_word_embeddings": True,
+    text = {"model_type": text_model, "vocab_size": len(tok), **TINY_TEXT, **TEXTS[text_model], "tie_word_embeddings": True,
             **special, **overrides.pop("text_config", {})}
     config = InternVLConfig(
         text_config=text,

@@ -10,7 +10,7 @@ from vlreg import StandardizedTransformer
 from vlreg.plugin import Mlp
 from vlreg.testing import build
 from vlreg.testing.conformance import image
-from vlreg_llama4.experts import Llama4Moe
+from vlreg_llama4.text import Llama4Moe
 
 QUESTION = "What is in this image?"
 

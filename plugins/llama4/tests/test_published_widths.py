@@ -20,7 +20,7 @@ from vlreg import StandardizedTransformer
 from vlreg.cli import main
 from vlreg.plugin import Mlp
 from vlreg.testing import build
-from vlreg_llama4.experts import Llama4Moe
+from vlreg_llama4.text import Llama4Moe
 
 
 def defaults(folder, **fields) -> str:

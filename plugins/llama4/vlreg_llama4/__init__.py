@@ -1,7 +1,7 @@
 """vlreg-llama4: Llama 4 (``Llama4ForConditionalGeneration``), declared against
 `vlreg.plugin`.
 
-The wrapper holds the tower at ``vision_model`` (`tower`), the projector at
+The wrapper holds the tower at ``vision_model`` (`vision`), the projector at
 ``multi_modal_projector`` (one linear map) and a whole causal LM at ``language_model``
 (its text model at ``language_model.model``, its readout ``language_model.lm_head``). It
 writes the image features into the embeddings in **its own** top-level forward
@@ -10,7 +10,7 @@ writes the image features into the embeddings in **its own** top-level forward
 
 The text model's blocks hold their MLP at ``feed_forward`` (named ``mlp``): a dense MLP,
 or on every ``interleave_moe_layer_step``-th block (``moe_layers``) a mixture of experts
-(`experts`). A text-generation load of the same checkpoint is transformers' text-only
+(`text`). A text-generation load of the same checkpoint is transformers' text-only
 ``Llama4ForCausalLM`` with its weights read out of the wrapper's (the text model at
 ``model``): the same names, and no tower. Tiles and the global image are in `geometry`.
 
@@ -19,10 +19,11 @@ and its tower does not cast them; a trace passes every floating-point input in t
 dtype, as transformers' pipelines do, so a float32 load serves images too.
 """
 
-from vlreg.plugin import Attention, Claim, Layer, Mlp, Scatter, VisionAttention, VisionLayer, VisionMlp, hookimpl
+from vlreg.plugin import Plugin, Scatter, Text, Tower, Wrapper
 
-from .experts import Llama4Moe
-from .tower import TOWER_RENAME, Llama4Vision
+from .geometry import llama4_image_grids
+from .text import TEXT_RENAME, text_envoys
+from .vision import TOWER_RENAME, tower_envoys
 
 WRAPPER_RENAME = {
     "language_model.model.embed_tokens": "embed_tokens",
@@ -39,60 +40,16 @@ TEXT_ONLY_RENAME = {"model.layers": "layers", "model.embed_tokens": "embed_token
 SCATTER = Scatter(host="", operation="inputs_embeds_masked_scatter_0", argument=1)
 
 
-@hookimpl
-def vlreg_plugin_api():
-    return 1
-
-
-@hookimpl
-def vlreg_claims():
-    return [Claim("wrapper", "llama4"), Claim("text", "llama4_text"), Claim("vision", "llama4_vision_model")]
-
-
-@hookimpl
-def vlreg_rename(part):
-    return {
-        "wrapper": {**WRAPPER_RENAME, **TEXT_ONLY_RENAME},
-        "text": {"feed_forward": "mlp"},
-        "vision": TOWER_RENAME,
-    }.get(part.kind)
-
-
-@hookimpl
-def vlreg_envoys(part):
-    from transformers.models.llama4 import modeling_llama4 as llama4
-
-    if part.kind == "text":
-        return {
-            llama4.Llama4TextDecoderLayer: Layer,
-            llama4.Llama4TextAttention: Attention,
-            llama4.Llama4TextMLP: Mlp,  # the dense blocks' MLP, and the shared expert
-            llama4.Llama4TextMoe: Llama4Moe,
-        }
-    if part.kind == "vision":
-        return {
-            llama4.Llama4VisionModel: Llama4Vision,
-            llama4.Llama4VisionEncoderLayer: VisionLayer,
-            llama4.Llama4VisionAttention: VisionAttention,
-            llama4.Llama4VisionMLP: VisionMlp,
-        }
-    return None
-
-
-@hookimpl
-def vlreg_scatter(part):
-    return SCATTER
-
-
-@hookimpl
-def vlreg_image_grids(part):
-    from .geometry import llama4_image_grids
-
-    return llama4_image_grids(part.config)
-
-
-@hookimpl
-def vlreg_checkpoints():
+def builders():
     from .checkpoints import BUILDERS
 
     return BUILDERS
+
+
+plugin = Plugin(
+    Wrapper("llama4", rename={**WRAPPER_RENAME, **TEXT_ONLY_RENAME}, entry=SCATTER,
+            image_grids=lambda part: llama4_image_grids(part.config)),
+    Text("llama4_text", rename=TEXT_RENAME, envoys=text_envoys),
+    Tower("llama4_vision_model", rename=TOWER_RENAME, envoys=tower_envoys),
+    checkpoints=builders,
+)

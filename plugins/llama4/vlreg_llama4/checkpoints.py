@@ -17,7 +17,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from vlreg.testing import save, tokenizer
+from vlreg.testing import TINY_TEXT, TINY_VISION, save, tokenizer
 
 BEGIN, END_TEXT, PAD = "<|begin_of_text|>", "<|end_of_text|>", "<|finetune_right_pad_id|>"
 IMAGE_TOKENS = ("<|image_start|>", "<|image_end|>", "<|image|>", "<|patch|>", "<|tile_x_separator|>", "<|tile_y_separator|>")
@@ -36,23 +36,19 @@ CHAT_TEMPLATE = (
 
 PATCH, TILE = 8, 32
 TEXT = {
-    "hidden_size": 64,
-    "intermediate_size": 32,
+    **TINY_TEXT,
+    "intermediate_size": 32,  # an expert's
     "intermediate_size_mlp": 128,
     "num_hidden_layers": 4,
-    "num_attention_heads": 4,
-    "num_key_value_heads": 2,
     "head_dim": 16,
     "num_local_experts": 4,
     "num_experts_per_tok": 2,
     "interleave_moe_layer_step": 2,
-    "max_position_embeddings": 1024,
     "attention_chunk_size": 1024,
 }
 TOWER = {
-    "hidden_size": 32,
+    **TINY_VISION,
     "intermediate_size": 128,  # the pixel shuffle's width: 2 x 2 patches of 32
-    "num_hidden_layers": 2,
     "num_attention_heads": 4,
     "patch_size": PATCH,
     "image_size": TILE,

@@ -5,74 +5,37 @@ Qwen2_5_VLForConditionalGeneration has Qwen2-VL's layout (the text model at
 ``masked_scatter`` in ``model``'s forward), so the paths, the tower's names and its
 envoy classes are the ones vlreg-qwen2-vl publishes as the adapter ``"qwen_vit"``. What
 differs is the tower: RMSNorm blocks, a biased SwiGLU MLP and windowed attention, served
-by `WindowedQwenVision`.
+by `WindowedQwenVision` (`vision`).
 """
 
-from vlreg.plugin import Attention, Claim, Layer, Mlp, VisionLayer, VisionMlp, adapter, hookimpl
+from vlreg.plugin import Plugin, Text, Tower, Wrapper, adapter
 
-from .windows import WindowedQwenVision, window_layout
+from .vision import WindowedQwenVision, tower_envoys, window_layout
 
 QWEN_VIT = adapter("qwen_vit")
 
-__all__ = ["WindowedQwenVision", "window_layout"]
+__all__ = ["WindowedQwenVision", "plugin", "window_layout"]
 
 
-@hookimpl
-def vlreg_plugin_api():
-    return 1
-
-
-@hookimpl
-def vlreg_claims():
-    return [
-        Claim("wrapper", "qwen2_5_vl"),
-        Claim("text", "qwen2_5_vl_text"),
-        Claim("vision", "qwen2_5_vl_vision"),
-    ]
-
-
-@hookimpl
-def vlreg_rename(part):
-    return {"wrapper": QWEN_VIT.wrapper_rename, "vision": QWEN_VIT.tower_rename}.get(part.kind)
-
-
-@hookimpl
-def vlreg_envoys(part):
+def text_envoys(part):
     from transformers.models.qwen2_5_vl import modeling_qwen2_5_vl as qwen2_5_vl
 
-    if part.kind == "text":
-        return {
-            qwen2_5_vl.Qwen2_5_VLDecoderLayer: Layer,
-            qwen2_5_vl.Qwen2_5_VLAttention: Attention,
-            qwen2_5_vl.Qwen2MLP: Mlp,
-        }
-    if part.kind == "vision":
-        return {
-            qwen2_5_vl.Qwen2_5_VisionTransformerPretrainedModel: WindowedQwenVision,
-            qwen2_5_vl.Qwen2_5_VLVisionBlock: VisionLayer,
-            qwen2_5_vl.Qwen2_5_VLVisionAttention: QWEN_VIT.Attention,
-            qwen2_5_vl.Qwen2_5_VLMLP: VisionMlp,
-        }
-    return None
+    from vlreg.plugin import Attention, Layer, Mlp
+
+    return {qwen2_5_vl.Qwen2_5_VLDecoderLayer: Layer, qwen2_5_vl.Qwen2_5_VLAttention: Attention,
+            qwen2_5_vl.Qwen2MLP: Mlp}
 
 
-@hookimpl
-def vlreg_scatter(part):
-    return QWEN_VIT.scatter
-
-
-@hookimpl
-def vlreg_read_only(part):
-    return QWEN_VIT.read_only if part.kind == "wrapper" else None
-
-
-@hookimpl
-def vlreg_image_grids(part):
-    return QWEN_VIT.image_grids
-
-
-@hookimpl
-def vlreg_checkpoints():
+def builders():
     from .checkpoints import build_qwen2_5_vl
 
     return {"qwen2_5_vl": build_qwen2_5_vl}
+
+
+plugin = Plugin(
+    Wrapper("qwen2_5_vl", rename=QWEN_VIT.wrapper_rename, entry=QWEN_VIT.scatter, read_only=QWEN_VIT.read_only,
+            image_grids=lambda part: QWEN_VIT.image_grids),
+    Text("qwen2_5_vl_text", envoys=text_envoys),
+    Tower("qwen2_5_vl_vision", rename=QWEN_VIT.tower_rename, envoys=tower_envoys),
+    checkpoints=builders,
+)

@@ -107,19 +107,19 @@ def test_a_part_is_served_by_its_own_model_type_whatever_wrapper_hosts_it():
     from transformers.models.qwen3_5 import modeling_qwen3_5 as qwen3_5
     from transformers.models.qwen3_vl import modeling_qwen3_vl as qwen3_vl
 
-    import vlreg_qwen3_vl
     from vlreg.core.parts import Part
     from vlreg.plugin import LinearAttention
+    from vlreg_qwen3_vl import plugin
 
     foreign = transformers.PretrainedConfig()
     foreign.model_type = "someone_elses_wrapper"
     text = transformers.Qwen3_5Config().text_config
-    found = vlreg_qwen3_vl.vlreg_envoys(Part("text", text.model_type, text, foreign))
+    found = plugin.vlreg_envoys(Part("text", text.model_type, text, foreign))
     assert found[qwen3_5.Qwen3_5GatedDeltaNet] is LinearAttention
     assert qwen3_5.Qwen3_5DecoderLayer in found and qwen3_5.Qwen3_5Attention in found
 
     cosmos = transformers.Cosmos3OmniConfig()
     for kind, config in (("text", cosmos.text_config), ("vision", cosmos.vision_config)):
-        found = vlreg_qwen3_vl.vlreg_envoys(Part(kind, config.model_type, config, cosmos))
+        found = plugin.vlreg_envoys(Part(kind, config.model_type, config, cosmos))
         assert all(cls.__module__ == qwen3_vl.__name__ for cls in found), kind
-    assert vlreg_qwen3_vl.vlreg_envoys(Part("wrapper", "cosmos3_omni", cosmos, cosmos)) is None
+    assert plugin.vlreg_envoys(Part("wrapper", "cosmos3_omni", cosmos, cosmos)) is None

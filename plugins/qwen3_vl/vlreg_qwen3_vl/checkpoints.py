@@ -20,21 +20,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from vlreg.testing import from_source, save, tokenizer
+from vlreg.testing import TINY_TEXT, from_source, save, tokenizer
 from vlreg_qwen2_vl.checkpoints import CHAT_TEMPLATE, SPECIAL_TOKENS
 
 #: Pixels the tiny processor resizes an image between: 2 x 2 to 5 x 5 tokens of 32 pixels.
 MIN_PIXELS, MAX_PIXELS = 64 * 64, 160 * 160
 
-TEXT = {
-    "hidden_size": 64,
-    "intermediate_size": 128,
-    "num_hidden_layers": 3,
-    "num_attention_heads": 4,
-    "num_key_value_heads": 2,
-    "head_dim": 16,
-    "max_position_embeddings": 1024,
-}
+TEXT = {**TINY_TEXT, "num_hidden_layers": 3, "head_dim": 16}
 MROPE = {"rope_type": "default", "rope_theta": 5e6, "mrope_section": [2, 3, 3], "mrope_interleaved": True}
 VISION = {
     "hidden_size": 32,

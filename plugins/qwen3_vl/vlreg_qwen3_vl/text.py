@@ -8,15 +8,27 @@ so tap ``k`` is call ``k`` of that operation. `DeepStackLayer.deepstack_output` 
 there: ``[image_tokens, hidden_size]``, what is added; ``layer_output`` stays the block's
 own output, so ``layers[k + 1].input[mask] == layers[k].layer_output[mask] +
 layers[k].deepstack_output`` and the block identity both hold.
+
+`TEXTS` names each text model's classes by its own ``model_type`` (``qwen3_5_text`` is
+Qwen3.5's, whichever wrapper hosts it), and `text_envoys` maps them.
 """
 
 from __future__ import annotations
 
+from importlib import import_module
 from typing import Any
 
 from nnsight.intervention.util import first_input, replace_first_input
 
-from vlreg.plugin import Attention, Layer, argument, eager_only, value
+from vlreg.plugin import Attention, Layer, LinearAttention, Mlp, MoeMlp, argument, eager_only, value
+
+#: text model type -> (its transformers module, the class-name prefix of its text classes)
+TEXTS = {
+    "qwen3_vl_text": ("qwen3_vl", "Qwen3VLText"),
+    "qwen3_vl_moe_text": ("qwen3_vl_moe", "Qwen3VLMoeText"),
+    "qwen3_5_text": ("qwen3_5", "Qwen3_5"),
+    "qwen3_5_moe_text": ("qwen3_5_moe", "Qwen3_5Moe"),
+}
 
 
 def _text_model(layer: Any) -> Any:
@@ -69,3 +81,23 @@ class GatedAttention(Attention):
     )(lambda attention, raw: _heads(attention, first_input(*raw))).writes(
         lambda attention, raw, new: replace_first_input(*raw, new.reshape(first_input(*raw).shape))
     )
+
+
+def text_envoys(part: Any) -> dict:
+    """The text model's classes onto their envoys, by the part's own model type. Qwen3.5's
+    blocks mix tokens by gated full attention or by a gated delta net; the MoE variants
+    route their MLPs (a dense `Mlp` stays on ``mlp_only_layers`` and the shared expert)."""
+    module, prefix = TEXTS[part.model_type]
+    modeling = import_module(f"transformers.models.{module}.modeling_{module}")
+    hybrid = hasattr(modeling, f"{prefix}GatedDeltaNet")  # Qwen3.5: linear and full blocks
+    found = {
+        getattr(modeling, f"{prefix}DecoderLayer"): Layer if hybrid else DeepStackLayer,
+        getattr(modeling, f"{prefix}Attention"): GatedAttention if hybrid else Attention,
+    }
+    if hybrid:
+        found[getattr(modeling, f"{prefix}GatedDeltaNet")] = LinearAttention
+    found[getattr(modeling, f"{prefix}MLP")] = Mlp  # dense blocks (mlp_only_layers), or the shared expert
+    sparse = getattr(modeling, f"{prefix}SparseMoeBlock", None)
+    if sparse is not None:
+        found[sparse] = MoeMlp
+    return found

@@ -9,15 +9,27 @@ resampled grid, ``[1, patches, vision_hidden_size]`` in merge-block order, so th
 merges each tap to image tokens with a merger of its own, and returns them beside the
 merger's output: `Qwen3Vision.deepstack_features`, one ``[image_tokens, hidden_size]`` per
 tap; text block ``k`` receives tap ``k``.
+
+`TOWERS` names each tower's classes by its own ``model_type``, and `tower_envoys` maps them.
 """
 
 from __future__ import annotations
 
+from importlib import import_module
 from typing import Any
 
-from vlreg.plugin import adapter, as_patches, value, with_first
+from vlreg.plugin import VisionLayer, VisionMlp, adapter, as_patches, value, with_first
 
-QwenVision = adapter("qwen_vit").Vision
+QWEN_VIT = adapter("qwen_vit")
+QwenVision = QWEN_VIT.Vision
+
+#: tower model type -> (its transformers module, the class-name prefix of its tower classes)
+TOWERS = {
+    "qwen3_vl_vision": ("qwen3_vl", "Qwen3VLVision"),
+    "qwen3_vl_moe_vision": ("qwen3_vl_moe", "Qwen3VLMoeVision"),
+    "qwen3_5_vision": ("qwen3_5", "Qwen3_5Vision"),
+    "qwen3_5_moe_vision": ("qwen3_5_moe", "Qwen3_5MoeVision"),
+}
 
 
 def _no_taps(vision: Any) -> str | None:
@@ -58,3 +70,16 @@ class Qwen3Vision(QwenVision):
     def deepstack_visual_indexes(self) -> tuple[int, ...]:
         """The tower blocks DeepStack taps, in tap order (tap ``k`` feeds text block ``k``)."""
         return tuple(getattr(self._vision_config, "deepstack_visual_indexes", None) or ())
+
+
+def tower_envoys(part: Any) -> dict:
+    """The tower's classes onto their envoys, by the part's own model type: the Qwen ViT's
+    attention (the ``"qwen_vit"`` adapter's) under `Qwen3Vision`."""
+    module, prefix = TOWERS[part.model_type]
+    modeling = import_module(f"transformers.models.{module}.modeling_{module}")
+    return {
+        getattr(modeling, f"{prefix}Model"): Qwen3Vision,
+        getattr(modeling, f"{prefix}Block"): VisionLayer,
+        getattr(modeling, f"{prefix}Attention"): QWEN_VIT.Attention,
+        getattr(modeling, f"{prefix}MLP"): VisionMlp,
+    }

@@ -21,7 +21,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from vlreg.testing import save, tokenizer
+from vlreg.testing import TINY_TEXT, save, tokenizer
 
 #: role -> token, as the processors ask the tokenizer for them
 QWEN2_5_ROLES = {
@@ -79,14 +79,6 @@ def _template(roles: dict, system: str | None) -> str:
     )
 
 
-TEXT = {
-    "hidden_size": 64,
-    "intermediate_size": 128,
-    "num_hidden_layers": 2,
-    "num_attention_heads": 4,
-    "num_key_value_heads": 2,
-    "max_position_embeddings": 1024,
-}
 AUDIO = {"encoder_layers": 1, "encoder_attention_heads": 2, "encoder_ffn_dim": 64, "d_model": 32, "output_dim": 64}
 
 #: family -> (config class, processor class, token roles, system turn, patch size, text, vision, audio)
@@ -145,7 +137,7 @@ def _tiny(family: str, path: Path, text: dict, vision: dict, overrides: dict) ->
         chat_template=_template(roles, system),
     )
     eos, pad = ids["<|im_end|>"], ids["<|endoftext|>"]
-    text = {"vocab_size": len(tok), **TEXT, **text_extra, "eos_token_id": eos, "pad_token_id": pad, **text}
+    text = {"vocab_size": len(tok), **TINY_TEXT, **text_extra, "eos_token_id": eos, "pad_token_id": pad, **text}
     vision = {"patch_size": patch, "spatial_merge_size": 2, "temporal_patch_size": 2, **vision_extra, **vision}
     config = getattr(transformers, config_class)(
         text_config=text,

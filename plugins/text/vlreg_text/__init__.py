@@ -12,7 +12,7 @@ registry, nothing imported. Qwen3's text blocks, which no vision-language family
 uses, are claimed here too.
 """
 
-from vlreg.plugin import Attention, Claim, Layer, Mlp, hookimpl
+from vlreg.plugin import Plugin, Text, Wrapper
 
 #: Base language models served: Qwen2.5 checkpoints are model_type qwen2.
 WRAPPERS = ("qwen2", "qwen3", "llama", "mistral", "gemma3_text")
@@ -20,32 +20,22 @@ WRAPPERS = ("qwen2", "qwen3", "llama", "mistral", "gemma3_text")
 RENAME = {"model.layers": "layers", "model.embed_tokens": "embed_tokens", "model.norm": "norm"}
 
 
-@hookimpl
-def vlreg_plugin_api():
-    return 1
-
-
-@hookimpl
-def vlreg_claims():
-    return [*(Claim("wrapper", model_type) for model_type in WRAPPERS), Claim("text", "qwen3")]
-
-
-@hookimpl
-def vlreg_rename(part):
-    return RENAME if part.kind == "wrapper" else None
-
-
-@hookimpl
-def vlreg_envoys(part):
-    if part.kind != "text":
-        return None
+def qwen3_envoys(part):
     from transformers.models.qwen3 import modeling_qwen3 as qwen3
+
+    from vlreg.plugin import Attention, Layer, Mlp
 
     return {qwen3.Qwen3DecoderLayer: Layer, qwen3.Qwen3Attention: Attention, qwen3.Qwen3MLP: Mlp}
 
 
-@hookimpl
-def vlreg_checkpoints():
+def builders():
     from .checkpoints import BUILDERS
 
     return BUILDERS
+
+
+plugin = Plugin(
+    Wrapper(WRAPPERS, rename=RENAME),
+    Text("qwen3", envoys=qwen3_envoys),
+    checkpoints=builders,
+)

@@ -5,13 +5,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from vlreg.testing import tokenizer
+from vlreg.testing import TINY_TEXT, tokenizer
 
 #: model_type -> its causal-LM config class
 CONFIGS = {"qwen2": "Qwen2Config", "qwen3": "Qwen3Config", "llama": "LlamaConfig", "mistral": "MistralConfig"}
 
-TINY = {"hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2, "num_attention_heads": 4,
-        "num_key_value_heads": 2, "head_dim": 16, "max_position_embeddings": 512}
+TINY = {**TINY_TEXT, "head_dim": 16, "max_position_embeddings": 512}
 
 
 def builder(model_type: str):

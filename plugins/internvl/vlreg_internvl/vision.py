@@ -26,9 +26,7 @@ from typing import Any
 
 from vlreg.plugin import Unavailable, Vision, VisionAttention, VisionLayer, VisionMlp, patches
 
-MODEL_TYPES = ("internvl_vision",)
-
-RENAME = {
+TOWER_RENAME = {
     "embeddings.patch_embeddings.projection": "patch_embed",
     "encoder.layer": "layers",
     "attention": "self_attn",
@@ -88,11 +86,7 @@ class InternVision(Vision):
         return _square(self, "image_size")
 
 
-def rename(part: Any) -> dict[str, str]:
-    return RENAME
-
-
-def envoys(part: Any) -> dict[type, type]:
+def tower_envoys(part: Any) -> dict[type, type]:
     from transformers.models.internvl import modeling_internvl as internvl
 
     return {

@@ -123,3 +123,17 @@ class WindowedQwenVision(QwenVision):
                 f"{blocks.numel() * unit} patches and {blocks.numel()} merged tokens"
             )
         return order.to(tensor.device)
+
+
+def tower_envoys(part: Any) -> dict:
+    """The Qwen2.5-VL tower's module classes onto the windowed Qwen ViT's envoys."""
+    from transformers.models.qwen2_5_vl import modeling_qwen2_5_vl as qwen2_5_vl
+
+    from vlreg.plugin import VisionLayer, VisionMlp
+
+    return {
+        qwen2_5_vl.Qwen2_5_VisionTransformerPretrainedModel: WindowedQwenVision,
+        qwen2_5_vl.Qwen2_5_VLVisionBlock: VisionLayer,
+        qwen2_5_vl.Qwen2_5_VLVisionAttention: adapter("qwen_vit").Attention,
+        qwen2_5_vl.Qwen2_5_VLMLP: VisionMlp,
+    }

@@ -18,14 +18,7 @@ from typing import Any
 
 from vlreg.plugin import Attention, Layer, Mlp, MoeMlp
 
-MODEL_TYPES = ("qwen3_moe",)
-
-
-def rename(part: Any) -> None:
-    return None
-
-
-def envoys(part: Any) -> dict[type, type]:
+def text_envoys(part: Any) -> dict[type, type]:
     from transformers.models.qwen3_moe import modeling_qwen3_moe as qwen3_moe
 
     return {

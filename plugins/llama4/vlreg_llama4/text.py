@@ -1,4 +1,5 @@
-"""Llama 4's mixture of experts as `MoeMlp` values.
+"""Llama 4's text blocks: their MLP (``feed_forward``) named ``mlp`` (`TEXT_RENAME`), and its
+mixture of experts as `MoeMlp` values.
 
 Llama 4's MoE block (``feed_forward`` of every ``interleave_moe_layer_step``-th block; the
 others hold a dense MLP) differs from the routers `MoeMlp` was written on:
@@ -31,7 +32,10 @@ from typing import Any
 
 import torch
 
-from vlreg.plugin import MoeMlp, returned, value
+from vlreg.plugin import Attention, Layer, Mlp, MoeMlp, returned, value
+
+#: A block holds its MLP at ``feed_forward``.
+TEXT_RENAME = {"feed_forward": "mlp"}
 
 NO_SLOTS = (
     "Llama 4 scales each expert's input by its routing weight and runs every expert on every "
@@ -118,3 +122,14 @@ class Llama4Moe(MoeMlp):
     def intermediate_size(self) -> int:
         """One expert's hidden width."""
         return int(self._module.experts.intermediate_size)
+
+
+def text_envoys(part: Any) -> dict:
+    from transformers.models.llama4 import modeling_llama4 as llama4
+
+    return {
+        llama4.Llama4TextDecoderLayer: Layer,
+        llama4.Llama4TextAttention: Attention,
+        llama4.Llama4TextMLP: Mlp,  # the dense blocks' MLP, and the shared expert
+        llama4.Llama4TextMoe: Llama4Moe,
+    }

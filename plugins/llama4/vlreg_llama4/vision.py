@@ -12,7 +12,9 @@ the norm returns, ``[tiles, patches + 1, hidden]``.
 
 from __future__ import annotations
 
-from vlreg.plugin import Vision, patches
+from typing import Any
+
+from vlreg.plugin import Vision, VisionAttention, VisionLayer, VisionMlp, patches
 
 TOWER_RENAME = {"patch_embedding": "patch_embed", "model.layers": "layers"}
 
@@ -26,3 +28,14 @@ class Llama4Vision(Vision):
         "layernorm_post.output",
         description="the last block's stream after layernorm_post, [tiles, patches + 1 (class token last), hidden]",
     )
+
+
+def tower_envoys(part: Any) -> dict:
+    from transformers.models.llama4 import modeling_llama4 as llama4
+
+    return {
+        llama4.Llama4VisionModel: Llama4Vision,
+        llama4.Llama4VisionEncoderLayer: VisionLayer,
+        llama4.Llama4VisionAttention: VisionAttention,
+        llama4.Llama4VisionMLP: VisionMlp,
+    }
