@@ -24,7 +24,7 @@ def test_plugins_all_lists_parts_and_hooks(capsys):
     assert main(["plugins", "--all", "--json"]) == 0
     rows = {row["name"]: row for row in json.loads(capsys.readouterr().out)}
     assert "siglip_vision_model" in rows["llava"]["parts"]["vision"]
-    assert "vlreg_scatter" in rows["qwen2_vl"]["hooks"]
+    assert "vlreg_entry" in rows["qwen2_vl"]["hooks"]
     assert ["llava", "llava_interleave"] in rows["llava"]["checkpoints"] and ["llava_1_5"] in rows["llava"]["checkpoints"]
 
 

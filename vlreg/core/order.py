@@ -60,7 +60,15 @@ def _told(model: Any, step: str, values: list | None) -> str:
     if step == "encoder":
         return f"the encoder ({', '.join(_compact(values))})"
     blocks = sorted({envoy.block_index for envoy, _ in values})
-    each = list(dict.fromkeys(_within(envoy, name) for envoy, name in values))
+    each: list[str] = []
+    for block in blocks:  # blocks of several kinds: each kind's values where its blocks compute them
+        at = 0
+        for told in dict.fromkeys(_within(envoy, name) for envoy, name in values if envoy.block_index == block):
+            if told in each:
+                at = each.index(told) + 1
+            else:
+                each.insert(at, told)
+                at += 1
     return f"{step}[{blocks[0]}] to {step}[{blocks[-1]}], each as {', '.join(each)}"
 
 

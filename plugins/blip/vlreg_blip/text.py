@@ -42,7 +42,7 @@ class OptAttention(Attention):
 
 
 def _stream(mlp: Any, raw: torch.Tensor) -> torch.Tensor:
-    rows = mlp.root._run.rows or 1
+    rows = mlp.run.rows or 1
     return raw.view(rows, -1, raw.shape[-1])
 
 

@@ -3,7 +3,7 @@
 Florence-2 has no chat template: a prompt is a task token (``<CAPTION>``) or plain text,
 which the processor rewrites and wraps (`image_prompt`, `text_prompt`). The image's
 features enter the encoder's input embeddings (`StandardizedTransformer.prompt_entry`); the blocks are
-post-norm (the suite checks `vlreg.core.seq2seq.post_norm_output`); DaViT's blocks are
+post-norm (the suite checks `vlreg.core.envoys.seq2seq.post_norm_output`); DaViT's blocks are
 not served, so the tower is checked as one without blocks; the processor writes the
 image's placeholders itself (`Vision.writes_placeholders`); a lazy build is refused."""
 

@@ -5,7 +5,7 @@ import torch
 
 from vlreg import StandardizedTransformer, Unavailable
 from vlreg.testing import build
-from vlreg.testing.conformance.vision import image
+from vlreg.testing.conformance import image
 
 
 @pytest.fixture(scope="module")

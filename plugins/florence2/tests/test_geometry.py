@@ -12,7 +12,7 @@ import torch
 
 from vlreg import StandardizedTransformer
 from vlreg.testing import build
-from vlreg.testing.conformance.vision import lit
+from vlreg.testing.conformance import lit
 
 
 @pytest.fixture(scope="module")

@@ -15,7 +15,7 @@ the names the plugin renames resolve on it."""
 import torch
 from transformers import Florence2Config, Florence2ForConditionalGeneration
 
-from vlreg.core.family import resolve
+from vlreg.core.host.family import resolve
 from vlreg_florence2 import WRAPPER_RENAME
 from vlreg_florence2.geometry import final_grid
 

@@ -11,7 +11,7 @@ encoder's output through each block's cross-attention. So:
   image_features``: the image enters the encoder, not the decoder;
 * ``layers[i]`` are the decoder blocks (``self_attn``, ``cross_attn``, ``mlp``; the
   logits are read from them), ``encoder.layers[i]`` the encoder's (``self_attn``,
-  ``mlp``), all post-norm (`vlreg.core.seq2seq`); BART writes its MLP inline, so ``mlp``
+  ``mlp``), all post-norm (`vlreg.core.envoys.seq2seq`); BART writes its MLP inline, so ``mlp``
   is served at its last projection (``fc2``); there is no final norm;
 * the tower's convolutional stages are not served block by block: ``vision.layers`` is
   refused by name, and ``vision.patch_embeddings`` (the first stage's convolution) and

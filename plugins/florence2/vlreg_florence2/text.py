@@ -1,7 +1,7 @@
 """Florence-2's text model, BART (``bart``), under the standard envoy classes.
 
 BART's encoder blocks are `PostNormLayer`, its decoder blocks `DecoderLayer`
-(`vlreg.core.seq2seq`); both attentions of a decoder block are BART attention, served as
+(`vlreg.core.envoys.seq2seq`); both attentions of a decoder block are BART attention, served as
 `Attention` (``out_proj`` maps the heads to the output). The MLP is ``fc2`` under
 `OutputProjection`, keyed by path so DaViT's own ``fc2`` stays a plain module. The
 encoder, mounted by the wrapper as ``encoder``, is an `Encoder`.

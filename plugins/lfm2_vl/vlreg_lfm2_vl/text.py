@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from vlreg.plugin import Attention, Layer, Mixer, Mlp, Standard, Unavailable, returned, value
+from vlreg.plugin import Attention, Layer, Mixer, Mlp, Standard, returned, value
 
 #: The norms keep their names (``operator_norm``, ``ffn_norm``): SigLIP's blocks, in the same model, are
 #: the ones served as ``input_layernorm`` and ``post_attention_layernorm``.
@@ -72,6 +72,7 @@ class ShortConv(Standard):
     split_call: ClassVar[str] = "BCx_chunk_0"
     order = ("gates", "conv_input", "conv_output", "attention_output")
     prefill_only: ClassVar[tuple[str, ...]] = ("conv_input", "conv_output")
+    later_steps_run = ("the convolution's cached update", "the call", "the convolution")
 
     gates = value(
         lambda m: f"{m.path}.source.{m.split_call}.output",
@@ -88,21 +89,6 @@ class ShortConv(Standard):
         lambda m: f"{_call(m)}.output", description="what the causal convolution returns, [batch, seq, hidden]"
     )(lambda m, raw: _columns(raw)).writes(lambda m, raw, new: _columns(new).reshape(raw.shape))
     attention_output = returned(description="what the mixer adds to the stream")
-
-    def refuse(self, name: str) -> None:
-        super().refuse(name)
-        if name not in self.prefill_only:
-            return
-        from nnsight.intervention.interleaver import Mediator
-
-        step = Mediator.current(self.label(name)).iteration
-        if step and self.root._run.inputs.get("use_cache", True) is not False:
-            raise Unavailable(
-                f"{self.label(name)} is unavailable at step {step}: after the prefill each token runs the "
-                f"convolution's cached update, not the call it is read at; read it at the prefill (step 0), "
-                f"or generate with use_cache=False, which runs the convolution over the whole sequence at "
-                f"every step"
-            )
 
     @property
     def kernel_size(self) -> int:

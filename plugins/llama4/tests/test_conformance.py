@@ -7,7 +7,7 @@ import torch
 
 from vlreg import Unavailable
 from vlreg.testing.conformance import AnalysisConformance, ExpertsConformance, VisionConformance
-from vlreg.testing.conformance.text import attention_blocks
+from vlreg.testing.conformance.helpers import attention_blocks
 
 
 class TestLlama4(AnalysisConformance, ExpertsConformance, VisionConformance):

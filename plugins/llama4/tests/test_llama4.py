@@ -32,7 +32,7 @@ def chat(model) -> str:
 
 
 def test_the_features_are_written_in_the_wrappers_own_forward(model):
-    assert model.family.scatter.host == ""
+    assert model.family.entry.host == ""
     with model.trace(chat(model), images=[image(112, 84)]):
         tower = model.vision.tower_output.save()  # the tower runs inside the root's forward
         projected = model.projector.output.save()

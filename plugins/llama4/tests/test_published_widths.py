@@ -37,7 +37,7 @@ def lazy(folder: str) -> StandardizedTransformer:
 
 def test_scout_every_block_routes_to_1_of_16_experts(tmp_path):
     model = lazy(defaults(tmp_path))
-    assert not model.dispatched and model.family.name == "llama4" and model.family.scatter.host == ""
+    assert not model.dispatched and model.family.name == "llama4" and model.family.entry.host == ""
     assert (model.num_layers, model.hidden_size, model.num_heads, model.num_kv_heads, model.head_dim) == (48, 5120, 40, 8, 128)
     assert all(isinstance(block.mlp, Llama4Moe) for block in model.layers)
     mlp = model.layers[0].mlp

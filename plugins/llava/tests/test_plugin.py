@@ -11,7 +11,7 @@ import textwrap
 import pytest
 import vlreg_llava
 from vlreg import StandardizedTransformer
-from vlreg.core import plugins
+from vlreg.core.host import plugins
 from vlreg.plugin import Attention, Claim, Layer, Mlp, Scatter, Vision, VisionLayer, hookimpl
 from vlreg.testing import registered, tokenizer
 
@@ -106,7 +106,7 @@ ALONE = textwrap.dedent(
     import tempfile, warnings
     warnings.simplefilter("ignore")
     from vlreg import StandardizedTransformer
-    from vlreg.core import plugins
+    from vlreg.core.host import plugins
     from vlreg.testing import build
     from vlreg.testing.conformance import image
 

@@ -15,7 +15,6 @@ import torch
 from PIL import Image
 
 from vlreg import StandardizedTransformer, Unavailable
-from vlreg.core.vision import scatter_call, scatter_host
 from vlreg.plugin import Scatter
 from vlreg.testing import build, forget, shared_checkpoint
 
@@ -73,12 +72,12 @@ def test_spec_example(model):
     figures = (model.vision.num_layers, model.vision.vision_hidden_size, model.vision.patch_size,
                model.num_layers, model.hidden_size)
     assert figures == (2, 1152, 14, 2, 1024)
-    assert model.family.scatter == Scatter(host="model", operation="inputs_embeds_masked_scatter_0", argument=1)
+    entry = model.family.entry
+    assert entry == Scatter(host="model", operation="inputs_embeds_masked_scatter_0", argument=1)
     location = type(model.vision).image_features.location(model.vision)
     assert location == "model.model.source.inputs_embeds_masked_scatter_0.input"
-    host, envoy = scatter_host(model)
-    assert host == "model" and envoy is model.model
-    assert scatter_call(model) == ("model.source.inputs_embeds_masked_scatter_0", 1)
+    assert entry.host == "model" and entry.host_envoy(model) is model.model
+    assert entry.call(model) == ("model.source.inputs_embeds_masked_scatter_0", 1)
 
     with model.trace(spec_prompt(model), images=[spec_image()]):
         mask = model.vision.image_token_mask.save()

@@ -50,7 +50,7 @@ def _heads(attention: Any, flat: Any) -> Any:
 def images_in_this_trace(envoy: Any) -> int:
     """How many images the model is called with in this trace: the rows of the
     processor's ``image_grid_hw`` among the keyword inputs the host keeps for the run."""
-    grids = envoy.root._run.inputs.get("image_grid_hw")
+    grids = envoy.run.inputs.get("image_grid_hw")
     return 0 if grids is None else len(grids)
 
 

@@ -107,7 +107,7 @@ def test_a_part_is_served_by_its_own_model_type_whatever_wrapper_hosts_it():
     from transformers.models.qwen3_5 import modeling_qwen3_5 as qwen3_5
     from transformers.models.qwen3_vl import modeling_qwen3_vl as qwen3_vl
 
-    from vlreg.core.parts import Part
+    from vlreg.plugin import Part
     from vlreg.plugin import LinearAttention
     from vlreg_qwen3_vl import plugin
 

@@ -44,7 +44,7 @@ def lazy(tmp_path_factory):
 def test_qwen2_5_omni_7b_thinker(lazy):
     model = lazy("Qwen2_5OmniThinkerConfig", "qwen2_5_omni_thinker", vision_config=QWEN2_5_OMNI_7B_VISION)
     assert not model.dispatched and model.family.name == "qwen_omni"
-    assert model.family.scatter.operation == "inputs_embeds_masked_scatter_1"
+    assert model.family.entry.operation == "inputs_embeds_masked_scatter_1"
     assert (model.num_layers, model.hidden_size, model.num_heads, model.num_kv_heads, model.head_dim) == (28, 3584, 28, 4, 128)
     assert model.intermediate_size == 18944 and model.vocab_size == 152064
     vision = model.vision

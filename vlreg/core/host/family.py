@@ -58,6 +58,10 @@ class Family:
         """The plugin that claimed the wrapper part."""
         return self.plugins["wrapper"]
 
+    def served_by(self, kind: str) -> str:
+        """The name of the plugin serving the ``kind`` part (its entry point's name)."""
+        return plugins.plugin_manager().get_name(self.plugins[kind])
+
     def __repr__(self) -> str:
         served = ", ".join(
             f"{kind}={part.model_type!r} by {plugins.describe(self.plugins[kind])}"
