@@ -5,11 +5,11 @@ A plugin's distribution declares its claims and adapters in its entry-point meta
 beside the ``vlreg`` entry point that registers it::
 
     [project.entry-points."vlreg.claims"]
-    "wrapper:llama4" = "vlreg_llama4"        # kind:model_type = the plugin's module
+    "wrapper:llama4" = "vlreg_llama4:plugin"        # kind:model_type = what the vlreg entry point names
     [project.entry-points."vlreg.adapters"]
-    qwen_vit = "vlreg_qwen2_vl"
+    qwen_vit = "vlreg_qwen2_vl:plugin"
     [project.entry-points."vlreg.refuses"]
-    "wrapper:glm4v:videos" = "vlreg_glm4v"   # kind:model_type:name of a Claim.refuses entry
+    "wrapper:glm4v:videos" = "vlreg_glm4v:plugin"   # kind:model_type:name of a Claim.refuses entry
 
 so the host can name a plugin that is installed but not loaded (disabled, or left out of
 ``VLREG_LOAD_PLUGINS``) by what it would serve, without running its code. The metadata
