@@ -24,7 +24,7 @@ def prompt(model, words="What is this?"):
 
 
 def test_only_the_wrapper_is_this_plugins(model):
-    assert model.family.plugins == {"wrapper": vlreg_vipllava, "text": vlreg_llava, "vision": vlreg_llava}
+    assert model.family.plugins == {"wrapper": vlreg_vipllava, "text": vlreg_llava.plugin, "vision": vlreg_llava.plugin}
 
 
 def test_the_chat_template_writes_vipllavas_turns(model):

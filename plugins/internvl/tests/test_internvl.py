@@ -8,6 +8,7 @@ import pytest
 import torch
 
 from vlreg import StandardizedTransformer, analysis
+from vlreg.core import plugins
 from vlreg.testing import build
 from vlreg.testing.conformance import image
 
@@ -38,7 +39,7 @@ def test_chat_template_gives_internvls_format(model):
 def test_parts_and_sizes(model):
     assert model.family.name == "internvl"
     assert model.family.parts["text"].model_type == "qwen2"
-    assert model.family.plugins["text"].__name__ == "vlreg_llava"  # reused by claim, nothing imported
+    assert plugins.distribution(model.family.plugins["text"]).name == "vlreg-llava"  # reused by claim, nothing imported
     vision = model.vision
     assert (vision.class_tokens, vision.patch_size, vision.image_size, vision.num_layers) == (1, 7, 56, 2)
     assert vision.patch_embed.weight.shape[-1] == vision.patch_size
