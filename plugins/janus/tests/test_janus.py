@@ -11,11 +11,11 @@ import collections
 import pytest
 import torch
 
-import vlreg_janus
 from vlreg import StandardizedTransformer, Unavailable, analysis
 from vlreg.core import plugins
 from vlreg.testing import build
 from vlreg.testing.conformance import image
+from vlreg_janus import plugin
 from vlreg_janus.checkpoints import TOKENS
 
 PICTURE = image(112, 84)
@@ -49,7 +49,7 @@ def test_the_chat_format_and_the_image_expansion(model):
 
 def test_the_parts_and_who_serves_them(model):
     assert model.family.name == "janus"
-    assert model.family.plugins["wrapper"] is model.family.plugins["vision"] is vlreg_janus
+    assert model.family.plugins["wrapper"] is model.family.plugins["vision"] is plugin
     assert model.family.parts["text"].model_type == "llama"
     assert plugins.distribution(model.family.plugins["text"]).name == "vlreg-llava"  # reused by claim, nothing imported
     vision = model.vision
