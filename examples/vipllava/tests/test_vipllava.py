@@ -5,11 +5,11 @@ import pytest
 import torch
 from PIL import Image
 
-import vlreg_llava
-import vlreg_vipllava
 from vlreg import ReadOnly, StandardizedTransformer
 from vlreg.testing import build
 from vlreg.testing.conformance import image
+from vlreg_llava import plugin as llava
+from vlreg_vipllava import plugin
 
 
 @pytest.fixture(scope="module")
@@ -24,7 +24,7 @@ def prompt(model, words="What is this?"):
 
 
 def test_only_the_wrapper_is_this_plugins(model):
-    assert model.family.plugins == {"wrapper": vlreg_vipllava, "text": vlreg_llava, "vision": vlreg_llava}
+    assert model.family.plugins == {"wrapper": plugin, "text": llava, "vision": llava}
 
 
 def test_the_chat_template_writes_vipllavas_turns(model):

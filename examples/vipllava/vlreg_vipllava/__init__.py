@@ -1,7 +1,8 @@
 """vlreg-vipllava-example: VipLLaVA as a third-party vlreg plugin.
 
 Written only against vlreg's public plugin API (`vlreg.plugin`, `vlreg.testing`), the
-way a plugin from outside vlreg's repository would be.
+way a plugin from outside vlreg's repository would be: one declaration, ``plugin``, that
+the ``vlreg`` entry point names (``vipllava = "vlreg_vipllava:plugin"``).
 
 VipLlavaForConditionalGeneration has three parts, and this plugin claims one:
 
@@ -16,10 +17,13 @@ VipLlavaForConditionalGeneration has three parts, and this plugin claims one:
 
 What the projector does not read cannot be edited to any effect, so the tower's output
 and every block after the last one it reads are declared read-only
-(`hidden_states_read_only`).
+(`hidden_states_read_only`). `geometry` lays out each image's tokens over CLIP's centre
+crop; `checkpoints` builds the tiny checkpoint its tests load.
 """
 
-from vlreg.plugin import Claim, Scatter, hidden_states_read_only, hookimpl
+from vlreg.plugin import Plugin, Scatter, Wrapper, hidden_states_read_only
+
+from .geometry import image_grids
 
 #: Standard mounts, from the model root.
 WRAPPER_RENAME = {
@@ -35,41 +39,21 @@ WRAPPER_RENAME = {
 SCATTER = Scatter(host="model", operation="inputs_embeds_masked_scatter_0", argument=1)
 
 
-@hookimpl
-def vlreg_plugin_api():
-    return 1
-
-
-@hookimpl
-def vlreg_claims():
-    return [Claim("wrapper", "vipllava")]
-
-
-@hookimpl
-def vlreg_rename(part):
-    return WRAPPER_RENAME
-
-
-@hookimpl
-def vlreg_scatter(part):
-    return SCATTER
-
-
-@hookimpl
-def vlreg_read_only(part):
+def read_only(part):
+    """The tower's output and the blocks after the last one the projector reads."""
     config = part.config
     return hidden_states_read_only(config.vision_feature_layer, config.vision_config.num_hidden_layers)
 
 
-@hookimpl
-def vlreg_image_grids(part):
-    from .geometry import image_grids
-
-    return image_grids(part.config)
-
-
-@hookimpl
-def vlreg_checkpoints():
+def builders():
+    """The checkpoint builder, imported when a test asks for it."""
     from .checkpoints import build_vipllava
 
     return {"vipllava": build_vipllava}
+
+
+plugin = Plugin(
+    Wrapper("vipllava", rename=WRAPPER_RENAME, entry=SCATTER, read_only=read_only,
+            image_grids=lambda part: image_grids(part.config)),
+    checkpoints=builders,
+)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from vlreg.testing import save, tokenizer
+from vlreg.testing import TINY_TEXT, TINY_VISION, save, tokenizer
 
 TOKENS = ("<unk>", "<s>", "</s>", "<pad>", "<image>")
 
@@ -53,12 +53,10 @@ def build_vipllava(path: Path, **overrides: Any) -> Path:
     )
     special = {"bos_token_id": ids["<s>"], "eos_token_id": ids["</s>"], "pad_token_id": ids["<pad>"]}
     config = VipLlavaConfig(
-        text_config={"model_type": "llama", "vocab_size": len(tok), "hidden_size": 64, "intermediate_size": 128,
-                     "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2,
-                     "max_position_embeddings": 1024, **special, **overrides.pop("text_config", {})},
-        vision_config={"model_type": "clip_vision_model", "hidden_size": 32, "intermediate_size": 64,
-                       "num_hidden_layers": 3, "num_attention_heads": 4, "image_size": IMAGE_SIZE,
-                       "patch_size": PATCH_SIZE, **overrides.pop("vision_config", {})},
+        text_config={"model_type": "llama", "vocab_size": len(tok), **TINY_TEXT, **special,
+                     **overrides.pop("text_config", {})},
+        vision_config={"model_type": "clip_vision_model", **TINY_VISION, "num_hidden_layers": 3, "num_attention_heads": 4,
+                       "image_size": IMAGE_SIZE, "patch_size": PATCH_SIZE, **overrides.pop("vision_config", {})},
         image_token_index=ids["<image>"],
         image_seq_length=(IMAGE_SIZE // PATCH_SIZE) ** 2,
         vision_feature_layer=[-2, 1],

@@ -14,11 +14,10 @@ block's stream, before the tower's ``post_layernorm``), so a write to
 read-only, naming the block to edit instead.
 """
 
-from __future__ import annotations
-
-from vlreg.plugin import Claim, Scatter, hidden_states_read_only, hookimpl
+from vlreg.plugin import Plugin, Scatter, Text, Wrapper, hidden_states_read_only
 
 from . import text
+from .geometry import aria_image_grids
 
 WRAPPER_RENAME = {
     "model.language_model.embed_tokens": "embed_tokens",
@@ -30,48 +29,22 @@ WRAPPER_RENAME = {
 SCATTER = Scatter(host="model", operation="inputs_embeds_masked_scatter_0", argument=1)
 
 
-@hookimpl
-def vlreg_plugin_api():
-    return 1
-
-
-@hookimpl
-def vlreg_claims():
-    return [Claim("wrapper", "aria"), *(Claim("text", model_type) for model_type in text.MODEL_TYPES)]
-
-
-@hookimpl
-def vlreg_rename(part):
-    return WRAPPER_RENAME if part.kind == "wrapper" else None
-
-
-@hookimpl
-def vlreg_envoys(part):
-    return text.envoys(part) if part.kind == "text" else None
-
-
-@hookimpl
-def vlreg_scatter(part):
-    return SCATTER
-
-
-@hookimpl
-def vlreg_read_only(part):
-    if part.kind != "wrapper":
-        return None
+def read_only(part):
+    """The tower's output and the blocks after the one ``vision_feature_layer`` reads."""
     config = part.config
     return hidden_states_read_only(config.vision_feature_layer, config.vision_config.num_hidden_layers)
 
 
-@hookimpl
-def vlreg_image_grids(part):
-    from .geometry import aria_image_grids
-
-    return aria_image_grids(part.config)
-
-
-@hookimpl
-def vlreg_checkpoints():
+def builders():
+    """The checkpoint builders, imported when a test asks for one."""
     from .checkpoints import BUILDERS
 
     return BUILDERS
+
+
+plugin = Plugin(
+    Wrapper("aria", rename=WRAPPER_RENAME, entry=SCATTER, read_only=read_only,
+            image_grids=lambda part: aria_image_grids(part.config)),
+    Text(text.MODEL_TYPES, envoys=text.envoys),
+    checkpoints=builders,
+)

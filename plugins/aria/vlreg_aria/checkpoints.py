@@ -17,7 +17,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from vlreg.testing import save, tokenizer
+from vlreg.testing import TINY_TEXT, TINY_VISION, save, tokenizer
 
 IMAGE, PREFIX, SUFFIX = "<|img|>", "<fim_prefix>", "<fim_suffix>"
 TURN, END = "<|im_start|>", "<|im_end|>"
@@ -34,19 +34,10 @@ TEMPLATE = (
 PATCH = 70
 #: frame side -> learned queries a frame
 QUERIES = {490: 4, 980: 8}
-TEXT = {
-    "hidden_size": 64,
-    "intermediate_size": 32,
-    "num_hidden_layers": 2,
-    "num_attention_heads": 4,
-    "num_key_value_heads": 2,
-    "max_position_embeddings": 1024,
-    "moe_num_experts": 4,
-    "moe_topk": 2,
-    "moe_num_shared_experts": 1,
-}
-TOWER = {"model_type": "idefics3_vision", "hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 2,
-         "num_attention_heads": 4, "patch_size": PATCH, "image_size": 980}
+#: The tiny text model, its MLP 4 experts 32 wide (2 a token) beside one shared expert.
+TEXT = {**TINY_TEXT, "intermediate_size": 32, "moe_num_experts": 4, "moe_topk": 2, "moe_num_shared_experts": 1}
+TOWER = {"model_type": "idefics3_vision", **TINY_VISION, "num_attention_heads": 4, "patch_size": PATCH,
+         "image_size": 980}
 
 
 def aria(path: Path, **overrides: Any) -> Path:

@@ -8,10 +8,11 @@ from __future__ import annotations
 import pytest
 import torch
 
-import vlreg_cohere
 from vlreg import ReadOnly, StandardizedTransformer
+from vlreg.core.host import plugins
 from vlreg.testing import build
 from vlreg.testing.conformance import image
+from vlreg_cohere import plugin
 from vlreg_cohere.checkpoints import TOKENS_PER_TILE, WINDOW
 
 PICTURE = image(112, 84)  # 2 x 2 tiles and the thumbnail: 5 crops of 16 tokens
@@ -53,9 +54,9 @@ def test_the_chat_format_and_the_image_expansion(model):
 def test_the_parts_and_who_serves_them(model):
     assert model.family.name == "cohere"
     assert model.family.parts["text"].model_type == "cohere2"
-    assert model.family.plugins["text"] is vlreg_cohere
+    assert model.family.plugins["text"] is plugin
     assert model.family.parts["vision"].model_type == "siglip_vision_model"
-    assert model.family.plugins["vision"].__name__ == "vlreg_llava"  # SigLIP reused by claim, nothing imported
+    assert plugins.distribution(model.family.plugins["vision"]).name == "vlreg-llava"  # SigLIP reused by claim, nothing imported
     assert "post_attention_layernorm" not in model.layers[0]._module._modules
 
 

@@ -13,52 +13,25 @@ tower's patches folded 2 x 2 into tokens by the projector's pixel shuffle;
 `checkpoints` builds tiny checkpoints for tests.
 """
 
-from vlreg.plugin import Claim, hookimpl
+from vlreg.plugin import Plugin, Text, Wrapper
 
 from . import text, wrappers
-
-PARTS = {"wrapper": wrappers, "text": text}
-
-
-@hookimpl
-def vlreg_plugin_api():
-    return 1
+from .geometry import image_grids
 
 
-@hookimpl
-def vlreg_claims():
-    return [Claim(kind, model_type) for kind, module in PARTS.items() for model_type in module.MODEL_TYPES]
+def builders():
+    """The checkpoint builders, imported when a test asks for one."""
+    from .checkpoints import BUILDERS
+
+    return BUILDERS
 
 
-@hookimpl
-def vlreg_rename(part):
-    return PARTS[part.kind].rename(part)
-
-
-@hookimpl
-def vlreg_envoys(part):
-    return PARTS[part.kind].envoys(part)
-
-
-@hookimpl
-def vlreg_scatter(part):
-    return wrappers.SCATTER
-
-
-@hookimpl
-def vlreg_read_only(part):
-    return wrappers.read_only(part) if part.kind == "wrapper" else None
-
-
-@hookimpl
-def vlreg_image_grids(part):
-    from .geometry import image_grids
-
-    return image_grids(part.config)
-
-
-@hookimpl
-def vlreg_checkpoints():
-    from . import checkpoints
-
-    return checkpoints.BUILDERS
+plugin = Plugin(
+    Wrapper("aya_vision", rename=wrappers.RENAME, entry=wrappers.SCATTER, read_only=wrappers.read_only,
+            image_grids=lambda part: image_grids(part.config)),
+    # Command A Vision's projector reads the tower's output: every tower value takes a write
+    Wrapper("cohere2_vision", rename=wrappers.RENAME, entry=wrappers.SCATTER,
+            image_grids=lambda part: image_grids(part.config)),
+    Text(text.MODEL_TYPES, envoys=text.envoys),
+    checkpoints=builders,
+)

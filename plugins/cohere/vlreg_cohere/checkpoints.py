@@ -27,7 +27,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from vlreg.testing import save, tokenizer
+from vlreg.testing import TINY_TEXT, TINY_VISION, save, tokenizer
 
 PAD, BOS, TURN, END = "<PAD>", "<BOS_TOKEN>", "<|START_OF_TURN_TOKEN|>", "<|END_OF_TURN_TOKEN|>"
 START_IMAGE, END_IMAGE, PATCH, LINE_BREAK = "<|START_OF_IMG|>", "<|END_OF_IMG|>", "<|IMG_PATCH|>", "<|IMG_LINE_BREAK|>"
@@ -79,24 +79,9 @@ TOKENS_PER_TILE = (TILE // PATCH_SIZE // FOLD) ** 2
 #: The sliding-window blocks' window, in tokens.
 WINDOW = 32
 
-TEXT = {
-    "hidden_size": 64,
-    "intermediate_size": 128,
-    "num_hidden_layers": 2,
-    "num_attention_heads": 4,
-    "num_key_value_heads": 2,
-    "max_position_embeddings": 1024,
-    "layer_types": ["sliding_attention", "full_attention"],
-    "sliding_window": WINDOW,
-}
-TOWER = {
-    "hidden_size": 32,
-    "intermediate_size": 64,
-    "num_hidden_layers": 2,
-    "num_attention_heads": 4,
-    "image_size": TILE,
-    "patch_size": PATCH_SIZE,
-}
+#: The tiny text model, its blocks a sliding-window one then a full-attention one.
+TEXT = {**TINY_TEXT, "layer_types": ["sliding_attention", "full_attention"], "sliding_window": WINDOW}
+TOWER = {**TINY_VISION, "num_attention_heads": 4, "image_size": TILE, "patch_size": PATCH_SIZE}
 
 
 def build_aya_vision(path: Path, **overrides: Any) -> Path:

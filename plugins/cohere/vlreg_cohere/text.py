@@ -44,11 +44,8 @@ class CohereAttention(Attention):
     )
 
 
-def rename(part: Any) -> None:
-    return None
-
-
 def envoys(part: Any) -> dict[type, type]:
+    """Cohere2's module classes onto the standard envoys, its attention on `CohereAttention`."""
     from transformers.models.cohere2 import modeling_cohere2 as cohere2
 
     return {cohere2.Cohere2DecoderLayer: Layer, cohere2.Cohere2Attention: CohereAttention, cohere2.Cohere2MLP: Mlp}

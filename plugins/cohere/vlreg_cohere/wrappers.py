@@ -26,8 +26,6 @@ from typing import Any
 
 from vlreg.plugin import Scatter, hidden_states_read_only
 
-MODEL_TYPES = ("aya_vision", "cohere2_vision")
-
 RENAME = {
     "model.language_model.embed_tokens": "embed_tokens",
     "model.language_model.layers": "layers",
@@ -39,16 +37,7 @@ RENAME = {
 SCATTER = Scatter(host="model", operation="inputs_embeds_masked_scatter_0", argument=1)
 
 
-def rename(part: Any) -> dict[str, str]:
-    return RENAME
-
-
-def envoys(part: Any) -> None:
-    return None
-
-
-def read_only(part: Any) -> dict[str, Any] | None:
-    if part.model_type != "aya_vision":
-        return None
+def read_only(part: Any) -> dict[str, Any]:
+    """Aya Vision's: the tower's output and the blocks after the one its projector reads."""
     config = part.config
     return hidden_states_read_only(config.vision_feature_layer, config.vision_config.num_hidden_layers)

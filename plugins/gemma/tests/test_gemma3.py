@@ -29,7 +29,7 @@ def text(words):
 
 def test_the_tower_is_served_by_the_llava_plugin(model):
     assert model.family.name == "gemma"
-    assert model.family.plugins == {"wrapper": plugin, "text": plugin, "vision": vlreg_llava}
+    assert model.family.plugins == {"wrapper": plugin, "text": plugin, "vision": vlreg_llava.plugin}
 
 
 def test_the_chat_template_writes_gemma3_turns(model):

@@ -210,7 +210,7 @@ def test_idefics2_frames_are_the_ones_the_image_processor_makes(settings):
     it makes, each as large as its pixel mask's own pixels."""
     from transformers import Idefics2ImageProcessor
 
-    from vlreg_idefics.latents import frames, resized
+    from vlreg_idefics.geometry import frames, resized
 
     processor = Idefics2ImageProcessor(**settings)
     for size in IDEFICS2_SIZES:
@@ -226,7 +226,7 @@ def test_idefics2_crops_are_the_pixels_the_processor_cuts():
     pixels of its crop, top left, top right, bottom left, bottom right, then the whole."""
     from transformers import Idefics2ImageProcessor
 
-    from vlreg_idefics.latents import CROPS, frames
+    from vlreg_idefics.geometry import CROPS, frames
 
     processor = Idefics2ImageProcessor(do_resize=False, do_rescale=False, do_normalize=False, do_image_splitting=True)
     for size in IDEFICS2_SIZES:
@@ -266,7 +266,7 @@ def _blurred(processor, crop, box) -> list[tuple[str, float, float]]:
     them, the frame's last partial patch, which no latent sees), as ``(axis, at, reach)``
     where the frame is resized (the bilinear kernel's reach, in the original's pixels); a
     crop's own edges are cut before the resize, so they are sharp."""
-    from vlreg_idefics.latents import resized
+    from vlreg_idefics.geometry import resized
 
     x0, y0, x1, y1 = crop
     height, width = resized(processor, y1 - y0, x1 - x0)
@@ -292,7 +292,7 @@ def test_idefics2_a_pixel_reaches_exactly_the_frames_whose_box_holds_it(idefics2
     latent of that frame, and one outside it (in another crop, or past the frame's last
     whole patch) changes none of them, read at the connector's output, frame by frame.
     Pixels the resize blurs across a box's edge are not probed."""
-    from vlreg_idefics.latents import frames
+    from vlreg_idefics.geometry import frames
 
     model = idefics2
     processor = model.processor.image_processor

@@ -24,7 +24,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from vlreg.testing import save, tokenizer
+from vlreg.testing import TINY_TEXT, TINY_VISION, save, tokenizer
 
 IMAGE, FAKE, GLOBAL, END = "<image>", "<fake_token_around_image>", "<global-img>", "<end_of_utterance>"
 #: The tags the processor writes before each tile's tokens (up to 6 x 6 tiles).
@@ -43,15 +43,7 @@ IDEFICS3_TEMPLATE = "<|begin_of_text|>" + _TURNS
 #: SmolVLM's: the same turns after "<|im_start|>".
 SMOLVLM_TEMPLATE = "<|im_start|>" + _TURNS
 
-TEXT = {
-    "hidden_size": 64,
-    "intermediate_size": 128,
-    "num_hidden_layers": 2,
-    "num_attention_heads": 4,
-    "num_key_value_heads": 2,
-    "max_position_embeddings": 1024,
-}
-TOWER = {"hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4, "patch_size": 8}
+TOWER = {**TINY_VISION, "num_attention_heads": 4, "patch_size": 8}
 
 #: family -> tile side, longest edge, pixel-shuffle factor, text special tokens, their roles, tied embeddings
 FAMILIES = {
@@ -104,7 +96,7 @@ def _tiny(family: str, path: Path, **overrides: Any) -> Path:
         )
     special = {"bos_token_id": ids[roles["bos_token"]], "eos_token_id": ids[roles["eos_token"]],
                "pad_token_id": ids[roles["pad_token"]]}
-    text = {"model_type": "llama", "vocab_size": len(tok), **TEXT, "tie_word_embeddings": tied, **special,
+    text = {"model_type": "llama", "vocab_size": len(tok), **TINY_TEXT, "tie_word_embeddings": tied, **special,
             **overrides.pop("text_config", {})}
     vision = {**TOWER, "image_size": tile, **overrides.pop("vision_config", {})}
     config = getattr(transformers, f"{prefix}Config")(
@@ -136,7 +128,7 @@ def idefics2(path: Path, **overrides: Any) -> Path:
     processor = Idefics2Processor(image_processor=images, tokenizer=tok, image_seq_len=perceiver["resampler_n_latents"],
                                   chat_template=IDEFICS2_TEMPLATE)
     special = {"bos_token_id": ids["<s>"], "eos_token_id": ids["</s>"], "pad_token_id": ids["<unk>"]}
-    text = {"model_type": "mistral", "vocab_size": len(tok), **TEXT, "rms_norm_eps": 1e-5, **special,
+    text = {"model_type": "mistral", "vocab_size": len(tok), **TINY_TEXT, "rms_norm_eps": 1e-5, **special,
             **overrides.pop("text_config", {})}
     vision = {**TOWER, "image_size": 64, **overrides.pop("vision_config", {})}
     perceiver.update(hidden_size=text["hidden_size"], rms_norm_eps=text["rms_norm_eps"])  # the perceiver runs at the text width

@@ -8,6 +8,7 @@ import pytest
 import torch
 
 from vlreg import StandardizedTransformer
+from vlreg.core.host import plugins
 from vlreg.testing import build
 from vlreg.testing.conformance import image
 from vlreg_janus.checkpoints import DEEPSEEK_VL_SYSTEM, TOKENS
@@ -41,7 +42,8 @@ def test_the_parts_and_who_serves_them(model):
     assert model.family.name == "janus" and model.family.parts["wrapper"].model_type == "deepseek_vl"
     assert {kind: part.model_type for kind, part in model.family.parts.items()} == {
         "wrapper": "deepseek_vl", "text": "llama", "vision": "siglip_vision_model"}
-    assert model.family.plugins["text"].__name__ == model.family.plugins["vision"].__name__ == "vlreg_llava"
+    assert model.family.plugins["text"] is model.family.plugins["vision"]
+    assert plugins.distribution(model.family.plugins["text"]).name == "vlreg-llava"  # reused by claim, nothing imported
     vision = model.vision
     assert (vision.class_tokens, vision.patch_size, vision.image_size, vision.num_layers) == (0, 7, 56, 2)
     assert type(model._module.model.vision_model).__name__ == "SiglipVisionModel"

@@ -11,10 +11,11 @@ import collections
 import pytest
 import torch
 
-import vlreg_janus
 from vlreg import StandardizedTransformer, Unavailable, analysis
+from vlreg.core.host import plugins
 from vlreg.testing import build
 from vlreg.testing.conformance import image
+from vlreg_janus import plugin
 from vlreg_janus.checkpoints import TOKENS
 
 PICTURE = image(112, 84)
@@ -48,9 +49,9 @@ def test_the_chat_format_and_the_image_expansion(model):
 
 def test_the_parts_and_who_serves_them(model):
     assert model.family.name == "janus"
-    assert model.family.plugins["wrapper"] is model.family.plugins["vision"] is vlreg_janus
+    assert model.family.plugins["wrapper"] is model.family.plugins["vision"] is plugin
     assert model.family.parts["text"].model_type == "llama"
-    assert model.family.plugins["text"].__name__ == "vlreg_llava"  # reused by claim, nothing imported
+    assert plugins.distribution(model.family.plugins["text"]).name == "vlreg-llava"  # reused by claim, nothing imported
     vision = model.vision
     assert (vision.class_tokens, vision.patch_size, vision.image_size, vision.num_layers) == (0, 7, 56, 2)
     assert vision.layers[0].self_attn.projection_layer.weight.shape == (32, 32)  # Janus's o_proj

@@ -12,7 +12,7 @@ Janus understands images and generates them, by two separate paths:
   ``generation_aligner`` and ``generation_head``. None of it runs when Janus reads an
   image; ``generate(..., generation_mode="image")`` runs the text model step by step
   outside the wrapper's forward and decodes the codes. vlreg names none of it:
-  ``vision.image_codes`` is `Unavailable` and says so (`tower`).
+  ``vision.image_codes`` is `Unavailable` and says so (`vision`).
 
 Parts: the wrapper (``janus``) and the tower (``janus_vision_model``) are claimed here; the
 text model (``llama``) is served by vlreg-llava's claim, with nothing imported from it,
@@ -31,10 +31,12 @@ SigLIP's attention-pooling head runs and reaches nothing (only the aligner feeds
 model).
 """
 
-from vlreg.plugin import Claim, Scatter, hookimpl
+from vlreg.plugin import Plugin, Scatter, Tower, Wrapper
 
-from . import tower
+from . import vision
+from .geometry import janus_image_grids
 
+#: The mounts of both wrappers: DeepSeek-VL's layout is Janus's.
 WRAPPER_RENAME = {
     "model.language_model.embed_tokens": "embed_tokens",
     "model.language_model.layers": "layers",
@@ -43,49 +45,20 @@ WRAPPER_RENAME = {
     "model.aligner": "projector",
 }
 
-#: wrapper model_type -> its mounts: DeepSeek-VL's layout is Janus's.
-WRAPPERS = {"janus": WRAPPER_RENAME, "deepseek_vl": WRAPPER_RENAME}
-
 #: The one masked_scatter in the forward of the wrapper's ``model``: the images'.
 SCATTER = Scatter(host="model", operation="inputs_embeds_masked_scatter_0", argument=1)
 
 
-@hookimpl
-def vlreg_plugin_api():
-    return 1
+def builders():
+    """The checkpoint builders, imported when a test asks for one."""
+    from .checkpoints import BUILDERS
+
+    return BUILDERS
 
 
-@hookimpl
-def vlreg_claims():
-    return [Claim("wrapper", wrapper) for wrapper in WRAPPERS] + [Claim("vision", "janus_vision_model")]
-
-
-@hookimpl
-def vlreg_rename(part):
-    if part.kind == "wrapper":
-        return WRAPPERS[part.model_type]
-    return tower.RENAME if part.kind == "vision" else None
-
-
-@hookimpl
-def vlreg_envoys(part):
-    return tower.envoys() if part.kind == "vision" else None
-
-
-@hookimpl
-def vlreg_scatter(part):
-    return SCATTER
-
-
-@hookimpl
-def vlreg_image_grids(part):
-    from .geometry import janus_image_grids
-
-    return janus_image_grids(part.config)
-
-
-@hookimpl
-def vlreg_checkpoints():
-    from . import checkpoints
-
-    return checkpoints.BUILDERS
+plugin = Plugin(
+    Wrapper(("janus", "deepseek_vl"), rename=WRAPPER_RENAME, entry=SCATTER,
+            image_grids=lambda part: janus_image_grids(part.config)),
+    Tower("janus_vision_model", rename=vision.RENAME, envoys=vision.envoys),
+    checkpoints=builders,
+)

@@ -32,7 +32,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from vlreg.testing import save, tokenizer
+from vlreg.testing import TINY_TEXT, TINY_VISION, save, tokenizer
 
 BOS, EOS, PAD = "<｜begin▁of▁sentence｜>", "<｜end▁of▁sentence｜>", "<｜▁pad▁｜>"
 IMAGE, IMAGE_START, IMAGE_END = "<image_placeholder>", "<begin_of_image>", "<end_of_image>"
@@ -69,14 +69,8 @@ CHAT_TEMPLATE = (
 IMAGE_SIZE, PATCH = 56, 7
 TOKENS = (IMAGE_SIZE // PATCH) ** 2
 
-TEXT = {
-    "hidden_size": 64,
-    "intermediate_size": 128,
-    "num_hidden_layers": 2,
-    "num_attention_heads": 4,
-    "num_key_value_heads": 2,
-    "max_position_embeddings": 1024,
-}
+#: The tiny tower: `TINY_VISION`'s widths with 4 heads, in JanusVisionConfig's fields (the MLP's
+#: width as ``mlp_ratio``).
 TOWER = {
     "hidden_size": 32,
     "mlp_ratio": 2,
@@ -113,7 +107,7 @@ def build_janus(path: Path, *, system_prompt: bool = False, **overrides: Any) ->
                                num_image_tokens=TOKENS, use_default_system_prompt=system_prompt)
     special = {"bos_token_id": tok.bos_token_id, "eos_token_id": tok.eos_token_id, "pad_token_id": tok.pad_token_id}
     config = JanusConfig(
-        text_config={"model_type": "llama", "vocab_size": len(tok), **TEXT, **special, **overrides.pop("text_config", {})},
+        text_config={"model_type": "llama", "vocab_size": len(tok), **TINY_TEXT, **special, **overrides.pop("text_config", {})},
         vision_config={**TOWER, **overrides.pop("vision_config", {})},
         vq_config={**VQ, **overrides.pop("vq_config", {})},
         image_token_id=tok.convert_tokens_to_ids(IMAGE),
@@ -155,8 +149,7 @@ DEEPSEEK_VL_TEMPLATE = (
 )
 DEEPSEEK_VL_TOKENS = (BOS, EOS, PAD, IMAGE)
 #: The tiny SigLIP: the Janus tower's sizes, in SiglipVisionConfig's fields.
-SIGLIP = {"hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4,
-          "image_size": IMAGE_SIZE, "patch_size": PATCH}
+SIGLIP = {**TINY_VISION, "num_attention_heads": 4, "image_size": IMAGE_SIZE, "patch_size": PATCH}
 
 
 def build_deepseek_vl(path: Path, **overrides: Any) -> Path:
@@ -172,7 +165,7 @@ def build_deepseek_vl(path: Path, **overrides: Any) -> Path:
                                     chat_template=DEEPSEEK_VL_TEMPLATE, num_image_tokens=TOKENS)
     special = {"bos_token_id": tok.bos_token_id, "eos_token_id": tok.eos_token_id, "pad_token_id": tok.pad_token_id}
     config = DeepseekVLConfig(
-        text_config={"model_type": "llama", "vocab_size": len(tok), **TEXT, **special, **overrides.pop("text_config", {})},
+        text_config={"model_type": "llama", "vocab_size": len(tok), **TINY_TEXT, **special, **overrides.pop("text_config", {})},
         vision_config={"model_type": "siglip_vision_model", **SIGLIP, **overrides.pop("vision_config", {})},
         image_token_id=tok.convert_tokens_to_ids(IMAGE),
         **overrides,

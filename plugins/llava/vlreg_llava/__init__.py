@@ -9,8 +9,8 @@ one place and serves any wrapper whose config names its model_type:
   (LlavaNextVideoForConditionalGeneration: NeXT's images) and ``video_llava``
   (VideoLlavaForConditionalGeneration: LLaVA-1.5's images on a tower of their own), the
   video lines' videos refused by name on their claims (`wrappers.REFUSES`);
-* text models (`texts`): ``qwen2``, ``llama``, ``mistral``;
-* towers (`towers`): ``siglip_vision_model``, ``clip_vision_model``.
+* text models (`text`): ``qwen2``, ``llama``, ``mistral``;
+* towers (`vision`): ``siglip_vision_model``, ``clip_vision_model``.
 
 A ``llava`` wrapper over the ``pixtral`` tower (Pixtral-12B) gets its tower from
 vlreg-mistral3, which claims it, and its geometry from that plugin's adapter
@@ -19,58 +19,32 @@ vlreg-mistral3, which claims it, and its geometry from that plugin's adapter
 `checkpoints` builds small random-weight checkpoints of each shape for tests.
 """
 
-from vlreg.plugin import Claim, hookimpl
+from vlreg.plugin import Plugin, Text, Tower, Wrapper
 
-from . import texts, towers, wrappers
-
-PARTS = {"wrapper": wrappers, "text": texts, "vision": towers}
-
-
-@hookimpl
-def vlreg_plugin_api():
-    return 1
+from . import text, vision, wrappers
+from .geometry import llava_image_grids
 
 
-@hookimpl
-def vlreg_claims():
-    return [Claim(kind, model_type, refuses=wrappers.REFUSES.get(model_type, {}) if kind == "wrapper" else {})
-            for kind, module in PARTS.items() for model_type in module.MODEL_TYPES]
+def builders():
+    """The checkpoint builders, imported when a test asks for one."""
+    from .checkpoints import BUILDERS
+
+    return BUILDERS
 
 
-@hookimpl
-def vlreg_rename(part):
-    return PARTS[part.kind].rename(part)
+#: What every LLaVA wrapper declares alike: the images' scatter, the tower values the
+#: projector does not read, and the grids (which read the part's config).
+IMAGES = {"entry": wrappers.SCATTER, "read_only": wrappers.read_only,
+          "image_grids": lambda part: llava_image_grids(part.config)}
 
-
-@hookimpl
-def vlreg_envoys(part):
-    return PARTS[part.kind].envoys(part)
-
-
-@hookimpl
-def vlreg_scatter(part):
-    return wrappers.scatter(part)
-
-
-@hookimpl
-def vlreg_read_only(part):
-    return wrappers.read_only(part) if part.kind == "wrapper" else None
-
-
-@hookimpl
-def vlreg_image_grids(part):
-    from .geometry import llava_image_grids
-
-    return llava_image_grids(part.config)
-
-
-@hookimpl
-def vlreg_adapters():
-    return {"siglip": towers.SIGLIP_TOWER}
-
-
-@hookimpl
-def vlreg_checkpoints():
-    from . import checkpoints, videos
-
-    return {**checkpoints.BUILDERS, **videos.BUILDERS}
+plugin = Plugin(
+    Wrapper(("llava", "llava_next"), rename=wrappers.RENAME, **IMAGES),
+    Wrapper("llava_onevision", rename=wrappers.RENAME, refuses=wrappers.REFUSES["llava_onevision"], **IMAGES),
+    Wrapper("llava_next_video", rename=wrappers.RENAME, refuses=wrappers.REFUSES["llava_next_video"], **IMAGES),
+    Wrapper("video_llava", rename=wrappers.VIDEO_LLAVA_RENAME, refuses=wrappers.REFUSES["video_llava"], **IMAGES),
+    Text(text.MODEL_TYPES, envoys=text.envoys),
+    Tower(vision.SIGLIP, rename=vision.RENAME[vision.SIGLIP], envoys=vision.siglip_envoys),
+    Tower(vision.CLIP, rename=vision.RENAME[vision.CLIP], envoys=vision.clip_envoys),
+    adapters={"siglip": vision.SIGLIP_TOWER},
+    checkpoints=builders,
+)

@@ -1,4 +1,4 @@
-"""LLaVA checkpoints for tests: three tiny shapes, or a real geometry at reduced depth.
+"""LLaVA checkpoints for tests: tiny shapes of each line, or a real geometry at reduced depth.
 
 Each tiny builder writes what a hub checkpoint holds: the config, random weights, a
 tokenizer with ``<image>``, the real processor class with its image processor, and a
@@ -17,7 +17,20 @@ chat template in the prompt format of the checkpoints the shape stands for:
 * ``llava_pixtral``: Pixtral-12B's layout, a Pixtral tower (served by vlreg-mistral3)
   on a Mistral text model with the real ``PixtralProcessor``: one token per 16-pixel
   patch (no spatial merge), each row of them ended by ``[IMG_BREAK]``, the last by
-  ``[IMG_END]``, images resized to a longest edge of 64 pixels (the real one: 1024).
+  ``[IMG_END]``, images resized to a longest edge of 64 pixels (the real one: 1024);
+* ``llava_next_video``: LlavaNextVideoForConditionalGeneration, LLaVA-NeXT-Video-7B's
+  shape: a CLIP tower (block -2's stream, CLS dropped) on a Llama text model, images cut
+  into crops on a grid as NeXT does (`GRID_PINPOINTS`), with the real
+  ``LlavaNextVideoProcessor`` and its video processor;
+* ``video_llava``: VideoLlavaForConditionalGeneration, Video-LLaVA-7B's shape: two CLIP
+  towers of one config (``model.image_tower``, ``model.video_tower``) on a Llama text
+  model, an image resized and centre-cropped to the tower's square (a CLS row then the
+  patches, "default" drops the CLS), with the real ``VideoLlavaProcessor`` (its image
+  processor hands the pixels on as ``pixel_values_images``).
+
+The two video lines' prompts are in the Vicuna format of their 7B checkpoints ("USER:
+<image>\\n<text> ASSISTANT:"), a turn's images first, then its videos, each on a line of
+its own.
 
 Every builder takes ``source``, a real checkpoint's metadata folder (config, tokenizer,
 processor, template; no weights): the checkpoint is then that geometry at the depth the
@@ -29,7 +42,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from vlreg.testing import from_source, save, tokenizer
+from vlreg.testing import TINY_TEXT, TINY_VISION, from_source, save, tokenizer
 
 IMAGE = "<image>"
 
@@ -107,22 +120,8 @@ GRID_PINPOINTS = [[56, 112], [112, 56], [112, 112]]
 ONEVISION_PINPOINTS = [[IMAGE_SIZE * rows, IMAGE_SIZE * columns] for rows in (1, 2, 3) for columns in (1, 2, 3)]
 ONEVISION_ASPECT = "anyres_max_4"
 
-TEXT = {
-    "hidden_size": 64,
-    "intermediate_size": 128,
-    "num_hidden_layers": 2,
-    "num_attention_heads": 4,
-    "num_key_value_heads": 2,
-    "max_position_embeddings": 1024,
-}
-TOWER = {
-    "hidden_size": 32,
-    "intermediate_size": 64,
-    "num_hidden_layers": 2,
-    "num_attention_heads": 4,
-    "image_size": IMAGE_SIZE,
-    "patch_size": PATCH_SIZE,
-}
+#: The tiny tower: `TINY_VISION` with 4 heads of 8, at the tiny side and patch.
+TOWER = {**TINY_VISION, "num_attention_heads": 4, "image_size": IMAGE_SIZE, "patch_size": PATCH_SIZE}
 
 
 def build_llava_interleave(path: Path, *, source: str | Path | None = None, **overrides: Any) -> Path:
@@ -149,7 +148,8 @@ def build_llava_interleave(path: Path, *, source: str | Path | None = None, **ov
     text = overrides.pop("text_config", {})
     vision = overrides.pop("vision_config", {})
     config = LlavaConfig(
-        text_config={"model_type": "qwen2", "vocab_size": len(tok), **TEXT, "tie_word_embeddings": True, **special, **text},
+        text_config={"model_type": "qwen2", "vocab_size": len(tok), **TINY_TEXT,
+                     "tie_word_embeddings": True, **special, **text},
         vision_config={"model_type": "siglip_vision_model", **TOWER, "vision_use_head": False, **vision},
         image_token_index=ids[IMAGE],
         image_seq_length=(IMAGE_SIZE // PATCH_SIZE) ** 2,
@@ -184,7 +184,7 @@ def build_llava_1_5(path: Path, *, source: str | Path | None = None, **overrides
     text = overrides.pop("text_config", {})
     vision = overrides.pop("vision_config", {})
     config = LlavaConfig(
-        text_config={"model_type": "llama", "vocab_size": len(tok), **TEXT, **special, **text},
+        text_config={"model_type": "llama", "vocab_size": len(tok), **TINY_TEXT, **special, **text},
         vision_config={"model_type": "clip_vision_model", **TOWER, "num_hidden_layers": 3, **vision},
         image_token_index=ids[IMAGE],
         image_seq_length=(IMAGE_SIZE // PATCH_SIZE) ** 2,
@@ -217,7 +217,8 @@ def build_llava_next(path: Path, *, source: str | Path | None = None, **override
     text = overrides.pop("text_config", {})
     vision = overrides.pop("vision_config", {})
     config = LlavaNextConfig(
-        text_config={"model_type": "mistral", "vocab_size": len(tok), **TEXT, "sliding_window": None, **special, **text},
+        text_config={"model_type": "mistral", "vocab_size": len(tok), **TINY_TEXT,
+                     "sliding_window": None, **special, **text},
         vision_config={"model_type": "clip_vision_model", **TOWER, "num_hidden_layers": 3, **vision},
         image_token_index=ids[IMAGE],
         image_grid_pinpoints=GRID_PINPOINTS,
@@ -260,7 +261,7 @@ def build_llava_onevision(path: Path, *, source: str | Path | None = None, **ove
     text = overrides.pop("text_config", {})
     vision = overrides.pop("vision_config", {})
     config = LlavaOnevisionConfig(
-        text_config={"model_type": "qwen2", "vocab_size": len(tok), **TEXT, **special, **text},
+        text_config={"model_type": "qwen2", "vocab_size": len(tok), **TINY_TEXT, **special, **text},
         vision_config={"model_type": "siglip_vision_model", **TOWER, "vision_use_head": False, **vision},
         image_token_index=ids[IMAGE],
         video_token_index=ids[VIDEO],
@@ -344,10 +345,112 @@ def build_llava_pixtral(path: Path, *, source: str | Path | None = None, **overr
     vision = overrides.pop("vision_config", {})
     tower = {**TOWER, "image_size": PIXTRAL_LONGEST, "patch_size": PIXTRAL_PATCH, "head_dim": 8}
     config = LlavaConfig(
-        text_config={"model_type": "mistral", "vocab_size": len(tok), **TEXT, "sliding_window": None, **special, **text},
+        text_config={"model_type": "mistral", "vocab_size": len(tok), **TINY_TEXT,
+                     "sliding_window": None, **special, **text},
         vision_config={"model_type": "pixtral", **tower, **vision},
         image_token_index=ids["[IMG]"],
         **{"vision_feature_layer": -1, "vision_feature_select_strategy": "full", **special, **overrides},
+    )
+    return _save(path, config, processor, special)
+
+
+LLAMA_VIDEO_TOKENS = ("<unk>", "<s>", "</s>", "<pad>", IMAGE, VIDEO)
+
+#: Vicuna's format as the LLaVA video lines use it: a system turn's text as it is, then each
+#: turn "ROLE: " with its images and videos one a line, then its texts each followed by a
+#: space (the assistant's marked for generation), and "ASSISTANT:" to answer.
+VICUNA_VIDEO_TEMPLATE = (
+    "{% for message in messages %}"
+    "{% if message['role'] == 'system' %}{{ message['content'][0]['text'] + ' ' }}"
+    "{% else %}{{ message['role'].upper() + ': ' }}"
+    "{% for content in message['content'] | selectattr('type', 'equalto', 'image') %}{{ '<image>\\n' }}{% endfor %}"
+    "{% for content in message['content'] | selectattr('type', 'equalto', 'video') %}{{ '<video>\\n' }}{% endfor %}"
+    "{% for content in message['content'] | selectattr('type', 'equalto', 'text') %}"
+    "{% if message['role'] == 'assistant' %}{% generation %}{{ content['text'] + ' ' }}{% endgeneration %}"
+    "{% else %}{{ content['text'] + ' ' }}{% endif %}{% endfor %}"
+    "{% endif %}{% endfor %}"
+    "{% if add_generation_prompt %}{{ 'ASSISTANT:' }}{% endif %}"
+)
+
+
+def _llama(overrides: dict, tok: Any, special: dict) -> dict:
+    return {"model_type": "llama", "vocab_size": len(tok), **TINY_TEXT, **special, **overrides.pop("text_config", {})}
+
+
+def _clip(overrides: dict) -> dict:
+    return {"model_type": "clip_vision_model", **TOWER, "num_hidden_layers": 3, **overrides.pop("vision_config", {})}
+
+
+def build_llava_next_video(path: Path, *, source: str | Path | None = None, **overrides: Any) -> Path:
+    """Write a LLaVA-NeXT-Video-like checkpoint: a CLIP tower (3 blocks) on a Llama text
+    model, crops on `GRID_PINPOINTS`, frames pooled 2 x 2. ``overrides``: ``text_config``
+    and ``vision_config`` dicts, other fields of the top-level config."""
+    if source is not None:
+        return real_geometry(path, source, **overrides)
+    from transformers import (LlavaNextImageProcessor, LlavaNextVideoConfig, LlavaNextVideoProcessor,
+                              LlavaNextVideoVideoProcessor)
+
+    tok = tokenizer(LLAMA_VIDEO_TOKENS, **LLAMA_ROLES)
+    ids = _ids(tok, LLAMA_VIDEO_TOKENS)
+    side = {"shortest_edge": IMAGE_SIZE}
+    processor = LlavaNextVideoProcessor(
+        video_processor=LlavaNextVideoVideoProcessor(size=side, crop_size={"height": IMAGE_SIZE, "width": IMAGE_SIZE}),
+        image_processor=_clip_image_processor(LlavaNextImageProcessor, image_grid_pinpoints=GRID_PINPOINTS),
+        tokenizer=tok,
+        patch_size=PATCH_SIZE,
+        vision_feature_select_strategy="default",
+        num_additional_image_tokens=1,
+        chat_template=VICUNA_VIDEO_TEMPLATE,
+    )
+    special = {"bos_token_id": ids["<s>"], "eos_token_id": ids["</s>"], "pad_token_id": ids["<pad>"]}
+    config = LlavaNextVideoConfig(
+        text_config=_llama(overrides, tok, special),
+        vision_config=_clip(overrides),
+        image_token_index=ids[IMAGE],
+        video_token_index=ids[VIDEO],
+        image_grid_pinpoints=GRID_PINPOINTS,
+        vision_feature_layer=-2,
+        vision_feature_select_strategy="default",
+        image_seq_length=(IMAGE_SIZE // PATCH_SIZE) ** 2,
+        video_seq_length=(IMAGE_SIZE // PATCH_SIZE // 2) ** 2,
+        **special,
+        **overrides,
+    )
+    return _save(path, config, processor, special)
+
+
+def build_video_llava(path: Path, *, source: str | Path | None = None, **overrides: Any) -> Path:
+    """Write a Video-LLaVA-like checkpoint: two CLIP towers (3 blocks each) on a Llama
+    text model, the projector reading block -2 without the CLS row. ``overrides`` as for
+    `build_llava_next_video`."""
+    if source is not None:
+        return real_geometry(path, source, **overrides)
+    from transformers import VideoLlavaConfig, VideoLlavaImageProcessor, VideoLlavaProcessor, VideoLlavaVideoProcessor
+
+    tok = tokenizer(LLAMA_VIDEO_TOKENS, **LLAMA_ROLES)
+    ids = _ids(tok, LLAMA_VIDEO_TOKENS)
+    square = {"height": IMAGE_SIZE, "width": IMAGE_SIZE}
+    processor = VideoLlavaProcessor(
+        image_processor=VideoLlavaImageProcessor(size={"shortest_edge": IMAGE_SIZE}, crop_size=square),
+        video_processor=VideoLlavaVideoProcessor(size={"shortest_edge": IMAGE_SIZE}, crop_size=square),
+        tokenizer=tok,
+        patch_size=PATCH_SIZE,
+        vision_feature_select_strategy="default",
+        num_additional_image_tokens=1,
+        chat_template=VICUNA_VIDEO_TEMPLATE,
+    )
+    special = {"bos_token_id": ids["<s>"], "eos_token_id": ids["</s>"], "pad_token_id": ids["<pad>"]}
+    config = VideoLlavaConfig(
+        text_config=_llama(overrides, tok, special),
+        vision_config=_clip(overrides),
+        image_token_index=ids[IMAGE],
+        video_token_index=ids[VIDEO],
+        vision_feature_layer=-2,
+        vision_feature_select_strategy="default",
+        image_seq_length=(IMAGE_SIZE // PATCH_SIZE) ** 2,
+        video_seq_length=8 * ((IMAGE_SIZE // PATCH_SIZE) ** 2 + 1),
+        **special,
+        **overrides,
     )
     return _save(path, config, processor, special)
 
@@ -359,4 +462,6 @@ BUILDERS = {
     "llava_next": build_llava_next,
     "llava_onevision": build_llava_onevision,
     "llava_pixtral": build_llava_pixtral,
+    "llava_next_video": build_llava_next_video,
+    "video_llava": build_video_llava,
 }

@@ -34,8 +34,6 @@ from typing import Any
 
 from vlreg.plugin import Scatter, hidden_states_read_only
 
-MODEL_TYPES = ("llava", "llava_next", "llava_onevision", "llava_next_video", "video_llava")
-
 RENAME = {
     "model.language_model.embed_tokens": "embed_tokens",
     "model.language_model.layers": "layers",
@@ -45,7 +43,7 @@ RENAME = {
 }
 
 #: Video-LLaVA: the image tower is ``vision``; its video tower has the same class.
-RENAMES = {"video_llava": {**{k: v for k, v in RENAME.items() if v != "vision"}, "model.image_tower": "vision"}}
+VIDEO_LLAVA_RENAME = {**{k: v for k, v in RENAME.items() if v != "vision"}, "model.image_tower": "vision"}
 
 _VIDEOS = (
     "a video's frames reach the model (its logits and text values are served), but they run through {tower} in "
@@ -64,18 +62,7 @@ REFUSES = {
 SCATTER = Scatter(host="model", operation="inputs_embeds_masked_scatter_0", argument=1)
 
 
-def rename(part: Any) -> dict[str, str]:
-    return RENAMES.get(part.model_type, RENAME)
-
-
-def envoys(part: Any) -> None:
-    return None
-
-
-def scatter(part: Any) -> Scatter:
-    return SCATTER
-
-
 def read_only(part: Any) -> dict[str, Any]:
+    """The tower's output and the blocks after the one ``vision_feature_layer`` reads."""
     vision = part.config.vision_config
     return hidden_states_read_only(part.config.vision_feature_layer, vision.num_hidden_layers)

@@ -3,7 +3,7 @@
 
 The wrapper holds the text model at ``model.language_model`` (a Mistral, served by
 vlreg-llava's ``mistral`` text part), the Pixtral tower at ``model.vision_tower``
-(`tower`: this plugin claims ``pixtral``) and the projector at
+(`vision`: this plugin claims ``pixtral``) and the projector at
 ``model.multi_modal_projector``: an RMS norm, the patch merger (each
 ``spatial_merge_size`` x ``spatial_merge_size`` block of an image's patches into one
 token), then two linear maps. ``model``'s forward writes the features in with
@@ -14,15 +14,23 @@ tower's hidden states, not the tower's output: a write to ``vision.tower_output`
 a block after the one read, reaches nothing, and both are read-only, naming the block
 to edit instead. How tokens lie over pixels (row breaks, the spatial merge) is in
 `geometry`, published as the adapter ``"pixtral_image_grids"`` for other wrappers that
-host the tower; the small checkpoint the tests load in `checkpoints`.
+host the tower; the small checkpoints the tests load in `checkpoints`.
 
-LightOnOCR (``lighton_ocr``) hosts the same tower under other names and on a Qwen3 text
-model; what differs is in `lighton`.
+LightOnOCR (``lighton_ocr``, ``LightOnOcrForConditionalGeneration``) hosts the same tower
+on a Qwen3 text model (served by vlreg-text's ``qwen3`` text part). Its ``model`` holds the
+tower at ``vision_encoder``, the projector at ``vision_projection`` (an RMS norm, Mistral
+3's patch merger: each 2 x 2 block of an image's patches into one token, then two linear
+maps) and the text model at ``language_model``; its forward writes the features in with
+``inputs_embeds.masked_scatter``. Unlike Mistral 3 the projector reads the tower's
+``last_hidden_state``, so every tower value takes a write, and the prompt holds only
+``<|image_pad|>`` tokens, ``rows x columns`` an image (no row breaks): the same grids,
+`geometry.pixtral_image_grids` at the spatial merge.
 """
 
-from vlreg.plugin import Claim, Scatter, VisionLayer, VisionMlp, hidden_states_read_only, hookimpl
+from vlreg.plugin import Plugin, Scatter, Tower, Wrapper, hidden_states_read_only
 
-from . import lighton, tower
+from . import vision
+from .geometry import mistral3_image_grids, pixtral_image_grids
 
 WRAPPER_RENAME = {
     "model.language_model.embed_tokens": "embed_tokens",
@@ -32,76 +40,45 @@ WRAPPER_RENAME = {
     "model.multi_modal_projector": "projector",
 }
 
+#: LightOnOCR's mounts: the tower and the projector under its own names.
+LIGHTON_RENAME = {
+    "model.language_model.embed_tokens": "embed_tokens",
+    "model.language_model.layers": "layers",
+    "model.language_model.norm": "norm",
+    "model.vision_encoder": "vision",
+    "model.vision_projection": "projector",
+}
+
 SCATTER = Scatter(host="model", operation="inputs_embeds_masked_scatter_0", argument=1)
 
 
-@hookimpl
-def vlreg_plugin_api():
-    return 1
-
-
-@hookimpl
-def vlreg_claims():
-    return [Claim("wrapper", "mistral3"), Claim("wrapper", "lighton_ocr"), Claim("vision", "pixtral")]
-
-
-#: Each wrapper's mounts, from the model root.
-WRAPPER_RENAMES = {"mistral3": WRAPPER_RENAME, "lighton_ocr": lighton.RENAME}
-
-
-@hookimpl
-def vlreg_rename(part):
-    if part.kind == "wrapper":
-        return WRAPPER_RENAMES[part.model_type]
-    return tower.TOWER_RENAME if part.kind == "vision" else None
-
-
-@hookimpl
-def vlreg_envoys(part):
-    if part.kind != "vision":
-        return None
-    from transformers.models.pixtral import modeling_pixtral as pixtral
-
-    return {
-        pixtral.PixtralVisionModel: tower.PixtralVision,
-        pixtral.PixtralAttentionLayer: VisionLayer,
-        pixtral.PixtralAttention: tower.PixtralAttention,
-        pixtral.PixtralMLP: VisionMlp,
-    }
-
-
-@hookimpl
-def vlreg_scatter(part):
-    return SCATTER
-
-
-@hookimpl
-def vlreg_read_only(part):
+def read_only(part):
+    """The tower's output and the blocks after the one Mistral 3's projector reads (none
+    where the config names no ``vision_feature_layer``)."""
     config = part.config
-    if part.kind != "wrapper" or getattr(config, "vision_feature_layer", None) is None:
-        return None  # LightOnOCR's projector reads the tower's output: every tower value takes a write
+    if getattr(config, "vision_feature_layer", None) is None:
+        return None
     return hidden_states_read_only(config.vision_feature_layer, config.vision_config.num_hidden_layers)
 
 
-@hookimpl
-def vlreg_image_grids(part):
-    from .geometry import mistral3_image_grids
-
+def image_grids(part):
     return mistral3_image_grids(part.config)
 
 
-@hookimpl
-def vlreg_adapters():
-    """``"pixtral_image_grids"``: `geometry.pixtral_image_grids`, ``(patch, merge=1)`` to a
-    grids function, for a wrapper from another plugin that hosts this plugin's Pixtral
-    tower (vlreg-llava's ``llava`` over ``pixtral``, Pixtral-12B)."""
-    from .geometry import pixtral_image_grids
-
-    return {"pixtral_image_grids": pixtral_image_grids}
-
-
-@hookimpl
-def vlreg_checkpoints():
+def builders():
+    """The checkpoint builders, imported when a test asks for one."""
     from .checkpoints import BUILDERS
 
-    return {**BUILDERS, "lighton_ocr": lighton.build}
+    return BUILDERS
+
+
+plugin = Plugin(
+    Wrapper("mistral3", rename=WRAPPER_RENAME, entry=SCATTER, read_only=read_only, image_grids=image_grids),
+    # LightOnOCR's projector reads the tower's output: every tower value takes a write
+    Wrapper("lighton_ocr", rename=LIGHTON_RENAME, entry=SCATTER, image_grids=image_grids),
+    Tower("pixtral", rename=vision.TOWER_RENAME, envoys=vision.envoys),
+    # for a wrapper of another plugin hosting the Pixtral tower (vlreg-llava's llava over
+    # pixtral, Pixtral-12B): (patch, merge=1) -> a grids function
+    adapters={"pixtral_image_grids": pixtral_image_grids},
+    checkpoints=builders,
+)

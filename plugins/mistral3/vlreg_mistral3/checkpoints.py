@@ -1,4 +1,4 @@
-"""A tiny Mistral 3 checkpoint for tests: random weights, the real processor.
+"""Tiny Mistral 3 and LightOnOCR checkpoints for tests: random weights, the real processors.
 
 What a hub checkpoint holds, small: a tokenizer with Mistral's control tokens
 (``<s>``, ``</s>``, ``[INST]``, ``[/INST]``) and Pixtral's image tokens (``[IMG]``,
@@ -8,6 +8,12 @@ processor, a chat template in Mistral's ``[INST]`` format, a Mistral text model 
 8-pixel patches merged 2 x 2 into a token, so a token is 16 x 16 pixels. Images are
 resized to a longest edge of 64 pixels: at most 4 x 4 tokens (8 x 8 patches) an image,
 and images of different shapes are padded to the largest before the convolution.
+
+`build_lighton_ocr` writes the tiny LightOnOCR checkpoint: a Qwen tokenizer's ChatML and
+image tokens, the real ``LightOnOcrProcessor`` over Pixtral's image processor (patches of
+the tower's 8 pixels, so an odd number of patches leaves a row or column no token covers,
+as the published processor's 14-pixel patches do), and a chat template in the published
+checkpoint's format, on a Qwen3 text model of the same widths.
 """
 
 from __future__ import annotations
@@ -15,7 +21,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from vlreg.testing import save, tokenizer
+from vlreg.testing import TINY_TEXT, TINY_VISION, save, tokenizer
 
 IMAGE, BREAK, END = "[IMG]", "[IMG_BREAK]", "[IMG_END]"
 SPECIAL_TOKENS = ("<unk>", "<s>", "</s>", IMAGE, BREAK, END, "[INST]", "[/INST]", "<pad>")
@@ -36,28 +42,11 @@ CHAT_TEMPLATE = (
 )
 
 PATCH, MERGE, LONGEST = 8, 2, 64
-TEXT = {
-    "hidden_size": 64,
-    "intermediate_size": 128,
-    "num_hidden_layers": 2,
-    "num_attention_heads": 4,
-    "num_key_value_heads": 2,
-    "head_dim": 16,
-    "max_position_embeddings": 1024,
-    "sliding_window": None,
-}
-TOWER = {
-    "hidden_size": 32,
-    "intermediate_size": 64,
-    "num_hidden_layers": 2,
-    "num_attention_heads": 4,
-    "patch_size": PATCH,
-    "image_size": LONGEST,
-    "head_dim": 8,
-}
+TEXT = {**TINY_TEXT, "head_dim": 16, "sliding_window": None}
+TOWER = {**TINY_VISION, "num_attention_heads": 4, "patch_size": PATCH, "image_size": LONGEST, "head_dim": 8}
 
 
-def build(path: Path, **overrides: Any) -> Path:
+def build_mistral3(path: Path, **overrides: Any) -> Path:
     """Write the tiny Mistral 3 checkpoint to ``path`` (see the module). ``overrides``:
     ``text_config`` and ``vision_config`` dicts, other fields of the top-level config."""
     from transformers import GenerationConfig, Mistral3Config, PixtralImageProcessor, PixtralProcessor
@@ -81,4 +70,54 @@ def build(path: Path, **overrides: Any) -> Path:
     return save(Path(path), config, processor, GenerationConfig(**special))
 
 
-BUILDERS = {"mistral3": build}
+#: LightOnOCR's image tokens are Qwen's, in Pixtral's three roles.
+LIGHTON_ROLES = {"image_token": "<|image_pad|>", "image_break_token": "<|vision_pad|>",
+                 "image_end_token": "<|vision_end|>"}
+LIGHTON_TOKENS = ("<|endoftext|>", "<|im_start|>", "<|im_end|>", *LIGHTON_ROLES.values())
+
+#: LightOnOCR-1B's format (ChatML): an empty system turn where the conversation opens with
+#: none; a turn's parts in order, each text followed by a line break, the image as its
+#: placeholder; the turn closed by "<|im_end|>" on a line of its own.
+LIGHTON_TEMPLATE = (
+    "{% for message in messages %}"
+    "{% if loop.first and message['role'] != 'system' %}{{ '<|im_start|>system<|im_end|>\\n' }}{% endif %}"
+    "{{ '<|im_start|>' + message['role'] + '\\n' }}"
+    "{% if message['content'] is string %}{{ message['content'] + '<|im_end|>\\n' }}"
+    "{% else %}{% for part in message['content'] %}"
+    "{% if part['type'] == 'image' or 'image' in part or 'image_url' in part %}{{ '<|image_pad|>' }}"
+    "{% elif 'text' in part %}{{ part['text'] + '\\n' }}{% endif %}"
+    "{% endfor %}{{ '<|im_end|>\\n' }}{% endif %}"
+    "{% endfor %}"
+    "{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}"
+)
+
+#: LightOnOCR's tiny Qwen3 text model: the tiny widths, heads of 16.
+LIGHTON_TEXT = {**TINY_TEXT, "head_dim": 16}
+
+
+def build_lighton_ocr(path: Path, **overrides: Any) -> Path:
+    """Write the tiny LightOnOCR checkpoint to ``path`` (see the module). ``overrides``:
+    ``text_config`` and ``vision_config`` dicts, other fields of the top-level config."""
+    from transformers import GenerationConfig, LightOnOcrConfig, LightOnOcrProcessor, PixtralImageProcessor
+
+    tok = tokenizer(LIGHTON_TOKENS, eos_token="<|im_end|>", pad_token="<|endoftext|>", **LIGHTON_ROLES)
+    ids = dict(zip(LIGHTON_TOKENS, tok.convert_tokens_to_ids(list(LIGHTON_TOKENS))))
+    processor = LightOnOcrProcessor(
+        image_processor=PixtralImageProcessor(size={"longest_edge": LONGEST}, patch_size={"height": PATCH, "width": PATCH}),
+        tokenizer=tok,
+        patch_size=PATCH,
+        spatial_merge_size=MERGE,
+        chat_template=LIGHTON_TEMPLATE,
+    )
+    special = {"bos_token_id": None, "eos_token_id": ids["<|im_end|>"], "pad_token_id": ids["<|endoftext|>"]}
+    text = {"model_type": "qwen3", "vocab_size": len(tok), **LIGHTON_TEXT, **special, **overrides.pop("text_config", {})}
+    vision = {"model_type": "pixtral", **TOWER, **overrides.pop("vision_config", {})}
+    config = LightOnOcrConfig(
+        text_config=text, vision_config=vision, image_token_id=ids["<|image_pad|>"], spatial_merge_size=MERGE,
+        tie_word_embeddings=True, **overrides,
+    )
+    generation = GenerationConfig(eos_token_id=special["eos_token_id"], pad_token_id=special["pad_token_id"])
+    return save(Path(path), config, processor, generation)
+
+
+BUILDERS = {"mistral3": build_mistral3, "lighton_ocr": build_lighton_ocr}

@@ -36,7 +36,6 @@ class ClipVision(Vision):
 
 SIGLIP = "siglip_vision_model"
 CLIP = "clip_vision_model"
-MODEL_TYPES = (SIGLIP, CLIP)
 
 #: Names both towers spell the same way.
 _SHARED = {
@@ -54,13 +53,9 @@ RENAME = {
 }
 
 
-def rename(part: Any) -> dict[str, str]:
-    return RENAME[part.model_type]
-
-
 @frozen
 class SiglipTower:
-    """The adapter ``"siglip"`` vlreg-llava publishes (`vlreg_adapters`): how a tower laid
+    """The adapter ``"siglip"`` vlreg-llava publishes (its ``adapters``): how a tower laid
     out as SigLIP is (``embeddings.patch_embedding``, ``encoder.layers`` of blocks with
     ``layer_norm1``, ``self_attn``, ``layer_norm2``, ``mlp``, then ``post_layernorm`` over
     every patch) is served, for a family whose tower has that layout under classes of its
@@ -79,16 +74,16 @@ class SiglipTower:
 SIGLIP_TOWER = SiglipTower(rename=RENAME[SIGLIP])
 
 
-def envoys(part: Any) -> dict[type, type]:
-    if part.model_type == SIGLIP:
-        from transformers.models.siglip import modeling_siglip as siglip
+def siglip_envoys(part: Any) -> dict[type, type]:
+    """SigLIP's module classes onto the standard envoys (imported when a checkpoint resolves)."""
+    from transformers.models.siglip import modeling_siglip as siglip
 
-        return {
-            siglip.SiglipVisionModel: Vision,
-            siglip.SiglipEncoderLayer: VisionLayer,
-            siglip.SiglipAttention: VisionAttention,
-            siglip.SiglipMLP: VisionMlp,
-        }
+    return SIGLIP_TOWER.envoys(siglip.SiglipVisionModel, siglip.SiglipEncoderLayer, siglip.SiglipAttention,
+                               siglip.SiglipMLP)
+
+
+def clip_envoys(part: Any) -> dict[type, type]:
+    """CLIP's module classes onto the standard envoys, its tower on `ClipVision`."""
     from transformers.models.clip import modeling_clip as clip
 
     return {

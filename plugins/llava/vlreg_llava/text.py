@@ -23,11 +23,9 @@ MODELS = {
 MODEL_TYPES = tuple(MODELS)
 
 
-def rename(part: Any) -> None:
-    return None
-
-
 def envoys(part: Any) -> dict[type, type]:
+    """The part's block, attention and MLP classes onto the standard envoys, looked up by
+    the part's own model type when a checkpoint resolves."""
     module, prefix = MODELS[part.model_type]
     modeling = import_module(f"transformers.models.{module}.modeling_{module}")
     return {

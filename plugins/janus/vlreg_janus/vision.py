@@ -49,7 +49,8 @@ class JanusVision(Vision):
     )(lambda vision, raw: raw)
 
 
-def envoys() -> dict[type, type]:
+def envoys(part: Any) -> dict[type, type]:
+    """Janus's tower classes onto the ``"siglip"`` adapter's envoys, its tower on `JanusVision`."""
     from transformers.models.janus import modeling_janus as janus
 
     found = SIGLIP.envoys(janus.JanusVisionModel, janus.JanusVisionEncoderLayer, janus.JanusVisionAttention,

@@ -1,0 +1,56 @@
+"""The towers of Idefics2, Idefics3 and SmolVLM: SigLIP's layout under classes of their own.
+
+``embeddings.patch_embedding``, ``encoder.layers`` of ``layer_norm1``, ``self_attn``,
+``layer_norm2``, ``mlp``, then ``post_layernorm`` over every patch: the names and envoys
+come from the ``"siglip"`` adapter vlreg-llava publishes, mapped onto each family's
+classes by name. Idefics2's tower runs on frames of each image's own size (`Idefics2Vision`).
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
+from typing import Any
+
+from vlreg.plugin import Unavailable, Vision, adapter
+
+SIGLIP = adapter("siglip")
+
+#: family -> (its transformers module, the class-name prefix of its tower's classes)
+FAMILIES = {"idefics2": ("idefics2", "Idefics2"), "idefics3": ("idefics3", "Idefics3"), "smolvlm": ("smolvlm", "SmolVLM")}
+
+
+class Idefics2Vision(Vision):
+    """The Idefics2 tower: the SigLIP layout, on frames of each image's own size. Its
+    processor loads every image through transformers' ``load_image``, which takes PIL
+    images only. A batch's frames are padded to the largest (a split image's crops to the
+    whole image's frame), and the tower masks the padding's patches."""
+
+    takes_arrays = False
+    padded_patches = True
+
+    @property
+    def image_size(self) -> int:
+        raise Unavailable(
+            "vision.image_size is unavailable: Idefics2's processor keeps each image's aspect (its sides "
+            "between shortest_edge and longest_edge) and pads a batch's frames to the largest; each frame's "
+            "pixels are in the encoding's pixel_attention_mask, and its tokens' boxes in vision.geometry"
+        )
+
+
+def envoys(part: Any) -> dict[type, type]:
+    """The tower's module classes onto the ``"siglip"`` adapter's envoys (Idefics2's tower
+    onto `Idefics2Vision`). Keyed by the tower's own model type, so a wrapper of another
+    plugin hosting one of these towers (Aria's idefics3_vision) is served it as these
+    wrappers are."""
+    module, prefix = FAMILIES[part.model_type.removesuffix("_vision")]
+    modeling = import_module(f"transformers.models.{module}.modeling_{module}")
+    tower = getattr(modeling, f"{prefix}VisionTransformer")
+    found = SIGLIP.envoys(
+        tower,
+        getattr(modeling, f"{prefix}EncoderLayer"),
+        getattr(modeling, f"{prefix}VisionAttention"),
+        getattr(modeling, f"{prefix}VisionMLP"),
+    )
+    if part.model_type == "idefics2_vision":
+        found[tower] = Idefics2Vision
+    return found
