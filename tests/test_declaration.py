@@ -69,7 +69,7 @@ def test_a_declaration_answers_every_hook_from_its_parts():
 def test_a_part_declared_twice_or_something_else_is_refused_at_once():
     with pytest.raises(ValueError, match="the text part 'tiny_text' is declared twice"):
         Plugin(Text("tiny_text"), Text(("tinier_text", "tiny_text")))
-    with pytest.raises(TypeError, match="takes Wrapper, Text and Tower declarations"):
+    with pytest.raises(TypeError, match="takes Wrapper, Text, Tower and Other declarations"):
         Plugin(Claim("text", "tiny_text"))
     with pytest.raises(ValueError, match="declares the model types it serves"):
         Text(())
@@ -216,3 +216,31 @@ def test_the_outside_plugin_uses_the_public_api_only():
             allowed = node.module in ("vlreg.plugin", "vlreg.testing", "vlreg.testing.conformance")
             assert allowed or node.module == "vlreg.core.host", node.module
     assert "vlreg.core" not in plugin_part and "._" not in plugin_part
+
+
+# -- another part of the config (a Q-Former's) ---------------------------------------------
+
+
+def test_another_config_part_is_served_where_claimed_and_named_where_not():
+    """BLIP-2's Q-Former config (``qformer_config``) is a part of its own: vlreg-blip claims it
+    (an `Other` declaration), and without that claim the checkpoint still resolves, the part
+    named unserved."""
+    from transformers import AutoConfig
+    from vlreg_blip import plugin as blip
+
+    from vlreg.core.host.family import resolve
+    from vlreg.plugin import Other
+
+    config = AutoConfig.from_pretrained(build("blip-2"))
+    family = resolve(config)
+    assert family.parts["qformer_config"].model_type == "blip_2_qformer"
+    assert family.plugins["qformer_config"] is blip and not family.unserved
+    without = Plugin(*{id(part): part for (kind, _), part in blip.parts.items() if kind != "qformer_config"}.values(),
+                     checkpoints=blip.checkpoints)
+    with registered(without, name="blip-without-qformer", replacing=[blip]):
+        family = resolve(config)
+    assert "qformer_config" not in family.plugins and family.unserved == {"qformer_config": "blip_2_qformer"}
+    assert "qformer_config='blip_2_qformer' unserved" in repr(family)
+    assert Other("blip_2_qformer", field="qformer_config").claims() == [Claim("qformer_config", "blip_2_qformer")]
+    with pytest.raises(ValueError, match="or the config field of another part"):
+        Claim("qformer", "blip_2_qformer")

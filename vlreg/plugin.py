@@ -27,7 +27,7 @@ from .core.host.plugins import adapter
 from .core.envoys.mixers import Mixer
 from .core.host.parts import Claim, Part
 from .core.images.entries import CrossAttention, Entry, QueryTokens, Scatter
-from .core.host.declaration import Plugin, Text, Tower, Wrapper
+from .core.host.declaration import Other, Plugin, Text, Tower, Wrapper
 from .core.serving.values import argument, copied, first, returned, value, with_first
 from .core.envoys.packed import PackedVisionAttention
 from .core.envoys.seq2seq import DecoderLayer, Encoder, OutputProjection, PostNormLayer
@@ -38,6 +38,7 @@ __all__ = [
     "Wrapper",
     "Text",
     "Tower",
+    "Other",
     "hookimpl",
     "adapter",
     "Entry",

@@ -197,9 +197,10 @@ def _other_parts(model: torch.nn.Module, others: dict[str, str], notes: list[str
                          f"used")
             continue
         paths.add(path)
-        _note(notes, f"the config has another part, {field_name} ({model_type!r}, at {path}), which vlreg does not "
-                     f"name: its values are reached by native paths ({path}.*) until the host claims such parts "
-                     f"(issue #24); the builder cuts it like the others")
+        _note(notes, f"the config has another part, {field_name} ({model_type!r}, at {path}): the checkpoint loads "
+                     f"without it, its modules at their native paths ({path}.*); to serve them under standard envoys, "
+                     f"claim it with Other({model_type!r}, field={field_name!r}, envoys=...); the builder cuts it like "
+                     f"the others")
     return paths
 
 

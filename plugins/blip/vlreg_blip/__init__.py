@@ -9,16 +9,15 @@ of them an image. Three kinds of part, each from its own module:
   ``instructblip`` (InstructBlipForConditionalGeneration, whose Q-Former also reads the
   instruction);
 * the towers and their Q-Formers (`vision`): ``blip_2_vision_model`` and
-  ``instructblip_vision_model``; the Q-Former's config (``blip_2_qformer``,
-  ``instructblip_qformer``) is the wrapper's ``qformer_config``, no part of its own, and its
-  modules are declared with the tower's;
+  ``instructblip_vision_model``; the Q-Former (``blip_2_qformer``, ``instructblip_qformer``)
+  is a part of its own, the wrapper's ``qformer_config``, claimed here (`Other`);
 * the OPT text model (`text`), BLIP-2's. InstructBLIP-Vicuna's Llama is vlreg-llava's.
 
 `wrappers.image_grids` declares the query tokens' boxes (each the whole image);
 `checkpoints` builds tiny checkpoints for tests.
 """
 
-from vlreg.plugin import Plugin, Text, Tower, Wrapper
+from vlreg.plugin import Other, Plugin, Text, Tower, Wrapper
 
 from . import text, vision, wrappers
 
@@ -34,5 +33,6 @@ plugin = Plugin(
             image_grids=wrappers.image_grids),
     Text("opt", rename=text.rename, envoys=text.envoys),
     Tower(("blip_2_vision_model", "instructblip_vision_model"), rename=vision.RENAME, envoys=vision.envoys),
+    Other(("blip_2_qformer", "instructblip_qformer"), field="qformer_config", envoys=vision.qformer_envoys),
     checkpoints=builders,
 )

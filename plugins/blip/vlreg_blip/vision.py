@@ -119,22 +119,31 @@ class QFormerLayer(Layer):
     order = ("input", "output", "layer_output")
 
 
-def envoys(part: Any) -> dict[type, type]:
-    """The tower's and its Q-Former's module classes, from BLIP-2's or InstructBLIP's modeling
-    module (the tower's ``model_type`` says which)."""
-    if part.model_type == "blip_2_vision_model":
+def _modeling(part: Any) -> tuple[Any, str]:
+    """BLIP-2's or InstructBLIP's modeling module and its class prefix, by the part's
+    ``model_type``."""
+    if part.model_type.startswith("blip_2"):
         from transformers.models.blip_2 import modeling_blip_2 as m
 
-        prefix = "Blip2"
-    else:
-        from transformers.models.instructblip import modeling_instructblip as m
+        return m, "Blip2"
+    from transformers.models.instructblip import modeling_instructblip as m
 
-        prefix = "InstructBlip"
+    return m, "InstructBlip"
+
+
+def envoys(part: Any) -> dict[type, type]:
+    """The tower's module classes."""
+    m, prefix = _modeling(part)
     return {
         getattr(m, f"{prefix}VisionModel"): BlipVision,
         getattr(m, f"{prefix}EncoderLayer"): VisionLayer,
         getattr(m, f"{prefix}Attention"): VisionAttention,
         getattr(m, f"{prefix}MLP"): VisionMlp,
-        getattr(m, f"{prefix}QFormerModel"): QFormer,
-        getattr(m, f"{prefix}QFormerLayer"): QFormerLayer,
     }
+
+
+def qformer_envoys(part: Any) -> dict[type, type]:
+    """The Q-Former's module classes (its config is the wrapper's ``qformer_config``, a part
+    of its own)."""
+    m, prefix = _modeling(part)
+    return {getattr(m, f"{prefix}QFormerModel"): QFormer, getattr(m, f"{prefix}QFormerLayer"): QFormerLayer}

@@ -33,7 +33,7 @@ from functools import cache
 from pathlib import Path
 
 from .hookspecs import PROJECT
-from .parts import KINDS
+from .parts import is_kind
 
 CLAIMS = f"{PROJECT}.claims"
 ADAPTERS = f"{PROJECT}.adapters"
@@ -44,7 +44,7 @@ FILE = Path(__file__).with_name("catalog.json")
 def parse_claim(name: str) -> tuple[str, str] | None:
     """``"wrapper:llama4"`` -> ``("wrapper", "llama4")``; ``None`` if it is not a claim."""
     kind, _, model_type = name.partition(":")
-    return (kind, model_type) if kind in KINDS and model_type else None
+    return (kind, model_type) if is_kind(kind) and model_type else None
 
 
 def parse_refusal(name: str) -> tuple[str, str, str] | None:

@@ -1,4 +1,5 @@
-"""A family plugin as one declaration: `Plugin` over its parts (`Wrapper`, `Text`, `Tower`).
+"""A family plugin as one declaration: `Plugin` over its parts (`Wrapper`, `Text`, `Tower`,
+and `Other` for another config the top-level one holds, a Q-Former's).
 
 ::
 
@@ -27,10 +28,11 @@ from __future__ import annotations
 
 from typing import Any, Callable, ClassVar
 
+import attrs
 from attrs import field, frozen
 
 from .hookspecs import PLUGIN_API, hookimpl
-from .parts import Claim, Part
+from .parts import Claim, Part, is_kind
 
 
 def _model_types(value: Any) -> tuple[str, ...]:
@@ -104,6 +106,19 @@ class Tower(Declared):
     kind: ClassVar[str] = "vision"
 
 
+@frozen(eq=False)
+class Other(Declared):
+    """Another config the top-level one holds, by its field (``field="qformer_config"``:
+    BLIP-2's Q-Former): its envoys and names. A checkpoint loads whether or not such a part
+    is claimed; claiming it serves its modules under standard envoys."""
+
+    field: str = attrs.field(kw_only=True)
+
+    @property
+    def kind(self) -> str:  # type: ignore[override]
+        return self.field
+
+
 class Plugin:
     """A family plugin declared as data: its parts, what it publishes to other plugins
     (``adapters``, ``{name: object}``) and its checkpoint builders (``checkpoints``,
@@ -117,8 +132,8 @@ class Plugin:
     def __init__(self, *parts: Declared, adapters: Any = None, checkpoints: Any = None, api: int = PLUGIN_API) -> None:
         self.parts: dict[tuple[str, str], Declared] = {}
         for declared in parts:
-            if not isinstance(declared, Declared) or not declared.kind:
-                raise TypeError(f"Plugin takes Wrapper, Text and Tower declarations, not {declared!r}")
+            if not isinstance(declared, Declared) or not is_kind(declared.kind):
+                raise TypeError(f"Plugin takes Wrapper, Text, Tower and Other declarations, not {declared!r}")
             for model_type in declared.model_types:
                 if self.parts.setdefault((declared.kind, model_type), declared) is not declared:
                     raise ValueError(f"the {declared.kind} part {model_type!r} is declared twice in one plugin")

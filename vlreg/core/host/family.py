@@ -17,7 +17,7 @@ from attrs import frozen
 from . import catalog, plugins
 from ..errors import NoFamily
 from ..serving.reference import ServerSide
-from .parts import Part
+from .parts import KINDS, Part, is_kind
 
 Predicate = Callable[[Any], "str | None"]
 
@@ -27,7 +27,9 @@ class Family:
     """What serves one checkpoint: the plugin per part and their merged contributions.
 
     ``name`` is the name of the plugin that claimed the wrapper, which is the family;
-    the text and vision parts may come from other plugins (``plugins``).
+    the text and vision parts may come from other plugins (``plugins``). The config's other
+    parts (a Q-Former's, an audio encoder's) are served where a plugin claims them, and
+    otherwise named in ``unserved``, their modules keeping their native names.
     """
 
     name: str
@@ -43,6 +45,8 @@ class Family:
     read_only: dict[str, tuple[Predicate, ...]] = {}
     #: What the parts' claims refuse (`Claim.refuses`), ``{row from the root: reason}``.
     refuses: dict[str, str] = {}
+    #: The config's other parts no plugin claims: ``{config field: model_type}``.
+    unserved: dict[str, str] = {}
 
     def predicates(self, table: str, row: str) -> tuple[Predicate, ...]:
         """The predicates of ``table`` (``"unavailable"`` or ``"read_only"``) on ``row``;
@@ -67,13 +71,15 @@ class Family:
             f"{kind}={part.model_type!r} by {plugins.describe(self.plugins[kind])}"
             for kind, part in self.parts.items()
         )
-        return f"Family({self.name!r}: {served})"
+        unserved = "".join(f", {kind}={model_type!r} unserved" for kind, model_type in self.unserved.items())
+        return f"Family({self.name!r}: {served}{unserved})"
 
 
 def parts_of(config: Any) -> dict[str, Part]:
     """The parts of ``config``: always a wrapper and a text part, a vision part if any.
 
-    A text-only config is its own text part.
+    A text-only config is its own text part. Every other config the top-level config holds
+    (``qformer_config``, ``audio_config``) is a part of its own, named by that field.
     """
     text = config.get_text_config()
     parts = {
@@ -83,6 +89,10 @@ def parts_of(config: Any) -> dict[str, Part]:
     vision = getattr(config, "vision_config", None)
     if vision is not None:
         parts["vision"] = Part("vision", vision.model_type, vision, config)
+    taken = {id(part.config) for part in parts.values()}
+    for field, other in vars(config).items():
+        if is_kind(field) and field not in KINDS and id(other) not in taken and getattr(other, "model_type", None):
+            parts[field] = Part(field, other.model_type, other, config)
     return parts
 
 
@@ -90,8 +100,13 @@ def resolve(config: Any) -> Family:
     """The family serving ``config``; raises `NoFamily` naming what to install."""
     parts = parts_of(config)
     served: dict[str, Any] = {}
-    for kind, part in parts.items():
+    unserved: dict[str, str] = {}
+    for kind, part in list(parts.items()):
         plugin = plugins.claimant(kind, part.model_type)
+        if plugin is None and kind not in KINDS and not plugins.contenders(kind, part.model_type):
+            unserved[kind] = part.model_type  # another part no plugin claims: its modules keep their names
+            del parts[kind]
+            continue
         if plugin is None:
             raise NoFamily(_unclaimed(part, served))
         refusal = plugins.call(plugin, "vlreg_refusal", part=part)
@@ -133,6 +148,7 @@ def resolve(config: Any) -> Family:
         unavailable=tables["unavailable"],
         image_grids=grids,
         read_only=tables["read_only"],
+        unserved=unserved,
         refuses=refuses,
     )
 

@@ -1,7 +1,7 @@
 """Every hook a vlreg plugin can implement, on one page.
 
-A checkpoint's config has up to three *parts*, and each is served by the plugin that
-claims its ``model_type``:
+A checkpoint's config has *parts*, and each is served by the plugin that claims its
+``model_type``:
 
 * ``"wrapper"``: the top-level config (``Qwen2VLForConditionalGeneration`` is
   ``qwen2_vl``, ``LlavaForConditionalGeneration`` is ``llava``). It knows where the text
@@ -9,6 +9,9 @@ claims its ``model_type``:
   scattered into the embeddings. The plugin that claims it is the model's *family*.
 * ``"text"``: ``config.text_config`` (``qwen2_vl_text``, ``qwen2``, ``llama``): the blocks.
 * ``"vision"``: ``config.vision_config`` (``qwen2_vl_vision``, ``siglip_vision_model``): the tower.
+* another config the top-level one holds, by its field (``"qformer_config"``: BLIP-2's
+  Q-Former, ``blip_2_qformer``; ``"audio_config"``): served where a plugin claims it, and
+  otherwise named (``Family.unserved``), its modules keeping their native names.
 
 The parts are claimed separately so that one plugin's text or tower adapter serves
 another plugin's wrapper: LLaVA pairs a SigLIP tower with a Qwen2 text model, and a
@@ -18,7 +21,8 @@ The host calls every hook but `vlreg_claims` and `vlreg_checkpoints` only on the
 plugin that claimed the part, passing the `Part` (its kind, model_type and config).
 Each returns ``None`` for what it does not contribute. Paths and keys are relative to
 the part: the wrapper's to the model root, the text part's to a text block, the
-vision part's to the tower.
+vision part's to the tower; another part's names bind wherever they resolve, and its
+rows are from the root.
 """
 
 from __future__ import annotations

@@ -3,17 +3,29 @@ part) and `Part` (the part a hook is asked about)."""
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any
 
 from attrs import field, frozen
 
-Kind = Literal["wrapper", "text", "vision"]
+Kind = str
+#: The parts every vision-language checkpoint has. Any other part is named by its field of
+#: the top-level config (``"qformer_config"``, ``"audio_config"``): `is_kind` says which are.
 KINDS: tuple[Kind, ...] = ("wrapper", "text", "vision")
+OTHER = "_config"
+
+
+def is_kind(value: Any) -> bool:
+    """Whether ``value`` names a kind of part: one of `KINDS`, or a config field of another
+    part (``"qformer_config"``)."""
+    return isinstance(value, str) and (value in KINDS or (value.endswith(OTHER) and value[: -len(OTHER)].isidentifier()))
 
 
 def _kind(instance: Any, attribute: Any, value: str) -> None:
-    if value not in KINDS:
-        raise ValueError(f"{attribute.name} must be one of {KINDS}, not {value!r}")
+    if not is_kind(value):
+        raise ValueError(
+            f"{attribute.name} must be one of {KINDS}, or the config field of another part of the config "
+            f"(\"qformer_config\"), not {value!r}"
+        )
 
 
 def _refusals(value: Any) -> dict[str, str]:
@@ -27,6 +39,11 @@ def _refusals(value: Any) -> dict[str, str]:
 @frozen
 class Claim:
     """A plugin serves the config part of this kind whose ``model_type`` is this.
+
+    ``kind`` is ``"wrapper"``, ``"text"``, ``"vision"``, or the field of the top-level config
+    that holds another part (``"qformer_config"``: BLIP-2's Q-Former; ``"audio_config"``): a
+    checkpoint loads whether or not such a part is claimed, and one no plugin claims is
+    named, its modules keeping their native names.
 
     ``overrides`` names the plugin this claim replaces where both claim the part (a
     patched build of a family, say); without it, two claims on one part are an error.
