@@ -16,7 +16,7 @@ from .envoys import readout
 from .envoys.blocks import Blocks
 from .envoys.cross import CrossAttentionLayer
 from .envoys.seq2seq import ends_normed
-from .envoys.sizes import agreed
+from .envoys.sizes import TextSizes
 from .envoys.standard import Standard, tree
 from .envoys.vision import Vision
 from .errors import Unavailable
@@ -43,7 +43,7 @@ def _root_order(entry: Any) -> tuple[str, ...]:
             "uncapped_logits", "logits")
 
 
-class StandardizedTransformer(Standard, TransformersModel):
+class StandardizedTransformer(TextSizes, TransformersModel):
     """A transformers checkpoint under the standard names its family plugin gives it.
 
     The installed plugins decide, from the checkpoint's config alone and before any
@@ -167,58 +167,14 @@ class StandardizedTransformer(Standard, TransformersModel):
         ``[batch, seq, hidden]``: the first block's ``input``, or, on an encoder-decoder,
         ``encoder.input_embeddings`` (its blocks read them after the position embeddings
         and a norm), or where a text model adds position embeddings before its first block
-        (OPT's), what it is called with (`Scatter.entry`)."""
+        (OPT's), what it is called with (`Scatter.embeddings_to`)."""
         encoder = self.__dict__.get("encoder")
         if encoder is not None:
             return encoder.input_embeddings
-        entry = getattr(self.family.entry, "entry", None)
-        if entry is not None:  # the text model adds to them before its first block (`Scatter.entry`)
-            return self.get(entry).inputs[1]["inputs_embeds"]
+        handed_to = getattr(self.family.entry, "embeddings_to", None)
+        if handed_to is not None:  # the text model adds to them before its first block
+            return self.get(handed_to).inputs[1]["inputs_embeds"]
         return self.layers[0].input
-
-    @property
-    def hidden_size(self) -> int:
-        """The width of the text model's residual stream."""
-        return self._text_config.hidden_size
-
-    @property
-    def num_heads(self) -> int:
-        """Query heads per text attention (`vlreg.core.envoys.sizes`: what the blocks agree on)."""
-        return agreed(self.layers, "self_attn", "num_heads", "num_heads", lambda: self._text_config.num_attention_heads)
-
-    @property
-    def num_kv_heads(self) -> int:
-        """Key/value heads per text attention (fewer than `num_heads` under GQA)."""
-        return agreed(self.layers, "self_attn", "num_kv_heads", "num_kv_heads",
-                      lambda: _text_size(self, "num_key_value_heads", "num_kv_heads") or self.num_heads)
-
-    @property
-    def head_dim(self) -> int:
-        """The width of one text attention head."""
-        return agreed(self.layers, "self_attn", "head_dim", "head_dim",
-                      lambda: _text_size(self, "head_dim", "head_dim") or self.hidden_size // self.num_heads)
-
-    @property
-    def qk_head_dim(self) -> int:
-        """The width of one text attention head's queries and keys (``head_dim`` where they
-        are as wide as the values, as on every family served today)."""
-        return agreed(self.layers, "self_attn", "qk_head_dim", "qk_head_dim", lambda: self.head_dim)
-
-    @property
-    def intermediate_size(self) -> int:
-        """The hidden width of the text blocks' MLPs (an expert's, on a mixture of experts),
-        read off the modules: `Unavailable` where the blocks differ in it."""
-        return agreed(self.layers, "mlp", "intermediate_size", "intermediate_size",
-                      lambda: self._text_config.intermediate_size)
-
-    @property
-    def vocab_size(self) -> int:
-        """The number of rows of the readout."""
-        return self._text_config.vocab_size
-
-    @property
-    def _text_config(self) -> Any:
-        return self._module.config.get_text_config()
 
     # -- running --------------------------------------------------------------
 
@@ -384,18 +340,6 @@ class StandardizedTransformer(Standard, TransformersModel):
                 host = inside(envoy) if inside is not None and envoy.why_unavailable(name) is None else None
                 if host is not None:
                     install_source(host)
-
-
-def _text_size(model: StandardizedTransformer, field: str, name: str) -> Any:
-    """``field`` of the text config, or None; `Unavailable` where the config says the
-    blocks differ in it (Gemma 4's global blocks have heads of their own width)."""
-    try:
-        return getattr(model._text_config, field, None)
-    except RuntimeError as error:  # transformers' AmbiguousGlobalPerLayerAttributeError
-        raise Unavailable(
-            f"{name} is unavailable: the text blocks differ in it (the config sets it per block); "
-            f"read each block's self_attn.{name}"
-        ) from error
 
 
 def _entered(envoy: Standard) -> Iterator[Any]:

@@ -13,7 +13,7 @@ in the block (no MLP module), and the add. So:
   function (which then scales by 1), so ``attention_queries`` are the scaled ones;
 * the decoder adds learned position embeddings to what it is called with before the first
   block, so ``layers[0].input`` is not the embeddings as the scatter left them
-  (`Scatter.entry`: `prompt_entry` reads them where the text model is called).
+  (`Scatter.embeddings_to`: `prompt_entry` reads them where the text model is called).
 
 Post-norm OPT (``do_layer_norm_before`` false) is not served (`wrappers.refusal`).
 """

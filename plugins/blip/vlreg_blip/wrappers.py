@@ -56,7 +56,7 @@ def entry(part: Any) -> QueryTokens:
     """The projected queries, scattered in the root's forward at the operation its
     ``model_type`` names there."""
     return QueryTokens(host="", operation=OPERATION[part.model_type], generation="language_projection",
-                       entry="language_model", steps="language_model", needs_images=True)
+                       embeddings_to="language_model", steps="language_model", needs_images=True)
 
 
 def rename(part: Any) -> dict[str, str]:

@@ -8,10 +8,7 @@ stand for.
 The plugin as a distribution: what it claims, that its adapters serve other wrappers,
 and that it works with no other family installed.
 
-The LLaVA lines built for videos, LLaVA-NeXT-Video and Video-LLaVA: their images are
-served (the conformance suite runs in ``test_conformance.py``), their videos refused by
-the wrapper's claim, by name and before the model runs; their prompt format, where a lit
-pixel lands, Video-LLaVA's ``pixel_values_images``, and the published widths on meta.
+The LLaVA lines built for videos are in ``test_llava_next_video.py``.
 """
 
 from __future__ import annotations
@@ -21,17 +18,14 @@ import subprocess
 import sys
 import textwrap
 
-import numpy
 import pytest
 import torch
-from transformers import AutoProcessor, LlavaNextVideoConfig, VideoLlavaConfig
 
 from vlreg import StandardizedTransformer, Unavailable
-from vlreg.cli import partial
 from vlreg.core.host import plugins
 from vlreg.plugin import Attention, Claim, Layer, Mlp, Scatter, Vision, VisionLayer, hookimpl
 from vlreg.testing import build, registered, tokenizer
-from vlreg.testing.conformance import image, lit
+from vlreg.testing.conformance import image
 from vlreg_llava import plugin
 
 SHAPES = ("llava_interleave", "llava_1_5", "llava_next")
@@ -351,140 +345,3 @@ def test_works_with_no_other_family_installed():
     done = subprocess.run([sys.executable, "-c", ALONE], capture_output=True, text=True, timeout=300, env=env)
     assert done.returncode == 0, done.stderr[-3000:]
     assert "alone ok" in done.stdout
-
-
-# -- the lines built for videos -----------------------------------------------
-
-
-NAMES = ("llava_next_video", "video_llava")
-#: The pixels' key in each processor's encoding.
-PIXELS = {"llava_next_video": "pixel_values", "video_llava": "pixel_values_images"}
-
-
-@pytest.fixture(scope="module", params=NAMES)
-def model(request):
-    return StandardizedTransformer(str(build(request.param)), task="image-text-to-text", dispatch=True, device="cpu")
-
-
-def name_of(model) -> str:
-    return model._module.config.model_type
-
-
-def chat(model, *kinds: str, text: str = "What happens?") -> str:
-    content = [{"type": kind} for kind in kinds] + [{"type": "text", "text": text}]
-    return model.processor.apply_chat_template([{"role": "user", "content": content}], add_generation_prompt=True,
-                                               tokenize=False)
-
-
-def clip(frames: int = 4, seed: int = 0):
-    return [numpy.random.default_rng(seed).integers(0, 255, (frames, 56, 56, 3), dtype=numpy.uint8)]
-
-
-def test_the_prompt_is_vicunas_a_turns_images_then_its_videos(model):
-    assert chat(model, "image") == "USER: <image>\nWhat happens? ASSISTANT:"
-    assert chat(model, "video", "image") == "USER: <image>\n<video>\nWhat happens? ASSISTANT:"
-    conversation = [
-        {"role": "system", "content": [{"type": "text", "text": "Be brief."}]},
-        {"role": "user", "content": [{"type": "video"}, {"type": "text", "text": "And?"}]},
-        {"role": "assistant", "content": [{"type": "text", "text": "A ball."}]},
-        {"role": "user", "content": [{"type": "text", "text": "Why?"}]},
-    ]
-    assert model.processor.apply_chat_template(conversation, add_generation_prompt=True, tokenize=False) == (
-        "Be brief. USER: <video>\nAnd? ASSISTANT: A ball. USER: Why? ASSISTANT:"
-    )
-
-
-def test_videos_are_refused_by_name_and_the_model_still_runs_on_them(model):
-    """``support()`` says videos are refused and why; on a prompt with only a video the
-    image values refuse with that reason before the model runs, and the logits are served."""
-    reason = model.support()["videos"]
-    assert reason == model.family.refuses["videos"] and "pass the frames as images=[...]" in reason
-    prompt = chat(model, "video")
-    with pytest.raises(Unavailable, match="no images, only videos: a video's frames reach the model"):
-        with model.trace(prompt, videos=clip()):
-            model.vision.image_features.save()
-    with model.trace(prompt, videos=clip()):
-        mask, logits = model.vision.image_token_mask.save(), model.logits.save()
-    assert not mask.any() and logits.shape[1] == mask.shape[1]
-    assert partial()[name_of(model)] == {"videos": reason}
-
-
-def test_an_images_features_are_the_same_beside_a_video(model):
-    """The image's features are written at the first scatter, the video's at the second:
-    the image's values on a prompt that also holds a video are the image's alone."""
-    picture = image(112, 84)
-    with model.trace(chat(model, "image"), images=[picture]):
-        alone = model.vision.image_features.save()
-    with model.trace(chat(model, "image", "video"), images=[picture], videos=clip()):
-        mask = model.vision.image_token_mask.save()
-        beside = model.vision.image_features.save()
-        entering = model.layers[0].input.save()
-    torch.testing.assert_close(beside, alone)
-    assert torch.equal(entering[mask], beside)
-
-
-@pytest.mark.parametrize("size", [(112, 84), (56, 56), (84, 140), (57, 61)])
-def test_a_lit_pixel_lands_in_the_base_token_whose_box_holds_it(model, size):
-    """The first grid after any CLS row is the tower's square (NeXT-Video's base crop,
-    Video-LLaVA's centre crop): a pixel lit at a token's box centre is brightest in that
-    token's patch of the pixels the tower gets."""
-    (geometry,) = model.vision.geometry(chat(model, "image"), [image(*size)])
-    base = next(grid for grid in geometry.grids if grid.label != "cls")
-    patch = model._module.config.vision_config.patch_size
-    for token in range(base.tokens):
-        x0, y0, x1, y1 = base.boxes[token].tolist()
-        if x1 - x0 < 2 or y1 - y0 < 2:
-            continue  # a box narrower than two pixels holds no centre pixel of its own
-        probe = lit(*size, (x0 + x1) / 2, (y0 + y1) / 2)
-        pixels = model.processor(text=chat(model, "image"), images=[probe], return_tensors="pt")[PIXELS[name_of(model)]]
-        square = pixels.reshape(-1, *pixels.shape[-3:])[0].sum(0)  # the first crop: the base
-        rows, columns = square.shape[0] // patch, square.shape[1] // patch
-        brightest = square.reshape(rows, patch, columns, patch).amax((1, 3)).flatten().argmax()
-        assert int(brightest) == token, (size, token)
-
-
-def test_video_llavas_pixels_are_found_under_their_own_name():
-    """Video-LLaVA's image processor hands the pixels on as ``pixel_values_images``: the
-    trace finds the image there (the mask, the features), and a tower cache made of it
-    replays only into the same image."""
-    model = StandardizedTransformer(str(build("video_llava")), task="image-text-to-text", dispatch=True, device="cpu")
-    prompt, picture = chat(model, "image"), image(112, 84)
-    encoding = model.processor(text=prompt, images=[picture], return_tensors="pt")
-    assert "pixel_values_images" in encoding and "pixel_values" not in encoding
-    with model.trace(prompt, images=[picture]):
-        logits = model.logits.save()
-    cache = model.vision.cache(prompt, [picture])
-    assert set(cache.pixels) == {"pixel_values_images"}
-    with model.trace(prompt, images=[picture]):
-        cache.replay()
-        replayed = model.logits.save()
-    torch.testing.assert_close(replayed, logits)
-    with pytest.raises(ValueError, match="pixel_values_images differ"):
-        with model.trace(prompt, images=[image(112, 84, seed=5)]):
-            cache.replay()
-            model.logits.save()
-
-
-#: model type -> (config class, text: blocks, width, heads, key/value heads; tower: blocks,
-#: width, heads, side, patch), as transformers' config defaults give them (LLaVA-NeXT-Video-7B
-#: and Video-LLaVA-7B: Vicuna-7B on CLIP ViT-L/14, at 336 and 224 pixels).
-PUBLISHED = {
-    "llava_next_video": (LlavaNextVideoConfig, (32, 4096, 32, 32), (24, 1024, 16, 336, 14)),
-    "video_llava": (VideoLlavaConfig, (32, 4096, 32, 32), (24, 1024, 16, 224, 14)),
-}
-
-
-@pytest.mark.parametrize("name", NAMES)
-def test_the_published_widths_on_meta(name, tmp_path):
-    config_class, text, tower = PUBLISHED[name]
-    config_class().save_pretrained(tmp_path)
-    AutoProcessor.from_pretrained(build(name)).save_pretrained(tmp_path)  # nothing is processed on meta
-    model = StandardizedTransformer(str(tmp_path), task="image-text-to-text", dispatch=False, attn_implementation="eager")
-    assert not model.dispatched and model.family.name == "llava"
-    assert (model.num_layers, model.hidden_size, model.num_heads, model.num_kv_heads) == text
-    vision = model.vision
-    assert (vision.num_layers, vision.vision_hidden_size, vision.num_heads, vision.image_size, vision.patch_size) == tower
-    rows = model.support()
-    assert {row for row, why in rows.items() if why} == {"videos"}
-    # the projector reads block -2's stream out of the hidden states: the last block runs for nothing
-    assert "edit vision.layers[22].layer_output" in model.read_only()["vision.tower_output"]

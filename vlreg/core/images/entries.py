@@ -63,7 +63,7 @@ class Entry:
     #: How the forward order in words names where ``vision.image_features`` is read.
     words: str = "where the features enter the embeddings"
     generation: str | None = None
-    entry: str | None = None
+    embeddings_to: str | None = None
     steps: str | None = None
     needs_images: bool = False
     #: How ``vision.image_features`` holds a batch of several invokes (`vlreg.core.serving.batching`).
@@ -181,7 +181,7 @@ class Scatter(Entry):
     #: ``inputs_embeds``, where the first block does not receive them as they are (OPT's
     #: decoder adds learned position embeddings first): `prompt_entry` reads them there.
     #: ``None``: the first block's input is the stream as the scatter left it.
-    entry: str | None = None
+    embeddings_to: str | None = None
     #: Under ``generate``, the module (path from the root) each step calls, where the
     #: wrapper's generate steps its text model instead of calling its own forward (BLIP-2's
     #: hands ``language_model.generate`` the embeddings): the root's inputs are then never
