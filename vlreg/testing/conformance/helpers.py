@@ -53,7 +53,7 @@ def _block_of(envoy: Standard) -> Standard:
     return envoy
 
 
-def _write(envoy: Standard, name: str, served: Any, way: str) -> None:
+def write_value(envoy: Standard, name: str, served: Any, way: str) -> None:
     """A change written to a served value (a tensor, or a list of them) by ``way``: zeros,
     or for integer values (token ids, a mask) the last position changed (ids + 1, a mask
     flipped), which keeps them valid inputs."""

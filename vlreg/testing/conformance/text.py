@@ -17,7 +17,7 @@ from ...core.errors import ReadOnly, Unavailable
 from ...core.model import StandardizedTransformer
 from ..checkpoints import build
 from .remote import RemoteConformance
-from .helpers import _write, attention_blocks, image, sublayer_output, sublayers, text_rows, written
+from .helpers import write_value, attention_blocks, image, sublayer_output, sublayers, text_rows, written
 from .trust import TextTrust
 
 INTERIOR = (
@@ -176,10 +176,10 @@ class TextConformance(TextTrust, RemoteConformance):
                 with model.trace(*args, **kwargs):
                     served = getattr(envoy, name)
                     if reason is None:
-                        _write(envoy, name, served, way)
+                        write_value(envoy, name, served, way)
                     else:
                         with pytest.raises(ReadOnly):
-                            _write(envoy, name, served, way)
+                            write_value(envoy, name, served, way)
                     out = model.logits.save()
                 label = envoy.label(name)
                 if reason is None:
