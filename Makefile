@@ -1,6 +1,6 @@
 # make demo: install into .venv if needed, then trace the toy model (shipped in vlreg/testing/shipped)
 #            and draw its pictures into $(DEMO_OUT) (the pictures of docs/seeing-into-the-image.md).
-# make test: install into .venv if needed, then run the tests.
+# make test: install into .venv if needed, then run the tests (a worker per core).
 # make test-remote (opt-in): a localhost NDIF server in .venv-remote, vlreg traces through it.
 PYTHON ?= python3
 VENV := .venv
@@ -21,8 +21,10 @@ $(STAMP): pyproject.toml $(PLUGINS)
 .PHONY: install test demo bench catalog clean test-remote
 install: $(STAMP)
 
+# one worker per core, a test file to a worker (its module-scoped checkpoints built once), one
+# thread each: the workers share the cores, and the suite's figures do not depend on the split
 test: $(STAMP)
-	$(PY) -m pytest
+	OMP_NUM_THREADS=1 $(PY) -m pytest -n auto --dist loadfile
 
 demo: $(STAMP)
 	$(PY) -m vlreg demo --out $(DEMO_OUT)
