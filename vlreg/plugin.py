@@ -14,24 +14,33 @@ family's tests subclass); nothing else in vlreg is a promise.
 
 from .core.envoys.calls import PerCall
 from .core.envoys.cross import CrossAttentionLayer, CrossAttentionMixer
-from .core.envoys.text import Attention, Layer, Mlp, eager_only
-from .core.envoys.standard import Standard
-from .core.errors import ReadOnly, Unavailable
 from .core.envoys.experts import MoeMlp
 from .core.envoys.feature_layer import hidden_states_read_only
 from .core.envoys.linear import LinearAttention
 from .core.envoys.mamba import Mamba
-from .core.images.geometry import ImageGrid, box_grid, clip_boxes
-from .core.host.hookspecs import hookimpl
-from .core.host.plugins import adapter
 from .core.envoys.mixers import Mixer
-from .core.host.parts import Claim, Part
-from .core.images.entries import CrossAttention, Entry, QueryTokens, Scatter
-from .core.host.declaration import Other, Plugin, Text, Tower, Wrapper
-from .core.serving.values import argument, copied, first, returned, value, with_first
 from .core.envoys.packed import PackedVisionAttention
 from .core.envoys.seq2seq import DecoderLayer, Encoder, OutputProjection, PostNormLayer
-from .core.envoys.vision import Patches, Vision, VisionAttention, VisionLayer, VisionMlp, as_patches, patches, variable_resolution
+from .core.envoys.standard import Standard
+from .core.envoys.text import Attention, Layer, Mlp, eager_only
+from .core.envoys.vision import (
+    Patches,
+    Vision,
+    VisionAttention,
+    VisionLayer,
+    VisionMlp,
+    as_patches,
+    patches,
+    variable_resolution,
+)
+from .core.errors import ReadOnly, Unavailable
+from .core.host.declaration import Other, Plugin, Text, Tower, Wrapper
+from .core.host.hookspecs import hookimpl
+from .core.host.parts import Claim, Part
+from .core.host.plugins import adapter
+from .core.images.entries import CrossAttention, Entry, QueryTokens, Scatter
+from .core.images.geometry import ImageGrid, box_grid, clip_boxes
+from .core.serving.values import argument, copied, first, returned, value, with_first
 
 __all__ = [
     "Plugin",

@@ -9,8 +9,8 @@ from attrs import frozen
 
 from ..core.errors import Unavailable
 from ..core.images.geometry import ImageGeometry
-from ..core.images.processing import encode
 from ..core.images.options import given, takes_processor_options
+from ..core.images.processing import encode
 from ..core.remote import remotely
 from .tokens import _count, _images, _layers, in_stream, warn_if_turn_ended
 

@@ -7,10 +7,10 @@ from typing import Any, Sequence
 import torch
 from attrs import frozen
 
+from ..core.envoys.readout import readout
 from ..core.errors import Unavailable
 from ..core.images.geometry import ImageGeometry
 from ..core.images.options import takes_processor_options
-from ..core.envoys.readout import readout
 from ..core.remote import remotely
 from .tokens import _images, _layers, _split, _where, in_stream, token_id, warn_if_turn_ended
 

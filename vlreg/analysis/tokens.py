@@ -8,7 +8,6 @@ from typing import Any, Sequence
 import torch
 
 from ..core.images.geometry import ImageGeometry
-
 from ..core.images.processing import leaves
 
 

@@ -25,12 +25,21 @@ from attrs import field, frozen
 
 from .prompts import Prompts, prompt_id, text_of
 from .prompts import source as prompt_source
-from .sources import items as image_items
-from .sources import load, unreadable
-from .store import (FORMAT, MANIFEST, SHARDS, read_manifest, remove_leftovers, shard_paths, shards, write_manifest,
-                    write_shard)
 from .rows import Batches, Rows
 from .sites import Site, resolve
+from .sources import items as image_items
+from .sources import load, unreadable
+from .store import (
+    FORMAT,
+    MANIFEST,
+    SHARDS,
+    read_manifest,
+    remove_leftovers,
+    shard_paths,
+    shards,
+    write_manifest,
+    write_shard,
+)
 
 #: A shard's size when ``shard_images`` is not given: about this many bytes of rows.
 SHARD_BYTES = 256 * 2**20

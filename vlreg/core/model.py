@@ -27,8 +27,18 @@ from .images.inputs import check_invokes, in_weights_dtype
 from .images.invokes import combine
 from .images.options import encode_invoke, processing, refuse_unknown, route, same_options, split
 from .images.processing import MEDIA, configured
-from .loading import IMAGE_TEXT, TEXT, check_task, check_weights, config_of, hub_checkpoint, text_task_fallback
-from .loading import check_needs_images, lazily, weights_to_check
+from .loading import (
+    IMAGE_TEXT,
+    TEXT,
+    check_needs_images,
+    check_task,
+    check_weights,
+    config_of,
+    hub_checkpoint,
+    lazily,
+    text_task_fallback,
+    weights_to_check,
+)
 from .order import in_words
 from .reuse import cache
 from .serving.batching import Run, run_of

@@ -25,7 +25,6 @@ from attrs import evolve
 
 from .errors import LocalOnly, Unavailable
 
-
 #: The inputs a processor derives from the prompt's text, not from its images.
 TEXT_INPUTS = frozenset({"input_ids", "attention_mask", "token_type_ids", "mm_token_type_ids", "position_ids"})
 

@@ -19,8 +19,8 @@ from attrs import frozen
 from ..analysis.tokens import _count, _images, _where, in_stream
 from ..core.errors import Unavailable
 from ..core.images.geometry import ImageGeometry
-from ..core.images.processing import encode
 from ..core.images.options import given, takes_processor_options
+from ..core.images.processing import encode
 from ..core.remote import remotely
 from .dictionary import Dictionary
 

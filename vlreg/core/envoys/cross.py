@@ -29,6 +29,7 @@ from ..serving.values import argument, returned
 from .mixers import Mixer
 from .text import Attention, Layer, eager_only
 
+
 def _call(attention: Any) -> str:
     return f"{attention.path}.source.{attention.interface}.input"
 

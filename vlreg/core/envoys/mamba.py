@@ -46,7 +46,6 @@ from __future__ import annotations
 import importlib.util
 from typing import Any, ClassVar
 
-
 from ..serving.values import argument, returned, value
 from .standard import Standard
 from .text import _size

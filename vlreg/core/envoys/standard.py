@@ -9,7 +9,6 @@ import difflib
 from typing import Any, Callable, ClassVar, Iterator
 
 import torch
-
 from attrs import frozen
 from nnsight.intervention.envoy import Envoy
 

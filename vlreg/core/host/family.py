@@ -14,9 +14,9 @@ from typing import Any, Callable
 
 from attrs import frozen
 
-from . import catalog, plugins
 from ..errors import NoFamily
 from ..serving.reference import ServerSide
+from . import catalog, plugins
 from .parts import KINDS, Part, is_kind
 
 Predicate = Callable[[Any], "str | None"]

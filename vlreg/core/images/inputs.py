@@ -13,7 +13,6 @@ import torch
 
 from .processing import MEDIA
 
-
 ACCEPTED = (
     "images= takes a PIL image, a numpy array (height x width x 3, uint8) or a torch tensor "
     "(3 x height x width), one per image placeholder in the prompt, as a list (a list per "

@@ -19,6 +19,7 @@ from typing import Any, Callable, Iterator
 
 from .processing import MEDIA, OWN, configured, processor_options
 
+
 def split(processor: Any, kwargs: dict, generating: bool = False) -> tuple[dict, dict]:
     """``kwargs`` as (the processor's options, the rest). In a generation, a keyword
     ``generate`` takes stays with it (``max_length`` is both a tokenizer's and a

@@ -30,8 +30,8 @@ from greenlet import getcurrent
 from nnsight.intervention.eproperty import eproperty
 from nnsight.intervention.interleaver import Mediator, OutOfOrderError
 
-from .batching import select, splice
 from ..errors import OutOfOrder, ReadOnly
+from .batching import select, splice
 
 Predicate = Callable[[Any], "str | None"]
 

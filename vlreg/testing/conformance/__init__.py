@@ -13,11 +13,11 @@ Every ``test_*`` method then runs against that family's checkpoint, loaded throu
 from .analysis import AnalysisConformance
 from .cross import CrossAttentionConformance
 from .experts import ExpertsConformance
+from .helpers import image, lit
 from .linear import LinearAttentionConformance
 from .mamba import MambaConformance
 from .remote import RemoteConformance
 from .text import TextConformance
-from .helpers import image, lit
 from .vision import VisionConformance
 
 __all__ = ["TextConformance", "VisionConformance", "ExpertsConformance", "LinearAttentionConformance", "MambaConformance",

@@ -8,16 +8,15 @@ from typing import Any, ClassVar
 import pytest
 import torch
 
-from ...core.envoys.text import Attention, Layer, Mlp
-
-from ...core.envoys.standard import Standard
 from ...core.envoys.linear import LinearAttention
 from ...core.envoys.mamba import Mamba
+from ...core.envoys.standard import Standard
+from ...core.envoys.text import Attention, Layer, Mlp
 from ...core.errors import ReadOnly, Unavailable
 from ...core.model import StandardizedTransformer
 from ..checkpoints import build
+from .helpers import attention_blocks, image, sublayer_output, sublayers, text_rows, write_value, written
 from .remote import RemoteConformance
-from .helpers import write_value, attention_blocks, image, sublayer_output, sublayers, text_rows, written
 from .trust import TextTrust
 
 INTERIOR = (

@@ -8,8 +8,8 @@ from typing import Any, ClassVar
 import pytest
 import torch
 
-from ...core.errors import Unavailable
 from ...core.envoys.vision import Vision, VisionAttention, VisionLayer, VisionMlp
+from ...core.errors import Unavailable
 from .helpers import image
 from .text import TextConformance
 from .trust_vision import VisionTrust
