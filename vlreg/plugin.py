@@ -3,9 +3,10 @@
 A plugin is one declaration, `Plugin` over its parts (`Wrapper`, `Text`, `Tower`), found
 through the ``vlreg`` entry-point group (``qwen2_vl = "vlreg_qwen2_vl:plugin"``); the
 declarations it is made of are below: the image's entries (`Scatter`, `QueryTokens`,
-`CrossAttention`), the standard envoy classes a family maps its modules onto, the value
-descriptors a family serves a value from elsewhere with, and image grids. A module of
-hook functions (`hookimpl`, `vlreg.core.host.hookspecs`) registers too: the escape hatch.
+`ImageCodes`, `CrossAttention`), the standard envoy classes a family maps its modules
+onto, the value descriptors a family serves a value from elsewhere with, and image grids.
+A module of hook functions (`hookimpl`, `vlreg.core.host.hookspecs`) registers too: the
+escape hatch.
 
 What vlreg promises plugins is this module and `vlreg.testing` (checkpoint builders'
 helpers, the tiny widths, plugins registered for a test, and the conformance suite a
@@ -13,6 +14,7 @@ family's tests subclass); nothing else in vlreg is a promise.
 """
 
 from .core.envoys.calls import PerCall
+from .core.envoys.codes import CodeEmbedding, CodesVision
 from .core.envoys.cross import CrossAttentionLayer, CrossAttentionMixer
 from .core.envoys.text import Attention, Layer, Mlp, eager_only
 from .core.envoys.standard import Standard
@@ -26,7 +28,7 @@ from .core.host.hookspecs import hookimpl
 from .core.host.plugins import adapter
 from .core.envoys.mixers import Mixer
 from .core.host.parts import Claim, Part
-from .core.images.entries import CrossAttention, Entry, QueryTokens, Scatter
+from .core.images.entries import CrossAttention, Entry, ImageCodes, QueryTokens, Scatter
 from .core.host.declaration import Plugin, Text, Tower, Wrapper
 from .core.serving.values import argument, copied, first, returned, value, with_first
 from .core.envoys.packed import PackedVisionAttention
@@ -47,6 +49,9 @@ __all__ = [
     "CrossAttention",
     "Mixer",
     "QueryTokens",
+    "ImageCodes",
+    "CodesVision",
+    "CodeEmbedding",
     "Standard",
     "Layer",
     "Attention",

@@ -283,8 +283,10 @@ def text_task_fallback(config: Any, task: str, dispatch: bool) -> contextlib.Abs
     if task != TEXT:
         return contextlib.nullcontext()
     quiet: contextlib.AbstractContextManager = contextlib.nullcontext()
+    from .host.family import vision_config
+
     if type(config) in MODEL_FOR_CAUSAL_LM_MAPPING:
-        if getattr(config, "vision_config", None) is None:
+        if vision_config(config) is None:
             return quiet
         loaded = MODEL_FOR_CAUSAL_LM_MAPPING[type(config)].__name__
         what = f"{TEXT!r} loads {config.model_type!r} as {loaded}"

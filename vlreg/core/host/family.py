@@ -43,6 +43,10 @@ class Family:
     read_only: dict[str, tuple[Predicate, ...]] = {}
     #: What the parts' claims refuse (`Claim.refuses`), ``{row from the root: reason}``.
     refuses: dict[str, str] = {}
+    #: The wrapper's `vlreg_load_options`, ``{task: {keyword: value}}``.
+    load_options: dict[str, dict] = {}
+    #: The wrapper's `vlreg_suppressed_tokens`: ids whose logits its forward sets lowest.
+    suppressed_tokens: tuple[int, ...] = ()
 
     def predicates(self, table: str, row: str) -> tuple[Predicate, ...]:
         """The predicates of ``table`` (``"unavailable"`` or ``"read_only"``) on ``row``;
@@ -70,6 +74,22 @@ class Family:
         return f"Family({self.name!r}: {served})"
 
 
+#: The config fields a vision part is read from, in the order they are tried: a tower's
+#: (``vision_config``), else a VQ encoder's (``vq_config``: Emu3's and Chameleon's, whose
+#: image reaches the text model as discrete codes). Janus has both; its ``vq_config`` is
+#: image generation's, so its tower is the vision part.
+VISION_CONFIGS = ("vision_config", "vq_config")
+
+
+def vision_config(config: Any) -> Any:
+    """The config of ``config``'s vision part (`VISION_CONFIGS`), or None."""
+    for name in VISION_CONFIGS:
+        found = getattr(config, name, None)
+        if found is not None:
+            return found
+    return None
+
+
 def parts_of(config: Any) -> dict[str, Part]:
     """The parts of ``config``: always a wrapper and a text part, a vision part if any.
 
@@ -80,7 +100,7 @@ def parts_of(config: Any) -> dict[str, Part]:
         "wrapper": Part("wrapper", config.model_type, config, config),
         "text": Part("text", text.model_type, text, config),
     }
-    vision = getattr(config, "vision_config", None)
+    vision = vision_config(config)
     if vision is not None:
         parts["vision"] = Part("vision", vision.model_type, vision, config)
     return parts
@@ -122,6 +142,8 @@ def resolve(config: Any) -> Family:
                 table[prefix + row] = table.get(prefix + row, ()) + (predicate,)
     entry = entry_of(served["wrapper"], parts["wrapper"]) if "vision" in parts else None
     grids = plugins.call(served["wrapper"], "vlreg_image_grids", part=parts["wrapper"]) if "vision" in parts else None
+    if entry is not None:
+        envoys.update(entry.envoys())
 
     return Family(
         name=plugins.plugin_manager().get_name(served["wrapper"]),
@@ -134,6 +156,8 @@ def resolve(config: Any) -> Family:
         image_grids=grids,
         read_only=tables["read_only"],
         refuses=refuses,
+        load_options=dict(plugins.call(served["wrapper"], "vlreg_load_options", part=parts["wrapper"]) or {}),
+        suppressed_tokens=tuple(plugins.call(served["wrapper"], "vlreg_suppressed_tokens", part=parts["wrapper"]) or ()),
     )
 
 
