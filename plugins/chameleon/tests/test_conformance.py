@@ -52,3 +52,10 @@ class TestChameleon(CodesConformance):
 
     def text_prompt(self, model, text=None, generation=True):
         return text or self.text
+
+
+class TestChameleonSwin(TestChameleon):
+    """Chameleon with its norms reordered (``swin_norm``, its largest checkpoints'): each
+    sublayer's output normed before the stream adds it, read there, so the plain sum holds."""
+
+    checkpoint = "chameleon_swin"
