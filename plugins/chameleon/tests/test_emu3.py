@@ -69,6 +69,7 @@ def test_the_parts_and_who_serves_them(model):
             getattr(vision, size)
     with pytest.raises(AttributeError, match="resnet blocks"):
         vision.layers
+    assert "decode_image_tokens" in model.support()["vision.decoder"]  # image generation's path, refused by name
 
 
 def test_the_codes_are_the_quantizers_in_the_vocabulary_with_a_line_end_a_row(model):

@@ -19,7 +19,8 @@ the image codes' logits after ``lm_head`` (`wrappers`). Parts: the wrappers (``c
 ``emu3_text_model``; `text`) and the VQ models (``chameleon_vqgan``, ``emu3_vqgan``: each
 config's ``vq_config``, which the host takes for the vision part where there is no
 ``vision_config``; `vision`). `geometry` lays out the codes, `checkpoints` builds tiny
-checkpoints for tests.
+checkpoints for tests. Emu3's VQ decoder, which turns generated image codes back into
+pixels outside the forward, has no standard names: its claim refuses it by name.
 """
 
 from vlreg.plugin import Plugin, Text, Tower, Wrapper
@@ -38,7 +39,7 @@ plugin = Plugin(
     Wrapper("chameleon", rename=wrappers.CHAMELEON_RENAME, entry=wrappers.CHAMELEON_ENTRY,
             suppressed_tokens=wrappers.image_code_ids, image_grids=lambda part: chameleon_image_grids(part.config)),
     Wrapper("emu3", rename=wrappers.EMU3_RENAME, entry=wrappers.EMU3_ENTRY, load_options=wrappers.EMU3_LOAD_OPTIONS,
-            image_grids=lambda part: emu3_image_grids(part.config)),
+            refuses=wrappers.EMU3_REFUSES, image_grids=lambda part: emu3_image_grids(part.config)),
     Text(("chameleon", "emu3_text_model"), envoys=text.envoys),
     Tower(("chameleon_vqgan", "emu3_vqgan"), envoys=vision.envoys),
     checkpoints=builders,

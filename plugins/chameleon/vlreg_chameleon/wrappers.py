@@ -19,7 +19,8 @@ features)``: an `ImageCodes` entry each.
   weights of a checkpoint of the whole model only under a key mapping (`EMU3_LOAD_OPTIONS`):
   the checkpoint keeps them as ``text_model.model.*``, which transformers renames for the
   wrapper but not for the text-only class; without it the load would start from random
-  weights without a word.
+  weights without a word. Its VQ decoder, which turns generated image codes back into
+  pixels outside the forward, has no standard names (`EMU3_REFUSES`).
 """
 
 from __future__ import annotations
@@ -57,6 +58,14 @@ EMU3_ENTRY = ImageCodes(**SCATTER, embedder="model.text_model.embed_tokens")
 #: keeps them as ``text_model.model.*`` and ``text_model.lm_head``.
 EMU3_LOAD_OPTIONS = {"text-generation": {"key_mapping": {r"^text_model\.model\.": "model.",
                                                          r"^text_model\.lm_head\.": "lm_head."}}}
+
+
+#: What of Emu3 is not served (`Claim.refuses`): the VQ decoder, image generation's.
+EMU3_REFUSES = {
+    "vision.decoder": "Emu3's VQ decoder (model.vqmodel.decoder) turns image codes the model generated back into "
+                      "pixels, outside the forward (model.decode_image_tokens): it has no standard names; read it "
+                      "natively (the codes themselves are generated as text is, and read in the logits)",
+}
 
 
 def image_code_ids(part: Any) -> list[int]:
