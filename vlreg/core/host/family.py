@@ -1,10 +1,11 @@
 """From a checkpoint's config to the `Family` that serves it.
 
-`resolve` splits the config into its parts (wrapper, text, vision), finds the plugin
-that claimed each, and merges what they contribute into one ``rename``, one
-``envoys`` map, the image's entry and two tables of predicates (values this load
-cannot serve, values it cannot write), which is all `StandardizedTransformer` needs to
-build.
+`resolve` splits the config into its parts (wrapper, text, vision: a tower's
+``vision_config``, else a VQ encoder's ``vq_config``), finds the plugin that claimed
+each, and merges what they contribute into one ``rename``, one ``envoys`` map (with the
+envoys the image's entry needs), the image's entry, what a load needs and the logits the
+forward suppresses, and two tables of predicates (values this load cannot serve, values
+it cannot write), which is all `StandardizedTransformer` needs to build.
 """
 
 from __future__ import annotations

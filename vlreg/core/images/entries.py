@@ -28,6 +28,7 @@ from typing import Any
 import torch
 from attrs import field, frozen
 
+from ..envoys.codes import CodeEmbedding
 from ..errors import Unavailable
 from .geometry import ImageGeometry, ImageGrid, source_of
 
@@ -295,22 +296,17 @@ class QueryTokens(Scatter):
 @frozen
 class ImageCodes(Scatter):
     """The image reaches the text model as discrete codes, embedded as tokens are (Emu3,
-    Chameleon).
+    Chameleon): a VQ encoder's codebook ids, mapped to ids of the text vocabulary (Emu3 ends
+    each row with an end-of-line id), embedded by the text model's own embedding in a second
+    call of it in the forward, then scattered as any `Scatter` does (the inherited fields
+    say where), so ``layers[0].input[image_token_mask] == image_features`` holds here too.
 
-    A VQ encoder turns the image into a grid of codebook ids; the wrapper maps them to ids
-    of the text vocabulary (Emu3 ends each row with an end-of-line id), embeds those with
-    the text model's own embedding, in a second call of it in the same forward, and
-    scatters the embeddings over the placeholders as any `Scatter` does: the inherited
-    fields say where, and `vision.image_features` is read there, so
-    ``layers[0].input[image_token_mask] == image_features`` holds here too.
-
-    ``embedder`` is that embedding (its path from the root) and ``codes_call`` which of
-    its calls in a forward embeds the codes, counted from 0 (the prompt's ids are call 0).
-    ``vision.image_codes`` (`vlreg.core.envoys.codes.CodesVision`) is that call's input,
-    one id per image token in mask order, so ``embed_tokens.weight[image_codes] ==
-    image_features``; written, the call embeds the new ids, so the features and everything
-    after them move, while an edit of the features, later, leaves the codes as they were.
-    The embedding serves each of its calls (`vlreg.core.envoys.codes.CodeEmbedding`).
+    ``embedder`` is that embedding (its path from the root), ``codes_call`` which of its
+    calls embeds the codes (from 0: the prompt's ids are call 0). ``vision.image_codes``
+    (`CodesVision`) is that call's input, one id per image token in mask order, so
+    ``embed_tokens.weight[image_codes] == image_features``; written, the new ids are
+    embedded, while an edit of the features, later, leaves the codes as they were. The
+    embedding serves each of its calls (`CodeEmbedding`).
     """
 
     embedder: str = field(kw_only=True)
@@ -326,8 +322,6 @@ class ImageCodes(Scatter):
         return self.codes_call + 1 if inputs.get("pixel_values") is not None else 1
 
     def envoys(self) -> dict:
-        from ..envoys.codes import CodeEmbedding
-
         return {self.embedder: CodeEmbedding}
 
 
