@@ -24,6 +24,7 @@ from typing import Any, Iterator
 import torch
 
 from .errors import NoFamily
+from .host.family import vision_config
 
 IMAGE_TEXT = "image-text-to-text"
 TEXT = "text-generation"
@@ -283,8 +284,6 @@ def text_task_fallback(config: Any, task: str, dispatch: bool) -> contextlib.Abs
     if task != TEXT:
         return contextlib.nullcontext()
     quiet: contextlib.AbstractContextManager = contextlib.nullcontext()
-    from .host.family import vision_config
-
     if type(config) in MODEL_FOR_CAUSAL_LM_MAPPING:
         if vision_config(config) is None:
             return quiet

@@ -32,8 +32,8 @@ read and a folder holding only ``config.json`` is enough. What is found:
 A config with no ``vision_config`` (Emu3's and Chameleon's VQ image encoders are their
 ``vq_config``) is surveyed for its text model and its scatter; the survey writes no
 `ImageCodes` (the entry of an image read as discrete codes), so its skeleton serves the
-text names and says so. A tower
-with no list of attention blocks (a convolutional encoder) is a `Vision` with no blocks.
+text names and says so. A tower with no list of attention blocks (a convolutional
+encoder) is a `Vision` with no blocks.
 
 A heuristic that holds on every family vlreg serves is still a guess on a new one: what
 the survey guesses or cannot decide is a TODO note on the part it concerns

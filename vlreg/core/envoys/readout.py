@@ -42,8 +42,7 @@ def final_softcap(model: Any) -> float | None:
 def suppressed(model: Any) -> tuple[int, ...]:
     """The ids whose logits the model's forward sets to the lowest value after ``lm_head``
     (its family's `vlreg_suppressed_tokens`), or none."""
-    family = getattr(model, "family", None)
-    return tuple(getattr(family, "suppressed_tokens", ()))
+    return model.family.suppressed_tokens
 
 
 def _transformed(model: Any) -> bool:
@@ -96,7 +95,8 @@ logits = value(
     # the root's whole output, narrowed to an invoke's rows by nnsight, fails on some
     # families (PaliGemma 2's): the logits are served whole and cut here instead
     layout=lambda model: "rows" if _transformed(model) else "batch",
-    description="the logits the model returns and samples from (lm_head's output, after any final softcap)",
+    description="the logits the model returns and samples from (lm_head's output, after any final softcap or "
+                "suppressed tokens)",
 )(_returned_logits).writes(_with_logits)
 
 uncapped_logits = returned(
