@@ -232,3 +232,20 @@ def test_a_packed_tower_serves_a_pattern_per_image_and_tower_patterns_draws_each
     found = analysis.tower_patterns(model, prompt, pictures, layer=0)
     for one, grid, drawn in zip(pattern, (geometry[0].grids[0], geometry[1].grids[0]), found.patterns):
         torch.testing.assert_close(drawn, analysis.attention.fold(one.float(), grid.rows, grid.columns, 2))
+
+
+def test_a_skipped_block_returns_what_the_block_returns():
+    """A block whose forward returns a tuple, the stream first (Chameleon's, whose text model
+    reads element 0: `Layer.returns_tuple`), returns a tuple when it is skipped too: with
+    every block skipped, the logits are the readout of the stream entering the first,
+    which the model's own suppression of its image codes' logits holds in."""
+    model = StandardizedTransformer(str(build("chameleon")), task="image-text-to-text", dispatch=True, device="cpu")
+    prompt = "What is in this image?<image>"
+    assert model.layers[0].returns_tuple and model.layers[0].passed_through("stream") == ("stream",)
+    with model.trace(prompt, images=[image(112, 84)]):
+        entering = model.layers[0].input.save()
+    with model.trace(prompt, images=[image(112, 84)]):
+        analysis.skip_layers(model, 0, model.num_layers - 1)
+        logits = model.logits.save()
+    torch.testing.assert_close(logits, analysis.project_on_vocab(model, entering))
+    assert (logits[..., list(model.family.suppressed_tokens)] == torch.finfo(logits.dtype).min).all()

@@ -9,7 +9,7 @@ import torch
 from PIL import Image
 
 from vlreg_qwen2_vl import plugin as qwen2_vl
-from vlreg import OutOfOrder, ReadOnly, StandardizedTransformer, Unavailable, hookimpl
+from vlreg import OutOfOrder, ReadOnly, StandardizedTransformer, Unavailable, analysis, hookimpl
 from vlreg.core.host import hookspecs, plugins
 from vlreg.plugin import ImageGrid, Layer, value
 from vlreg.testing import build, builders, registered
@@ -207,6 +207,48 @@ def test_vlreg_image_grids(path):
             model.vision.geometry(prompt(model), [picture])
     model = load(path)
     assert model.vision.geometry(prompt(model), [picture])[0].grids[0].label == "image"
+
+
+def test_vlreg_load_options(path):
+    """What the wrapper asks of a load of one task reaches from_pretrained for that task
+    alone, where the user set no such keyword (Emu3's asks a key mapping of its text-only
+    class, `plugins/chameleon/tests/test_emu3.py`)."""
+
+    class HalfImages(Qwen2VLAgain):
+        @hookimpl
+        def vlreg_load_options(self, part):
+            return {"image-text-to-text": {"dtype": torch.bfloat16}}
+
+    with registered(HalfImages(), name="half-images", replacing=[qwen2_vl]):
+        assert load(path)._module.dtype == torch.bfloat16
+        assert load(path, dtype=torch.float32)._module.dtype == torch.float32  # the user's keyword wins
+        assert StandardizedTransformer(path, dispatch=True, device="cpu")._module.dtype == torch.float32
+    assert load(path)._module.dtype == torch.float32
+
+
+def test_vlreg_suppressed_tokens(path):
+    """Ids the wrapper's forward sets lowest after lm_head (Chameleon's image codes): the
+    logits are read where the model returns them, and every readout vlreg makes itself (the
+    logit lens) sets them lowest too. An answer given as a list reaches the host whole."""
+
+    class Suppressing(Qwen2VLAgain):
+        @hookimpl
+        def vlreg_suppressed_tokens(self, part):
+            return [3, 5]
+
+    with registered(Suppressing(), name="suppressing", replacing=[qwen2_vl]):
+        model = load(path)
+        assert model.family.suppressed_tokens == (3, 5)
+        assert type(model).logits.location(model) == f"{model.path}.output"
+        with model.trace("Hello"):
+            last = model.layers[-1].layer_output.save()
+        lens = analysis.project_on_vocab(model, last)
+        plain = model.lm_head._module(model.norm._module(last))
+        assert (lens[..., [3, 5]] == torch.finfo(lens.dtype).min).all()
+        keep = [index for index in range(model.vocab_size) if index not in (3, 5)]
+        torch.testing.assert_close(lens[..., keep], plain[..., keep])
+    model = load(path)
+    assert model.family.suppressed_tokens == () and type(model).logits.location(model) == f"{model.lm_head.path}.output"
 
 
 def test_vlreg_unavailable(path):

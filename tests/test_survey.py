@@ -12,7 +12,10 @@ import pytest
 import torch
 import transformers
 
+from vlreg.cli import main
+from vlreg.core.host import plugins
 from vlreg.plugin import Part
+from vlreg.testing import registered
 from vlreg.template import survey, write_plugin
 from vlreg.template import modules as tree
 
@@ -103,7 +106,7 @@ CHAMELEON_VOCABULARY = {"<image>": 5, **{f"IMGIMG{chr(65 + code)}Z": 10 + code f
     ("ChameleonConfig", CHAMELEON_VOCABULARY, "model", ("model", "inputs_embeds_masked_scatter_0", 1)),
 ])
 def test_a_config_without_a_vision_config_is_surveyed_and_says_what_its_skeleton_cannot_serve(
-        family, vocabulary, text, scatter, tmp_path):
+        family, vocabulary, text, scatter, tmp_path, capsys):
     config = getattr(transformers, family)(vocabulary_map=vocabulary)
     found = surveyed(tmp_path, config)
     assert set(found.parts) == {"wrapper", "text"} and found.vision is None
@@ -111,8 +114,12 @@ def test_a_config_without_a_vision_config_is_surveyed_and_says_what_its_skeleton
     assert "has no vision_config" in notes(found, "wrapper")
     assert "vq_config" in notes(found, "wrapper")
 
-    name = family.removesuffix("Config").lower()
-    written = write_plugin(name, tmp_path, tmp_path / "source")
+    # a family vlreg serves (vlreg-chameleon serves both) is written with its plugin taken
+    # out, as the CLI says to, and under a name of its own (the installed package keeps its)
+    name = family.removesuffix("Config").lower() + "_skeleton"
+    serving = plugins.claimant("wrapper", config.model_type)
+    with registered(replacing=[serving] if serving is not None else []):
+        written = write_plugin(name, tmp_path, tmp_path / "source")
     sys.path.insert(0, str(written))
     try:
         plugin = importlib.import_module(f"vlreg_{name}").plugin
@@ -124,8 +131,13 @@ def test_a_config_without_a_vision_config_is_surveyed_and_says_what_its_skeleton
     assert set(declared) == {f"{kind}:{model_type}" for kind, model_type in claims}
     assert set(declared.values()) == {f"vlreg_{name}:plugin"}
     wrapper = Part("wrapper", found.parts["wrapper"], config, config)
-    assert plugin.vlreg_entry(wrapper) is None, "the host asks no entry of a config without a vision part"
+    assert plugin.vlreg_entry(wrapper) is None, "the survey writes no entry for an image read as discrete codes"
     assert "TextConformance" in (written / "tests" / "test_conformance.py").read_text()
+
+    # the command says which parts installed plugins serve, the vq_config's among them
+    assert main(["new-plugin", name, "--from", str(tmp_path / "source"), "--out", str(tmp_path / "cli")]) == 0
+    said = capsys.readouterr().out
+    assert f"the vision part {config.vq_config.model_type!r} is served by" in said
 
 
 def test_the_template_modules_import_one_another_one_way():

@@ -125,13 +125,12 @@ def _new_plugin(name: str, out: str, source: str, processor: str | None) -> int:
     from transformers import AutoConfig
 
     from .core.host import plugins
+    from .core.host.family import parts_of
     from .template import write_plugin
 
     folder = write_plugin(name, out, source, processor)
     print(f"wrote {folder}")
-    config = AutoConfig.from_pretrained(source)
-    parts = {"wrapper": config.model_type, "text": config.get_text_config().model_type,
-             "vision": config.vision_config.model_type}
+    parts = {kind: part.model_type for kind, part in parts_of(AutoConfig.from_pretrained(source)).items()}
     left = {kind: plugins.claimant(kind, model_type) for kind, model_type in parts.items()}
     for kind, plugin in left.items():
         if plugin is not None:

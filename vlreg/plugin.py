@@ -3,9 +3,10 @@
 A plugin is one declaration, `Plugin` over its parts (`Wrapper`, `Text`, `Tower`), found
 through the ``vlreg`` entry-point group (``qwen2_vl = "vlreg_qwen2_vl:plugin"``); the
 declarations it is made of are below: the image's entries (`Scatter`, `QueryTokens`,
-`CrossAttention`), the standard envoy classes a family maps its modules onto, the value
-descriptors a family serves a value from elsewhere with, and image grids. A module of
-hook functions (`hookimpl`, `vlreg.core.host.hookspecs`) registers too: the escape hatch.
+`ImageCodes`, `CrossAttention`), the standard envoy classes a family maps its modules
+onto, the value descriptors a family serves a value from elsewhere with, and image grids.
+A module of hook functions (`hookimpl`, `vlreg.core.host.hookspecs`) registers too: the
+escape hatch.
 
 What vlreg promises plugins is this module and `vlreg.testing` (checkpoint builders'
 helpers, the tiny widths, plugins registered for a test, and the conformance suite a
@@ -13,6 +14,7 @@ family's tests subclass); nothing else in vlreg is a promise.
 """
 
 from .core.envoys.calls import PerCall
+from .core.envoys.codes import CodeEmbedding, CodesVision
 from .core.envoys.cross import CrossAttentionLayer, CrossAttentionMixer
 from .core.envoys.experts import MoeMlp
 from .core.envoys.feature_layer import hidden_states_read_only
@@ -38,7 +40,7 @@ from .core.host.declaration import Other, Plugin, Text, Tower, Wrapper
 from .core.host.hookspecs import hookimpl
 from .core.host.parts import Claim, Part
 from .core.host.plugins import adapter
-from .core.images.entries import CrossAttention, Entry, QueryTokens, Scatter
+from .core.images.entries import CrossAttention, Entry, ImageCodes, QueryTokens, Scatter
 from .core.images.geometry import ImageGrid, box_grid, clip_boxes
 from .core.serving.values import argument, copied, first, returned, value, with_first
 
@@ -57,6 +59,9 @@ __all__ = [
     "CrossAttention",
     "Mixer",
     "QueryTokens",
+    "ImageCodes",
+    "CodesVision",
+    "CodeEmbedding",
     "Standard",
     "Layer",
     "Attention",

@@ -144,4 +144,4 @@ def skip_layers(model: Any, start: int, end: int) -> None:
             raise ValueError(f"layers[{layer}] cannot be skipped: {reason}")
     for layer in skipped:
         block = model.layers[layer]
-        block.skip(block.input)
+        block.skip(block.passed_through(block.input))

@@ -24,6 +24,7 @@ from typing import Any, Iterator
 import torch
 
 from .errors import NoFamily
+from .host.family import vision_config
 
 IMAGE_TEXT = "image-text-to-text"
 TEXT = "text-generation"
@@ -284,7 +285,7 @@ def text_task_fallback(config: Any, task: str, dispatch: bool) -> contextlib.Abs
         return contextlib.nullcontext()
     quiet: contextlib.AbstractContextManager = contextlib.nullcontext()
     if type(config) in MODEL_FOR_CAUSAL_LM_MAPPING:
-        if getattr(config, "vision_config", None) is None:
+        if vision_config(config) is None:
             return quiet
         loaded = MODEL_FOR_CAUSAL_LM_MAPPING[type(config)].__name__
         what = f"{TEXT!r} loads {config.model_type!r} as {loaded}"

@@ -23,7 +23,7 @@ from .errors import Unavailable
 from .host import plugins
 from .host.family import Family, resolve
 from .images.geometry import image_geometry
-from .images.inputs import check_invokes, in_weights_dtype
+from .images.inputs import check_invokes, for_processor, in_weights_dtype
 from .images.invokes import combine
 from .images.options import encode_invoke, processing, refuse_unknown, route, same_options, split
 from .images.processing import MEDIA, configured
@@ -131,6 +131,8 @@ class StandardizedTransformer(TextSizes, TransformersModel):
             kwargs["dtype"] = dtype
         if attn_implementation is not None:
             kwargs["attn_implementation"] = attn_implementation
+        for name, option in self.family.load_options.get(task, {}).items():
+            kwargs.setdefault(name, option)  # what the weights need to land (`vlreg_load_options`)
         if not dispatch and isinstance(checkpoint, str):
             # nnsight's lazy build cannot infer the processor (or, for text
             # generation, the tokenizer) from a meta model.
@@ -220,6 +222,8 @@ class StandardizedTransformer(TextSizes, TransformersModel):
         What the batch holds per row is kept for the values that cut it per invoke.
         """
         check_invokes(self, invokes)
+        invokes = [(inputs, {**kwargs, "images": for_processor(kwargs["images"], self.processor)} if "images" in kwargs
+                    else kwargs) for inputs, kwargs in invokes]
         routed = [route(self, inputs, kwargs, generating=getattr(fn, "__name__", "") == "generate")
                   for inputs, kwargs in invokes]
         invokes = [(inputs, kwargs) for inputs, kwargs, _ in routed]
@@ -324,9 +328,10 @@ class StandardizedTransformer(TextSizes, TransformersModel):
                 tower = envoy
             if visit.row.startswith("vision."):
                 envoy._tower = tower
-        projector = self.__dict__.get("projector")
-        if isinstance(projector, Standard):  # a family's per-call projector (`PerCall`)
-            projector._row, projector._label = "projector.", "projector"
+        for mount in ("projector", "embed_tokens"):
+            envoy = self.__dict__.get(mount)
+            if isinstance(envoy, Standard):  # a module called per call (`PerCall`): a projector per crop, an embedding of codes
+                envoy._row, envoy._label = f"{mount}.", mount
         for stack in [visit.envoy for visit in _entered(self) if visit.envoy.runs_once]:
             for visit in _entered(stack):
                 visit.envoy._once = stack

@@ -34,8 +34,9 @@ def in_words(model: Any) -> str:
 
 
 def _stage(model: Any, envoy: Any, name: str) -> str | None:
-    """The stage a value is told within (``None``: told by its own name)."""
-    if envoy._tower is not None and name not in ("image_token_mask", "image_features"):
+    """The stage a value is told within (``None``: told by its own name, as the mask, the
+    features and what the entry tells between the projector and them are)."""
+    if envoy._tower is not None and name not in ("image_token_mask", "image_features", *model.family.entry.told):
         return "vision"
     if envoy.block_index is not None:
         return envoy._label.partition("[")[0]  # "layers", "encoder.layers"
@@ -49,6 +50,8 @@ def _named(model: Any, envoy: Any, name: str, label: str) -> str:
         return f"{label} (off the inputs)"
     if name == "image_features":
         return f"{label} ({model.family.entry.words})"
+    if envoy._tower is not None and name in model.family.entry.told:
+        return f"{label} ({model.family.entry.told[name]})"
     return label
 
 

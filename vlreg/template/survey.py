@@ -30,9 +30,10 @@ read and a folder holding only ``config.json`` is enough. What is found:
   (``vision_feature_layer``: a block's stream, so later blocks reach nothing).
 
 A config with no ``vision_config`` (Emu3's and Chameleon's VQ image encoders are their
-``vq_config``) is surveyed for its text model and its scatter; the host serves an image
-only through a vision part, so its skeleton serves the text names and says so. A tower
-with no list of attention blocks (a convolutional encoder) is a `Vision` with no blocks.
+``vq_config``) is surveyed for its text model and its scatter; the survey writes no
+`ImageCodes` (the entry of an image read as discrete codes), so its skeleton serves the
+text names and says so. A tower with no list of attention blocks (a convolutional
+encoder) is a `Vision` with no blocks.
 
 A heuristic that holds on every family vlreg serves is still a guess on a new one: what
 the survey guesses or cannot decide is a TODO note on the part it concerns
@@ -131,10 +132,10 @@ def survey(source: str | Path) -> Survey:
     else:
         vision = tower_layers = projector = patch_embed = tower_adapter = None
         tower_envoys, tower_rename = {}, {}
-        _note(notes["wrapper"], f"{config.model_type!r} has no vision_config, and the host serves an image only through "
-                                f"a vision part: this skeleton serves the text names. Where the image enters is "
-                                f"surveyed below (SCATTER) for when a declaration can say how the image part's "
-                                f"output becomes the embeddings there (discrete codes embedded as tokens, issue #24)")
+        _note(notes["wrapper"], f"{config.model_type!r} has no vision_config, and the survey does not write the "
+                                f"entry of an image read as discrete codes: this skeleton serves the text names. "
+                                f"Where the image enters is surveyed below (SCATTER); declare an ImageCodes there, "
+                                f"a CodesVision over the VQ encoder of the vq_config part (plugins/chameleon does)")
     norm = find_norm(text_module, layers)
     embed_tokens = relative(text_module, text_module.get_input_embeddings())
     lm_head = relative(model, model.get_output_embeddings())

@@ -3,10 +3,13 @@
 On most models the logits are ``lm_head``'s output. Some models transform it after:
 Gemma 2 (so PaliGemma 2) and Gemma 4 checkpoints that set ``final_logit_softcapping``
 return ``tanh(z / cap) * cap``, which keeps each token's rank but not its probability
-(at trained-model logit sizes the top probability moves from 0.998 to 0.772). vlreg's
-``logits`` is what the model returns, so ``softmax(model.logits)`` is the model's own
-distribution on every family; ``uncapped_logits`` is ``lm_head``'s output, before the
-cap; `readout` applies the same steps to any stream (the logit lens).
+(at trained-model logit sizes the top probability moves from 0.998 to 0.772); Chameleon's
+forward sets the logits of its image codes to the dtype's lowest value, in place, so text
+generation never emits them (the family's `vlreg_suppressed_tokens`). vlreg's ``logits``
+is what the model returns, read after those steps, so ``softmax(model.logits)`` is the
+model's own distribution on every family; ``uncapped_logits`` is ``lm_head``'s output,
+before the cap (where the forward edits it in place, the same tensor, which the edit
+reaches); `readout` applies the same steps to any stream (the logit lens).
 """
 
 from __future__ import annotations
@@ -36,12 +39,28 @@ def final_softcap(model: Any) -> float | None:
     return float(cap) if applies else None
 
 
-def softcap(model: Any, logits: torch.Tensor) -> torch.Tensor:
-    """``logits`` (``lm_head``'s output) as the model returns them: capped where it caps."""
+def suppressed(model: Any) -> tuple[int, ...]:
+    """The ids whose logits the model's forward sets to the lowest value after ``lm_head``
+    (its family's `vlreg_suppressed_tokens`), or none."""
+    return model.family.suppressed_tokens
+
+
+def _transformed(model: Any) -> bool:
+    """Whether the forward returns other logits than ``lm_head``'s output as it left it."""
+    return final_softcap(model) is not None or bool(suppressed(model))
+
+
+def as_returned(model: Any, logits: torch.Tensor) -> torch.Tensor:
+    """``logits`` (``lm_head``'s output) as the model returns them: capped where it caps,
+    the suppressed tokens' set to the lowest value (a copy; ``logits`` is left as it is)."""
     cap = final_softcap(model)
-    if cap is None:
-        return logits
-    return torch.tanh(logits / cap) * cap
+    if cap is not None:
+        logits = torch.tanh(logits / cap) * cap
+    ids = suppressed(model)
+    if ids:
+        logits = logits.clone()
+        logits[..., list(ids)] = torch.finfo(logits.dtype).min
+    return logits
 
 
 def readout(model: Any, stream: torch.Tensor) -> torch.Tensor:
@@ -51,7 +70,7 @@ def readout(model: Any, stream: torch.Tensor) -> torch.Tensor:
     BART's decoder) reads the stream out as it is."""
     norm = model.__dict__.get("norm")
     with torch.no_grad():
-        return softcap(model, model.lm_head._module(norm._module(stream) if norm is not None else stream))
+        return as_returned(model, model.lm_head._module(norm._module(stream) if norm is not None else stream))
 
 
 def _returned_logits(model: Any, raw: Any) -> torch.Tensor:
@@ -66,7 +85,7 @@ def _with_logits(model: Any, raw: Any, new: torch.Tensor) -> Any:
 
 
 def _logits_location(model: Any) -> str:
-    if final_softcap(model) is None:
+    if not _transformed(model):
         return f"{model.lm_head.path}.output"
     return f"{model.path}.output"
 
@@ -75,8 +94,9 @@ logits = value(
     _logits_location,
     # the root's whole output, narrowed to an invoke's rows by nnsight, fails on some
     # families (PaliGemma 2's): the logits are served whole and cut here instead
-    layout=lambda model: "batch" if final_softcap(model) is None else "rows",
-    description="the logits the model returns and samples from (lm_head's output, after any final softcap)",
+    layout=lambda model: "rows" if _transformed(model) else "batch",
+    description="the logits the model returns and samples from (lm_head's output, after any final softcap or "
+                "suppressed tokens)",
 )(_returned_logits).writes(_with_logits)
 
 uncapped_logits = returned(

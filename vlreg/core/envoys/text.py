@@ -60,6 +60,9 @@ class Layer(Standard):
     #: The norms a post-norm block applies after each sublayer's residual add, in order
     #: (`vlreg.core.envoys.seq2seq.PostNormLayer`); empty on a pre-norm block.
     post_norms: ClassVar[tuple[str, ...]] = ()
+    #: Whether the block's forward returns a tuple, the stream first (Chameleon's), rather
+    #: than the stream alone: a skipped block must return the same shape (`passed_through`).
+    returns_tuple: ClassVar[bool] = False
 
     @value("input")
     def input(self, raw: Any) -> Any:
@@ -96,6 +99,11 @@ class Layer(Standard):
     def present_mixers(self) -> list[Standard]:
         """The token mixers this block holds, in forward order (one on most blocks)."""
         return [self.__dict__[mixer.name] for mixer in self.mixers if isinstance(self.__dict__.get(mixer.name), Standard)]
+
+    def passed_through(self, stream: Any) -> Any:
+        """What the block returns when it passes ``stream`` through unchanged, in place of
+        running (`vlreg.analysis.skip_layers`): the stream, as the block returns it."""
+        return (stream,) if self.returns_tuple else stream
 
     def why_not_skipped(self, skipped: range) -> str | None:
         """Why this block cannot be skipped together with the blocks ``skipped`` (``None``:

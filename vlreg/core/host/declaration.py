@@ -84,12 +84,18 @@ class Wrapper(Declared):
       `QueryTokens`, ...); ``None`` where no image reaches the text model;
     * ``image_grids``: a function of the part giving `vlreg_image_grids`' answer, the
       function that lays out each image's tokens (``lambda part: grids``, or one that reads
-      ``part.config``).
+      ``part.config``);
+    * ``load_options``: `vlreg_load_options`' answer, ``{task: {keyword: value}}`` a load
+      of that task needs for its weights to land;
+    * ``suppressed_tokens``: `vlreg_suppressed_tokens`' answer, the ids whose logits the
+      forward sets to the lowest value after ``lm_head``.
     """
 
     kind: ClassVar[str] = "wrapper"
     entry: Any = None
     image_grids: Callable[[Part], Any] | None = None
+    load_options: Any = None
+    suppressed_tokens: Any = None
 
 
 @frozen(eq=False)
@@ -101,7 +107,8 @@ class Text(Declared):
 
 @frozen(eq=False)
 class Tower(Declared):
-    """The vision tower's config (``config.vision_config``): the tower's names and envoys."""
+    """The vision tower's config (``config.vision_config``, or a VQ encoder's
+    ``config.vq_config`` where there is none): the tower's names and envoys."""
 
     kind: ClassVar[str] = "vision"
 
@@ -178,6 +185,14 @@ class Plugin:
     @hookimpl
     def vlreg_image_grids(self, part: Part) -> Any:
         return self.answer(part, "image_grids")
+
+    @hookimpl
+    def vlreg_load_options(self, part: Part) -> Any:
+        return self.answer(part, "load_options")
+
+    @hookimpl
+    def vlreg_suppressed_tokens(self, part: Part) -> Any:
+        return self.answer(part, "suppressed_tokens")
 
     @hookimpl
     def vlreg_unavailable(self, part: Part) -> Any:

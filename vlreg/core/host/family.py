@@ -1,10 +1,11 @@
 """From a checkpoint's config to the `Family` that serves it.
 
-`resolve` splits the config into its parts (wrapper, text, vision), finds the plugin
-that claimed each, and merges what they contribute into one ``rename``, one
-``envoys`` map, the image's entry and two tables of predicates (values this load
-cannot serve, values it cannot write), which is all `StandardizedTransformer` needs to
-build.
+`resolve` splits the config into its parts (wrapper, text, vision: a tower's
+``vision_config``, else a VQ encoder's ``vq_config``), finds the plugin that claimed
+each, and merges what they contribute into one ``rename``, one ``envoys`` map (with the
+envoys the image's entry needs), the image's entry, what a load needs and the logits the
+forward suppresses, and two tables of predicates (values this load cannot serve, values
+it cannot write), which is all `StandardizedTransformer` needs to build.
 """
 
 from __future__ import annotations
@@ -47,6 +48,10 @@ class Family:
     refuses: dict[str, str] = {}
     #: The config's other parts no plugin claims: ``{config field: model_type}``.
     unserved: dict[str, str] = {}
+    #: The wrapper's `vlreg_load_options`, ``{task: {keyword: value}}``.
+    load_options: dict[str, dict] = {}
+    #: The wrapper's `vlreg_suppressed_tokens`: ids whose logits its forward sets lowest.
+    suppressed_tokens: tuple[int, ...] = ()
 
     def predicates(self, table: str, row: str) -> tuple[Predicate, ...]:
         """The predicates of ``table`` (``"unavailable"`` or ``"read_only"``) on ``row``;
@@ -75,6 +80,22 @@ class Family:
         return f"Family({self.name!r}: {served}{unserved})"
 
 
+#: The config fields a vision part is read from, in the order they are tried: a tower's
+#: (``vision_config``), else a VQ encoder's (``vq_config``: Emu3's and Chameleon's, whose
+#: image reaches the text model as discrete codes). Janus has both; its ``vq_config`` is
+#: image generation's, so its tower is the vision part.
+VISION_CONFIGS = ("vision_config", "vq_config")
+
+
+def vision_config(config: Any) -> Any:
+    """The config of ``config``'s vision part (`VISION_CONFIGS`), or None."""
+    for name in VISION_CONFIGS:
+        found = getattr(config, name, None)
+        if found is not None:
+            return found
+    return None
+
+
 def parts_of(config: Any) -> dict[str, Part]:
     """The parts of ``config``: always a wrapper and a text part, a vision part if any.
 
@@ -86,7 +107,7 @@ def parts_of(config: Any) -> dict[str, Part]:
         "wrapper": Part("wrapper", config.model_type, config, config),
         "text": Part("text", text.model_type, text, config),
     }
-    vision = getattr(config, "vision_config", None)
+    vision = vision_config(config)
     if vision is not None:
         parts["vision"] = Part("vision", vision.model_type, vision, config)
     taken = {id(part.config) for part in parts.values()}
@@ -137,6 +158,8 @@ def resolve(config: Any) -> Family:
                 table[prefix + row] = table.get(prefix + row, ()) + (predicate,)
     entry = entry_of(served["wrapper"], parts["wrapper"]) if "vision" in parts else None
     grids = plugins.call(served["wrapper"], "vlreg_image_grids", part=parts["wrapper"]) if "vision" in parts else None
+    if entry is not None:
+        envoys.update(entry.envoys())
 
     return Family(
         name=plugins.plugin_manager().get_name(served["wrapper"]),
@@ -150,6 +173,8 @@ def resolve(config: Any) -> Family:
         read_only=tables["read_only"],
         unserved=unserved,
         refuses=refuses,
+        load_options=dict(plugins.call(served["wrapper"], "vlreg_load_options", part=parts["wrapper"]) or {}),
+        suppressed_tokens=tuple(plugins.call(served["wrapper"], "vlreg_suppressed_tokens", part=parts["wrapper"]) or ()),
     )
 
 

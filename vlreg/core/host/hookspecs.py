@@ -8,7 +8,8 @@ A checkpoint's config has *parts*, and each is served by the plugin that claims 
   model, the vision tower and the projector sit, and where the image features are
   scattered into the embeddings. The plugin that claims it is the model's *family*.
 * ``"text"``: ``config.text_config`` (``qwen2_vl_text``, ``qwen2``, ``llama``): the blocks.
-* ``"vision"``: ``config.vision_config`` (``qwen2_vl_vision``, ``siglip_vision_model``): the tower.
+* ``"vision"``: ``config.vision_config`` (``qwen2_vl_vision``, ``siglip_vision_model``): the tower;
+  where a config has none, its VQ image encoder's ``config.vq_config`` (``emu3_vqgan``).
 * another config the top-level one holds, by its field (``"qformer_config"``: BLIP-2's
   Q-Former, ``blip_2_qformer``; ``"audio_config"``): served where a plugin claims it, and
   otherwise named (``Family.unserved``), its modules keeping their native names.
@@ -27,7 +28,7 @@ rows are from the root.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable, Optional
+from typing import TYPE_CHECKING, Any, Callable, Optional, Sequence
 
 import pluggy
 
@@ -111,8 +112,9 @@ def vlreg_envoys(part: Part) -> dict[type, type] | None:
 def vlreg_entry(part: Part) -> Entry | None:
     """Where and how the image enters the text model: its `Entry`. A `Scatter` (the
     wrapper writes the features into the embeddings), a `QueryTokens` (a Q-Former's
-    queries, scattered), a `CrossAttention` (the text model takes them as an argument its
-    cross-attention blocks read; Mllama's), ...
+    queries, scattered), an `ImageCodes` (discrete codes, embedded by the text model's own
+    embedding, then scattered; Emu3's, Chameleon's), a `CrossAttention` (the text model
+    takes them as an argument its cross-attention blocks read; Mllama's), ...
 
     Only asked of the wrapper part. ``None`` means images never reach this model
     (every vision value is then `Unavailable`).
@@ -138,6 +140,34 @@ def vlreg_image_grids(part: Part) -> Callable[..., list] | None:
     no pixels. The tokens of an image's grids must add up to its image tokens in the
     encoding; `vision.geometry` checks it. ``None``: the family declares no geometry, and
     `vision.geometry` is `Unavailable`.
+    """
+
+
+@hookspec(firstresult=True)
+def vlreg_load_options(part: Part) -> dict[str, dict[str, Any]] | None:
+    """Keyword arguments a load needs for its weights to land, beyond what the user
+    passes: ``{task: {name: value}}``, handed to ``from_pretrained`` for a load of that
+    task (``"text-generation"`` or ``"image-text-to-text"``) where the user set no such
+    keyword.
+
+    Only asked of the wrapper part. Where transformers' class for a task reads the
+    checkpoint's weights under other names than the checkpoint saves them (Emu3's
+    text-only class, ``Emu3ForCausalLM``, finds none of the text model's in a checkpoint of
+    the whole model, and would start from random weights without a word), say how
+    (``key_mapping``). ``None``: every load needs nothing more.
+    """
+
+
+@hookspec(firstresult=True)
+def vlreg_suppressed_tokens(part: Part) -> Sequence[int] | None:
+    """Ids of the vocabulary whose logits the wrapper's forward sets to the lowest value
+    after ``lm_head``, so the model never emits them (Chameleon's: its image codes, in a
+    forward that generates text).
+
+    Only asked of the wrapper part. vlreg then reads ``model.logits`` after that edit, as
+    the model returns them, and applies it wherever it reads out a stream itself (the
+    logit lens), so every probability it reports is the model's. ``None``: the forward
+    returns ``lm_head``'s output as it is (or softcapped).
     """
 
 

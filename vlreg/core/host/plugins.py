@@ -326,7 +326,7 @@ def call(plugin: Any, hook: str, **kwargs: Any) -> Any:
     manager = plugin_manager()
     others = [p for p in manager.get_plugins() if p is not plugin]
     result = manager.subset_hook_caller(hook, remove_plugins=others)(**kwargs)
-    if isinstance(result, list):  # a hook that is not firstresult
+    if not getattr(manager.hook, hook).spec.opts.get("firstresult"):  # a list of the one plugin's answer
         return result[0] if result else None
     return result
 

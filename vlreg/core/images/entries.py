@@ -2,14 +2,17 @@
 
 A wrapper declares its entry (`vlreg_entry`, a `Wrapper`'s ``entry=``): `Scatter` (the
 features are written into the token embeddings), `QueryTokens` (a Q-Former's learned
-queries, scattered) or `CrossAttention` (the text model takes them as an argument its
-cross-attention blocks read). Everything that differs between the ways is answered by the
-entry, in one place, and the rest of vlreg asks the entry, never which one it is:
+queries, scattered), `ImageCodes` (discrete codes, embedded as tokens are, then scattered)
+or `CrossAttention` (the text model takes them as an argument its cross-attention blocks
+read). Everything that differs between the ways is answered by the entry, in one place,
+and the rest of vlreg asks the entry, never which one it is:
 
 * where ``vision.image_features`` is read and how it is written back (`features_at`,
   `read_features`, `write_features`, `features_layout`);
 * where the root computes the image's values among its own (`order`) and how the forward
-  order names the features (`words`);
+  order names the features (`words`) and what it computes before them (`told`);
+* where the image's discrete codes are read, if it has any (`codes_at`), and the envoy
+  classes that reading needs (`envoys`);
 * how an image's tokens are placed for `vision.geometry` (`place`);
 * what a trace's invokes must satisfy (`check_invokes`);
 * whether the image has tokens in the text stream (`not_in_stream`) and whether those
@@ -23,8 +26,9 @@ from collections.abc import Mapping
 from typing import Any
 
 import torch
-from attrs import frozen
+from attrs import field, frozen
 
+from ..envoys.codes import CodeEmbedding
 from ..errors import Unavailable
 from .geometry import ImageGeometry, ImageGrid, source_of
 
@@ -62,6 +66,10 @@ class Entry:
     order: tuple[str, ...] = ("token_embeddings", "vision")
     #: How the forward order in words names where ``vision.image_features`` is read.
     words: str = "where the features enter the embeddings"
+    #: Values of ``model.vision`` the forward computes after the projector, before the
+    #: features, each told by its own name in the forward order in words, with what it is
+    #: (`ImageCodes`' codes); the tower's other values are told within the tower.
+    told: Mapping[str, str] = {}
     generation: str | None = None
     embeddings_to: str | None = None
     steps: str | None = None
@@ -82,6 +90,16 @@ class Entry:
     def not_in_stream(self) -> str | None:
         """Why the image has no tokens in the text stream (``None``: it has, at the
         image-token mask), for the helpers that work on those tokens."""
+        return None
+
+    def envoys(self) -> dict:
+        """Envoy classes this entry needs beside the plugins' (`vlreg_envoys` entries, a key
+        a module class or a module's path from the root): none but `ImageCodes`'."""
+        return {}
+
+    def codes_at(self, vision: Any) -> str | None:
+        """Where ``vision.image_codes`` is read (`ImageCodes`); ``None``: the image reaches
+        the text model as features, with no ids of its own."""
         return None
 
     # -- vision.image_features ----------------------------------------------------
@@ -273,6 +291,38 @@ class QueryTokens(Scatter):
                     for image in images]
 
         return grids
+
+
+@frozen
+class ImageCodes(Scatter):
+    """The image reaches the text model as discrete codes, embedded as tokens are (Emu3,
+    Chameleon): a VQ encoder's codebook ids, mapped to ids of the text vocabulary (Emu3 ends
+    each row with an end-of-line id), embedded by the text model's own embedding in a second
+    call of it in the forward, then scattered as any `Scatter` does (the inherited fields
+    say where), so ``layers[0].input[image_token_mask] == image_features`` holds here too.
+
+    ``embedder`` is that embedding (its path from the root), ``codes_call`` which of its
+    calls embeds the codes (from 0: the prompt's ids are call 0). ``vision.image_codes``
+    (`CodesVision`) is that call's input, one id per image token in mask order, so
+    ``embed_tokens.weight[image_codes] == image_features``; written, the new ids are
+    embedded, while an edit of the features, later, leaves the codes as they were. The
+    embedding serves each of its calls (`CodeEmbedding`).
+    """
+
+    embedder: str = field(kw_only=True)
+    codes_call: int = field(default=1, kw_only=True)
+    told = {"image_codes": "the ids the text model's embedding reads"}
+
+    def codes_at(self, vision: Any) -> str:
+        return f"{vision.root.get(self.embedder).path}.input"
+
+    def embedder_calls(self, inputs: dict) -> int:
+        """How many times one forward on ``inputs`` (the processor's encoding) calls the
+        embedder: once for the prompt, and once more for the codes where images are given."""
+        return self.codes_call + 1 if inputs.get("pixel_values") is not None else 1
+
+    def envoys(self) -> dict:
+        return {self.embedder: CodeEmbedding}
 
 
 @frozen

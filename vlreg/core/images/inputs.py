@@ -123,6 +123,21 @@ def check_images(images: Any, processor: Any, arrays: bool = True) -> None:
             )
 
 
+def for_processor(images: Any, processor: Any) -> Any:
+    """``images`` as the processor takes them: as they are, but for an image processor of
+    transformers' older kind (neither the torchvision nor the PIL backend: Emu3's), whose
+    RGB conversion takes PIL images and numpy arrays only and fails deep inside on a torch
+    tensor; each tensor is handed to it as the numpy array of the same pixels and layout."""
+    from transformers.image_processing_backends import PilBackend, TorchvisionBackend
+
+    image_processor = getattr(processor, "image_processor", None)
+    if images is None or image_processor is None or isinstance(image_processor, (PilBackend, TorchvisionBackend)):
+        return images
+    if isinstance(images, (list, tuple)):
+        return [for_processor(image, processor) for image in images]
+    return images.detach().cpu().numpy() if isinstance(images, torch.Tensor) else images
+
+
 def _leaves(images: Any) -> Iterator[Any]:
     for _, image in _indexed(images, ""):
         yield image

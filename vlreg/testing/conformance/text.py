@@ -52,7 +52,11 @@ class TextConformance(TextTrust, RemoteConformance):
     * ``supports_sdpa``: whether transformers runs the text model under sdpa (Gemma 2's
       softcapping runs only eager), which the check that the interior needs eager loads;
     * ``one_sublayer``: whether each block holds one sublayer, a mixer or an MLP
-      (NemotronH's), rather than a mixer and an MLP.
+      (NemotronH's), rather than a mixer and an MLP;
+    * ``processor_prefix``, ``processor_suffix``: text the processor writes before and
+      after every prompt that the tokenizer alone does not (Emu3's processor writes the BOS,
+      Chameleon's a separator after the prompt), so a load with no processor (text
+      generation) is given it written out.
     """
 
     checkpoint: ClassVar[str]
@@ -67,6 +71,8 @@ class TextConformance(TextTrust, RemoteConformance):
     bidirectional_prefix: ClassVar[bool] = False
     supports_sdpa: ClassVar[bool] = True
     one_sublayer: ClassVar[bool] = False
+    processor_prefix: ClassVar[str] = ""
+    processor_suffix: ClassVar[str] = ""
 
     # -- fixtures -------------------------------------------------------------
 
@@ -104,6 +110,13 @@ class TextConformance(TextTrust, RemoteConformance):
             return prompt
         pictures = [image(56, 56, seed) for seed in range(self.text_images)]
         return dict(model.processor(text=prompt, images=pictures, return_tensors="pt"))
+
+    def written(self, model: StandardizedTransformer, prompt: Any) -> Any:
+        """``prompt`` as the processor hands it to the tokenizer, where the model has one:
+        with what the processor writes around it (``processor_prefix``, ``processor_suffix``)."""
+        if model.processor is None or not isinstance(prompt, str):
+            return prompt
+        return self.processor_prefix + prompt + self.processor_suffix
 
     # -- names and sizes ----------------------------------------------------
 
@@ -239,7 +252,8 @@ class TextConformance(TextTrust, RemoteConformance):
 
     def test_token_embeddings_are_the_embedding(self, model):
         prompt = self.text_prompt(model)
-        ids = prompt["input_ids"] if isinstance(prompt, dict) else model.tokenizer(prompt, return_tensors="pt")["input_ids"]
+        written = self.written(model, prompt)
+        ids = prompt["input_ids"] if isinstance(prompt, dict) else model.tokenizer(written, return_tensors="pt")["input_ids"]
         with model.trace(prompt):
             embeddings = model.token_embeddings.save()
         assert torch.equal(embeddings, model.embed_tokens._module(ids))

@@ -1,0 +1,89 @@
+"""Discrete image codes: the image reaches the text model as ids, embedded as tokens are.
+
+A family whose entry is an `ImageCodes` (Emu3, Chameleon) reads an image with a VQ
+encoder: its latents are quantized to codebook ids, the ids mapped into the text
+vocabulary and embedded by the text model's own embedding, in a second call of it, before
+the embeddings are scattered over the placeholders. Two envoys serve that:
+
+* `CodesVision`, the vision part, adds ``vision.image_codes``: the ids that call embeds,
+  ``[image_tokens]``, one per image token in mask order (an end-of-line id too, where the
+  family writes one), so ``embed_tokens.weight[image_codes] == image_features``. A write
+  is embedded in their place: it moves ``image_features`` and everything after. The ids
+  must stay ids of the vocabulary, as many as before; other values are refused before the
+  embedding runs, where an out-of-range id would fail deep inside it or a float be cast;
+* `CodeEmbedding`, the text model's embedding, serves each of its calls (`PerCall`):
+  ``embed_tokens.input`` and ``output`` are lists, the prompt's call, then the codes'.
+
+Where the codes are read is the entry's to say (`Entry.codes_at`), as the features' is.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from ..serving.values import value
+from .calls import PerCall
+from .vision import Vision
+
+
+def _codes(vision: Any, raw: Any) -> torch.Tensor:
+    """The ids the call embeds, flattened to one per image token (a view)."""
+    args, kwargs = raw
+    return (args[0] if args else kwargs["input"]).reshape(-1)
+
+
+def _with_codes(vision: Any, raw: Any, new: Any) -> Any:
+    """``raw`` with its ids replaced by ``new``, refused unless ``new`` holds as many
+    integer ids of the vocabulary as the codes."""
+    args, kwargs = raw
+    native = args[0] if args else kwargs["input"]
+    new = torch.as_tensor(new)
+    label = vision.label("image_codes")
+    if new.is_floating_point() or new.is_complex() or new.dtype == torch.bool:
+        raise ValueError(f"{label} are token ids: assign integer ids (a {new.dtype} tensor was given)")
+    if new.numel() != native.numel():
+        raise ValueError(f"{label} holds {native.numel()} ids (one per image token); {new.numel()} were given")
+    size = vision.root.vocab_size
+    if new.numel() and (int(new.min()) < 0 or int(new.max()) >= size):
+        raise ValueError(f"{label} are ids of the text vocabulary, 0 to {size - 1}; {int(new.min())} to "
+                         f"{int(new.max())} were given")
+    new = new.to(device=native.device, dtype=native.dtype).reshape(native.shape)
+    return ((new, *args[1:]), kwargs) if args else (args, {**kwargs, "input": new})
+
+
+def _no_codes(vision: Any) -> str | None:
+    entry = vision.root.family.entry
+    if entry.codes_at(vision) is not None:
+        return None
+    return (f"the {vision.root.family.name!r} family's image reaches the text model as features ({type(entry).__name__}), "
+            f"with no ids of its own; read vision.image_features")
+
+
+class CodesVision(Vision):
+    """A vision part that hands the text model discrete codes: the tower's values, then
+    ``image_codes``, then the features at the scatter."""
+
+    order = ("image_token_mask", "patch_embeddings", "layers", "tower_output", "image_codes", "image_features")
+
+    image_codes = value(
+        lambda vision: vision.root.family.entry.codes_at(vision),
+        occurrence=lambda vision: vision.root.family.entry.codes_call,
+        unavailable=_no_codes,
+        layout="image_tokens",
+        description="the ids the text model embeds as the image, one per image token, [image_tokens]",
+    )(_codes).writes(_with_codes)
+
+
+class CodeEmbedding(PerCall):
+    """The text model's embedding where it also embeds an image's codes: every call served,
+    the prompt's first (the entry's `ImageCodes.embedder_calls` says how many a forward
+    makes; a generation's later steps embed their new tokens only)."""
+
+    def calls(self, inputs: dict) -> int:
+        from nnsight.intervention.interleaver import Mediator
+
+        if self.run.generating and Mediator.current(self.label("output")).iteration:
+            return 1
+        return self.root.family.entry.embedder_calls(inputs)
