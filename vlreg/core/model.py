@@ -12,6 +12,7 @@ from nnsight.intervention.source import install_source
 from nnsight.intervention.tracer import InterleavingTracer, ScanningTracer
 
 from . import remote
+from .envoys import prompt as prompt_values
 from .envoys import readout
 from .envoys.blocks import Blocks
 from .envoys.cross import CrossAttentionLayer
@@ -19,7 +20,6 @@ from .envoys.seq2seq import ends_normed
 from .envoys.sizes import TextSizes
 from .envoys.standard import Standard, tree
 from .envoys.vision import Vision
-from .errors import Unavailable
 from .host import plugins
 from .host.family import Family, resolve
 from .images.geometry import image_geometry
@@ -42,7 +42,6 @@ from .loading import (
 from .order import in_words
 from .reuse import cache
 from .serving.batching import Run, run_of
-from .serving.values import returned, value
 
 
 def _root_order(entry: Any) -> tuple[str, ...]:
@@ -84,19 +83,9 @@ class StandardizedTransformer(TextSizes, TransformersModel):
     #: Set from the family's entry at build (`Entry.order`).
     order = _root_order(None)
 
-    input_ids = value(lambda model: f"{model.path}.input", description="the prompt's token ids, [batch, seq]")(
-        lambda model, raw: _model_input(raw, "input_ids")
-    ).writes(lambda model, raw, new: _with_model_input(raw, "input_ids", new, model))
-    attention_mask = value(
-        lambda model: f"{model.path}.input", description="1 at the prompt's tokens, 0 at padding, [batch, seq]"
-    )(lambda model, raw: _model_input(raw, "attention_mask")).writes(
-        lambda model, raw, new: _with_model_input(raw, "attention_mask", new)
-    )
-
-    token_embeddings = returned(
-        lambda model: f"{model.embed_tokens.path}.output",
-        description="the token embeddings, before anything is scattered into them",
-    )
+    input_ids = prompt_values.input_ids
+    attention_mask = prompt_values.attention_mask
+    token_embeddings = prompt_values.token_embeddings
     uncapped_logits = readout.uncapped_logits
     logits = readout.logits
 
@@ -360,34 +349,6 @@ class StandardizedTransformer(TextSizes, TransformersModel):
 def _entered(envoy: Standard) -> Iterator[Any]:
     """The walk's visits that enter an envoy (`tree`): every standard envoy under ``envoy``."""
     return (visit for visit in tree(envoy) if visit.name is None)
-
-
-def _model_input(raw: Any, name: str) -> torch.Tensor:
-    args, kwargs = raw
-    found = kwargs.get(name, args[0] if name == "input_ids" and args else None)
-    if found is None:
-        raise Unavailable(f"{name} is unavailable: the model was called without it")
-    return found
-
-
-def _with_model_input(raw: Any, name: str, new: torch.Tensor, model: Any = None) -> Any:
-    args, kwargs = raw
-    old = _model_input(raw, name)
-    if new.shape != old.shape:
-        raise ValueError(f"{name} keeps its shape {tuple(old.shape)} in a trace, not {tuple(new.shape)}")
-    image_token = getattr(getattr(getattr(model, "_module", None), "config", None), "image_token_id", None)
-    if name == "input_ids" and image_token is not None and not torch.equal(new == image_token, old == image_token):
-        moved = (new == image_token) != (old == image_token)
-        where = moved.nonzero()[:, -1].unique().tolist()
-        raise ValueError(
-            f"the new input_ids move image tokens (id {image_token}) at positions {where}: the model writes each "
-            f"image's features at the prompt's image tokens, as many as its images make, so the run would fail "
-            f"or misplace them. Keep every image token where it is (change text tokens only), or edit the prompt "
-            f"and its images; to change what an image contributes, edit vision.image_features"
-        )
-    if name == "input_ids" and args and "input_ids" not in kwargs:
-        return (new, *args[1:]), kwargs
-    return args, {**kwargs, name: new}
 
 
 class _Serialized:

@@ -1,0 +1,57 @@
+"""The root's values of the prompt: the ids and mask the model is called with, and the
+token embeddings before anything is scattered into them.
+
+``input_ids`` can be written, but an edit that moves an image token is refused: the model
+writes each image's features at the prompt's image tokens, as many as its images make.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from ..errors import Unavailable
+from ..serving.values import returned, value
+
+
+def _model_input(raw: Any, name: str) -> torch.Tensor:
+    args, kwargs = raw
+    found = kwargs.get(name, args[0] if name == "input_ids" and args else None)
+    if found is None:
+        raise Unavailable(f"{name} is unavailable: the model was called without it")
+    return found
+
+
+def _with_model_input(raw: Any, name: str, new: torch.Tensor, model: Any = None) -> Any:
+    args, kwargs = raw
+    old = _model_input(raw, name)
+    if new.shape != old.shape:
+        raise ValueError(f"{name} keeps its shape {tuple(old.shape)} in a trace, not {tuple(new.shape)}")
+    image_token = getattr(getattr(getattr(model, "_module", None), "config", None), "image_token_id", None)
+    if name == "input_ids" and image_token is not None and not torch.equal(new == image_token, old == image_token):
+        moved = (new == image_token) != (old == image_token)
+        where = moved.nonzero()[:, -1].unique().tolist()
+        raise ValueError(
+            f"the new input_ids move image tokens (id {image_token}) at positions {where}: the model writes each "
+            f"image's features at the prompt's image tokens, as many as its images make, so the run would fail "
+            f"or misplace them. Keep every image token where it is (change text tokens only), or edit the prompt "
+            f"and its images; to change what an image contributes, edit vision.image_features"
+        )
+    if name == "input_ids" and args and "input_ids" not in kwargs:
+        return (new, *args[1:]), kwargs
+    return args, {**kwargs, name: new}
+
+
+input_ids = value(lambda model: f"{model.path}.input", description="the prompt's token ids, [batch, seq]")(
+    lambda model, raw: _model_input(raw, "input_ids")
+).writes(lambda model, raw, new: _with_model_input(raw, "input_ids", new, model))
+attention_mask = value(
+    lambda model: f"{model.path}.input", description="1 at the prompt's tokens, 0 at padding, [batch, seq]"
+)(lambda model, raw: _model_input(raw, "attention_mask")).writes(
+    lambda model, raw, new: _with_model_input(raw, "attention_mask", new)
+)
+token_embeddings = returned(
+    lambda model: f"{model.embed_tokens.path}.output",
+    description="the token embeddings, before anything is scattered into them",
+)
