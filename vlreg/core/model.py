@@ -28,7 +28,7 @@ from .images.invokes import combine
 from .images.options import encode_invoke, processing, refuse_unknown, route, same_options, split
 from .images.processing import MEDIA, configured
 from .loading import IMAGE_TEXT, TEXT, check_task, check_weights, config_of, hub_checkpoint, text_task_fallback
-from .loading import check_needs_images, lazily, weights_to_check
+from .loading import built_for_real, check_needs_images, lazily, weights_to_check
 from .order import in_words
 from .reuse import cache
 from .serving.batching import Run, run_of
@@ -125,7 +125,7 @@ class StandardizedTransformer(Standard, TransformersModel):
             # nnsight's lazy build cannot infer the processor (or, for text
             # generation, the tokenizer) from a meta model.
             kwargs.setdefault("processor" if task == IMAGE_TEXT else "tokenizer", checkpoint)
-        with quiet, lazily(config, dispatch):
+        with quiet, lazily(config, dispatch), built_for_real(() if dispatch else self.family.envoys.values()):
             super().__init__(
                 checkpoint,
                 task=task,
