@@ -2,8 +2,9 @@
 
 * Perception LM: the Perception Encoder is timm's, its blocks served (`vlreg_timm.vision`):
   their sublayers are read where the stream adds them (after the layer scale), so the plain
-  block identity holds; the attention interior is refused by name (timm computes it in its
-  own forward). The 112 x 84 image is its thumbnail and 2 x 2 tiles, 16 tokens each.
+  block identity holds; timm's fused attention is handed queries, keys and values and forms
+  no pattern, which is refused by name. The 112 x 84 image is its thumbnail and 2 x 2 tiles,
+  16 tokens each.
 * FastVLM: FastViT's stages are no standard blocks, so ``vision.layers`` is refused by name
   (the wrapper's claim) and the tower is served at its edges; the 112 x 84 image is its
   32-pixel centre crop, 4 x 4 tokens.
@@ -22,7 +23,8 @@ TEXT = {
     "layers.0.input_layernorm": "model.language_model.layers.0.input_layernorm",
 }
 PE = "model.vision_tower.timm_model"
-INTERIOR = "computes its attention inside its own forward"
+#: timm's fused path (its default) forms no pattern; its queries, keys and values are served.
+NO_PATTERN = "runs the fused F.scaled_dot_product_attention, which forms no pattern"
 
 
 class TestPerceptionLM(AnalysisConformance, VisionConformance):
@@ -40,9 +42,8 @@ class TestPerceptionLM(AnalysisConformance, VisionConformance):
         "vision.layers.0.post_attention_layernorm": f"{PE}.blocks.0.norm2",
     }
     tower_o_proj = "proj"
-    unavailable = {f"vision.self_attn.attention_{name}": INTERIOR
-                   for name in ("queries", "keys", "values", "scores", "probabilities", "head_outputs")}
-    analysis_refuses = {"tower_patterns": (Unavailable, INTERIOR)}
+    unavailable = {f"vision.self_attn.attention_{name}": NO_PATTERN for name in ("scores", "probabilities")}
+    analysis_refuses = {"tower_patterns": (Unavailable, NO_PATTERN)}
 
 
 class TestFastVlm(AnalysisConformance, VisionConformance):

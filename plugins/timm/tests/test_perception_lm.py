@@ -98,12 +98,50 @@ def test_the_sublayers_are_read_after_the_layer_scale(model):
     torch.testing.assert_close(added, gamma * attention)
 
 
-def test_the_attention_interior_is_refused_by_name(model):
+def test_the_fused_path_serves_queries_keys_and_values_and_refuses_the_pattern(model):
+    attention = model.vision.layers[1].self_attn
+    assert attention._module.fused_attn  # timm's default
+    with model.trace(chat(model), images=[image(112, 84)]):
+        queries = attention.attention_queries.save()
+        keys = attention.attention_keys.save()
+        values = attention.attention_values.save()
+        heads = attention.attention_head_outputs.save()
+        output = attention.output.save()
+    crops, patches = 5, 65
+    assert queries.shape == keys.shape == values.shape == (crops, 2, patches, 16)
+    pattern = (queries @ keys.transpose(-1, -2) * 16**-0.5).softmax(-1)
+    torch.testing.assert_close((pattern @ values).transpose(1, 2), heads)
+    torch.testing.assert_close(attention.proj._module(heads.reshape(crops, patches, 32)), output)
     reason = model.support()["vision.self_attn.attention_probabilities"]
-    assert "AttentionRope computes its attention inside its own forward" in reason
-    with pytest.raises(Unavailable, match="attention_output .what it adds to the stream. is served"):
+    assert "forms no pattern" in reason and "attention_queries and attention_keys" in reason
+    with pytest.raises(Unavailable, match="forms no pattern"):
         with model.trace(chat(model), images=[image(112, 84)]):
-            model.vision.layers[0].self_attn.attention_queries.save()
+            attention.attention_scores.save()
+
+
+def test_the_explicit_path_serves_the_pattern_and_refuses_queries_keys_and_values():
+    """timm's explicit path (``fused_attn`` off) forms the scores and the pattern: the same
+    pattern the fused path's queries and keys give."""
+    model = StandardizedTransformer(str(build("perception_lm")), task="image-text-to-text", dispatch=True, device="cpu")
+    prompt, pictures = chat(model), [image(112, 84)]
+    attention = model.vision.layers[1].self_attn
+    with model.trace(prompt, images=pictures):
+        queries = attention.attention_queries.save()
+        keys = attention.attention_keys.save()
+    for block in model.vision.layers:
+        block.self_attn._module.fused_attn = False
+    with model.trace(prompt, images=pictures):
+        scores = attention.attention_scores.save()
+        pattern = attention.attention_probabilities.save()
+        heads = attention.attention_head_outputs.save()
+    torch.testing.assert_close(scores, queries @ keys.transpose(-1, -2) * 16**-0.5)
+    torch.testing.assert_close(pattern, scores.softmax(-1))
+    assert heads.shape == (5, 65, 2, 16)
+    assert "explicit path" in model.support()["vision.self_attn.attention_queries"]
+    with model.trace(prompt, images=pictures):
+        attention.attention_probabilities[:] = 0
+        zeroed = attention.attention_head_outputs.save()
+    assert zeroed.abs().max() == 0
 
 
 def test_videos_run_and_are_refused_by_name(model):

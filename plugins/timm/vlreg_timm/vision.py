@@ -25,9 +25,11 @@ standard names reach depends on the timm model's own layout, read off its module
 Either way `TimmVision` serves a 4-D grid ``[images, channels, rows, columns]`` as
 ``[images, rows * columns, channels]``, a view, so edits land.
 
-timm's attention runs inside its own forward (``F.scaled_dot_product_attention``, or its own
-matmuls), not through transformers' attention interface, so its interior is refused by
-name (`_interior`); ``attention_output`` is served.
+timm's attention runs in its own forward, not through transformers' attention interface, so
+its interior is read at the operations of that forward (`TimmAttention`): a fused call
+(``F.scaled_dot_product_attention``, timm's default) is handed the queries, keys and values
+and forms no pattern; timm's explicit path (``fused_attn`` off) forms the scores and the
+pattern. Each value is served where its path forms it and refused by name on the other.
 
 Every key is a native path that binds only where it resolves, and none names a timm class:
 a remote request carries the envoys map, and resolving a family needs no timm beyond the
@@ -41,7 +43,7 @@ from typing import Any
 import torch
 from attrs import frozen
 
-from vlreg.plugin import Unavailable, Vision, VisionAttention, VisionLayer, VisionMlp, patches, value
+from vlreg.plugin import Unavailable, Vision, VisionAttention, VisionLayer, VisionMlp, argument, patches, returned
 
 RENAME = {
     "timm_model.patch_embed.proj": "patch_embed",
@@ -54,16 +56,47 @@ RENAME = {
 }
 
 
-def _interior(attention: Any) -> str:
+#: nnsight's names for the operations of timm's attention forward (``AttentionRope``,
+#: ``Attention``) the interior is read at: the fused call, the explicit path's masked scores,
+#: and the heads' outputs laid out ``[batch, seq, heads, head_dim]`` (both paths).
+FUSED, SCORES, HEADS = "F_scaled_dot_product_attention_0", "maybe_add_mask_0", "x_transpose_0"
+
+
+def _unread(attention: Any, operation: str) -> str | None:
+    if hasattr(attention.source, operation):
+        return None
     return (
-        f"timm's {type(attention._module).__name__} computes its attention inside its own forward, not through "
-        "transformers' attention interface, so its queries, keys, pattern and head outputs are not exposed; "
-        "attention_output (what it adds to the stream) is served"
+        f"timm's {type(attention._module).__name__} is not an attention whose forward vlreg reads (no "
+        f"{operation} in it); attention_output (what it adds to the stream) is served"
     )
 
 
-def _refused(description: str) -> value:
-    return value("output", unavailable=_interior, description=description)(lambda envoy, raw: None)
+def _fused(attention: Any) -> str | None:
+    """Queries, keys and values: what the fused call is handed (timm's default path)."""
+    reason = _unread(attention, FUSED)
+    if reason or attention._module.fused_attn:
+        return reason
+    return (
+        "timm's explicit path (fused_attn off) scales the queries and reads the values in operations of no name "
+        "of their own; attention_scores, attention_probabilities and attention_head_outputs are served there, and "
+        "the queries, keys and values on the fused path (fused_attn on, timm's default)"
+    )
+
+
+def _explicit(attention: Any) -> str | None:
+    """Scores and the pattern: formed only on timm's explicit path."""
+    reason = _unread(attention, SCORES)
+    if reason or not attention._module.fused_attn:
+        return reason
+    return (
+        f"timm's {type(attention._module).__name__} runs the fused F.scaled_dot_product_attention, which forms no "
+        "pattern: compute it from attention_queries and attention_keys (softmax(q @ k^T / sqrt(head_dim))), or "
+        "build the tower on timm's explicit path (TIMM_FUSED_ATTN=0 before timm is imported), which serves it"
+    )
+
+
+def _at(operation: str, end: str):
+    return lambda attention: f"{attention.path}.source.{operation}.{end}"
 
 
 def _added_at(name: str):
@@ -72,16 +105,28 @@ def _added_at(name: str):
 
 
 class TimmAttention(VisionAttention):
-    """A timm ViT block's attention: ``attention_output`` is what the stream adds (after the
-    block's layer scale, at its ``drop_path1``); the interior is refused."""
+    """A timm ViT block's attention, read in its own forward: on timm's fused path (its
+    default) the queries, keys and values the fused call is handed (after the rotary
+    embedding; keys and values repeated to every query head), on its explicit path the
+    scores (scaled, masked) and the pattern; the heads' outputs on both, ``[images,
+    patches, heads, head_dim]`` before ``proj``. ``attention_output`` is what the stream
+    adds (after the block's layer scale, at its ``drop_path1``)."""
 
-    sourced = False
-    attention_queries = _refused("the queries")
-    attention_keys = _refused("the keys")
-    attention_values = _refused("the values")
-    attention_scores = _refused("query-key scores before the softmax")
-    attention_probabilities = _refused("the attention pattern")
-    attention_head_outputs = _refused("each head's output")
+    sourced = True
+    # views of one unbind (where no rotary embedding remakes them): torch refuses in-place
+    # edits of them, so they are served as copies written back
+    attention_queries = argument(0, _at(FUSED, "input"), copy=True, unavailable=_fused,
+                                 description="the queries, after the rotary embedding (timm's fused path)")
+    attention_keys = argument(1, _at(FUSED, "input"), copy=True, unavailable=_fused,
+                              description="the keys, after the rotary embedding (timm's fused path)")
+    attention_values = argument(2, _at(FUSED, "input"), copy=True, unavailable=_fused,
+                                description="the values (timm's fused path)")
+    attention_scores = returned(_at(SCORES, "output"), unavailable=_explicit,
+                                description="query-key scores before the softmax, scaled (timm's explicit path)")
+    attention_probabilities = returned(lambda attention: f"{attention.path}.attn_drop.output", unavailable=_explicit,
+                                       description="the pattern that weights the values (timm's explicit path)")
+    attention_head_outputs = returned(_at(HEADS, "output"), unavailable=lambda attention: _unread(attention, HEADS),
+                                      description="each head's output, before proj")
     attention_output = patches(
         _added_at("drop_path1"),
         description="what the attention adds to the stream (after the block's layer scale), [images, patches, hidden]",
