@@ -95,6 +95,9 @@ def test_perception_lm_at_the_published_widths_on_meta(perception_lm):
         tower_layers, tower, tower_heads, mlp)
     assert (vision.image_size, vision.patch_size, vision.class_tokens) == (448, 14, class_tokens)
     assert tuple(model.projector.linear_1.weight.shape) == (hidden, tower)
+    refused = {row for row, reason in model.support().items() if reason}
+    assert refused == {"vision.self_attn.attention_scores", "vision.self_attn.attention_probabilities", "videos"}
+    assert list(model.read_only()) == ["vision.image_token_mask"]
     for size, (columns, rows) in TILES.items():
         (geometry,) = vision.geometry("<|image|>", [image(*size)])  # the host checks the grids against the encoding
         labels = ["thumbnail"] + [f"tile {r},{c}" for r in range(rows) for c in range(columns)]

@@ -10,9 +10,9 @@ both write the projector's output into the embeddings at the image tokens with t
   thumbnail, then its tiles) runs through the tower in one batch; the class token is dropped
   (``vision_use_cls_token``); the projector maps each patch (``linear_1``, GELU, ``linear_2``)
   and then averages each ``projector_pooling_ratio`` x ``projector_pooling_ratio`` block of a
-  crop's patches into one token. The pooling hands the scatter a transposed view, which
-  ``vision.image_features`` serves as a copy written back (`vlreg.plugin.Scatter`), so edits
-  land. Videos run through the same tower in a call of their own and are written at the
+  crop's patches into one token. The pooling hands the scatter a transposed tensor, which no
+  flat view can take: ``vision.image_features`` has the model hold a flat copy of it first and
+  serves a view of that (`vlreg.plugin.value.viewable`), so edits land. Videos run through the same tower in a call of their own and are written at the
   second scatter, which no standard value reads: refused by name (`REFUSES`).
 * ``fast_vlm`` (FastVlmForConditionalGeneration): LLaVA's shape over FastViT: the tower's
   last grid, each cell a row, through a two-layer MLP, a token per cell. FastViT's stages are
