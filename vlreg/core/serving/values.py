@@ -144,7 +144,7 @@ class value(eproperty):
         of ``raw``; where it is not, the copy is written into the model first (through the
         value's `writes` function, in the model's layout, at once: in a batch of invokes
         too, whole) and the value is read again, a view of it now, so in-place edits land
-        as on any view. Call after `writes`."""
+        as on any view. Call after `writes`; a viewable value takes no `transform`."""
         self._views = views
         return self
 
