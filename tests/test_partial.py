@@ -100,6 +100,33 @@ def test_a_refused_row_refuses_reads_and_names_without_values_sit_with_their_par
     assert partial()["qwen2_vl"] == {"videos": VIDEOS}
 
 
+BLOCKS = "this patched build does not serve the tower's blocks; read vision.tower_output"
+
+
+class WithoutBlocks(Patched):
+    """Qwen2-VL whose tower binds no blocks, and whose wrapper's claim says why."""
+
+    @hookimpl
+    def vlreg_claims(self):
+        return [Claim("wrapper", "qwen2_vl", overrides="qwen2_vl", refuses={"vision.layers": BLOCKS}),
+                Claim("vision", "qwen2_vl_vision", overrides="qwen2_vl")]
+
+    @hookimpl
+    def vlreg_rename(self, part):
+        names = qwen2_vl.vlreg_rename(part)
+        return {key: alias for key, alias in names.items() if alias != "layers"} if part.kind == "vision" else names
+
+
+def test_a_refused_child_the_load_does_not_bind_says_the_claims_reason(path):
+    with registered(WithoutBlocks(), name="without-blocks"):
+        model = load(path)
+        assert "layers" not in model.vision.__dict__
+        assert model.support()["vision.layers"] == BLOCKS
+        with pytest.raises(AttributeError, match="model.vision.layers is not served: this patched build"):
+            model.vision.layers
+        assert model.vision.without_blocks() == BLOCKS
+
+
 def test_coverage_marks_a_partial_type_with_its_reasons(capsys):
     assert main(["plugins", "--coverage"]) == 0
     out = capsys.readouterr().out

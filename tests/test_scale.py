@@ -77,3 +77,34 @@ def test_the_largest_qwen_geometries_build_on_meta_with_no_weights(tmp_path):
         assert not model.dispatched and model.embed_tokens.weight.device.type == "meta"
         assert (model.num_layers, model.hidden_size, model.num_heads, model.num_kv_heads) == (80, 8192, 64, 8)
         assert model.vision.num_layers == 32 and model.vision.vision_hidden_size == 1280
+
+
+def drop_rates(depth: int) -> list:
+    """What timm's models do while they are built: read values off a fresh tensor."""
+    return torch.linspace(0, 0.1, depth, device="cpu").tolist()
+
+
+class ReadsValues:
+    """An envoy class naming `drop_rates` as read for real during a lazy build."""
+
+    built_for_real = (f"{__name__}.drop_rates", f"{__name__}.no_such_function")
+
+
+def test_a_lazy_build_runs_the_functions_envoys_name_on_real_tensors():
+    """nnsight's meta build puts every tensor on meta, so a constructor reading one's value
+    fails there; `built_for_real` runs the functions the family's envoy classes name for
+    real (a name the module lacks is left alone), only during the build."""
+    from nnsight.modeling.mixins.meta import MetaDevice
+
+    from vlreg.core.loading import built_for_real
+
+    this = __import__(__name__, fromlist=["drop_rates"])
+    with MetaDevice():
+        with pytest.raises(Exception, match="meta"):
+            drop_rates(3)
+        with built_for_real([ReadsValues, torch.nn.Linear]):
+            assert this.drop_rates(3) == pytest.approx([0.0, 0.05, 0.1])
+            assert torch.empty(2).device.type == "meta"
+        with pytest.raises(Exception, match="meta"):
+            this.drop_rates(3)
+    assert this.drop_rates is drop_rates

@@ -11,6 +11,15 @@ def test_a_hybrid_model_keeps_a_block_of_each_kind():
     assert text.layer_types == ["linear_attention", "full_attention"]
 
 
+def test_blocks_reusing_keys_and_values_leave_each_kind_a_block_computing_its_own():
+    # Gemma 3n's last 15 of 35 blocks reuse earlier blocks' keys and values; its config
+    # refuses a cut where a kind of block has none computing them
+    text = shrink(transformers.Gemma3nConfig()).get_text_config()
+    kinds = len(set(text.layer_types))
+    assert text.num_hidden_layers - text.num_kv_shared_layers >= kinds
+    assert len(text.kv_sharing_modes) == text.num_hidden_layers  # the config's own check passes
+
+
 def test_deepstack_taps_move_inside_the_cut_tower():
     vision = shrink(transformers.Qwen3VLConfig()).vision_config  # taps blocks 8, 16, 24 of 27
     assert vision.depth == 2

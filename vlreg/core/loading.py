@@ -330,3 +330,39 @@ def lazily(config: Any, dispatch: bool) -> Iterator[None]:
             f"{config.model_type!r} cannot be built lazily (dispatch=False): its transformers class reads a "
             f"tensor's value while it is built, which the meta device has not ({error}); load with dispatch=True"
         ) from error
+
+
+@contextlib.contextmanager
+def built_for_real(envoys: Any) -> Iterator[None]:
+    """Around a lazy build (on the meta device), given the family's envoy classes: each
+    function their ``built_for_real`` names by its dotted path (a function of a module,
+    ``"timm.models.eva.calculate_drop_path_rates"``) runs on real tensors (nnsight's
+    ``MetaDevice.real``), so a constructor that reads a tensor's value through it (timm's
+    drop-path rates) builds; every other tensor stays on meta. The functions are put back
+    after the build. A path whose module lacks the function (another release of the
+    library) is left alone."""
+    from importlib import import_module
+
+    from nnsight.modeling.mixins.meta import MetaDevice
+
+    paths = [path for envoy in envoys for path in getattr(envoy, "built_for_real", ())]
+    replaced = []
+    try:
+        for path in dict.fromkeys(paths):
+            module_name, _, name = path.rpartition(".")
+            module = import_module(module_name)
+            original = getattr(module, name, None)
+            if original is None:
+                continue
+
+            @functools.wraps(original)
+            def real(*args: Any, _original: Any = original, **kwargs: Any) -> Any:
+                with MetaDevice.real():
+                    return _original(*args, **kwargs)
+
+            setattr(module, name, real)
+            replaced.append((module, name, original))
+        yield
+    finally:
+        for module, name, original in reversed(replaced):
+            setattr(module, name, original)

@@ -30,6 +30,7 @@ from .images.processing import MEDIA, configured
 from .loading import (
     IMAGE_TEXT,
     TEXT,
+    built_for_real,
     check_needs_images,
     check_task,
     check_weights,
@@ -126,7 +127,7 @@ class StandardizedTransformer(TextSizes, TransformersModel):
             # nnsight's lazy build cannot infer the processor (or, for text
             # generation, the tokenizer) from a meta model.
             kwargs.setdefault("processor" if task == IMAGE_TEXT else "tokenizer", checkpoint)
-        with quiet, lazily(config, dispatch):
+        with quiet, lazily(config, dispatch), built_for_real(() if dispatch else self.family.envoys.values()):
             super().__init__(
                 checkpoint,
                 task=task,

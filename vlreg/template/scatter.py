@@ -87,6 +87,7 @@ def _scatter_in(module: torch.nn.Module) -> tuple[str, int | str] | None:
     for operation in compiled.names:
         at.setdefault(compiled.lines[operation], []).append(operation)
     assigns = [node for node in ast.walk(ast.parse(compiled.source)) if isinstance(node, ast.Assign)]
+    found = []
     for node in sorted(assigns, key=lambda node: (node.lineno, node.col_offset)):
         target = node.targets[0]
         if not (isinstance(target, ast.Name) and isinstance(node.value, ast.Call)):
@@ -98,8 +99,11 @@ def _scatter_in(module: torch.nn.Module) -> tuple[str, int | str] | None:
         name = "_".join(_dotted(call.func))
         operations = [op for op in at.get(call.lineno, ()) if re.fullmatch(rf"{re.escape(name)}_\d+", op)]
         if operations:
-            return operations[0], argument
-    return None
+            found.append((_dotted(call.func)[-1:] == ["masked_scatter"], operations[0], argument))
+    # a masked_scatter of features is the scatter over another call that merely takes a tensor
+    # named like them (Gemma 3n first writes its vision tokens' own embeddings with torch.where)
+    scatters = [each for each in found if each[0]] or found
+    return scatters[0][1:] if scatters else None
 
 
 def _dotted(expr: ast.expr) -> list[str]:

@@ -206,6 +206,18 @@ def _cut_text(config: Any, fields: dict) -> None:
         indexes = getattr(config, name, None)
         if indexes and depth:
             setattr(config, name, [index for index in indexes if index < depth] or [depth - 1])
+    _cut_shared(config, depth)
+
+
+def _cut_shared(config: Any, depth: int | None) -> None:
+    """The last blocks that reuse earlier blocks' keys and values (``num_kv_shared_layers``:
+    Gemma 3n's) cut so that every kind of block still has one computing its own before
+    them: at most ``depth`` less the number of kinds."""
+    shared = getattr(config, "num_kv_shared_layers", None)
+    if not isinstance(shared, int) or not shared or not depth:
+        return
+    kinds = len(set(getattr(config, "layer_types", None) or [None]))
+    config.num_kv_shared_layers = min(shared, max(0, depth - kinds))
 
 
 def _every_kind(layer_types: list, depth: int) -> list:

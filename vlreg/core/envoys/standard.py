@@ -111,6 +111,12 @@ class Standard(ByReference, Envoy):
     #: Whether the module's forward must be source-instrumented at build, because a
     #: value is read at an operation inside it.
     sourced: ClassVar[bool] = False
+    #: Functions (dotted paths, ``"timm.models.eva.calculate_drop_path_rates"``) that the
+    #: module's class calls while it is built and that read a tensor's value (timm's
+    #: drop-path rates: ``.item()`` over a ``linspace``), which nnsight's lazy build on the
+    #: meta device cannot: a lazy build runs each of them on real tensors
+    #: (`vlreg.core.loading.built_for_real`), so ``dispatch=False`` and ``vlreg inspect`` work.
+    built_for_real: ClassVar[tuple[str, ...]] = ()
     #: Values read at a call the prefill makes and a cached generation's later steps do not
     #: (a convolution or a chunked scan, where each later token runs a cached update
     #: instead): refused at those steps, unless the generation runs without a cache.
@@ -161,12 +167,22 @@ class Standard(ByReference, Envoy):
     def _unknown(self, name: str) -> str:
         where = f"model.{self._label}" if self._label else "model"
         if name in self.standard_children:
+            refused = self._refused_child(name)
+            if refused:
+                return f"{where}.{name} is not served: {refused}"
             return f"{where}.{name} is absent on this load: its family binds no {name} on {type(self._module).__name__}"
         names = self.standard_names()
         close = difflib.get_close_matches(name, names, n=3, cutoff=0.6)
         hint = f"did you mean {' or '.join(repr(found) for found in close)}? " if close else ""
         return (f"{where} has no value or module {name!r}: {hint}its standard names are {', '.join(names)} "
                 f"(repr({where}) describes them; native modules keep their own names)")
+
+    def _refused_child(self, name: str) -> str | None:
+        """Why the family's claims refuse this envoy's standard child ``name`` (a row of
+        `Claim.refuses`: FastVLM's ``"vision.layers"``), or ``None``: what reading the unbound
+        child says, and what a helper needing it says."""
+        family = getattr(self.root, "family", None)
+        return family.refuses.get(self._row + name) if family is not None else None
 
     @classmethod
     def values(cls) -> list[str]:

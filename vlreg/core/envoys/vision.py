@@ -147,7 +147,7 @@ class Vision(Standard):
         description="the features as the text model receives them",
     )(lambda vision, raw: vision.root.family.entry.read_features(vision, raw)).writes(
         lambda vision, raw, new: vision.root.family.entry.write_features(vision, raw, new)
-    )
+    ).viewable(lambda vision, served, raw: vision.root.family.entry.views_features(vision, raw, served))
 
     def geometry(self, prompt: Any, images: Any, **options: Any) -> list:
         """Each image of ``prompt`` as the text model sees it, in the order given: its batch
@@ -183,8 +183,11 @@ class Vision(Standard):
 
     def without_blocks(self) -> str:
         """Why a helper over the tower's blocks cannot run where `num_layers` is 0: a family
-        whose tower has blocks vlreg does not serve says so instead."""
-        return "this model's vision part has no blocks (an embedder, not a tower), so no attention runs among its patches"
+        whose tower has blocks vlreg does not serve says so instead (by overriding this, or
+        by a claim refusing ``vision.layers``)."""
+        return self._refused_child("layers") or (
+            "this model's vision part has no blocks (an embedder, not a tower), so no attention runs among its patches"
+        )
 
     # -- sizes, off the tower's config ------------------------------------------
 

@@ -8,7 +8,7 @@ read). Everything that differs between the ways is answered by the entry, in one
 and the rest of vlreg asks the entry, never which one it is:
 
 * where ``vision.image_features`` is read and how it is written back (`features_at`,
-  `read_features`, `write_features`, `features_layout`);
+  `read_features`, `write_features`, `views_features`, `features_layout`);
 * where the root computes the image's values among its own (`order`) and how the forward
   order names the features (`words`) and what it computes before them (`told`);
 * where the image's discrete codes are read, if it has any (`codes_at`), and the envoy
@@ -39,6 +39,13 @@ def _argument(raw: Any, argument: int | str) -> Any:
     if isinstance(argument, str):
         return kwargs.get(argument)
     return args[argument] if len(args) > argument else None
+
+
+def _shares_storage(served: Any, native: Any) -> bool:
+    """Whether ``served`` is a view of ``native`` (the same storage), not a copy of it."""
+    if not isinstance(served, torch.Tensor) or not isinstance(native, torch.Tensor):
+        return True
+    return served.untyped_storage().data_ptr() == native.untyped_storage().data_ptr()
 
 
 def _with_argument(raw: Any, argument: int | str, new: torch.Tensor) -> Any:
@@ -117,13 +124,26 @@ class Entry:
         (``None``: the location is a module's own input)."""
         return None
 
-    def read_features(self, vision: Any, raw: Any) -> torch.Tensor:
-        """The features from what the location holds, as a view."""
+    def native_features(self, vision: Any, raw: Any) -> Any:
+        """The features as the location holds them, before `read_features` shapes them."""
         return _argument(raw, self.argument)
+
+    def read_features(self, vision: Any, raw: Any) -> torch.Tensor:
+        """The features from what the location holds: a view where their layout allows."""
+        return self.native_features(vision, raw)
 
     def write_features(self, vision: Any, raw: Any, new: torch.Tensor) -> Any:
         """What the location should hold for features ``new``."""
         return _with_argument(raw, self.argument, new)
+
+    def views_features(self, vision: Any, raw: Any, served: torch.Tensor) -> bool:
+        """Whether ``served`` (what `read_features` gave) is a view of the features the
+        location holds, so an in-place edit of it is already the model's. Where it is not
+        (the features were not laid out for the reshape: Perception LM's pooling hands the
+        scatter a transposed tensor, and torch copies it), ``vision.image_features`` first
+        writes the copy into the model through `write_features` and serves a view of it
+        (`value.viewable`), so edits land on every family alike."""
+        return _shares_storage(served, self.native_features(vision, raw))
 
     def of_image(self, features: torch.Tensor, image: ImageGeometry) -> torch.Tensor:
         """``image``'s rows of ``features`` (`vision.image_features` as served)."""
@@ -228,8 +248,11 @@ class Scatter(Entry):
     def features_inside(self, vision: Any) -> Any:
         return self.host_envoy(vision.root)
 
+    def native_features(self, vision: Any, raw: Any) -> Any:
+        return raw if self._generated(vision) else _argument(raw, self.argument)
+
     def read_features(self, vision: Any, raw: Any) -> torch.Tensor:
-        features = raw if self._generated(vision) else _argument(raw, self.argument)
+        features = self.native_features(vision, raw)
         return features.reshape(-1, features.shape[-1])
 
     def write_features(self, vision: Any, raw: Any, new: torch.Tensor) -> Any:
@@ -354,7 +377,7 @@ class CrossAttention(Entry):
         return features[image.row, image.features]
 
     def read_features(self, vision: Any, raw: Any) -> torch.Tensor:
-        states = _argument(raw, self.argument)
+        states = self.native_features(vision, raw)
         if states is None:
             raise Unavailable(
                 "vision.image_features is unavailable: the text model was called without the image's states, "

@@ -94,6 +94,7 @@ class value(eproperty):
         self.occurrence = occurrence
         self.calls = calls
         self.layout = layout
+        self._views: Callable[[Any, Any, Any], bool] | None = None
 
     def __call__(self, preprocess: Callable) -> "value":
         key = self.key
@@ -131,6 +132,20 @@ class value(eproperty):
             return rebuild(envoy, Mediator.value(self._location(envoy)), new)
 
         self._postprocess = postprocess
+        self._rebuild = rebuild
+        return self
+
+    def viewable(self, views: Callable[[Any, Any, Any], bool]) -> "value":
+        """Serve a view of what the model holds even where the preprocess must copy.
+
+        A preprocess that reshapes can be handed a tensor not laid out for the reshape (a
+        pooling's transposed output, flattened): torch then copies, and an edit of the copy
+        would reach nothing. ``views(envoy, served, raw)`` says whether ``served`` is a view
+        of ``raw``; where it is not, the copy is written into the model first (through the
+        value's `writes` function, in the model's layout, at once: in a batch of invokes
+        too, whole) and the value is read again, a view of it now, so in-place edits land
+        as on any view. Call after `writes`; a viewable value takes no `transform`."""
+        self._views = views
         return self
 
     def _location(self, obj: Any) -> str:
@@ -154,13 +169,23 @@ class value(eproperty):
 
     def _one(self, obj: Any, owner: Any, label: str, occurrence: int | None) -> Any:
         with _in_order(obj, label, occurrence), _served_whole(obj, label, self.layout_on(obj)) as group:
-            served = super().__get__(obj, owner)
+            served = super().__get__(obj, owner) if self._views is None else self._as_view(obj)
         if group is not None:
             served = select(self.layout_on(obj), served, group, obj.run)
         reason = obj.why_read_only(self.name)
         if reason is not None and isinstance(served, torch.Tensor):
             return read_only_view(served, f"{label} cannot be written: {reason}")
         return served
+
+    def _as_view(self, obj: Any) -> Any:
+        """The served value as a view of what the model holds (`viewable`)."""
+        location = self._location(obj)
+        raw = Mediator.value(location)
+        served = self._preprocess(obj, raw)
+        if self._views(obj, served, raw):
+            return served
+        Mediator.swap(location, self._rebuild(obj, raw, served))
+        return self._preprocess(obj, Mediator.value(location))
 
     def __set__(self, obj: Any, new: Any) -> None:
         obj.refuse(self.name)

@@ -25,8 +25,9 @@ class VisionConformance(VisionTrust, TextConformance):
       scatter writes (not on LLaVA-NeXT, which unpads it and adds newline rows);
     * ``tower_plain_sum``: ``plain_sum`` for the tower's blocks;
     * ``tower_o_proj``: the tower attention's output projection;
-    * ``tower_blocks``: whether the vision part has blocks (Gemma 4 unified's has none: its
-      ``vision`` is an embedder, and the tests of blocks say so instead of running).
+    * ``tower_blocks``: whether the vision part serves blocks (Gemma 4 unified's has none: its
+      ``vision`` is an embedder; FastVLM's FastViT has stages its claim refuses as
+      ``vision.layers``), and the tests of blocks say so instead of running.
     """
 
     image_sizes: ClassVar[tuple[tuple[int, int], ...]] = ((112, 84),)
@@ -252,7 +253,7 @@ class VisionConformance(VisionTrust, TextConformance):
 
     def needs_blocks(self) -> None:
         if not self.tower_blocks:
-            pytest.skip("this vision part has no blocks (an embedder, not a tower)")
+            pytest.skip("this vision part serves no blocks (an embedder, or a tower whose blocks its family refuses)")
 
     def test_lazy_text_only_build(self, path, model):
         """Refused, naming the fix, where transformers has no text-generation class for

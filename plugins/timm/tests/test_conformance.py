@@ -1,0 +1,55 @@
+"""Perception LM and FastVLM against the conformance suite the core ships.
+
+* Perception LM: the Perception Encoder is timm's, its blocks served (`vlreg_timm.vision`):
+  their sublayers are read where the stream adds them (after the layer scale), so the plain
+  block identity holds; timm's fused attention is handed queries, keys and values and forms
+  no pattern, which is refused by name. The 112 x 84 image is its thumbnail and 2 x 2 tiles,
+  16 tokens each.
+* FastVLM: FastViT's stages are no standard blocks, so ``vision.layers`` is refused by name
+  (the wrapper's claim) and the tower is served at its edges; the 112 x 84 image is its
+  32-pixel centre crop, 4 x 4 tokens.
+"""
+
+from vlreg import Unavailable
+from vlreg.testing.conformance import AnalysisConformance, VisionConformance
+
+TEXT = {
+    "layers": "model.language_model.layers",
+    "embed_tokens": "model.language_model.embed_tokens",
+    "norm": "model.language_model.norm",
+    "lm_head": "lm_head",
+    "vision": "model.vision_tower",
+    "projector": "model.multi_modal_projector",
+    "layers.0.input_layernorm": "model.language_model.layers.0.input_layernorm",
+}
+PE = "model.vision_tower.timm_model"
+#: timm's fused path (its default) forms no pattern; its queries, keys and values are served.
+NO_PATTERN = "runs the fused F.scaled_dot_product_attention, which forms no pattern"
+
+
+class TestPerceptionLM(AnalysisConformance, VisionConformance):
+    """The Perception Encoder (timm) on Llama; a thumbnail and tiles, pooled 2 x 2."""
+
+    checkpoint = "perception_lm"
+    native = {
+        **TEXT,
+        "vision.layers": f"{PE}.blocks",
+        "vision.patch_embed": f"{PE}.patch_embed.proj",
+        "vision.norm": f"{PE}.norm",
+        "vision.layers.0.self_attn": f"{PE}.blocks.0.attn",
+        "vision.layers.0.mlp": f"{PE}.blocks.0.mlp",
+        "vision.layers.0.input_layernorm": f"{PE}.blocks.0.norm1",
+        "vision.layers.0.post_attention_layernorm": f"{PE}.blocks.0.norm2",
+    }
+    tower_o_proj = "proj"
+    unavailable = {f"vision.self_attn.attention_{name}": NO_PATTERN for name in ("scores", "probabilities")}
+    analysis_refuses = {"tower_patterns": (Unavailable, NO_PATTERN)}
+
+
+class TestFastVlm(AnalysisConformance, VisionConformance):
+    """FastViT (timm) on Qwen2; a centre crop, a token per cell of the last grid."""
+
+    checkpoint = "fast_vlm"
+    native = {**TEXT, "vision.patch_embed": "model.vision_tower.timm_model.stem"}
+    tower_blocks = False
+    analysis_refuses = {"tower_patterns": (Unavailable, "FastViT's stages")}
