@@ -40,7 +40,8 @@ from .core.host.declaration import Other, Plugin, Text, Tower, Wrapper
 from .core.host.hookspecs import hookimpl
 from .core.host.parts import Claim, Part
 from .core.host.plugins import adapter
-from .core.images.entries import CrossAttention, Entry, ImageCodes, QueryTokens, Scatter
+from .core.images.codes import ImageCodes
+from .core.images.entries import CrossAttention, Entry, QueryTokens, Scatter
 from .core.images.geometry import ImageGrid, box_grid, clip_boxes
 from .core.serving.values import argument, copied, first, returned, value, with_first
 

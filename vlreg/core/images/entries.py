@@ -26,9 +26,8 @@ from collections.abc import Mapping
 from typing import Any
 
 import torch
-from attrs import field, frozen
+from attrs import frozen
 
-from ..envoys.codes import CodeEmbedding
 from ..errors import Unavailable
 from .geometry import ImageGeometry, ImageGrid, source_of
 
@@ -314,38 +313,6 @@ class QueryTokens(Scatter):
                     for image in images]
 
         return grids
-
-
-@frozen
-class ImageCodes(Scatter):
-    """The image reaches the text model as discrete codes, embedded as tokens are (Emu3,
-    Chameleon): a VQ encoder's codebook ids, mapped to ids of the text vocabulary (Emu3 ends
-    each row with an end-of-line id), embedded by the text model's own embedding in a second
-    call of it in the forward, then scattered as any `Scatter` does (the inherited fields
-    say where), so ``layers[0].input[image_token_mask] == image_features`` holds here too.
-
-    ``embedder`` is that embedding (its path from the root), ``codes_call`` which of its
-    calls embeds the codes (from 0: the prompt's ids are call 0). ``vision.image_codes``
-    (`CodesVision`) is that call's input, one id per image token in mask order, so
-    ``embed_tokens.weight[image_codes] == image_features``; written, the new ids are
-    embedded, while an edit of the features, later, leaves the codes as they were. The
-    embedding serves each of its calls (`CodeEmbedding`).
-    """
-
-    embedder: str = field(kw_only=True)
-    codes_call: int = field(default=1, kw_only=True)
-    told = {"image_codes": "the ids the text model's embedding reads"}
-
-    def codes_at(self, vision: Any) -> str:
-        return f"{vision.root.get(self.embedder).path}.input"
-
-    def embedder_calls(self, inputs: dict) -> int:
-        """How many times one forward on ``inputs`` (the processor's encoding) calls the
-        embedder: once for the prompt, and once more for the codes where images are given."""
-        return self.codes_call + 1 if inputs.get("pixel_values") is not None else 1
-
-    def envoys(self) -> dict:
-        return {self.embedder: CodeEmbedding}
 
 
 @frozen
