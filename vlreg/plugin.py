@@ -31,6 +31,7 @@ from .core.host.declaration import Other, Plugin, Text, Tower, Wrapper
 from .core.serving.values import argument, copied, first, returned, value, with_first
 from .core.envoys.packed import PackedVisionAttention
 from .core.envoys.seq2seq import DecoderLayer, Encoder, OutputProjection, PostNormLayer
+from .core.envoys.streams import StreamsLayer
 from .core.envoys.vision import Patches, Vision, VisionAttention, VisionLayer, VisionMlp, as_patches, patches, variable_resolution
 
 __all__ = [
@@ -59,6 +60,7 @@ __all__ = [
     "Encoder",
     "DecoderLayer",
     "PostNormLayer",
+    "StreamsLayer",
     "OutputProjection",
     "CrossAttentionMixer",
     "Vision",

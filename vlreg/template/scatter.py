@@ -6,9 +6,11 @@ is a call that takes the variable it replaces (``x = x.masked_scatter(mask, feat
 image_hidden_states=features)``) and an argument named for image features, or whatever
 ``masked_scatter``'s source is named (BLIP-2's ``language_model_inputs``). A call that
 names an audio's or a video's tensor is another modality's scatter, never the image's
-(an omni model writes its audio first). The features' argument is its position, or its
-keyword's name where the call passes it by keyword; the call's name is nnsight's (its
-attribute chain joined by ``_``, and the occurrence on that line).
+(an omni model writes its audio first); a ``masked_scatter`` wins over an earlier
+candidate (Gemma 3n's ``torch.where`` of the vision range's embeddings of ids). The
+features' argument is its position, or its keyword's name where the call passes it by
+keyword; the call's name is nnsight's (its attribute chain joined by ``_``, and the
+occurrence on that line).
 """
 
 from __future__ import annotations
@@ -87,6 +89,7 @@ def _scatter_in(module: torch.nn.Module) -> tuple[str, int | str] | None:
     for operation in compiled.names:
         at.setdefault(compiled.lines[operation], []).append(operation)
     assigns = [node for node in ast.walk(ast.parse(compiled.source)) if isinstance(node, ast.Assign)]
+    found: list[tuple[str, int | str]] = []
     for node in sorted(assigns, key=lambda node: (node.lineno, node.col_offset)):
         target = node.targets[0]
         if not (isinstance(target, ast.Name) and isinstance(node.value, ast.Call)):
@@ -98,8 +101,10 @@ def _scatter_in(module: torch.nn.Module) -> tuple[str, int | str] | None:
         name = "_".join(_dotted(call.func))
         operations = [op for op in at.get(call.lineno, ()) if re.fullmatch(rf"{re.escape(name)}_\d+", op)]
         if operations:
-            return operations[0], argument
-    return None
+            found.append((operations[0], argument))
+    # a masked_scatter wins over an earlier candidate: Gemma 3n first selects, with
+    # torch.where, its embedder's embeddings of the vision range's ids (ids, not the image)
+    return next((each for each in found if "masked_scatter" in each[0]), found[0] if found else None)
 
 
 def _dotted(expr: ast.expr) -> list[str]:

@@ -1,5 +1,7 @@
 """The Gemma families against vlreg's conformance suite."""
 
+import torch
+
 from vlreg import Unavailable
 from vlreg.testing.conformance import AnalysisConformance, VisionConformance
 
@@ -79,3 +81,43 @@ class TestGemma4Unified(AnalysisConformance, VisionConformance):
     projector_output_is_features = False
     tower_blocks = False
     analysis_refuses = {"tower_patterns": (Unavailable, "has no blocks")}
+
+
+class TestGemma3n(AnalysisConformance, VisionConformance):
+    """Blocks of several streams (AltUp): ``input`` and ``layer_output`` are the active one,
+    the plain sum does not hold (the family's identity is in test_gemma3n), and the final norm
+    reads every stream combined, so the lens check reads its input. A MobileNetV5 tower with
+    no standard blocks, its stem the patch embedding; the projector embeds the prompt's ids,
+    then the tower's grid (its second call is the features)."""
+
+    checkpoint = "gemma3n"
+    native = {**TEXT, "vision": "model.vision_tower", "projector": "model.embed_vision",
+              "vision.patch_embed": "model.vision_tower.timm_model.conv_stem"}
+    plain_sum = False
+    last_block_is_read_out = False
+    tower_blocks = False
+    projector_feature_calls = slice(1, None)
+    image_sizes = ((40, 30),)
+    # block 1 of the tiny Gemma 3n stores the keys and values block 3 reuses
+    analysis_refuses = {"tower_patterns": (Unavailable, "no standard block's shape"),
+                        "skip_layers": (ValueError, r"layers \[3\] reuse its keys and values")}
+
+    def test_features_are_what_block_0_receives_at_the_image_tokens(self, model):
+        """As the suite's, but the vision range of the vocabulary (the end-of-image marker) is
+        embedded by the projector's first call, not by ``embed_tokens``: block 0 receives the
+        features at the mask, the projector's embedding of the ids in the vision range, and
+        the token embeddings everywhere else."""
+        config = model._module.config.vision_config
+        with model.trace(self.image_prompt(model), images=self.images()[:1]):
+            ids = model.input_ids.save()
+            mask = model.vision.image_token_mask.save()
+            embeddings = model.token_embeddings.save()
+            by_id = model.projector.output[0].save()
+            features = model.vision.image_features.save()
+            first = self.entry(model).save()
+        vision_range = (ids >= config.vocab_offset) & (ids < config.vocab_offset + config.vocab_size)
+        assert int(mask.sum()) == features.shape[0] > 0 and (vision_range & ~mask).any()
+        assert features.shape[1] == model.hidden_size
+        assert torch.equal(first[mask], features)
+        expected = torch.where(vision_range[..., None], by_id, embeddings)
+        assert torch.equal(first[~mask], expected[~mask])

@@ -97,6 +97,13 @@ class Layer(Standard):
         """The token mixers this block holds, in forward order (one on most blocks)."""
         return [self.__dict__[mixer.name] for mixer in self.mixers if isinstance(self.__dict__.get(mixer.name), Standard)]
 
+    def skipped_output(self) -> Any:
+        """What the block hands on when it is skipped (`vlreg.analysis.skip_layers`): the
+        stream it takes, as it takes it, so the next block receives what this one did (its
+        ``input``; every stream, on a block that carries several: `vlreg.core.envoys.streams`).
+        Read in a trace, where ``input`` is."""
+        return self.input
+
     def why_not_skipped(self, skipped: range) -> str | None:
         """Why this block cannot be skipped together with the blocks ``skipped`` (``None``:
         it can): a family's block class says so where a later block needs what this one

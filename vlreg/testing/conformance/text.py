@@ -53,7 +53,11 @@ class TextConformance(TextTrust, RemoteConformance):
     * ``supports_sdpa``: whether transformers runs the text model under sdpa (Gemma 2's
       softcapping runs only eager), which the check that the interior needs eager loads;
     * ``one_sublayer``: whether each block holds one sublayer, a mixer or an MLP
-      (NemotronH's), rather than a mixer and an MLP.
+      (NemotronH's), rather than a mixer and an MLP;
+    * ``last_block_is_read_out``: whether the final norm reads the last block's
+      ``layer_output`` as it is; not where the text model combines more after its last
+      block (every stream of blocks that carry several, `vlreg.core.envoys.streams`), and
+      the logit-lens check then reads what the final norm is called with.
     """
 
     checkpoint: ClassVar[str]
@@ -68,6 +72,7 @@ class TextConformance(TextTrust, RemoteConformance):
     bidirectional_prefix: ClassVar[bool] = False
     supports_sdpa: ClassVar[bool] = True
     one_sublayer: ClassVar[bool] = False
+    last_block_is_read_out: ClassVar[bool] = True
 
     # -- fixtures -------------------------------------------------------------
 
@@ -198,7 +203,8 @@ class TextConformance(TextTrust, RemoteConformance):
         encoder = model.__dict__.get("encoder")
         blocks = [*(encoder.layers if encoder is not None else ()), *model.layers]
         if not self.plain_sum and not all(getattr(block, "post_norms", ()) for block in blocks):
-            pytest.skip("this family's blocks norm their sublayers' outputs (not a plain sum)")
+            pytest.skip("this family's blocks are no plain sum of their sublayers (their outputs are normed, scaled, "
+                        "or, on blocks of several streams, combined): its own tests check its identity")
         rows = []  # made outside the trace: names first bound inside one do not leave it
         with model.trace(self.text_prompt(model)):
             for block in blocks:
