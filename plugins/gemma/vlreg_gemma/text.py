@@ -125,7 +125,8 @@ def _no_per_layer_input(layer: Any) -> str | None:
 
 
 class SharedKvLayer(Layer):
-    """A Gemma 4 block (either line), whose keys and values later blocks may reuse."""
+    """A Gemma 4 block (either line) or a Gemma 3n one, whose keys and values later blocks
+    may reuse."""
 
     def why_not_skipped(self, skipped: range) -> str | None:
         """A block whose keys and values later blocks reuse (``num_kv_shared_layers``) cannot
@@ -139,8 +140,8 @@ class SharedKvLayer(Layer):
                    if mode == "reuse" and config.layer_types[i] == kind and i not in skipped]
         if not readers:
             return None
-        return (f"layers {readers} reuse its keys and values (Gemma 4's shared KV, num_kv_shared_layers) "
-                f"and cannot run without them; skip them too")
+        return (f"layers {readers} reuse its keys and values (num_kv_shared_layers) and cannot run without "
+                f"them; skip them too")
 
 
 class Gemma4Layer(SharedKvLayer):

@@ -274,14 +274,18 @@ class Gemma3nVision(Vision):
 
 
 class Embedder(PerCall):
-    """A Gemma 3n embedder (``embed_vision``, ``embed_audio``): called on the prompt's ids
-    (its range of the vocabulary has a table of its own), then, where the input carries its
-    medium, on the soft tokens: ``input`` and ``output`` are those calls, in order (the last
-    is what the scatter writes)."""
+    """A Gemma 3n embedder, called on the prompt's ids (its range of the vocabulary has a
+    table of its own), then where the input carries its medium on the soft tokens:
+    ``input`` and ``output`` are those calls, in order. ``embed_vision`` (the projector) embeds
+    the tower's grid once, what the scatter writes; ``embed_audio``, which shares the class,
+    embeds the audio's frames and then its padding token (audio has no standard names, but
+    its calls are counted right)."""
 
     def calls(self, inputs: dict) -> int:
-        medium = "pixel_values" if self._module is self.root._module.model.embed_vision else "input_features"
-        return 1 + (inputs.get(medium) is not None)
+        if self._module is self.root._module.model.embed_vision:
+            return 1 + (inputs.get("pixel_values") is not None)
+        audio = inputs.get("input_features") is not None and inputs.get("input_features_mask") is not None
+        return 1 + 2 * audio
 
 
 def gemma3n_tower_envoys(part: Any) -> dict[type, type]:

@@ -27,6 +27,7 @@ from typing import Any
 import torch
 from nnsight.intervention.util import first_input, replace_first_input
 
+from ..errors import Unavailable
 from ..serving.values import first, value, with_first
 from .text import Layer
 
@@ -47,8 +48,9 @@ class StreamsLayer(Layer):
 
     @property
     def num_streams(self) -> int:
-        """How many streams the block carries."""
-        raise NotImplementedError(f"{type(self).__name__} must say how many streams its blocks carry")
+        """How many streams the block carries (its family's class reads it off the config)."""
+        raise Unavailable(f"{self.label('num_streams')} is unavailable: {type(self).__name__} does not say how many "
+                          f"streams its blocks carry; its family's envoy class can")
 
     def with_active(self, streams: torch.Tensor, new: torch.Tensor) -> torch.Tensor:
         """A copy of ``streams`` whose active stream is ``new``: how a write to a value of
