@@ -117,12 +117,15 @@ def test_gemma4_unified_has_no_tower(lazy):
 def test_gemma3n_e4b_four_streams_and_the_300m_mobilenet(lazy):
     model = lazy("gemma3n")
     config = model._module.config
-    assert (model.num_layers, model.hidden_size, model.num_heads, model.num_kv_heads, model.head_dim) == (35, 2048, 8, 2, 256)
+    text, vision = config.text_config, model.vision
+    assert (model.num_layers, model.hidden_size, model.num_heads, model.num_kv_heads, model.head_dim) == (
+        35, 2048, 8, 2, 256)
     assert {(block.num_streams, block.active_stream) for block in model.layers} == {(4, 0)}
-    assert config.text_config.num_kv_shared_layers == 15 and config.text_config.activation_sparsity_pattern[:10] == [0.95] * 10
+    assert text.num_kv_shared_layers == 15 and text.activation_sparsity_pattern[:10] == [0.95] * 10
     assert config.vision_config.architecture == "mobilenetv5_300m_enc"
-    assert (model.vision.num_layers, model.vision.vision_hidden_size, model.vision.patch_embedding_size) == (0, 2048, 64)
-    assert config.vision_soft_tokens_per_image == 256 and model.vision.patch_embed._module is model.vision.timm_model.conv_stem._module
+    assert (vision.num_layers, vision.vision_hidden_size, vision.patch_embedding_size) == (0, 2048, 64)
+    assert config.vision_soft_tokens_per_image == 256
+    assert vision.patch_embed._module is vision.timm_model.conv_stem._module
     assert model.projector.embedding_projection.weight.shape == (2048, 2048)
     rows = model.support()
     assert rows["per_layer_output"] is None and rows["layer_streams"] is None and rows["vision.tower_output"] is None
