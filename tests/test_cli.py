@@ -171,6 +171,8 @@ def test_coverage_lists_every_image_text_model_type_and_what_serves_it(capsys):
     assert "vlreg-qwen3-vl" in rows["qwen3_5_moe"]["plugin"] and "vlreg-llava" in rows["llava_next"]["plugin"]
     assert "vlreg-mllama" in rows["mllama"]["plugin"] and "vlreg-blip" in rows["blip-2"]["plugin"]
     assert rows["kosmos-2"] == {"plugin": None, "refuses": {}}
+    assert set(rows["gemma3n"]["refuses"]) == {"audio"} and "vlreg-gemma" in rows["gemma3n"]["plugin"]
+    assert rows["gemma3"]["refuses"] == {}
 
 
 def test_the_readmes_families_table_claims_nothing_the_census_does_not_serve():

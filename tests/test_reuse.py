@@ -74,3 +74,21 @@ def test_an_occlusion_sweep_runs_the_tower_once(model):
     finally:
         handle.remove()
     assert len(calls) == 1 and found.scores.shape == (found.geometry[0].tokens,)
+
+
+def test_every_replay_is_handed_the_towers_output_afresh():
+    """A wrapper may edit what the tower returns in place (Gemma 3n scales its grid by
+    sqrt(hidden_size)): the cache hands each replay new tensors, so the next replay gets what
+    the tower returned, with one copy of the images or several (Gemma 3n end to end:
+    plugins/gemma/tests/test_gemma3n.py)."""
+    from transformers.modeling_outputs import BaseModelOutputWithPooling
+
+    from vlreg.core.reuse import _repeat
+
+    returned = torch.arange(6.0).reshape(1, 2, 3)
+    cached = BaseModelOutputWithPooling(last_hidden_state=returned.clone())
+    for copies in (1, 2, 1):
+        handed = _repeat(cached, copies)
+        assert handed is not cached and handed.last_hidden_state.shape[0] == copies
+        handed.last_hidden_state *= 8  # the wrapper's in-place edit
+    assert torch.equal(cached.last_hidden_state, returned)

@@ -11,13 +11,15 @@ def test_a_hybrid_model_keeps_a_block_of_each_kind():
     assert text.layer_types == ["linear_attention", "full_attention"]
 
 
-def test_blocks_reusing_keys_and_values_leave_each_kind_a_block_computing_its_own():
-    # Gemma 3n's last 15 of 35 blocks reuse earlier blocks' keys and values; its config
-    # refuses a cut where a kind of block has none computing them
-    text = shrink(transformers.Gemma3nConfig()).get_text_config()
-    kinds = len(set(text.layer_types))
-    assert text.num_hidden_layers - text.num_kv_shared_layers >= kinds
-    assert len(text.kv_sharing_modes) == text.num_hidden_layers  # the config's own check passes
+def test_a_list_per_block_is_cut_with_the_blocks_and_shared_keys_and_values_are_dropped():
+    # Gemma 3n: an MLP width and an activation sparsity per block; its last 15 of 35 blocks
+    # reuse earlier blocks' keys and values, which a cut to a block of each kind cannot keep
+    text = shrink(transformers.Gemma3nTextConfig())
+    assert text.layer_types == ["sliding_attention", "full_attention"]
+    assert text.intermediate_size == [128, 128] and text.activation_sparsity_pattern == [0.95, 0.95]
+    assert text.num_kv_shared_layers == 0 and text.kv_sharing_modes == [None, None]
+    again = transformers.Gemma3nTextConfig.from_dict(text.to_dict())  # validated again, as a load does
+    assert again.intermediate_size == [128, 128]
 
 
 def test_deepstack_taps_move_inside_the_cut_tower():

@@ -24,6 +24,7 @@ from .core.envoys.mixers import Mixer
 from .core.envoys.packed import PackedVisionAttention
 from .core.envoys.seq2seq import DecoderLayer, Encoder, OutputProjection, PostNormLayer
 from .core.envoys.standard import Standard
+from .core.envoys.streams import StreamsLayer
 from .core.envoys.text import Attention, Layer, Mlp, eager_only
 from .core.envoys.vision import (
     Patches,
@@ -74,6 +75,7 @@ __all__ = [
     "Encoder",
     "DecoderLayer",
     "PostNormLayer",
+    "StreamsLayer",
     "OutputProjection",
     "CrossAttentionMixer",
     "Vision",

@@ -133,7 +133,8 @@ def _in_cache(cached: torch.Tensor, first: int, total: int) -> None:
 
 def skip_layers(model: Any, start: int, end: int) -> None:
     """Blocks ``start`` to ``end`` (inclusive) pass their input through unchanged: each
-    one's forward does not run, and its ``layer_output`` is its ``input``. Values inside
+    one's forward does not run, and what it returns is what it took (`Layer.skipped_output`:
+    its ``input``, or every stream on a block that carries several). Values inside
     a skipped block are never computed, so reading one is out of order. A block a later
     one depends on beside the stream (`Layer.why_not_skipped`) is refused, before the
     model runs."""
@@ -144,4 +145,4 @@ def skip_layers(model: Any, start: int, end: int) -> None:
             raise ValueError(f"layers[{layer}] cannot be skipped: {reason}")
     for layer in skipped:
         block = model.layers[layer]
-        block.skip(block.passed_through(block.input))
+        block.skip(block.skipped_output())

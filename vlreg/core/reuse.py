@@ -104,12 +104,13 @@ def _differs(cached: dict, traced: dict, copies: int) -> str | None:
 
 def _repeat(output: Any, copies: int, axis: int = 0) -> Any:
     """``output`` with every tensor repeated ``copies`` times along ``axis`` (the tower's
-    batch, `Vision.batch_axis`), in new containers (a wrapper may reassign fields of the
-    output it is handed, as LLaVA's and Qwen's replace ``pooler_output`` with its
-    per-image split)."""
+    batch, `Vision.batch_axis`), in new containers and new tensors: a wrapper may reassign
+    fields of the output it is handed (LLaVA's and Qwen's replace ``pooler_output`` with its
+    per-image split) or edit its tensors in place (Gemma 3n scales the tower's grid in
+    place), and the cache must hand the next replay what the tower returned."""
     if isinstance(output, torch.Tensor):
         if copies == 1 or output.dim() <= axis:
-            return output
+            return output.clone()
         times = [1] * output.dim()
         times[axis] = copies
         return output.repeat(*times)

@@ -6,9 +6,11 @@ is a call that takes the variable it replaces (``x = x.masked_scatter(mask, feat
 image_hidden_states=features)``) and an argument named for image features, or whatever
 ``masked_scatter``'s source is named (BLIP-2's ``language_model_inputs``). A call that
 names an audio's or a video's tensor is another modality's scatter, never the image's
-(an omni model writes its audio first). The features' argument is its position, or its
-keyword's name where the call passes it by keyword; the call's name is nnsight's (its
-attribute chain joined by ``_``, and the occurrence on that line).
+(an omni model writes its audio first); a ``masked_scatter`` wins over an earlier
+candidate (Gemma 3n's ``torch.where`` of the vision range's embeddings of ids). The
+features' argument is its position, or its keyword's name where the call passes it by
+keyword; the call's name is nnsight's (its attribute chain joined by ``_``, and the
+occurrence on that line).
 """
 
 from __future__ import annotations

@@ -12,7 +12,10 @@ What a cut keeps, so the small model still runs as the real one does:
 * each part's head size where the config names it (``head_dim``), and so its rotary
   sections and partial rotary factors; where the head size is derived from the width,
   rotary sections (``mrope_section``) are scaled to the new head size;
-* one block of each kind a hybrid text model mixes (``layer_types``);
+* one block of each kind a hybrid text model mixes (``layer_types``), and of a list with
+  an entry per block the first entries (keys and values shared between blocks,
+  ``num_kv_shared_layers``, are dropped: a cut to a block of each kind keeps no block
+  that stores them before one that reuses them);
 * a tower's hand-off width: a vision field that is the text model's width (the merger's
   output on Qwen2-VL, ``out_hidden_size`` elsewhere) follows the text model's new width;
 * block indexes inside the cut tower: DeepStack's taps move to its first blocks (each
@@ -191,6 +194,7 @@ def _cut_text(config: Any, fields: dict) -> None:
     head_dim = getattr(config, "head_dim", None)
     derived = head_dim is None and getattr(config, "hidden_size", None) and getattr(config, "num_attention_heads", None)
     width = getattr(config, "hidden_size", None)
+    blocks = getattr(config, "num_hidden_layers", None)
     _set(config, fields)
     for name in TEXT_WIDTHS:
         if width is not None and getattr(config, name, None) == width:
@@ -202,22 +206,24 @@ def _cut_text(config: Any, fields: dict) -> None:
         config.layer_types = _every_kind(list(layer_types), config.num_hidden_layers)
         config.num_hidden_layers = len(config.layer_types)
     depth = getattr(config, "num_hidden_layers", None)
+    if isinstance(blocks, int) and isinstance(depth, int) and depth < blocks:
+        _cut_per_block(config, blocks, depth)
     for name in TEXT_INDEXES:
         indexes = getattr(config, name, None)
         if indexes and depth:
             setattr(config, name, [index for index in indexes if index < depth] or [depth - 1])
-    _cut_shared(config, depth)
 
 
-def _cut_shared(config: Any, depth: int | None) -> None:
-    """The last blocks that reuse earlier blocks' keys and values (``num_kv_shared_layers``:
-    Gemma 3n's) cut so that every kind of block still has one computing its own before
-    them: at most ``depth`` less the number of kinds."""
-    shared = getattr(config, "num_kv_shared_layers", None)
-    if not isinstance(shared, int) or not shared or not depth:
-        return
-    kinds = len(set(getattr(config, "layer_types", None) or [None]))
-    config.num_kv_shared_layers = min(shared, max(0, depth - kinds))
+def _cut_per_block(config: Any, blocks: int, depth: int) -> None:
+    """A list with an entry per block (Gemma 3n's ``intermediate_size`` and
+    ``activation_sparsity_pattern``) cut to the first ``depth``; keys and values shared from
+    earlier blocks (``num_kv_shared_layers``) dropped: a block reusing them needs a block of
+    its kind before it that stores them, which a cut to a block of each kind does not keep."""
+    for name, entries in list(vars(config).items()):
+        if name != "layer_types" and isinstance(entries, list) and len(entries) == blocks:
+            setattr(config, name, entries[:depth])
+    if getattr(config, "num_kv_shared_layers", 0):
+        config.num_kv_shared_layers = 0
 
 
 def _every_kind(layer_types: list, depth: int) -> list:

@@ -1,5 +1,9 @@
 """The Gemma families against vlreg's conformance suite."""
 
+import math
+
+import torch
+
 from vlreg import Unavailable
 from vlreg.testing.conformance import AnalysisConformance, VisionConformance
 
@@ -79,3 +83,65 @@ class TestGemma4Unified(AnalysisConformance, VisionConformance):
     projector_output_is_features = False
     tower_blocks = False
     analysis_refuses = {"tower_patterns": (Unavailable, "has no blocks")}
+
+
+class TestGemma3n(AnalysisConformance, VisionConformance):
+    """Blocks of several streams (AltUp): ``input`` and ``layer_output`` are the active one,
+    the plain sum does not hold (the block's own identity replaces it), and the final norm
+    reads every stream combined, so the lens check reads its input. A MobileNetV5 tower with
+    no standard blocks, its stem the patch embedding; the projector embeds the prompt's ids,
+    then the tower's grid (its second call is the features)."""
+
+    checkpoint = "gemma3n"
+    native = {**TEXT, "vision": "model.vision_tower", "projector": "model.embed_vision",
+              "vision.patch_embed": "model.vision_tower.timm_model.conv_stem"}
+    plain_sum = False
+    last_block_is_read_out = False
+    tower_blocks = False
+    projector_feature_calls = slice(1, None)
+    image_sizes = ((40, 30),)
+    # block 1 of the tiny Gemma 3n stores the keys and values block 3 reuses
+    analysis_refuses = {"tower_patterns": (Unavailable, "no standard block's shape"),
+                        "skip_layers": (ValueError, r"layers \[3\] reuse its keys and values")}
+
+    def test_block_identity(self, model):
+        """AltUp around the sublayers and the laurel: ``activated == (predicted +
+        attention_output + laurel_output) / sqrt(2) + mlp_output``; the active stream leaving
+        the block is the prediction moved along ``activated - predicted`` by a scalar per
+        token; the per-layer input is added to every other stream AltUp corrected."""
+        rows = []
+        with model.trace(self.image_prompt(model), images=self.images()[:1]):
+            for block in model.layers:
+                rows.append([value.save() for value in (
+                    block.predicted, block.laurel_output, block.self_attn.attention_output, block.mlp.mlp_output,
+                    block.activated, block.source.self_altup_correct_0.output.clone(), block.per_layer_output,
+                    block.layer_output, block.layer_streams)])
+        active = model.layers[0].active_stream
+        for predicted, laurel, attention, mlp, activated, corrected, per_layer, out, streams in rows:
+            torch.testing.assert_close((predicted + attention + laurel) / math.sqrt(2) + mlp, activated)
+            step, moved = activated - predicted, out - predicted
+            scale = (moved * step).sum(-1, keepdim=True) / (step * step).sum(-1, keepdim=True)
+            torch.testing.assert_close(moved, scale * step, atol=1e-5, rtol=1e-4)
+            others = [k for k in range(streams.shape[0]) if k != active]
+            assert torch.equal(out, corrected[active]) and per_layer.abs().max() > 0
+            torch.testing.assert_close(streams[others], corrected[others] + per_layer)
+
+    def test_features_are_what_block_0_receives_at_the_image_tokens(self, model):
+        """As the suite's, but the vision range of the vocabulary (the end-of-image marker) is
+        embedded by the projector's first call, not by ``embed_tokens``: block 0 receives the
+        features at the mask, the projector's embedding of the ids in the vision range, and
+        the token embeddings everywhere else."""
+        config = model._module.config.vision_config
+        with model.trace(self.image_prompt(model), images=self.images()[:1]):
+            ids = model.input_ids.save()
+            mask = model.vision.image_token_mask.save()
+            embeddings = model.token_embeddings.save()
+            by_id = model.projector.output[0].save()
+            features = model.vision.image_features.save()
+            first = self.entry(model).save()
+        vision_range = (ids >= config.vocab_offset) & (ids < config.vocab_offset + config.vocab_size)
+        assert int(mask.sum()) == features.shape[0] > 0 and (vision_range & ~mask).any()
+        assert features.shape[1] == model.hidden_size
+        assert torch.equal(first[mask], features)
+        expected = torch.where(vision_range[..., None], by_id, embeddings)
+        assert torch.equal(first[~mask], expected[~mask])

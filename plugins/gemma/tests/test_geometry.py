@@ -4,18 +4,22 @@ For every size the processor runs on a prompt with the image; the declared grid 
 as many tokens as the processor put in the prompt, its boxes must tile the original image
 (equal cells, edge to edge, from the corner to the far corner), and its raster of tokens,
 times the fold, must be the raster of patches the processor made, at the scale the
-processor resized by. No model is loaded."""
+processor resized by. Only Gemma 3n's lit-pixel test loads a model: its tower is
+convolutional, so where a pixel lands is read off the tower itself."""
 
 from __future__ import annotations
 
+import math
 import random
 
 import pytest
 import torch
+from PIL import Image
 from transformers import AutoConfig, AutoProcessor
 
+from vlreg import StandardizedTransformer
 from vlreg.testing import build
-from vlreg.testing.conformance import image
+from vlreg.testing.conformance import image, lit
 from vlreg_gemma.geometry import image_grids
 
 #: (width, height): the corners of the range, extreme aspects, and random sizes
@@ -147,3 +151,48 @@ def test_the_real_gemma4_processor_on_its_published_budget():
             (grid,) = declare(None, [picture], processor)
             tokens = vision(images=[picture], return_tensors="pt")["num_soft_tokens_per_image"][0]
             assert grid.tokens == tokens <= 280 and grid.fold == fold, (cls.__name__, size)
+
+
+def test_gemma3n_squeezes_the_whole_image_to_the_towers_grid():
+    config, processor, grids = grids_for("gemma3n")
+    side = math.isqrt(config.vision_soft_tokens_per_image)
+    for size in SIZES:
+        picture, encoding = encode(processor, size)
+        (grid,) = grids(encoding, [picture], processor)
+        assert int((encoding["input_ids"] == config.image_token_id).sum()) == grid.tokens == side * side, size
+        assert encoding["pixel_values"].shape[-2:] == (processor.image_processor.size["height"],) * 2
+        assert (grid.rows, grid.columns, grid.fold) == (side, side, 1)
+        assert_tiles(grid, *size)
+
+
+@pytest.fixture(scope="module")
+def gemma3n():
+    return StandardizedTransformer(str(build("gemma3n")), task="image-text-to-text", dispatch=True, device="cpu",
+                                   attn_implementation="eager")
+
+
+@pytest.mark.parametrize("x, y", [(3, 3), (35, 5), (12, 25), (38, 28), (21, 14)])
+def test_gemma3n_a_lit_pixel_lands_on_the_token_whose_box_holds_it(gemma3n, x, y):
+    """The pixel is read where the tower still keeps it local: the stem's map
+    (``patch_embeddings``, a 3 x 3 convolution), which changes most, between a black image
+    and the same image with one white pixel, at a position inside the block of the map that
+    the token whose box holds the pixel stands for (the tower keeps the map's layout down to
+    its fusion adapter's ``k`` x ``k`` grid, so token ``(r, c)`` is block ``(r, c)`` of the
+    map). At the grid itself the tiny tower's receptive fields, wider than its 64-pixel
+    input, and its global attention spread one pixel over every token, which tests nothing."""
+    model, (width, height) = gemma3n, (40, 30)
+    messages = [{"role": "user", "content": [{"type": "image"}, {"type": "text", "text": "What is this?"}]}]
+    prompt = model.processor.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
+    (geometry,) = model.vision.geometry(prompt, [lit(width, height, x, y)])
+    (grid,) = geometry.grids
+    holding = [i for i, (x0, y0, x1, y1) in enumerate(grid.boxes.tolist()) if x0 <= x + 0.5 < x1 and y0 <= y + 0.5 < y1]
+    assert len(holding) == 1 and geometry.tokens == model._module.config.vision_soft_tokens_per_image
+    stems = []
+    for picture in (Image.new("RGB", (width, height), "black"), lit(width, height, x, y)):
+        with model.trace(prompt, images=[picture]):
+            stems.append(model.vision.patch_embeddings.save())
+    side = math.isqrt(stems[0].shape[1])
+    change = (stems[1] - stems[0]).abs().sum(-1)[0].reshape(side, side)
+    row, column = divmod(int(change.argmax()), side)
+    block = side // grid.rows
+    assert (row // block) * grid.columns + column // block == holding[0]

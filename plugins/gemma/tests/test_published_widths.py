@@ -1,9 +1,10 @@
 """The Gemma families at published widths and full depth, built on the meta device (no
 weights), and `vlreg inspect` of each config alone.
 
-PaliGemma's, Gemma 4's and Gemma 4 unified's are transformers' default configs
+PaliGemma's, Gemma 4's, Gemma 4 unified's and Gemma 3n's are transformers' default configs
 (PaliGemma 3B at 224 pixels; Gemma 4 "similar to google/gemma-4-e2b-it", with the default
-Gemma 4 tower and audio tower; Gemma 4 unified with its default embedder). Gemma 3's default config pairs
+Gemma 4 tower and audio tower; Gemma 4 unified with its default embedder; Gemma 3n's,
+gemma-3n-E4B's widths with its 300M MobileNetV5 and audio tower). Gemma 3's default config pairs
 a 224-pixel SigLIP with 256 tokens, which is no published geometry, so Gemma 3 is
 gemma-3-4b-it's config, its fields written out here. The tiny checkpoints' processors
 stand in: nothing is processed on meta."""
@@ -34,6 +35,7 @@ CONFIGS = {
     "gemma4": lambda: transformers.Gemma4Config(vision_config=transformers.Gemma4VisionConfig(),
                                                 audio_config=transformers.Gemma4AudioConfig()),
     "gemma4_unified": lambda: transformers.Gemma4UnifiedConfig(vision_config=transformers.Gemma4UnifiedVisionConfig()),
+    "gemma3n": lambda: transformers.Gemma3nConfig(),
 }
 
 
@@ -112,6 +114,27 @@ def test_gemma4_unified_has_no_tower(lazy):
     assert rows["vision.patch_embeddings"] is None and rows["vision.image_features"] is None
 
 
+def test_gemma3n_e4b_four_streams_and_the_300m_mobilenet(lazy):
+    model = lazy("gemma3n")
+    config = model._module.config
+    text, vision = config.text_config, model.vision
+    assert (model.num_layers, model.hidden_size, model.num_heads, model.num_kv_heads, model.head_dim) == (
+        35, 2048, 8, 2, 256)
+    assert {(block.num_streams, block.active_stream) for block in model.layers} == {(4, 0)}
+    assert text.num_kv_shared_layers == 15 and text.activation_sparsity_pattern[:10] == [0.95] * 10
+    assert config.vision_config.architecture == "mobilenetv5_300m_enc"
+    assert (vision.num_layers, vision.vision_hidden_size, vision.patch_embedding_size) == (0, 2048, 64)
+    assert config.vision_soft_tokens_per_image == 256
+    assert vision.patch_embed._module is vision.timm_model.conv_stem._module
+    assert model.projector.embedding_projection.weight.shape == (2048, 2048)
+    rows = model.support()
+    assert rows["per_layer_output"] is None and rows["layer_streams"] is None and rows["vision.tower_output"] is None
+    assert [row for row in rows if "audio" in row] == ["audio"] and "audio tower" in rows["audio"]
+    assert model.family.unserved == {"audio_config": "gemma3n_audio"}
+    with pytest.raises(Unavailable, match="MobileNetV5"):
+        model.vision.num_heads
+
+
 @pytest.mark.parametrize("name", list(CONFIGS))
 def test_inspect_reads_the_config_alone(folders, capsys, name):
     assert main(["inspect", str(folders[name]), "--json"]) == 0
@@ -121,7 +144,7 @@ def test_inspect_reads_the_config_alone(folders, capsys, name):
     assert report["parts"]["wrapper"]["plugin"].startswith("plugin 'gemma' (vlreg-gemma")
     assert report["support"]["vision.image_features"] is None
     vision = report["vision sizes"]
-    if name == "gemma4_unified":
+    if name in ("gemma4_unified", "gemma3n"):
         assert vision["num_layers"] == 0 and vision["num_heads"] is None
         assert "vision.layers[0]" not in report["aliases"]
     else:

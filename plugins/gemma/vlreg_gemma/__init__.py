@@ -1,6 +1,6 @@
 """vlreg-gemma: the Gemma vision-language families, declared against `vlreg.plugin`.
 
-Four wrappers, each holding its text model at ``model.language_model`` and writing the
+Five wrappers, each holding its text model at ``model.language_model`` and writing the
 image features into the token embeddings with the first ``inputs_embeds.masked_scatter``
 in its ``model``'s forward:
 
@@ -17,9 +17,14 @@ in its ``model``'s forward:
   sliding-window blocks of checkpoints with ``use_bidirectional_attention="vision"``.
 * ``gemma4_unified`` (Gemma4UnifiedForConditionalGeneration): no tower; ``model.embed_vision``
   is the `Vision` (with no blocks) and its ``multimodal_embedder`` the projector.
+* ``gemma3n`` (Gemma3nForConditionalGeneration): timm's MobileNetV5 at ``model.vision_tower``
+  (a tower with no standard blocks) and ``model.embed_vision``, called on the prompt's ids,
+  then on the tower's grid; text blocks that carry several streams (AltUp), whose
+  ``layer_output`` is the active one. Images only: its claim refuses audio (the audio tower,
+  ``audio_config``, is claimed by no plugin and keeps its native names).
 
-The text parts are in `text`, the Gemma 4 vision parts in `vision` (the Gemma 4 tower is
-not laid out as SigLIP is, so it has envoys of its own rather than vlreg-llava's
+The text parts are in `text`, the Gemma 4 and Gemma 3n vision parts in `vision` (neither
+tower is laid out as SigLIP is, so each has envoys of its own rather than vlreg-llava's
 ``"siglip"`` adapter); `checkpoints` builds tiny random-weight checkpoints.
 
 ``logits`` is ``lm_head``'s output everywhere. Where the text config sets
@@ -54,6 +59,16 @@ WRAPPERS = {
 #: The image masked_scatter in the wrapper model's forward (video and audio come after).
 SCATTER = Scatter(host="model", operation="inputs_embeds_masked_scatter_0", argument=1)
 
+#: Gemma 3n: its mounts, and what its claim refuses (`Claim.refuses`).
+GEMMA3N = {**_TEXT_MOUNTS, "model.vision_tower": "vision", "model.embed_vision": "projector"}
+GEMMA3N_REFUSES = {
+    "audio": (
+        "audio is not served: vlreg claims no audio part, so Gemma 3n's audio tower (model.audio_tower) and its "
+        "embedder (model.embed_audio) have no standard names, and a trace hands the processor only text, images "
+        "and videos (audio= is refused before the model runs); images and text are served"
+    ),
+}
+
 
 def grids(part):
     """The wrapper's image grids, laid out from its config."""
@@ -68,8 +83,12 @@ def builders():
 
 plugin = Plugin(
     *[Wrapper(model_type, rename=rename, entry=SCATTER, image_grids=grids) for model_type, rename in WRAPPERS.items()],
+    Wrapper("gemma3n", rename=GEMMA3N, envoys=vision.gemma3n_wrapper_envoys, entry=SCATTER, image_grids=grids,
+            refuses=GEMMA3N_REFUSES),
     Text(text.MODEL_TYPES, envoys=text.envoys),
+    Text("gemma3n_text", envoys=text.gemma3n_envoys),
     Tower("gemma4_vision", rename=vision.TOWER_RENAME, envoys=vision.tower_envoys),
     Tower("gemma4_unified_vision", envoys=vision.embedder_envoys),
+    Tower("gemma3n_vision", rename=vision.GEMMA3N_RENAME, envoys=vision.gemma3n_tower_envoys),
     checkpoints=builders,
 )

@@ -17,9 +17,18 @@ on the real ones); towers are 32 wide, two blocks (`vlreg.testing.TINY_VISION`, 
   the sliding blocks (``use_bidirectional_attention="vision"``).
 * ``gemma4_unified``: the embedder on 8-pixel tokens (4-pixel patches merged 2 x 2), 70 at
   most; three text blocks (sliding, sliding, global).
+* ``gemma3n``: four text blocks as Gemma 4's (the last two reusing the first two's keys and
+  values, per-layer inputs 8 wide) of four AltUp streams, a laurel of rank 8, the first
+  block's MLP sparse (0.95) as the published first ten are; timm's MobileNetV5
+  (``mobilenetv5_base``, channels x 1/8) on 64 x 64 pixels, its fusion adapter leaving a
+  32-wide 2 x 2 grid (4 soft tokens an image; 16 x 16 on the published 768 x 768); a
+  two-block audio conformer the checkpoint carries and vlreg refuses. The vocabulary is
+  laid out as the published one: the text tokens, then the vision range (end-of-image, the
+  image soft token), then the audio range; the per-layer inputs cover the text tokens.
 
 Where a family's initialisation would hide the image (Gemma 3's zero projection) or an
-effect the tests check (Gemma 4's unit ``layer_scalar``), the weight is drawn at random.
+effect the tests check (Gemma 4's unit ``layer_scalar``, Gemma 3n's zero AltUp correction
+scale, which cuts the per-layer inputs off), the weight is drawn at random.
 """
 
 from __future__ import annotations
@@ -259,6 +268,74 @@ def _gemma4(unified: bool):
     return build
 
 
+# -- Gemma 3n ---------------------------------------------------------------------
+
+GEMMA3N_TOKENS = (PAD, EOS, BOS, "<start_of_turn>", "<end_of_turn>", "<start_of_image>", "<start_of_audio>")
+#: After the text vocabulary, in this order: the vision range, then the audio range.
+GEMMA3N_RANGES = ("<end_of_image>", "<image_soft_token>", "<end_of_audio>", "<audio_soft_token>")
+#: Gemma 3's turns, an image written as the image soft token (the processor expands it
+#: between begin- and end-of-image markers), an audio as the audio soft token.
+GEMMA3N_TEMPLATE = GEMMA3_TEMPLATE.replace(
+    "{% if item['type'] == 'image' %}<start_of_image>",
+    "{% if item['type'] == 'image' %}<image_soft_token>{% elif item['type'] == 'audio' %}<audio_soft_token>",
+)
+#: The tiny MobileNetV5: its side in pixels, and its fusion adapter's grid (GRID x GRID tokens).
+GEMMA3N_IMAGE, GRID = 64, 2
+
+
+def build_gemma3n(path: Path, **overrides: Any) -> Path:
+    """Gemma3nForConditionalGeneration as the module describes. ``overrides``:
+    ``text_config``, ``vision_config`` and ``audio_config`` dicts, other fields of the
+    top-level config."""
+    from transformers import (Gemma3nAudioFeatureExtractor, Gemma3nConfig, Gemma3nForConditionalGeneration,
+                              Gemma3nProcessor, SiglipImageProcessor)
+
+    tok = tokenizer(GEMMA3N_TOKENS, (*CORPUS, "user model user model"), bos_token=BOS, eos_token=EOS, pad_token=PAD)
+    text_tokens = len(tok)
+    tok.add_special_tokens({"additional_special_tokens": [*GEMMA3N_TOKENS[3:], *GEMMA3N_RANGES]})
+    roles = dict(boi_token="<start_of_image>", eoi_token="<end_of_image>", image_token="<image_soft_token>",
+                 boa_token="<start_of_audio>", eoa_token="<end_of_audio>", audio_token="<audio_soft_token>")
+    tok = type(tok)(tokenizer_object=tok.backend_tokenizer, bos_token=BOS, eos_token=EOS, pad_token=PAD,
+                    extra_special_tokens=roles)
+    ids = _ids(tok, (*GEMMA3N_TOKENS, *GEMMA3N_RANGES))
+    assert [ids[token] for token in GEMMA3N_RANGES] == list(range(text_tokens, text_tokens + 4))
+    # MobileNetV5 takes pixels in [0, 1] (the published processor's mean 0 and std 1)
+    images = SiglipImageProcessor(size={"height": GEMMA3N_IMAGE, "width": GEMMA3N_IMAGE}, image_mean=[0.0] * 3,
+                                  image_std=[1.0] * 3)
+    processor = Gemma3nProcessor(feature_extractor=Gemma3nAudioFeatureExtractor(feature_size=16),
+                                 image_processor=images, tokenizer=tok, chat_template=GEMMA3N_TEMPLATE,
+                                 image_seq_length=GRID * GRID, audio_seq_length=4)
+    special = {"pad_token_id": ids[PAD], "eos_token_id": ids["<end_of_turn>"], "bos_token_id": ids[BOS]}
+    text = {**TEXT, "num_hidden_layers": 4, "layer_types": ["sliding_attention", "full_attention"] * 2,
+            "sliding_window": 8, "num_kv_shared_layers": 2, "hidden_size_per_layer_input": 8, "laurel_rank": 8,
+            "altup_num_inputs": 4, "activation_sparsity_pattern": [0.95, 0.0, 0.0, 0.0],
+            "vocab_size": text_tokens + 4, "vocab_size_per_layer_input": text_tokens, **special}
+    vision = {"architecture": "mobilenetv5_base", "hidden_size": TINY_VISION["hidden_size"], "vocab_size": 2,
+              "vocab_offset": text_tokens, "model_args": {"channel_multiplier": 0.125, "msfa_output_resolution": GRID,
+                                                          "num_features": TINY_VISION["hidden_size"]}}
+    audio = {"hidden_size": 32, "input_feat_size": 16, "conf_num_attention_heads": 2, "conf_num_hidden_layers": 2,
+             "sscp_conv_channel_size": [8, 4], "vocab_size": 2, "vocab_offset": text_tokens + 2}
+    config = Gemma3nConfig(
+        text_config={**text, **overrides.pop("text_config", {})},
+        vision_config={**vision, **overrides.pop("vision_config", {})},
+        audio_config={**audio, **overrides.pop("audio_config", {})},
+        vision_soft_tokens_per_image=GRID * GRID, audio_soft_tokens_per_image=4,
+        boi_token_id=ids["<start_of_image>"], eoi_token_id=ids["<end_of_image>"],
+        image_token_id=ids["<image_soft_token>"], boa_token_id=ids["<start_of_audio>"],
+        eoa_token_id=ids["<end_of_audio>"], audio_token_id=ids["<audio_soft_token>"],
+        **overrides,
+    )
+    torch.manual_seed(0)
+    model = Gemma3nForConditionalGeneration(config).eval()
+    with torch.no_grad():
+        for block in model.model.language_model.layers:
+            block.altup.correct_output_scale.uniform_(0.5, 1.5)
+    model.save_pretrained(path)
+    processor.save_pretrained(path)
+    _generation(ids, "<end_of_turn>", EOS).save_pretrained(path)
+    return Path(path)
+
+
 BUILDERS = {
     "gemma3": build_gemma3,
     "paligemma": _paligemma("gemma", {}),
@@ -266,4 +343,5 @@ BUILDERS = {
                                         "query_pre_attn_scalar": 32}),
     "gemma4": _gemma4(unified=False),
     "gemma4_unified": _gemma4(unified=True),
+    "gemma3n": build_gemma3n,
 }

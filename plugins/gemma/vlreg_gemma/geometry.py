@@ -1,6 +1,6 @@
 """Where a Gemma image token sits in its image (`vlreg_image_grids`).
 
-Two processors, each a plain scaling of the whole image (no crop, no padding of pixels),
+Three processors, each a plain scaling of the whole image (no crop, no padding of pixels),
 so every token covers an equal share of the original image:
 
 * **a square** (Gemma 3, PaliGemma): the image is resized whole to the tower's square
@@ -8,6 +8,9 @@ so every token covers an equal share of the original image:
   SigLIP cuts into ``n`` x ``n`` patches. PaliGemma's tokens are those patches; Gemma 3's
   projector average-pools them to ``mm_tokens_per_image`` tokens (16 x 16 of 64 x 64),
   so each token is a ``fold`` x ``fold`` block of patches (4 on the real checkpoints).
+* **a square under a convolutional tower** (Gemma 3n): the image is resized whole to the
+  processor's square (768 x 768 on the published checkpoints); MobileNetV5's fusion adapter
+  leaves a ``k`` x ``k`` grid (16 x 16), a token per cell, each an equal share of the image.
 * **an aspect-preserving resize** (Gemma 4, Gemma 4 unified): the image is scaled to the
   largest size whose sides are whole ``k * patch_size`` pixel blocks and whose patches fit
   the budget (``max_soft_tokens * k**2``), computed here with transformers' own helper as
@@ -76,5 +79,21 @@ def aspect_grids(config: Any) -> Callable:
     return grids
 
 
+def soft_token_grids(config: Any) -> Callable:
+    """Gemma 3n: the fusion adapter's ``k`` x ``k`` grid (``vision_soft_tokens_per_image``
+    tokens) over the whole image, resized to the processor's square."""
+    side = math.isqrt(config.vision_soft_tokens_per_image)
+
+    def grids(encoding: Any, images: Sequence[Any], processor: Any) -> list[ImageGrid]:
+        return [ImageGrid(side, side, box_grid(side, side, image.size[0] / side, image.size[1] / side))
+                for image in images]
+
+    return grids
+
+
+#: wrapper model_type -> its grids (else `square_grids`)
+GRIDS = {"gemma4": aspect_grids, "gemma4_unified": aspect_grids, "gemma3n": soft_token_grids}
+
+
 def image_grids(config: Any) -> Callable:
-    return aspect_grids(config) if config.model_type.startswith("gemma4") else square_grids(config)
+    return GRIDS.get(config.model_type, square_grids)(config)

@@ -21,6 +21,31 @@
   reuse a block's keys and values (``num_kv_shared_layers``), that block refuses to be
   skipped alone (`SharedKvLayer`).
 
+**Gemma 3n** (``gemma3n_text``) carries ``altup_num_inputs`` parallel streams (AltUp),
+``[streams, batch, seq, hidden]`` (`vlreg.plugin.StreamsLayer`: ``input`` and
+``layer_output`` are the active stream, ``altup_active_idx``, 0 on the published
+checkpoints; ``input_streams`` and ``layer_streams`` every stream). A block
+
+1. *predicts* every stream from all of them (``altup.predict``); ``predicted`` is the
+   active stream's prediction, which the sublayers read;
+2. runs its sandwich-normed sublayers on it beside a low-rank residual (``laurel``, whose
+   output ``laurel_output`` is its normed input plus the low-rank update)::
+
+       activated = (predicted + attention_output + laurel_output) / sqrt(2) + mlp_output
+
+3. *corrects* every stream by how far ``activated`` is from the prediction
+   (``altup.correct``): each moves by a learned multiple per token of ``activated -
+   predicted``, so ``layer_output == predicted + c * (activated - predicted)``, ``c`` a
+   scalar per token;
+4. adds the per-layer input (``per_layer_output``, gated by the corrected active stream)
+   to every stream but the active one.
+
+The plain sum does not hold; the identity above is the family's, and its tests check it.
+After the last block the text model maps the other streams back
+(``altup_unembed_projections``), rescales each to the active stream's magnitude and
+averages them before the final norm, so the logit lens of ``layer_output`` reads the active
+stream alone, not what the model reads out.
+
 The attention interior is the standard one: every Gemma attention calls transformers'
 attention interface once, with its own scaling and softcapping applied inside the eager
 function before the softmax, so ``attention_scores`` is the softmax's input. Where the
@@ -34,7 +59,7 @@ from __future__ import annotations
 from importlib import import_module
 from typing import Any
 
-from vlreg.plugin import Attention, Layer, Mlp, returned
+from vlreg.plugin import Attention, Layer, Mlp, StreamsLayer, argument, returned, value
 
 #: model_type -> (transformers module, class-name prefix, sandwich-normed)
 MODELS = {
@@ -100,7 +125,8 @@ def _no_per_layer_input(layer: Any) -> str | None:
 
 
 class SharedKvLayer(Layer):
-    """A Gemma 4 block (either line), whose keys and values later blocks may reuse."""
+    """A Gemma 4 block (either line) or a Gemma 3n one, whose keys and values later blocks
+    may reuse."""
 
     def why_not_skipped(self, skipped: range) -> str | None:
         """A block whose keys and values later blocks reuse (``num_kv_shared_layers``) cannot
@@ -114,8 +140,8 @@ class SharedKvLayer(Layer):
                    if mode == "reuse" and config.layer_types[i] == kind and i not in skipped]
         if not readers:
             return None
-        return (f"layers {readers} reuse its keys and values (Gemma 4's shared KV, num_kv_shared_layers) "
-                f"and cannot run without them; skip them too")
+        return (f"layers {readers} reuse its keys and values (num_kv_shared_layers) and cannot run without "
+                f"them; skip them too")
 
 
 class Gemma4Layer(SharedKvLayer):
@@ -129,6 +155,54 @@ class Gemma4Layer(SharedKvLayer):
         unavailable=_no_per_layer_input,
         description="what the per-layer input (PLE) adds to the stream after the MLP, before layer_scalar",
     )
+
+
+class Gemma3nLayer(StreamsLayer, SharedKvLayer):
+    """A Gemma 3n block: AltUp's predict and correct steps around sandwich-normed
+    sublayers and a laurel, then a per-layer input into every stream but the active one."""
+
+    sourced = True  # predicted and activated are read at calls in the block's forward
+    order = ("input", "input_streams", "predicted", "laurel_output", "self_attn", "mlp", "activated",
+             "per_layer_output", "output", "layer_streams", "layer_output")
+
+    @property
+    def active_stream(self) -> int:
+        """The stream the sublayers read and update (``altup_active_idx``)."""
+        return self._module.config.altup_active_idx
+
+    @property
+    def num_streams(self) -> int:
+        """AltUp's streams (``altup_num_inputs``)."""
+        return self._module.config.altup_num_inputs
+
+    predicted = value(
+        lambda layer: f"{layer.path}.source.self_altup_predict_0.output", layout="rows",
+        description="AltUp's prediction of the active stream, which the sublayers read, [batch, seq, hidden]",
+    )(lambda layer, raw: raw[layer.active_stream]).writes(lambda layer, raw, new: layer.with_active(raw, new))
+    laurel_output = returned(
+        lambda layer: f"{layer.path}.laurel.output",
+        description="the laurel's output: the normed prediction plus its low-rank update",
+    )
+    activated = argument(
+        1, lambda layer: f"{layer.path}.source.self_altup_correct_0.input", layout="rows",
+        description="the active stream after the sublayers, (predicted + attention_output + laurel_output) / "
+                    "sqrt(2) + mlp_output, which AltUp's correct step propagates to every stream",
+    )
+    per_layer_output = returned(
+        lambda layer: f"{layer.path}.post_per_layer_input_norm.output",
+        description="what the per-layer input (PLE) adds to every stream but the active one",
+    )
+
+
+def gemma3n_envoys(part: Any) -> dict[type, type]:
+    """Gemma 3n's text blocks onto `Gemma3nLayer`, their sublayers read at the post-norms."""
+    from transformers.models.gemma3n import modeling_gemma3n as gemma3n
+
+    return {
+        gemma3n.Gemma3nTextDecoderLayer: Gemma3nLayer,
+        gemma3n.Gemma3nTextAttention: SandwichAttention,
+        gemma3n.Gemma3nTextMLP: SandwichMlp,
+    }
 
 
 def envoys(part: Any) -> dict[type, type]:

@@ -1,4 +1,5 @@
-"""The Gemma 4 vision parts: the Gemma 4 tower, and Gemma 4 unified's embedder.
+"""The Gemma vision parts: the Gemma 4 tower, Gemma 4 unified's embedder, Gemma 3n's
+MobileNetV5 and its embedders.
 
 Gemma 3 and PaliGemma host a SigLIP tower (``siglip_vision_model``), served by
 vlreg-llava's claim; nothing of it is here.
@@ -22,6 +23,19 @@ with LayerNorm, a linear map and LayerNorm (`Gemma4UnifiedVision.patch_embedding
 learned position per axis (`Gemma4UnifiedVision.position_embeddings`), norms
 (``pos_norm``: `Vision.tower_output`) and projects (``multimodal_embedder``, the
 projector). It is the `Vision`, with no blocks.
+
+**Gemma 3n** (``gemma3n_vision``, timm's MobileNetV5 under transformers'
+``TimmWrapperModel`` at ``model.vision_tower``): convolutional stages, the last two with
+multi-query attention, whose last two stages' maps a fusion adapter (``msfa``) resizes,
+joins and norms into a ``k`` x ``k`` grid (16 x 16 on the published checkpoints). It is
+served as a tower with no standard blocks (`Gemma3nVision`): its stages are not blocks of
+one residual stream of one width. ``patch_embeddings`` is the stem's map
+(``timm_model.conv_stem``: a stride-2 3 x 3 convolution to 64 channels, normed), a row per
+position; ``tower_output`` is the adapter's grid, a token a row, served as a copy written
+back, because the wrapper scales that tensor in place (by ``sqrt(hidden_size)``) before it
+projects it. The projector is ``model.embed_vision`` (`Embedder`), which the forward calls
+twice: on the prompt's ids (the vision range of the vocabulary, the end-of-image marker
+among it, has an embedding table of its own), then on the grid.
 """
 
 from __future__ import annotations
@@ -31,6 +45,7 @@ from typing import Any
 import torch
 
 from vlreg.plugin import (
+    PerCall,
     Unavailable,
     Vision,
     VisionAttention,
@@ -182,3 +197,106 @@ def embedder_envoys(part: Any) -> dict[type, type]:
 #: Names inside the Gemma 4 tower, from the tower. Its blocks already use the standard
 #: names; ``patch_embed`` is the patch projection, before positions are added.
 TOWER_RENAME = {"encoder.layers": "layers", "patch_embedder.input_proj": "patch_embed"}
+
+
+# -- Gemma 3n ---------------------------------------------------------------------------
+
+#: Names inside Gemma 3n's tower, from the tower: the stem is the patch embedding.
+GEMMA3N_RENAME = {"timm_model.conv_stem": "patch_embed"}
+
+NO_BLOCKS = ("Gemma 3n's tower is timm's MobileNetV5: convolutional and multi-query-attention stages of "
+             "different widths, with no standard block's shape (read vision.timm_model.blocks natively, or "
+             "vision.patch_embeddings and vision.tower_output)")
+
+
+def _grid_rows(raw: Any) -> torch.Tensor:
+    """The fusion adapter's grid, ``[images, channels, k, k]``, as rows ``[images, k * k, channels]``."""
+    return _hidden(raw).flatten(2).transpose(1, 2)
+
+
+def _put_grid_rows(raw: Any, rows: torch.Tensor) -> Any:
+    """``raw`` holding a copy of ``rows`` as its grid: the wrapper scales the grid in place,
+    which must not reach the tensor the user holds."""
+    grid = _hidden(raw)
+    raw["last_hidden_state"] = rows.transpose(1, 2).reshape(grid.shape).to(grid.dtype, copy=True)
+    return raw
+
+
+def _convolutional(vision: Vision, size: str) -> Any:
+    raise Unavailable(f"vision.{size} is unavailable: {NO_BLOCKS}")
+
+
+class Gemma3nVision(Vision):
+    """Gemma 3n's MobileNetV5 (``model.vision_tower``, a ``TimmWrapperModel``): no standard
+    blocks; its output is the fusion adapter's ``k`` x ``k`` grid."""
+
+    standard_children: dict = {}
+    order = ("image_token_mask", "patch_embeddings", "tower_output", "image_features")
+
+    tower_output = value(
+        "output",
+        description="the fusion adapter's grid (msfa, normed), a token a row, [images, k * k, hidden], before "
+                    "the wrapper scales it by sqrt(hidden) and projects it",
+    )(lambda vision, raw: _grid_rows(raw).clone()).writes(
+        lambda vision, raw, new: _put_grid_rows(raw, new)
+    ).transform(lambda vision, view, raw: _put_grid_rows(raw, view))
+
+    @property
+    def num_layers(self) -> int:
+        return 0
+
+    def without_blocks(self) -> str:
+        return NO_BLOCKS
+
+    def _unknown(self, name: str) -> str:
+        if name == "layers":
+            return f"model.vision.layers is not served: {NO_BLOCKS}"
+        return super()._unknown(name)
+
+    @property
+    def patch_embedding_size(self) -> int:
+        """The stem's channels: what its strided 3 x 3 convolution embeds each position to."""
+        return self._module.timm_model.conv_stem.conv.out_channels
+
+    @property
+    def image_size(self) -> int:
+        """The side of the square the processor resizes every image to."""
+        processor = self.root.processor
+        if processor is None:
+            raise Unavailable("vision.image_size is unavailable: a text-only load has no image processor")
+        return int(processor.image_processor.size["height"])
+
+    patch_size = property(lambda vision: _convolutional(vision, "patch_size"))
+    num_heads = property(lambda vision: _convolutional(vision, "num_heads"))
+    head_dim = property(lambda vision: _convolutional(vision, "head_dim"))
+    qk_head_dim = property(lambda vision: _convolutional(vision, "qk_head_dim"))
+    intermediate_size = property(lambda vision: _convolutional(vision, "intermediate_size"))
+
+
+class Embedder(PerCall):
+    """A Gemma 3n embedder, called on the prompt's ids (its range of the vocabulary has a
+    table of its own), then where the input carries its medium on the soft tokens:
+    ``input`` and ``output`` are those calls, in order. ``embed_vision`` (the projector) embeds
+    the tower's grid once, what the scatter writes; ``embed_audio``, which shares the class,
+    embeds the audio's frames and then its padding token (audio has no standard names, but
+    its calls are counted right)."""
+
+    def calls(self, inputs: dict) -> int:
+        if self._module is self.root._module.model.embed_vision:
+            return 1 + (inputs.get("pixel_values") is not None)
+        audio = inputs.get("input_features") is not None and inputs.get("input_features_mask") is not None
+        return 1 + 2 * audio
+
+
+def gemma3n_tower_envoys(part: Any) -> dict[type, type]:
+    """Gemma 3n's tower onto `Gemma3nVision`."""
+    from transformers.models.timm_wrapper.modeling_timm_wrapper import TimmWrapperModel
+
+    return {TimmWrapperModel: Gemma3nVision}
+
+
+def gemma3n_wrapper_envoys(part: Any) -> dict[type, type]:
+    """Gemma 3n's embedders onto `Embedder` (one of them is the projector)."""
+    from transformers.models.gemma3n import modeling_gemma3n as gemma3n
+
+    return {gemma3n.Gemma3nMultimodalEmbedder: Embedder}

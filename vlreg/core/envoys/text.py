@@ -105,6 +105,13 @@ class Layer(Standard):
         running (`vlreg.analysis.skip_layers`): the stream, as the block returns it."""
         return (stream,) if self.returns_tuple else stream
 
+    def skipped_output(self) -> Any:
+        """What the block hands on when it is skipped (`vlreg.analysis.skip_layers`): the
+        stream it takes, as the block returns it (`passed_through`), so the next block
+        receives what this one did (every stream, on a block that carries several:
+        `vlreg.core.envoys.streams`). Read in a trace, where ``input`` is."""
+        return self.passed_through(self.input)
+
     def why_not_skipped(self, skipped: range) -> str | None:
         """Why this block cannot be skipped together with the blocks ``skipped`` (``None``:
         it can): a family's block class says so where a later block needs what this one

@@ -15,6 +15,9 @@ cut here:
 * ``"rows"``: the batch, served from a tensor nnsight cannot narrow (a cross-attention
   model's states, natively ``[batch * images * tiles, ...]``, served ``[batch, ...]``):
   an invoke gets its rows;
+* ``"streams"``: several parallel streams of the batch, ``[streams, batch, ...]`` (a block
+  that carries several, `vlreg.core.envoys.streams`): an invoke gets its rows of every
+  stream, the second axis;
 * ``"tower"``: the tower's own batch (images, crops, or one packed row of patches): whole
   for the one invoke whose images it ran on; with images in several invokes it is
   unavailable (which rows are whose is the family's layout, and no family declares it).
@@ -27,7 +30,7 @@ from typing import Any, Sequence
 import torch
 from attrs import field, frozen
 
-LAYOUTS = ("batch", "tokens", "image_tokens", "rows", "tower")
+LAYOUTS = ("batch", "tokens", "image_tokens", "rows", "streams", "tower")
 
 
 @frozen
@@ -89,6 +92,8 @@ def select(layout: str, whole: Any, group: Sequence[int], run: Run) -> Any:
         return whole[start * seq : (start + size) * seq]
     if layout == "rows":
         return whole[start : start + size]
+    if layout == "streams":
+        return whole[:, start : start + size]
     if layout == "image_tokens":
         if run.image_tokens is None:
             return whole
@@ -101,7 +106,7 @@ def splice(layout: str, whole: Any, group: Sequence[int], run: Run, new: Any) ->
     """``whole`` with ``group``'s part replaced by ``new`` (a copy)."""
     if isinstance(whole, (list, tuple)):
         return [splice(layout, each, group, run, part) for each, part in zip(whole, new)]
-    if layout not in ("tokens", "image_tokens", "rows"):
+    if layout not in ("tokens", "image_tokens", "rows", "streams"):
         return new
     spliced = whole.clone()
     part = select(layout, spliced, group, run)

@@ -64,9 +64,9 @@ class value(eproperty):
             (a projector run once per crop), read off the run's inputs: the value is then
             served as a list, every call's in order, and assigned as one. ``None``: the
             location is called once (the first call is served).
-        layout: How the value's leading axis holds a batch of several invokes (see
-            `vlreg.core.serving.batching`): ``"batch"``, ``"tokens"``, ``"image_tokens"`` or
-            ``"tower"``, or a function of the envoy giving one. ``None``: ``"tower"`` on a
+        layout: How the value holds a batch of several invokes (see
+            `vlreg.core.serving.batching`): ``"batch"``, ``"tokens"``, ``"image_tokens"``,
+            ``"rows"``, ``"streams"`` or ``"tower"``, or a function of the envoy giving one. ``None``: ``"tower"`` on a
             tower envoy, else ``"batch"``.
         description: One line shown beside the value in the envoy's repr (default: the
             first line of the preprocess's docstring).

@@ -57,6 +57,10 @@ class TextConformance(TextTrust, RemoteConformance):
       after every prompt that the tokenizer alone does not (Emu3's processor writes the BOS,
       Chameleon's a separator after the prompt), so a load with no processor (text
       generation) is given it written out.
+    * ``last_block_is_read_out``: whether the final norm reads the last block's
+      ``layer_output`` as it is; not where the text model combines more after its last
+      block (every stream of blocks that carry several, `vlreg.core.envoys.streams`), and
+      the logit-lens check then reads what the final norm is called with.
     """
 
     checkpoint: ClassVar[str]
@@ -73,6 +77,7 @@ class TextConformance(TextTrust, RemoteConformance):
     one_sublayer: ClassVar[bool] = False
     processor_prefix: ClassVar[str] = ""
     processor_suffix: ClassVar[str] = ""
+    last_block_is_read_out: ClassVar[bool] = True
 
     # -- fixtures -------------------------------------------------------------
 
@@ -210,7 +215,8 @@ class TextConformance(TextTrust, RemoteConformance):
         encoder = model.__dict__.get("encoder")
         blocks = [*(encoder.layers if encoder is not None else ()), *model.layers]
         if not self.plain_sum and not all(getattr(block, "post_norms", ()) for block in blocks):
-            pytest.skip("this family's blocks norm their sublayers' outputs (not a plain sum)")
+            pytest.skip("this family's blocks are no plain sum of their sublayers (their outputs are normed, scaled, "
+                        "or, on blocks of several streams, combined): its own tests check its identity")
         rows = []  # made outside the trace: names first bound inside one do not leave it
         with model.trace(self.text_prompt(model)):
             for block in blocks:

@@ -55,10 +55,12 @@ class TextTrust:
     def test_every_probability_is_the_models_own(self, model):
         """``logits`` is what the model returns (after any final softcap), and every
         probability vlreg reports is its softmax: the next-token distribution, the logit
-        lens anywhere (`project_on_vocab`) and `top_tokens`."""
+        lens anywhere (`project_on_vocab`) and `top_tokens`. The lens is checked on the last
+        block's ``layer_output``, or where the text model combines more after its last block
+        (``last_block_is_read_out``), on what the final norm is called with."""
         args, kwargs = self.order_input(model)
         with model.trace(*args, **kwargs):
-            last = model.layers[-1].layer_output.save()
+            last = (model.layers[-1].layer_output if self.last_block_is_read_out else model.norm.input).save()
             uncapped = model.uncapped_logits.save()
             logits = model.logits.save()
             returned = model.output.logits.save()
@@ -102,20 +104,21 @@ class TextTrust:
                 clean = model.logits.save()
         for envoy, name in cut:
             parts: list = []
+            axis = 1 if getattr(type(envoy), name).layout_on(envoy) == "streams" else 0  # [streams, batch, ...]
             with model.trace() as tracer:
                 with tracer.invoke(*first[0], **first[1]):
                     served = getattr(envoy, name)
-                    parts.append(_rows(served))
+                    parts.append(_rows(served, axis))
                     if envoy.why_read_only(name) is None:
                         setattr(envoy, name, _zeroed(served))
                 with tracer.invoke(*second[0], **second[1]):
-                    parts.append(_rows(getattr(envoy, name)))
+                    parts.append(_rows(getattr(envoy, name), axis))
                     other = model.logits.save()
             with model.trace() as tracer:
                 with tracer.invoke(*first[0], **first[1]):
                     pass
                 with tracer.invoke(*second[0], **second[1]):
-                    alone = _rows(getattr(envoy, name))
+                    alone = _rows(getattr(envoy, name), axis)
                     parts.append(alone)
             label = envoy.label(name)
             assert parts[1] == parts[2] and parts[0] > 0, f"{label}: the second invoke's part is not its own rows"
@@ -213,9 +216,9 @@ def _length(model: Any, prompt: Any) -> int:
     return int(ids.shape[-1])
 
 
-def _rows(served: Any) -> int:
+def _rows(served: Any, axis: int = 0) -> int:
     tensors = served if isinstance(served, (list, tuple)) else [served]
-    return sum(int(tensor.shape[0]) for tensor in tensors)
+    return sum(int(tensor.shape[axis]) for tensor in tensors)
 
 
 def _zeroed(served: Any) -> Any:

@@ -25,15 +25,21 @@ class VisionConformance(VisionTrust, TextConformance):
       scatter writes (not on LLaVA-NeXT, which unpads it and adds newline rows);
     * ``tower_plain_sum``: ``plain_sum`` for the tower's blocks;
     * ``tower_o_proj``: the tower attention's output projection;
-    * ``tower_blocks``: whether the vision part serves blocks (Gemma 4 unified's has none: its
-      ``vision`` is an embedder; FastVLM's FastViT has stages its claim refuses as
-      ``vision.layers``), and the tests of blocks say so instead of running.
+    * ``tower_blocks``: whether the vision part serves standard blocks (Gemma 4 unified's has
+      none: its ``vision`` is an embedder; FastVLM's FastViT and Gemma 3n's MobileNetV5 have
+      stages of other widths, which their claims refuse as ``vision.layers``), and the tests
+      of blocks say so instead of running;
+    * ``projector_feature_calls``: on a projector the forward calls several times
+      (`PerCall`), the calls whose outputs, joined in order, are the features: every call
+      by default (LFM2-VL's, once per crop); Gemma 3n's embedder embeds the prompt's ids
+      first, then the image (``slice(1, None)``).
     """
 
     image_sizes: ClassVar[tuple[tuple[int, int], ...]] = ((112, 84),)
     projector_output_is_features: ClassVar[bool] = True
     tower_plain_sum: ClassVar[bool] = True
     tower_blocks: ClassVar[bool] = True
+    projector_feature_calls: ClassVar[slice] = slice(None)
     question: ClassVar[str] = "What is in this image?"
 
     def image_prompt(self, model: Any, images: int = 1, question: str | None = None) -> str:
@@ -118,8 +124,9 @@ class VisionConformance(VisionTrust, TextConformance):
         with model.trace(self.image_prompt(model), images=self.images()[:1]):
             projected = model.projector.output.save()
             features = model.vision.image_features.save()
-        if isinstance(projected, list):  # a projector called once per crop (`PerCall`): every call's, in order
-            projected = torch.cat([call.reshape(-1, call.shape[-1]) for call in projected])
+        if isinstance(projected, list):  # a projector called several times (`PerCall`): its calls' in order
+            calls = projected[self.projector_feature_calls]
+            projected = torch.cat([call.reshape(-1, call.shape[-1]) for call in calls])
         if isinstance(projected, tuple):  # a module returning more than its output (Chameleon's quantizer)
             projected = projected[0]
         if self.projector_output_is_features:
