@@ -373,12 +373,31 @@ VICUNA_VIDEO_TEMPLATE = (
 )
 
 
-def _llama(overrides: dict, tok: Any, special: dict) -> dict:
-    return {"model_type": "llama", "vocab_size": len(tok), **TINY_TEXT, **special, **overrides.pop("text_config", {})}
+def _video_line(path: Path, config_class: type, processor: Any, tok: Any, overrides: dict, **fields: Any) -> Path:
+    """Save a LLaVA video line's checkpoint: a CLIP tower (3 blocks) on a Llama text model,
+    the projector reading block -2 without the CLS row; ``fields``, the line's own."""
+    ids = _ids(tok, LLAMA_VIDEO_TOKENS)
+    special = {"bos_token_id": ids["<s>"], "eos_token_id": ids["</s>"], "pad_token_id": ids["<pad>"]}
+    text = {"model_type": "llama", "vocab_size": len(tok), **TINY_TEXT, **special, **overrides.pop("text_config", {})}
+    tower = {"model_type": "clip_vision_model", **TOWER, "num_hidden_layers": 3, **overrides.pop("vision_config", {})}
+    config = config_class(
+        text_config=text,
+        vision_config=tower,
+        image_token_index=ids[IMAGE],
+        video_token_index=ids[VIDEO],
+        vision_feature_layer=-2,
+        vision_feature_select_strategy="default",
+        image_seq_length=(IMAGE_SIZE // PATCH_SIZE) ** 2,
+        **fields,
+        **special,
+        **overrides,
+    )
+    return _save(path, config, processor, special)
 
 
-def _clip(overrides: dict) -> dict:
-    return {"model_type": "clip_vision_model", **TOWER, "num_hidden_layers": 3, **overrides.pop("vision_config", {})}
+def _video_processor(processor_class: type, tok: Any, **parts: Any) -> Any:
+    return processor_class(**parts, tokenizer=tok, patch_size=PATCH_SIZE, vision_feature_select_strategy="default",
+                           num_additional_image_tokens=1, chat_template=VICUNA_VIDEO_TEMPLATE)
 
 
 def build_llava_next_video(path: Path, *, source: str | Path | None = None, **overrides: Any) -> Path:
@@ -391,32 +410,14 @@ def build_llava_next_video(path: Path, *, source: str | Path | None = None, **ov
                               LlavaNextVideoVideoProcessor)
 
     tok = tokenizer(LLAMA_VIDEO_TOKENS, **LLAMA_ROLES)
-    ids = _ids(tok, LLAMA_VIDEO_TOKENS)
-    side = {"shortest_edge": IMAGE_SIZE}
-    processor = LlavaNextVideoProcessor(
-        video_processor=LlavaNextVideoVideoProcessor(size=side, crop_size={"height": IMAGE_SIZE, "width": IMAGE_SIZE}),
+    square = {"height": IMAGE_SIZE, "width": IMAGE_SIZE}
+    processor = _video_processor(
+        LlavaNextVideoProcessor, tok,
+        video_processor=LlavaNextVideoVideoProcessor(size={"shortest_edge": IMAGE_SIZE}, crop_size=square),
         image_processor=_clip_image_processor(LlavaNextImageProcessor, image_grid_pinpoints=GRID_PINPOINTS),
-        tokenizer=tok,
-        patch_size=PATCH_SIZE,
-        vision_feature_select_strategy="default",
-        num_additional_image_tokens=1,
-        chat_template=VICUNA_VIDEO_TEMPLATE,
     )
-    special = {"bos_token_id": ids["<s>"], "eos_token_id": ids["</s>"], "pad_token_id": ids["<pad>"]}
-    config = LlavaNextVideoConfig(
-        text_config=_llama(overrides, tok, special),
-        vision_config=_clip(overrides),
-        image_token_index=ids[IMAGE],
-        video_token_index=ids[VIDEO],
-        image_grid_pinpoints=GRID_PINPOINTS,
-        vision_feature_layer=-2,
-        vision_feature_select_strategy="default",
-        image_seq_length=(IMAGE_SIZE // PATCH_SIZE) ** 2,
-        video_seq_length=(IMAGE_SIZE // PATCH_SIZE // 2) ** 2,
-        **special,
-        **overrides,
-    )
-    return _save(path, config, processor, special)
+    return _video_line(path, LlavaNextVideoConfig, processor, tok, overrides, image_grid_pinpoints=GRID_PINPOINTS,
+                       video_seq_length=(IMAGE_SIZE // PATCH_SIZE // 2) ** 2)
 
 
 def build_video_llava(path: Path, *, source: str | Path | None = None, **overrides: Any) -> Path:
@@ -428,31 +429,14 @@ def build_video_llava(path: Path, *, source: str | Path | None = None, **overrid
     from transformers import VideoLlavaConfig, VideoLlavaImageProcessor, VideoLlavaProcessor, VideoLlavaVideoProcessor
 
     tok = tokenizer(LLAMA_VIDEO_TOKENS, **LLAMA_ROLES)
-    ids = _ids(tok, LLAMA_VIDEO_TOKENS)
     square = {"height": IMAGE_SIZE, "width": IMAGE_SIZE}
-    processor = VideoLlavaProcessor(
+    processor = _video_processor(
+        VideoLlavaProcessor, tok,
         image_processor=VideoLlavaImageProcessor(size={"shortest_edge": IMAGE_SIZE}, crop_size=square),
         video_processor=VideoLlavaVideoProcessor(size={"shortest_edge": IMAGE_SIZE}, crop_size=square),
-        tokenizer=tok,
-        patch_size=PATCH_SIZE,
-        vision_feature_select_strategy="default",
-        num_additional_image_tokens=1,
-        chat_template=VICUNA_VIDEO_TEMPLATE,
     )
-    special = {"bos_token_id": ids["<s>"], "eos_token_id": ids["</s>"], "pad_token_id": ids["<pad>"]}
-    config = VideoLlavaConfig(
-        text_config=_llama(overrides, tok, special),
-        vision_config=_clip(overrides),
-        image_token_index=ids[IMAGE],
-        video_token_index=ids[VIDEO],
-        vision_feature_layer=-2,
-        vision_feature_select_strategy="default",
-        image_seq_length=(IMAGE_SIZE // PATCH_SIZE) ** 2,
-        video_seq_length=8 * ((IMAGE_SIZE // PATCH_SIZE) ** 2 + 1),
-        **special,
-        **overrides,
-    )
-    return _save(path, config, processor, special)
+    return _video_line(path, VideoLlavaConfig, processor, tok, overrides,
+                       video_seq_length=8 * ((IMAGE_SIZE // PATCH_SIZE) ** 2 + 1))
 
 
 BUILDERS = {
