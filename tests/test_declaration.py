@@ -179,7 +179,7 @@ PICTURE = image(112, 84)
 
 def test_an_outside_plugin_declares_a_mixer_kind_its_blocks_hold(model):
     assert model.family.name == "outside"
-    kinds = [[mixer._label.rpartition(".")[2] for mixer in block.present_mixers()] for block in model.layers]
+    kinds = [[mixer.place.label.rpartition(".")[2] for mixer in block.present_mixers()] for block in model.layers]
     assert kinds == [["short_conv"], ["short_conv"], ["self_attn"]]
     rows = model.support()
     assert rows["layers.0-1.short_conv.conv_output"] is None and rows["layers.2.self_attn.attention_output"] is None

@@ -253,7 +253,7 @@ def test_vlreg_suppressed_tokens(path):
 
 def test_vlreg_unavailable(path):
     def second_block_only(envoy):
-        return "this block is out of service; read layers[0] instead" if envoy._label.startswith("layers[1]") else None
+        return "this block is out of service; read layers[0] instead" if envoy.place.label.startswith("layers[1]") else None
 
     class Limited(Qwen2VLAgain):
         @hookimpl

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import threading
-from typing import Any, Iterator
+from typing import Any
 
 import torch
 from nnsight import TransformersModel
@@ -18,7 +18,8 @@ from .envoys.blocks import Blocks
 from .envoys.cross import CrossAttentionLayer
 from .envoys.seq2seq import ends_normed
 from .envoys.sizes import TextSizes
-from .envoys.standard import Standard, tree
+from .envoys.standard import Standard
+from .envoys.tree import Place, entered, joined
 from .envoys.vision import Vision
 from .host import plugins
 from .host.family import Family, resolve
@@ -307,28 +308,27 @@ class StandardizedTransformer(TextSizes, TransformersModel):
         if self.family.entry is not None:
             self.family.entry.mount(self)
             self.order = _root_order(self.family.entry)
-        tower = None
-        for visit in _entered(self):
-            envoy = visit.envoy
-            envoy._row, envoy._label, envoy.block_index = visit.row, visit.label, visit.block
-            for attribute in envoy.standard_children:
-                if isinstance(blocks := envoy.__dict__.get(attribute), Blocks):
-                    blocks._label = f"{visit.label}.{attribute}" if visit.label else attribute
-            if isinstance(envoy, Vision):
-                tower = envoy
-            if visit.row.startswith("vision."):
-                envoy._tower = tower
+        self._place()
+        self._instrument()
+
+    def _place(self) -> None:
+        """Give every standard envoy its `Place`, from the one walk over the standard tree:
+        its row, label and block, and the tower, the module run once a generation and the
+        block run only on images it is part of."""
+        entry = self.family.entry
+        for visit in entered(self):
+            tower = next((envoy for envoy in (*visit.within, visit.envoy) if isinstance(envoy, Vision)), None)
+            once = next((envoy for envoy in (*visit.within, visit.envoy) if envoy.runs_once), None)
+            block = next((envoy for envoy in (*visit.within, visit.envoy) if isinstance(envoy, CrossAttentionLayer)),
+                         None)
+            visit.envoy.place = Place(visit.row, visit.label, visit.block, visit.stack, tower, once, block, entry)
+            for attribute in visit.envoy.standard_children:
+                if isinstance(blocks := visit.envoy.__dict__.get(attribute), Blocks):
+                    blocks._label = joined(visit.label, attribute)
         for mount in ("projector", "embed_tokens"):
             envoy = self.__dict__.get(mount)
             if isinstance(envoy, Standard):  # a module called per call (`PerCall`): a projector per crop, an embedding of codes
-                envoy._row, envoy._label = f"{mount}.", mount
-        for stack in [visit.envoy for visit in _entered(self) if visit.envoy.runs_once]:
-            for visit in _entered(stack):
-                visit.envoy._once = stack
-        for block in self.cross_attention_layers:
-            for visit in _entered(self.layers[block]):
-                visit.envoy._image_block = self.layers[block]
-        self._instrument()
+                envoy.place = Place(f"{mount}.", mount, entry=entry)
 
     def _instrument(self) -> None:
         """Source-instrument every forward a value is read inside of.
@@ -337,7 +337,7 @@ class StandardizedTransformer(TextSizes, TransformersModel):
         inside a forward that is already running when it is first asked for (the
         scatter, in the forward the tower runs in) would otherwise never be served.
         """
-        for envoy in (visit.envoy for visit in _entered(self)):
+        for envoy in (visit.envoy for visit in entered(self)):
             if envoy.sourced:
                 install_source(envoy)
             for name in type(envoy).values():
@@ -345,11 +345,6 @@ class StandardizedTransformer(TextSizes, TransformersModel):
                 host = inside(envoy) if inside is not None and envoy.why_unavailable(name) is None else None
                 if host is not None:
                     install_source(host)
-
-
-def _entered(envoy: Standard) -> Iterator[Any]:
-    """The walk's visits that enter an envoy (`tree`): every standard envoy under ``envoy``."""
-    return (visit for visit in tree(envoy) if visit.name is None)
 
 
 class _Serialized:

@@ -1,104 +1,30 @@
-"""`Standard`, the base of every standard envoy: which of its values this load can serve
-and which it can write, and the one walk over the standard tree in forward order that
-`support`, `read_only`, `walk` and the forward order in words all come from.
+"""`Standard`, the base of every standard envoy: its standard names and how a message
+names them, and which of its values this load can serve and which it can write.
+
+Where it sits in the standard tree is its `Place` (`vlreg.core.envoys.tree`); what it and
+everything under it serves is `Supported`'s (`vlreg.core.envoys.support`).
 """
 
 from __future__ import annotations
 
 import difflib
-from typing import Any, Callable, ClassVar, Iterator
+from typing import Any, ClassVar
 
-import torch
-from attrs import frozen
 from nnsight.intervention.envoy import Envoy
 
 from ..errors import Unavailable
 from ..serving.reference import ByReference
 from ..serving.values import value
+from .support import Supported
+from .tree import Place
 
 
-@frozen
-class Visit:
-    """One step of the walk over the standard tree (`tree`): an envoy entered (``name``
-    ``None``) or one of its values. ``row`` is the envoy's prefix in `support`'s rows,
-    ``label`` how a message names it (``layers[1].self_attn``); on a block or inside one,
-    ``block`` is the block's index among its siblings and ``stack`` the row of those
-    siblings' blocks, so rows several blocks share can be told apart."""
-
-    envoy: Any
-    row: str
-    label: str
-    name: str | None = None
-    block: int | None = None
-    stack: str | None = None
-
-
-def tree(envoy: "Standard", row: str = "", label: str = "", block: int | None = None,
-         stack: str | None = None) -> Iterator[Visit]:
-    """Every standard envoy under ``envoy`` (itself first) and every value of each, in the
-    order the forward computes them: the one walk `support`, `read_only`, `walk` and the
-    forward order in words come from.
-
-    An envoy's ``order`` lists its values and children in forward order; an entry
-    ``"child.value"`` places that value of a child there (the root's
-    ``"vision.image_token_mask"``, read before the tower runs), and the child's own walk
-    then leaves it out."""
-    yield Visit(envoy, row, label, None, block, stack)
-    names = envoy.values()
-    children = envoy.standard_children
-    placed = {entry for entry in envoy.order if "." in entry}
-    for entry in dict.fromkeys((*envoy.order, *names, *children)):
-        head, _, rest = entry.partition(".")
-        if entry in names:
-            yield Visit(envoy, row, label, entry, block, stack)
-        elif entry in children:
-            for child, where, index in _children(envoy, entry, label):
-                inner = stack if index is None else row + children[entry]
-                for visit in tree(child, row + children[entry], where, block if index is None else index, inner):
-                    if not (visit.envoy is child and visit.name is not None and f"{entry}.{visit.name}" in placed):
-                        yield visit
-        elif rest and head in children and isinstance(child := envoy.__dict__.get(head), Standard):
-            yield Visit(child, row + children[head], _joined(label, head), rest, block, stack)
-
-
-def _joined(label: str, name: str) -> str:
-    return f"{label}.{name}" if label else name
-
-
-def _children(envoy: "Standard", attribute: str, label: str) -> Iterator[tuple["Standard", str, int | None]]:
-    """The standard child ``attribute`` of ``envoy`` (one, or each block of a list), with
-    its label and its index among the blocks (``None`` for a single child)."""
-    child = envoy.__dict__.get(attribute)
-    where = _joined(label, attribute)
-    if child is None:
-        return
-    if isinstance(child, Standard):
-        yield child, where, None
-        return
-    if not isinstance(getattr(child, "_module", None), torch.nn.ModuleList):
-        raise TypeError(_unmapped(envoy, where, child))
-    for index, entry in enumerate(child):
-        if not isinstance(entry, Standard):
-            raise TypeError(_unmapped(envoy, f"{where}[{index}]", entry))
-        yield entry, f"{where}[{index}]", index
-
-
-def _unmapped(envoy: "Standard", where: str, child: Envoy) -> str:
-    family = envoy.root.family
-    return (
-        f"{where} is a {type(child._module).__name__} that no plugin of the "
-        f"{family.name!r} family maps to a standard envoy class: add it to the "
-        f"plugin's vlreg_envoys."
-    )
-
-
-class Standard(ByReference, Envoy):
+class Standard(Supported, ByReference, Envoy):
     """Base of vlreg's envoys: standard values that refuse, with a reason, to be read
     where this load cannot serve them, or written where a write would not land.
 
-    ``_row`` (the prefix of this envoy's rows in the model's `support` table),
-    ``_label`` (how a message names it), ``_tower`` and `block_index` are set when the
-    model is built.
+    ``place`` is where it sits in the standard tree (`Place`), given it when the model is
+    built.
     """
 
     #: Standard children walked by `support`: attribute -> prefix of their rows.
@@ -125,23 +51,18 @@ class Standard(ByReference, Envoy):
     #: values are read at, and what ``use_cache=False`` runs over the whole sequence.
     later_steps_run: ClassVar[tuple[str, str, str]] = ("a cached update", "the call", "the module")
 
-    _row = ""
-    _label = ""
-    #: The `Vision` this envoy is part of (None on the text side): its availability
-    #: gates every value under it.
-    _tower: Any = None
-    #: The index of the block (of ``layers`` or ``vision.layers``) this envoy is, or is
-    #: part of; ``None`` outside the blocks. What a per-block predicate asks.
-    block_index: int | None = None
     #: Whether this envoy's module runs once a generation, before its first step (an
-    #: encoder-decoder's encoder, `Encoder`): every envoy under one holds it in ``_once``
-    #: (set at build), and its values are refused at later steps with its `later_step`.
+    #: encoder-decoder's encoder, `Encoder`): every envoy under one has it as its place's
+    #: ``once``, and its values are refused at later steps with its `later_step`.
     runs_once: ClassVar[bool] = False
-    _once: Any = None
-    #: The block that runs only when an image reaches the text model (a
-    #: `CrossAttentionLayer`) this envoy is or is part of, set at build: its `no_images`
-    #: and ``skipped`` say why the values are absent.
-    _image_block: Any = None
+    #: Where it sits in the standard tree; the root's until the model is built.
+    place: Place = Place()
+
+    @property
+    def block_index(self) -> int | None:
+        """The index of the block (of ``layers`` or ``vision.layers``) this envoy is, or is
+        part of; ``None`` outside the blocks. What a per-block predicate asks."""
+        return self.place.block
 
     def __getattr__(self, name: str) -> Any:
         """nnsight's lookup (this envoy's module, its submodules), and where that fails
@@ -165,7 +86,7 @@ class Standard(ByReference, Envoy):
         return list(dict.fromkeys([*self.values(), *children, *aliases, *sizes]))
 
     def _unknown(self, name: str) -> str:
-        where = f"model.{self._label}" if self._label else "model"
+        where = f"model.{self.place.label}" if self.place.label else "model"
         if name in self.standard_children:
             refused = self._refused_child(name)
             if refused:
@@ -182,7 +103,7 @@ class Standard(ByReference, Envoy):
         `Claim.refuses`: FastVLM's ``"vision.layers"``), or ``None``: what reading the unbound
         child says, and what a helper needing it says."""
         family = getattr(self.root, "family", None)
-        return family.refuses.get(self._row + name) if family is not None else None
+        return family.refuses.get(self.place.row + name) if family is not None else None
 
     @classmethod
     def values(cls) -> list[str]:
@@ -197,11 +118,12 @@ class Standard(ByReference, Envoy):
 
     def label(self, name: str) -> str:
         """How a message names value ``name`` here (``layers[1].self_attn.attention_output``)."""
-        return f"{self._label}.{name}" if self._label else name
+        label = self.place.label
+        return f"{label}.{name}" if label else name
 
     def why_unavailable(self, name: str) -> str | None:
         """``None`` if this load can serve ``name`` here, else the reason."""
-        for gate in (self._tower, self._image_block):
+        for gate in (self.place.tower, self.place.image_block):
             reason = gate.no_images() if gate is not None else None
             if reason:
                 return reason
@@ -221,7 +143,7 @@ class Standard(ByReference, Envoy):
     def _ask(self, name: str, table: str) -> str | None:
         own = getattr(getattr(type(self), name), table)
         family = getattr(self.root, "family", None)
-        extra = family.predicates(table, self._row + name) if family is not None else ()
+        extra = family.predicates(table, self.place.row + name) if family is not None else ()
         for predicate in ((own,) if own else ()) + extra:
             reason = predicate(self)
             if reason:
@@ -258,8 +180,9 @@ class Standard(ByReference, Envoy):
         batcher = getattr(mediator.interleaver, "batcher", None)
         group = mediator.batch_group if batcher is not None and batcher.batching else None
         run = self.run
-        if self._once is not None and mediator.iteration:
-            return self._once.later_step(mediator.iteration)
+        place = self.place
+        if place.once is not None and mediator.iteration:
+            return place.once.later_step(mediator.iteration)
         steps = getattr(self.root.family.entry, "steps", None)
         if steps is not None and run.generating and served._location(self) == f"{self.root.path}.input":
             return (
@@ -267,14 +190,14 @@ class Standard(ByReference, Envoy):
                 f"itself, then steps model.{steps}), so the model's inputs are never reached; read it in a trace"
             )
         needs = served.needs_images
-        if (self._tower is not None or self._image_block is not None) if needs is None else needs:
+        if (place.tower is not None or place.image_block is not None) if needs is None else needs:
             reason = self.root.no_images_in_this_run(group)
-            if reason and self._image_block is not None:
-                return f"{reason}; {self._image_block.skipped}"
+            if reason and place.image_block is not None:
+                return f"{reason}; {place.image_block.skipped}"
             if reason:
                 return reason
             step = mediator.iteration
-            if (self._tower is not None or needs) and step and run.inputs.get("use_cache", True) is not False:
+            if (place.tower is not None or needs) and step and run.inputs.get("use_cache", True) is not False:
                 # the value's module is never called at this step: nnsight would wait for it
                 # to the end of the run, cutting the loop short and losing the step's values
                 # (not a cross-attention block's: it runs at every step, on cached keys)
@@ -293,103 +216,3 @@ class Standard(ByReference, Envoy):
                 "the images (the features at the scatter, vision.image_features, are cut per invoke)"
             )
         return None
-
-    def support(self) -> dict[str, str | None]:
-        """Every standard value here and below, in forward order: ``None`` if served,
-        else why not.
-
-        Blocks share rows (``"self_attn.attention_probabilities"``); where blocks
-        disagree, each gets its own row (``"layers.3.self_attn.attention_probabilities"``).
-        What the family's claims refuse that is no value (`vlreg.plugin.Claim`'s
-        ``refuses``: a trace input such as ``"videos"``, a path without standard names) is a
-        row too, with its reason: beside the rows of the part it names, or before the
-        readout.
-        """
-        return _with_refusals(self, self._rows(lambda envoy, name: envoy.why_unavailable(name)))
-
-    def read_only(self) -> dict[str, str]:
-        """The values here and below that can be read but not written, with why and what
-        to edit instead (the rows of `support` that refuse writes)."""
-        served = self.support()
-        rows = self._rows(lambda envoy, name: envoy.why_read_only(name))
-        return {row: reason for row, reason in rows.items() if reason is not None and served.get(row) is None}
-
-    def walk(self) -> Iterator[tuple["Standard", str]]:
-        """Every ``(envoy, value name)`` here and below, every block's, in the order the
-        forward computes them: reading them in this order in one trace is in order.
-        Includes values this load cannot serve (`why_unavailable` says which)."""
-        done: set[tuple[int, str]] = set()
-        for visit in tree(self):
-            if visit.name is not None and (id(visit.envoy), visit.name) not in done:
-                done.add((id(visit.envoy), visit.name))
-                yield visit.envoy, visit.name
-
-    def _rows(self, ask: Callable[[Any, str], "str | None"]) -> dict[str, str | None]:
-        """`ask`'s answer for every value here and below, a row each, in forward order.
-        A row blocks share is one row where every block of the stack has it and answers
-        alike; else ``layers.<blocks>.<row>``, one per answer. A tower's values are left
-        out where no image reaches it."""
-        merged: dict[tuple, dict[int | None, str | None]] = {}
-        sizes: dict[str, int] = {}
-        for visit in tree(self):
-            tower = visit.envoy._tower
-            if visit.name is None or (tower is not None and tower.no_images()):
-                continue
-            if visit.block is None:
-                merged.setdefault((None, visit.row + visit.name), {None: ask(visit.envoy, visit.name)})
-                continue
-            within = visit.row[len(visit.stack):] + visit.name
-            merged.setdefault((visit.stack, within), {})[visit.block] = ask(visit.envoy, visit.name)
-            sizes[visit.stack] = max(sizes.get(visit.stack, 0), visit.block + 1)
-        rows: dict[str, str | None] = {}
-        for (stack, row), answers in merged.items():
-            if stack is None:
-                rows.setdefault(row, answers[None])
-                continue
-            reasons = list(answers.values())
-            if len(answers) == sizes[stack] and all(reason == reasons[0] for reason in reasons):
-                rows.setdefault(stack + row, reasons[0])
-            elif all(reason == reasons[0] for reason in reasons):
-                rows[f"{stack}layers.{_spans(sorted(answers))}.{row}"] = reasons[0]  # only some blocks have it
-            else:
-                rows.update({f"{stack}layers.{i}.{row}": reason for i, reason in answers.items()})
-        return rows
-
-
-def _with_refusals(envoy: Standard, rows: dict[str, str | None]) -> dict[str, str | None]:
-    """``rows`` (of the root, or of a part such as the tower) with the refused names that
-    are not among them placed: after the last row of the part a name is under (only where
-    that part has rows: a text-only load shows no tower), else before the readout."""
-    family = getattr(envoy.root, "family", None)
-    if family is None or not family.refuses:
-        return rows
-    if envoy is envoy.root:
-        names = dict(family.refuses)
-    elif envoy._row and envoy.block_index is None and rows:
-        names = {name.removeprefix(envoy._row): reason for name, reason in family.refuses.items()
-                 if name.startswith(envoy._row)}
-    else:
-        return rows
-    items = list(rows.items())
-    for name, reason in names.items():
-        if name in rows:
-            continue
-        head = name.partition(".")[0] + "."
-        under = [i for i, (row, _) in enumerate(items) if row.startswith(head)]
-        if "." in name and not under:
-            continue
-        readout = [i for i, (row, _) in enumerate(items) if row in ("uncapped_logits", "logits")]
-        at = under[-1] + 1 if under else (readout[0] if readout else len(items))
-        items.insert(at, (name, reason))
-    return dict(items)
-
-
-def _spans(indices: list[int]) -> str:
-    """``[0, 1, 2, 4]`` as ``"0-2,4"``: which blocks a row is on."""
-    spans: list[list[int]] = []
-    for index in indices:
-        if spans and spans[-1][1] == index - 1:
-            spans[-1][1] = index
-        else:
-            spans.append([index, index])
-    return ",".join(str(a) if a == b else f"{a}-{b}" for a, b in spans)

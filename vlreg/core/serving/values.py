@@ -212,7 +212,7 @@ class value(eproperty):
     def layout_on(self, obj: Any) -> str:
         """The value's batch layout on ``obj`` (see ``layout``)."""
         layout = self.layout(obj) if callable(self.layout) else self.layout
-        return layout or ("tower" if obj._tower is not None else "batch")
+        return layout or ("tower" if obj.place.tower is not None else "batch")
 
 
 @contextlib.contextmanager
