@@ -18,7 +18,7 @@ from vlreg_lfm2_vl import plugin as lfm2_vl
 from vlreg import StandardizedTransformer
 from vlreg.plugin import (
     Attention, Claim, Layer, Mixer, Mlp, Part, PerCall, Plugin, Scatter, Standard, Text, Tower, Vision, Wrapper,
-    adapter, returned, value,
+    adapter, prefill_only, returned, value,
 )
 from vlreg.testing import build, registered
 from vlreg.testing.conformance import image
@@ -105,8 +105,7 @@ class ShortConvolution(Standard):
     """LFM2's gated short convolution: ``out_proj(C * conv(B * x))``."""
 
     sourced = True  # read at the call to the convolution inside the module's forward
-    prefill_only = ("conv_output",)
-    later_steps_run = ("the convolution's cached update", "the call", "the convolution")
+    refuses = {"conv_output": prefill_only("the convolution's cached update", "the call", "the convolution")}
 
     conv_output = value(
         lambda m: f"{m.path}.source.causal_conv1d_fn_0.output", description="the convolution's output"

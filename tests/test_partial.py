@@ -71,7 +71,7 @@ def test_a_declared_refusal_is_a_row_of_support_and_the_video_only_traces_refusa
     model = load(path)
     rows = model.support()
     assert rows["videos"] == VIDEOS and list(rows)[-1] == "logits"
-    assert model.family.refuses == {"videos": VIDEOS}
+    assert model.family.sentences == {"videos": VIDEOS}
     video = [numpy.random.default_rng(0).integers(0, 255, (4, 56, 56, 3), dtype=numpy.uint8)]
     with pytest.raises(Unavailable, match="no images, only videos: a video's frames reach the model"):
         with model.trace(chat(model, "video"), videos=video):

@@ -44,6 +44,7 @@ from .core.host.plugins import adapter
 from .core.images.codes import ImageCodes
 from .core.images.entries import CrossAttention, Entry, QueryTokens, Scatter
 from .core.images.geometry import ImageGrid, box_grid, clip_boxes
+from .core.serving.refusals import IMAGES, Gate, prefill_only, read_only
 from .core.serving.values import argument, copied, first, returned, value, with_first
 
 __all__ = [
@@ -96,6 +97,10 @@ __all__ = [
     "first",
     "with_first",
     "eager_only",
+    "read_only",
+    "prefill_only",
+    "IMAGES",
+    "Gate",
     "Unavailable",
     "ReadOnly",
     "ImageGrid",

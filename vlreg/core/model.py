@@ -245,26 +245,6 @@ class StandardizedTransformer(TextSizes, TransformersModel):
         """`Vision.cache`, which asks the model (a cache runs a trace of it)."""
         return cache(self, prompt, images, **options)
 
-    def no_images_in_this_run(self, group: Any = None) -> str | None:
-        """Inside a trace whose input carries no image (or ``group``'s rows hold none),
-        why the tower's values and the features are absent; else ``None``. Decided from
-        the input, before the model runs."""
-        if self.run.images_in(group) is False:
-            where = "this invoke's prompts carry" if group is not None else "this trace's input carries"
-            if self.run.inputs.get("pixel_values_videos") is not None:
-                if "videos" in self.family.refuses:
-                    return f"{where} no images, only videos: {self.family.refuses['videos']}"
-                return (
-                    f"{where} no images, only videos: the tower's and the features' values are served "
-                    f"for images (a video's frames run through the tower in calls of their own, which "
-                    f"vlreg does not serve yet); pass the frames as images=[...] to read them"
-                )
-            return (
-                f"{where} no images, so the tower does not run for them and no features are "
-                f"scattered; pass images=[...] with a prompt that has the image placeholder"
-            )
-        return None
-
     # -- remote ---------------------------------------------------------------
 
     def __getstate__(self) -> dict:

@@ -77,9 +77,9 @@ class GatedAttention(Attention):
     o_proj receives them, after the gate, so o_proj(attention_head_outputs) ==
     attention_output holds as on any block."""
 
+    refuses = {"attention_head_outputs": eager_only}
     attention_head_outputs = value(
         lambda attention: f"{attention.o_proj.path}.input",
-        unavailable=eager_only,
         description="each head's output as o_proj receives it, after the gate",
     )(lambda attention, raw: raw[0][0].unflatten(-1, (-1, attention.head_dim))).writes(
         lambda attention, raw, new: ((new.flatten(-2), *raw[0][1:]), raw[1])

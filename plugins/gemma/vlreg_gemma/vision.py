@@ -232,6 +232,7 @@ class Gemma3nVision(Vision):
 
     standard_children: dict = {}
     order = ("image_token_mask", "patch_embeddings", "tower_output", "image_features")
+    refuses = {"layers": NO_BLOCKS}
 
     tower_output = value(
         "output",
@@ -244,14 +245,6 @@ class Gemma3nVision(Vision):
     @property
     def num_layers(self) -> int:
         return 0
-
-    def without_blocks(self) -> str:
-        return NO_BLOCKS
-
-    def _unknown(self, name: str) -> str:
-        if name == "layers":
-            return f"model.vision.layers is not served: {NO_BLOCKS}"
-        return super()._unknown(name)
 
     @property
     def patch_embedding_size(self) -> int:

@@ -120,7 +120,7 @@ def test_the_convolution_values_are_the_prefills(model):
             gates.append(model.layers[0].short_conv.gates.save())
             added.append(model.layers[0].short_conv.attention_output.save())
     assert added[0].shape[1] > 1 and added[1].shape[1] == gates[1].shape[1] == 1
-    with pytest.raises(Unavailable, match=r"conv_output is unavailable at step 1: after the prefill"):
+    with pytest.raises(Unavailable, match=r"conv_output is unavailable: at step 1, after the prefill"):
         with model.generate(prompt, max_new_tokens=2, min_new_tokens=2) as tracer:
             for step in tracer.iter[0:2]:
                 outputs.append(model.layers[0].short_conv.conv_output.save())

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from vlreg.plugin import Attention, Layer, Mixer, Mlp, Standard, returned, value
+from vlreg.plugin import Attention, Layer, Mixer, Mlp, Standard, prefill_only, returned, value
 
 #: The norms keep their names (``operator_norm``, ``ffn_norm``): SigLIP's blocks, in the same model, are
 #: the ones served as ``input_layernorm`` and ``post_attention_layernorm``.
@@ -71,8 +71,8 @@ class ShortConv(Standard):
     convolution_call: ClassVar[str] = "causal_conv1d_fn_0"
     split_call: ClassVar[str] = "BCx_chunk_0"
     order = ("gates", "conv_input", "conv_output", "attention_output")
-    prefill_only: ClassVar[tuple[str, ...]] = ("conv_input", "conv_output")
-    later_steps_run = ("the convolution's cached update", "the call", "the convolution")
+    refuses = dict.fromkeys(("conv_input", "conv_output"),
+                            prefill_only("the convolution's cached update", "the call", "the convolution"))
 
     gates = value(
         lambda m: f"{m.path}.source.{m.split_call}.output",

@@ -88,6 +88,7 @@ class Llama4Moe(MoeMlp):
     sourced = True  # routed_output is read where the block sums the experts
     order = ("router_logits", "expert_indices", "expert_weights", "expert_outputs", "shared_expert_output",
              "routed_output", "mlp_output")
+    refuses = {"expert_outputs": NO_SLOTS}
 
     router_logits = value(
         lambda mlp: f"{mlp.router.path}.source.forward_0.output", inside=lambda mlp: mlp.router, layout="tokens",
@@ -102,7 +103,7 @@ class Llama4Moe(MoeMlp):
         description="sigmoid of each chosen expert's router logit, [tokens, top_k]; scales the expert's input",
     )(_weights).writes(_put_weights).transform(lambda mlp, view, raw: _put_weights(mlp, raw, view))
     expert_outputs = value(
-        "output", unavailable=lambda mlp: NO_SLOTS, layout="tokens",
+        "output", layout="tokens",
         description="each slot's expert output (unavailable: Llama 4 keeps no slot apart)",
     )(lambda mlp, raw: raw)
     shared_expert_output = value(

@@ -59,7 +59,7 @@ def test_videos_are_refused_by_name_and_the_model_still_runs_on_them(model):
     """``support()`` says videos are refused and why; on a prompt with only a video the
     image values refuse with that reason before the model runs, and the logits are served."""
     reason = model.support()["videos"]
-    assert reason == model.family.refuses["videos"] and "pass the frames as images=[...]" in reason
+    assert reason == model.family.sentences["videos"] and "pass the frames as images=[...]" in reason
     prompt = chat(model, "video")
     with pytest.raises(Unavailable, match="no images, only videos: a video's frames reach the model"):
         with model.trace(prompt, videos=clip()):

@@ -175,7 +175,7 @@ def test_the_scans_values_are_the_prefills_unless_there_is_no_cache(model):
         for step in tracer.iter[0:2]:
             added.append(model.layers[0].mamba.attention_output.save())
     assert added[0].shape[1] > 1 and added[1].shape[1] == 1
-    with pytest.raises(Unavailable, match="at step 1: after the prefill"):
+    with pytest.raises(Unavailable, match="at step 1, after the prefill"):
         with model.generate(prompt, max_new_tokens=2, min_new_tokens=2) as tracer:
             for step in tracer.iter[0:2]:
                 outputs.append(model.layers[0].mamba.attention_head_outputs.save())

@@ -74,18 +74,20 @@ class QwenVisionAttention(VisionAttention):
     after the rotary embedding), read where their preparation ends; head outputs
     ``[1, patches, heads, head_dim]`` where the calls' outputs are joined."""
 
+    refuses = {"attention_head_outputs": _not_flash, "attention_scores": _per_call,
+               "attention_probabilities": _per_call}
     # Views of one unbind: torch refuses in-place edits of them, so they are served as
     # copies written back.
     attention_queries = copied("source.unsqueeze_0.output", description="the queries, after the rotary embedding")
     attention_keys = copied("source.unsqueeze_1.output", description="the keys, after the rotary embedding")
     attention_values = copied("source.unsqueeze_2.output", description="the values")
     attention_head_outputs = returned(
-        "source.torch_cat_0.output", unavailable=_not_flash, description="each head's output, the calls' joined"
+        "source.torch_cat_0.output", description="each head's output, the calls' joined"
     )
-    attention_scores = value("output", unavailable=_per_call, description="none: one call per image")(
+    attention_scores = value("output", description="none: one call per image")(
         lambda envoy, raw: None
     )
-    attention_probabilities = value("output", unavailable=_per_call, description="none: one call per image")(
+    attention_probabilities = value("output", description="none: one call per image")(
         lambda envoy, raw: None
     )
 

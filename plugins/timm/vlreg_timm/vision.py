@@ -113,20 +113,23 @@ class TimmAttention(VisionAttention):
     adds (after the block's layer scale, at its ``drop_path1``)."""
 
     sourced = True
+    refuses = {
+        **dict.fromkeys(("attention_queries", "attention_keys", "attention_values"), _fused),
+        **dict.fromkeys(("attention_scores", "attention_probabilities"), _explicit),
+        "attention_head_outputs": lambda attention: _unread(attention, HEADS),
+    }
     # views of one unbind (where no rotary embedding remakes them): torch refuses in-place
     # edits of them, so they are served as copies written back
-    attention_queries = argument(0, _at(FUSED, "input"), copy=True, unavailable=_fused,
+    attention_queries = argument(0, _at(FUSED, "input"), copy=True,
                                  description="the queries, after the rotary embedding (timm's fused path)")
-    attention_keys = argument(1, _at(FUSED, "input"), copy=True, unavailable=_fused,
+    attention_keys = argument(1, _at(FUSED, "input"), copy=True,
                               description="the keys, after the rotary embedding (timm's fused path)")
-    attention_values = argument(2, _at(FUSED, "input"), copy=True, unavailable=_fused,
-                                description="the values (timm's fused path)")
-    attention_scores = returned(_at(SCORES, "output"), unavailable=_explicit,
+    attention_values = argument(2, _at(FUSED, "input"), copy=True, description="the values (timm's fused path)")
+    attention_scores = returned(_at(SCORES, "output"),
                                 description="query-key scores before the softmax, scaled (timm's explicit path)")
-    attention_probabilities = returned(lambda attention: f"{attention.path}.attn_drop.output", unavailable=_explicit,
+    attention_probabilities = returned(lambda attention: f"{attention.path}.attn_drop.output",
                                        description="the pattern that weights the values (timm's explicit path)")
-    attention_head_outputs = returned(_at(HEADS, "output"), unavailable=lambda attention: _unread(attention, HEADS),
-                                      description="each head's output, before proj")
+    attention_head_outputs = returned(_at(HEADS, "output"), description="each head's output, before proj")
     attention_output = patches(
         _added_at("drop_path1"),
         description="what the attention adds to the stream (after the block's layer scale), [images, patches, hidden]",

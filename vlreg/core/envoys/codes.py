@@ -66,11 +66,11 @@ class CodesVision(Vision):
     ``image_codes``, then the features at the scatter."""
 
     order = ("image_token_mask", "patch_embeddings", "layers", "tower_output", "image_codes", "image_features")
+    refuses = {"image_codes": _no_codes}
 
     image_codes = value(
         lambda vision: vision.root.family.entry.codes_at(vision),
         occurrence=lambda vision: vision.root.family.entry.codes_call,
-        unavailable=_no_codes,
         layout="image_tokens",
         description="the ids the text model embeds as the image, one per image token, [image_tokens]",
     )(_codes).writes(_with_codes)

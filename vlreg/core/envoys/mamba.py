@@ -35,7 +35,7 @@ same place with the same arguments), in the shapes those calls take and return:
 
 All but ``gates`` and ``attention_output`` are the prefill's: a generation's later steps
 run each token through the recurrent update (another call, with the convolution's own
-update), so they are refused there (`Mamba.refuse`), unless the generation runs without a
+update), so they are refused there (`Mamba.refuses`), unless the generation runs without a
 cache (``use_cache=False``), which runs the scan over the whole sequence at every step.
 In training mode a fused kernel, where one is installed, runs the whole mixer as one
 call, so the values are refused there.
@@ -46,6 +46,7 @@ from __future__ import annotations
 import importlib.util
 from typing import Any, ClassVar
 
+from ..serving.refusals import prefill_only, read_only
 from ..serving.values import argument, returned, value
 from .standard import Standard
 from .text import _size
@@ -102,10 +103,13 @@ def _state_is_read_nowhere(mixer: Any) -> str:
     )
 
 
+#: What a cached generation's later steps run instead of the prefill's calls.
+PREFILL = prefill_only("the mixer's recurrent update", "the convolution and chunked scan", "the scan")
+
+
 def _scan_input(index: int, description: str) -> value:
     # Views of one split: torch refuses in-place edits of them, so served as copies written back.
-    return argument(index, lambda m: f"{_call(m, 'scan')}.input", copy=True, unavailable=_fused,
-                    description=description)
+    return argument(index, lambda m: f"{_call(m, 'scan')}.input", copy=True, description=description)
 
 
 class Mamba(Standard):
@@ -122,40 +126,45 @@ class Mamba(Standard):
              "attention_head_outputs", "state_output", "gates", "attention_output")
 
     conv_output = value(
-        lambda m: f"{_call(m, 'conv')}.output", unavailable=_fused,
+        lambda m: f"{_call(m, 'conv')}.output",
         description="the causal convolution's output after its activation (x, B and C side by side), [batch, seq, conv_dim]",
     )(lambda m, raw: raw.transpose(1, 2)).writes(lambda m, raw, new: new.transpose(1, 2))
     attention_values = _scan_input(0, "x, what each head writes into its state, [batch, seq, heads, head_dim]")
     attention_keys = _scan_input(3, "B, where each token writes in the state, [batch, seq, groups, state_size]")
     attention_queries = _scan_input(4, "C, what each token reads from the state, [batch, seq, groups, state_size]")
     time_steps = returned(
-        _inside_scan("torch_clamp_0.output"), unavailable=_kernel,
+        _inside_scan("torch_clamp_0.output"),
         description="each token's step per head, after the bias, softplus and clamp, [batch, seq, heads]",
     )
     decays = returned(
-        _inside_scan("A_0.output"), unavailable=_kernel,
+        _inside_scan("A_0.output"),
         description="each token's decay per head in log space (step times A), [batch, seq, heads]",
     )
     attention_head_outputs = returned(
-        lambda m: f"{_call(m, 'scan')}.output", unavailable=_fused,
+        lambda m: f"{_call(m, 'scan')}.output",
         description="the scan's output per head (D skip added), before the gate, [batch, seq, heads, head_dim]",
     )
     state_output = value(
-        lambda m: f"{_call(m, 'scan')}.output", unavailable=_fused, read_only=_state_is_read_nowhere,
+        lambda m: f"{_call(m, 'scan')}.output",
         description="the state after the prompt, [batch, heads, head_dim, state_size]",
     )(lambda m, raw: raw[1] if isinstance(raw, tuple) else None)
     gates = argument(
-        1, lambda m: f"{m.path}.norm.input", copy=True, unavailable=_fused,
+        1, lambda m: f"{m.path}.norm.input", copy=True,
         description="z, whose silu gates the scan's output in the gated norm, [batch, seq, heads * head_dim]",
     )
     attention_output = returned(description="what the mixer adds to the stream")
 
-    #: Values of the prefill's calls (the convolution and the chunked scan).
-    prefill_only: ClassVar[tuple[str, ...]] = (
-        "conv_output", "attention_values", "attention_keys", "attention_queries", "time_steps", "decays",
-        "attention_head_outputs", "state_output",
-    )
-    later_steps_run = ("the mixer's recurrent update", "the convolution and chunked scan", "the scan")
+    #: The values of the prefill's calls (the convolution and the chunked scan) are refused at
+    #: a cached generation's later steps; all but the steps and decays where a fused kernel runs
+    #: the mixer, those two where a kernel runs the scan; nothing reads the state it returns.
+    refuses = {
+        **dict.fromkeys(("conv_output", "attention_values", "attention_keys", "attention_queries",
+                         "attention_head_outputs"), (_fused, PREFILL)),
+        "time_steps": (_kernel, PREFILL),
+        "decays": (_kernel, PREFILL),
+        "state_output": (_fused, PREFILL, read_only(_state_is_read_nowhere)),
+        "gates": _fused,
+    }
 
     @property
     def num_heads(self) -> int:

@@ -81,13 +81,14 @@ def _with_refusals(envoy: Any, rows: dict[str, str | None]) -> dict[str, str | N
     are not among them placed: after the last row of the part a name is under (only where
     that part has rows: a text-only load shows no tower), else before the readout."""
     family = getattr(envoy.root, "family", None)
-    if family is None or not family.refuses:
+    refused = family.sentences if family is not None else {}
+    if not refused:
         return rows
     place = envoy.place
     if envoy is envoy.root:
-        names = dict(family.refuses)
+        names = dict(refused)
     elif place.row and place.block is None and rows:
-        names = {name.removeprefix(place.row): reason for name, reason in family.refuses.items()
+        names = {name.removeprefix(place.row): reason for name, reason in refused.items()
                  if name.startswith(place.row)}
     else:
         return rows

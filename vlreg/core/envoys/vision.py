@@ -22,7 +22,8 @@ from typing import Any, Callable
 import torch
 
 from ..errors import Unavailable
-from ..serving.values import first, value, with_first
+from ..serving.refusals import read_only, refusal
+from ..serving.values import first, model_inputs, value, with_first
 from .sizes import agreed
 from .standard import Standard
 from .text import Attention, Layer, Mlp
@@ -116,7 +117,9 @@ class Vision(Standard):
     #: paths, URLs) only: an array is then refused in vlreg's words before the processor runs.
     takes_arrays: bool = True
 
-    @value(lambda vision: f"{vision.root.path}.input", needs_images=False, read_only=_derived_mask, layout="batch")
+    refuses = {"image_token_mask": read_only(_derived_mask)}
+
+    @value(model_inputs, layout="batch")
     def image_token_mask(self, raw: Any) -> torch.Tensor:
         """``[batch, seq]``, True at the image tokens (read it before the tower runs)."""
         return _input_ids(raw) == self.root._module.config.image_token_id
@@ -185,7 +188,7 @@ class Vision(Standard):
         """Why a helper over the tower's blocks cannot run where `num_layers` is 0: a family
         whose tower has blocks vlreg does not serve says so instead (by overriding this, or
         by a claim refusing ``vision.layers``)."""
-        return self._refused_child("layers") or (
+        return refusal(self, "layers") or (
             "this model's vision part has no blocks (an embedder, not a tower), so no attention runs among its patches"
         )
 

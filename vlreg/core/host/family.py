@@ -4,23 +4,22 @@
 ``vision_config``, else a VQ encoder's ``vq_config``), finds the plugin that claimed
 each, and merges what they contribute into one ``rename``, one ``envoys`` map (with the
 envoys the image's entry needs), the image's entry, what a load needs and the logits the
-forward suppresses, and two tables of predicates (values this load cannot serve, values
-it cannot write), which is all `StandardizedTransformer` needs to build.
+forward suppresses, and the family's refusal table (what this load does not serve or
+write, and why: `vlreg.core.serving.refusals`), which is all `StandardizedTransformer`
+needs to build.
 """
 
 from __future__ import annotations
 
-from fnmatch import fnmatchcase
 from typing import Any, Callable
 
 from attrs import frozen
 
 from ..errors import NoFamily
 from ..serving.reference import ServerSide
+from ..serving.refusals import read_only, reasons_of, sentences
 from . import catalog, plugins
 from .parts import KINDS, Part, is_kind
-
-Predicate = Callable[[Any], "str | None"]
 
 
 @frozen
@@ -40,12 +39,11 @@ class Family:
     envoys: dict
     #: Where and how the image enters the text model (an `Entry`), or None.
     entry: Any
-    unavailable: dict[str, tuple[Predicate, ...]]
+    #: The family's refusal table, ``{row from the root, or a pattern: (reason, ...)}``:
+    #: its parts' claims and declarations, and its entry's (`vlreg.core.serving.refusals`).
+    refuses: dict[str, tuple] = {}
     #: The wrapper's `vlreg_image_grids` function, or None.
     image_grids: Callable | None = None
-    read_only: dict[str, tuple[Predicate, ...]] = {}
-    #: What the parts' claims refuse (`Claim.refuses`), ``{row from the root: reason}``.
-    refuses: dict[str, str] = {}
     #: The config's other parts no plugin claims: ``{config field: model_type}``.
     unserved: dict[str, str] = {}
     #: The wrapper's `vlreg_load_options`, ``{task: {keyword: value}}``.
@@ -53,13 +51,16 @@ class Family:
     #: The wrapper's `vlreg_suppressed_tokens`: ids whose logits its forward sets lowest.
     suppressed_tokens: tuple[int, ...] = ()
 
-    def predicates(self, table: str, row: str) -> tuple[Predicate, ...]:
-        """The predicates of ``table`` (``"unavailable"`` or ``"read_only"``) on ``row``;
-        a table's keys are rows or ``fnmatch`` patterns of rows (``"vision.*"``)."""
-        found: tuple[Predicate, ...] = ()
-        for pattern, predicates in getattr(self, table).items():
-            if pattern == row or fnmatchcase(row, pattern):
-                found += predicates
+    @property
+    def sentences(self) -> dict[str, str]:
+        """What the family never serves, whatever the load, ``{name: why}``: its table's
+        plain sentences on a name, which `support` lists (videos, a path without standard
+        names, a child it does not bind)."""
+        found: dict[str, str] = {}
+        for name, reasons in self.refuses.items():
+            for reason in reasons:
+                for found_name, sentence in sentences({name: reason}).items():
+                    found.setdefault(found_name, sentence)
         return found
 
     @property
@@ -137,8 +138,7 @@ def resolve(config: Any) -> Family:
 
     rename: dict = {}
     envoys: dict = {}
-    tables: dict[str, dict[str, tuple[Predicate, ...]]] = {"unavailable": {}, "read_only": {}}
-    refuses: dict[str, str] = {}
+    refuses: dict[str, tuple] = {}
     for kind, part in parts.items():
         plugin = served[kind]
         for key, alias in (plugins.call(plugin, "vlreg_rename", part=part) or {}).items():
@@ -149,17 +149,15 @@ def resolve(config: Any) -> Family:
                 )
         envoys.update(plugins.call(plugin, "vlreg_envoys", part=part) or {})
         prefix = "vision." if kind == "vision" else ""
-        for name, reason in plugins.refusals(kind, part.model_type).items():
-            refuses[prefix + name] = reason
-            tables["unavailable"][prefix + name] = (
-                tables["unavailable"].get(prefix + name, ()) + (_refused(reason),))
-        for name, table in tables.items():
-            for row, predicate in (plugins.call(plugin, f"vlreg_{name}", part=part) or {}).items():
-                table[prefix + row] = table.get(prefix + row, ()) + (predicate,)
+        _add(refuses, prefix, plugins.refusals(kind, part.model_type))
+        _add(refuses, prefix, plugins.call(plugin, "vlreg_unavailable", part=part))
+        _add(refuses, prefix, {row: read_only(reason) for row, reason in
+                               (plugins.call(plugin, "vlreg_read_only", part=part) or {}).items()})
     entry = entry_of(served["wrapper"], parts["wrapper"]) if "vision" in parts else None
     grids = plugins.call(served["wrapper"], "vlreg_image_grids", part=parts["wrapper"]) if "vision" in parts else None
     if entry is not None:
         envoys.update(entry.envoys())
+        _add(refuses, "", entry.refuses())
 
     return Family(
         name=plugins.plugin_manager().get_name(served["wrapper"]),
@@ -168,11 +166,9 @@ def resolve(config: Any) -> Family:
         rename=ServerSide(rename),
         envoys=ServerSide(envoys),
         entry=entry,
-        unavailable=tables["unavailable"],
-        image_grids=grids,
-        read_only=tables["read_only"],
-        unserved=unserved,
         refuses=refuses,
+        image_grids=grids,
+        unserved=unserved,
         load_options=dict(plugins.call(served["wrapper"], "vlreg_load_options", part=parts["wrapper"]) or {}),
         suppressed_tokens=tuple(plugins.call(served["wrapper"], "vlreg_suppressed_tokens", part=parts["wrapper"]) or ()),
     )
@@ -184,9 +180,13 @@ def entry_of(plugin: Any, part: Part) -> Any:
     return found if found is not None else plugins.call(plugin, "vlreg_scatter", part=part)
 
 
-def _refused(reason: str) -> Predicate:
-    """The predicate of a row a claim refuses: always that reason."""
-    return lambda envoy: reason
+def _add(refuses: dict[str, tuple], prefix: str, table: Any) -> None:
+    """Merge a part's refusal table (rows relative to the part, under ``prefix`` from the
+    root) into the family's: each row's reasons in the order declared, a reason declared
+    twice (by the claim and the declaration) once."""
+    for row, entry in (table or {}).items():
+        known = refuses.setdefault(prefix + row, ())
+        refuses[prefix + row] = known + tuple(reason for reason in reasons_of(entry) if reason not in known)
 
 
 def _unclaimed(part: Part, served: dict[str, Any]) -> str:

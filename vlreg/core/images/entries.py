@@ -29,6 +29,7 @@ import torch
 from attrs import frozen
 
 from ..errors import Unavailable
+from ..serving.refusals import Gate
 from .geometry import ImageGeometry, ImageGrid, source_of
 
 
@@ -97,6 +98,11 @@ class Entry:
         """Why the image has no tokens in the text stream (``None``: it has, at the
         image-token mask), for the helpers that work on those tokens."""
         return None
+
+    def refuses(self) -> dict:
+        """The entry's own refusal table (`vlreg.core.serving.refusals`), rows from the root:
+        what this way of entering leaves unserved. Most entries refuse nothing."""
+        return {}
 
     def envoys(self) -> dict:
         """Envoy classes this entry needs beside the plugins' (`vlreg_envoys` entries, a key
@@ -229,6 +235,21 @@ class Scatter(Entry):
     #: unconditionally): a text-generation load, which has no processor, and a prompt
     #: without an image are refused before the model runs.
     needs_images: bool = False
+
+    def refuses(self) -> dict:
+        """Where the wrapper's generate steps its text model (``steps``), the model's own
+        inputs are never reached under generate: the values read off them refuse there."""
+        if self.steps is None:
+            return {}
+        return dict.fromkeys(("input_ids", "attention_mask", "vision.image_token_mask"), Gate(self._not_stepped))
+
+    def _not_stepped(self, asked: Any) -> str | None:
+        if not asked.run.generating:
+            return None
+        return (
+            f"under generate this wrapper's generate never calls its own forward (it runs the image's steps "
+            f"itself, then steps model.{self.steps}), so the model's inputs are never reached; read it in a trace"
+        )
 
     def call(self, model: Any) -> tuple[str, int | str]:
         """The call that writes the features in, from the root, and the features' argument:

@@ -11,6 +11,9 @@ A standard value is an nnsight `eproperty` with three additions:
   image-token mask is derived from the prompt; a tower output the projector does not
   read), both assignments and in-place edits of the served tensor.
 
+Why it refuses is not the value's to say: the envoy asks the refusal table
+(`vlreg.core.serving.refusals`) before every read and write.
+
 What the user reads is a view of what the model holds (the tensor itself, an element
 of a tuple, a reshape), so in-place edits land. An assignment is mapped back to the
 model's layout by the value's ``writes`` function, which is handed the raw value at
@@ -33,7 +36,10 @@ from nnsight.intervention.interleaver import Mediator, OutOfOrderError
 from ..errors import OutOfOrder, ReadOnly
 from .batching import select, splice
 
-Predicate = Callable[[Any], "str | None"]
+def model_inputs(envoy: Any) -> str:
+    """The location of what the model itself is called with, ``(args, kwargs)``: the
+    prompt's ids and mask, read before anything runs (a value's ``at``)."""
+    return f"{envoy.root.path}.input"
 
 
 class value(eproperty):
@@ -44,14 +50,6 @@ class value(eproperty):
             ``"source.attention_interface_1.input"``), or a function of the envoy giving
             the whole location. A function may drill into an operation's source: it runs
             in the trace, in forward order, like the read itself.
-        unavailable: A predicate on the envoy: ``None`` when the value can be served,
-            else the reason, one sentence that says what would help.
-        read_only: A predicate on the envoy: ``None`` when a write reaches the model,
-            else why it would not and what to edit instead.
-        needs_images: Whether the value exists only when the trace's input carries
-            images. ``None``: on a tower envoy yes (all the tower computes, and the
-            scatter), elsewhere no; the image-token mask says no (it is all False on a
-            text prompt); a text value only images make (DeepStack's) says yes.
         inside: A function of the envoy giving the envoy whose forward the location is
             an operation in (``lambda layer: layer.parent.parent``, the text model), for a
             location in a forward no standard envoy of this value owns. That forward is
@@ -76,9 +74,6 @@ class value(eproperty):
         self,
         at: "str | Callable[[Any], str]" = "output",
         *,
-        unavailable: Predicate | None = None,
-        read_only: Predicate | None = None,
-        needs_images: bool | None = None,
         inside: Callable[[Any], Any] | None = None,
         occurrence: Callable[[Any], int] | None = None,
         calls: Callable[[Any], int] | None = None,
@@ -87,9 +82,6 @@ class value(eproperty):
     ) -> None:
         super().__init__(key=at if isinstance(at, str) else None, description=description)
         self.at = at
-        self.unavailable = unavailable
-        self.read_only = read_only
-        self.needs_images = needs_images
         self.inside = inside
         self.occurrence = occurrence
         self.calls = calls
@@ -152,6 +144,11 @@ class value(eproperty):
         if callable(self.at):
             return self.at(obj)
         return f"{obj.path}.{self.at}"
+
+    @property
+    def reads_model_inputs(self) -> bool:
+        """Whether the value is read off what the model itself is called with (`model_inputs`)."""
+        return self.at is model_inputs
 
     def location(self, envoy: Any) -> str:
         """Where this value is read on ``envoy`` (outside a trace, for a value whose

@@ -318,7 +318,7 @@ class TextConformance(TextTrust, RemoteConformance):
             assert text_rows(rows, name) and all(rows[row] is None for row in text_rows(rows, name)), name
         for name in INTERIOR:
             assert text_rows(rows, f"self_attn.{name}"), name
-        refused = model.family.refuses  # what the family's claims declare they do not serve
+        refused = model.family.sentences  # what the family declares it never serves
         assert set(refused) <= set(rows), "support() lists every name a claim refuses"
         for row, reason in rows.items():
             if row in refused:
