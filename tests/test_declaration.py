@@ -18,7 +18,7 @@ from vlreg_lfm2_vl import plugin as lfm2_vl
 from vlreg import StandardizedTransformer
 from vlreg.plugin import (
     Attention, Claim, Layer, Mixer, Mlp, Part, PerCall, Plugin, Scatter, Standard, Text, Tower, Vision, Wrapper,
-    adapter, prefill_only, returned, value,
+    adapter, prefill_only, read_only, returned, value,
 )
 from vlreg.testing import build, registered
 from vlreg.testing.conformance import image
@@ -34,10 +34,11 @@ def grids(encoding, images, processor):
 
 DECLARED = Plugin(
     Wrapper("tiny_wrapper", rename={"model.language_model.layers": "layers"}, entry=Scatter("model", "op_0"),
-            image_grids=lambda part: grids, refuses={"videos": "frames are not served; pass them as images"}),
+            image_grids=lambda part: grids, refuses={"videos": "frames are not served; pass them as images",
+                                                     "vision.*": read_only(lambda envoy: None)}),
     Text(("tiny_text", "tinier_text"), rename=lambda part: {"attn": f"self_attn_of_{part.model_type}"},
          envoys=lambda part: {torch.nn.Linear: Layer}),
-    Tower("tiny_vision", overrides="someone", read_only={"tower_output": lambda vision: "the projector reads no tower"}),
+    Tower("tiny_vision", overrides="someone", refuses={"tower_output": read_only("the projector reads no tower")}),
     adapters={"tiny_tower": "published"},
     checkpoints=lambda: {"tiny": print},
 )
@@ -48,7 +49,7 @@ def test_a_declaration_answers_every_hook_from_its_parts():
     claims = DECLARED.vlreg_claims()
     assert [(claim.kind, claim.model_type) for claim in claims] == [
         ("wrapper", "tiny_wrapper"), ("text", "tiny_text"), ("text", "tinier_text"), ("vision", "tiny_vision")]
-    assert claims[0].refuses == {"videos": "frames are not served; pass them as images"}
+    assert claims[0].refuses == {"videos": "frames are not served; pass them as images"}  # its table's sentences
     assert claims[-1] == Claim("vision", "tiny_vision", overrides="someone")
     wrapper = part("wrapper", "tiny_wrapper")
     assert DECLARED.vlreg_rename(wrapper) == {"model.language_model.layers": "layers"}
@@ -57,7 +58,7 @@ def test_a_declaration_answers_every_hook_from_its_parts():
     # a field given as a function is asked with the part it serves
     assert DECLARED.vlreg_rename(part("text", "tinier_text")) == {"attn": "self_attn_of_tinier_text"}
     assert DECLARED.vlreg_envoys(part("text", "tiny_text")) == {torch.nn.Linear: Layer}
-    assert list(DECLARED.vlreg_read_only(part("vision", "tiny_vision"))) == ["tower_output"]
+    assert list(DECLARED.vlreg_refuses(part("vision", "tiny_vision"))) == ["tower_output"]
     # what a part does not declare, and a part the plugin does not declare, answer nothing
     assert DECLARED.vlreg_entry(part("text", "tiny_text")) is None
     assert DECLARED.vlreg_rename(part("vision", "tiny_vision")) is None
@@ -78,14 +79,14 @@ def test_a_part_declared_twice_or_something_else_is_refused_at_once():
 def test_a_declaration_registers_as_a_plugin_and_a_subclass_adds_raw_hooks():
     from vlreg.plugin import hookimpl
 
-    class Refusing(Plugin):
+    class Declining(Plugin):
         @hookimpl
-        def vlreg_refusal(self, part):
-            return "refused by a hook of its own"
+        def vlreg_declines(self, part):
+            return "declined by a hook of its own"
 
-    declared = Refusing(Wrapper("tiny_wrapper"))
-    with registered(declared, name="refusing"):
-        assert declared.vlreg_refusal(part("wrapper", "tiny_wrapper")) == "refused by a hook of its own"
+    declared = Declining(Wrapper("tiny_wrapper"))
+    with registered(declared, name="declining"):
+        assert declared.vlreg_declines(part("wrapper", "tiny_wrapper")) == "declined by a hook of its own"
         from vlreg.core.host import plugins
 
         assert plugins.claimant("wrapper", "tiny_wrapper") is declared

@@ -11,7 +11,7 @@ from PIL import Image
 from vlreg_qwen2_vl import plugin as qwen2_vl
 from vlreg import OutOfOrder, ReadOnly, StandardizedTransformer, Unavailable, analysis, hookimpl
 from vlreg.core.host import hookspecs, plugins
-from vlreg.plugin import ImageGrid, Layer, value
+from vlreg.plugin import ImageGrid, Layer, read_only, value
 from vlreg.testing import build, builders, registered
 from vlreg.testing.conformance import image
 
@@ -251,13 +251,13 @@ def test_vlreg_suppressed_tokens(path):
     assert model.family.suppressed_tokens == () and type(model).logits.location(model) == f"{model.lm_head.path}.output"
 
 
-def test_vlreg_unavailable(path):
+def test_vlreg_refuses(path):
     def second_block_only(envoy):
         return "this block is out of service; read layers[0] instead" if envoy.place.label.startswith("layers[1]") else None
 
     class Limited(Qwen2VLAgain):
         @hookimpl
-        def vlreg_unavailable(self, part):
+        def vlreg_refuses(self, part):
             return {"mlp.mlp_output": second_block_only} if part.kind == "text" else None
 
     with registered(Limited(), name="limited", replacing=[qwen2_vl]):
@@ -314,14 +314,14 @@ def test_a_value_pinned_to_its_blocks_call_in_a_parents_forward(path):
                 model.layers[0].called_with.save()
 
 
-def test_vlreg_read_only(path):
+def test_vlreg_refuses_read_only(path):
     def frozen_second_block(envoy):
         return "layers[1] is frozen; edit layers[0]" if envoy.block_index == 1 else None
 
     class Frozen(Qwen2VLAgain):
         @hookimpl
-        def vlreg_read_only(self, part):
-            return {"mlp.*": frozen_second_block} if part.kind == "text" else None
+        def vlreg_refuses(self, part):
+            return {"mlp.*": read_only(frozen_second_block)} if part.kind == "text" else None
 
     with registered(Frozen(), name="frozen", replacing=[qwen2_vl]):
         model = load(path)
@@ -342,14 +342,14 @@ def test_vlreg_read_only(path):
         assert bool((read == 1).all())
 
 
-def test_vlreg_refusal(path):
-    """A plugin's refusal names the plugin and its reason, before any weight is read; its
-    other checkpoints load as before."""
+def test_vlreg_declines(path):
+    """A plugin that declines a checkpoint is named with its reason, before any weight is
+    read; its other checkpoints load as before."""
     from vlreg.core.errors import NoFamily
 
     class Picky(Qwen2VLAgain):
         @hookimpl
-        def vlreg_refusal(self, part):
+        def vlreg_declines(self, part):
             if part.kind == "text" and part.config.num_hidden_layers == 2:
                 return "two text blocks are too few for this plugin"
             return None

@@ -46,7 +46,7 @@ READ_ONLY = '''
 #: silently wrong answer, so it is declared read-only until checked: delete the row if
 #: the conformance suite shows that writing vision.tower_output moves the logits.
 READ_ONLY = {
-    "vision.tower_output": lambda vision: (
+    "vision.tower_output": read_only(
         "this plugin has not checked that the projector reads the tower's output; "
         "edit vision.image_features, what the text model receives"
     ),
@@ -54,13 +54,10 @@ READ_ONLY = {
 '''
 
 FEATURE_LAYER = '''
-
-def read_only(part):
-    """The projector reads a block's stream out of the tower's hidden states
-    (config.vision_feature_layer), so the tower's output and every block after the last
-    one read reach nothing: declared read-only, each naming the value to edit instead."""
-    config = part.config
-    return hidden_states_read_only(config.vision_feature_layer, config.vision_config.{depth})
+#: The projector reads a block's stream out of the tower's hidden states
+#: (config.vision_feature_layer), so the tower's output and every block after the last
+#: one read reach nothing: declared read-only, each naming the value to edit instead.
+READ_ONLY = hidden_states_read_only(depth="{depth}")
 '''
 
 CLASS_TOKEN_VISION = '''

@@ -108,8 +108,8 @@ def module(name: str, found: Survey, claimed: list[str], elsewhere: dict[str, st
         imports.add("CrossAttention")
     if alias and adapter == alias:
         imports.add("adapter")
-    if "wrapper" in claimed and found.feature_layer and not alias and found.vision is not None:
-        imports.add("hidden_states_read_only")
+    if "wrapper" in claimed and not alias and found.vision is not None:
+        imports.add("hidden_states_read_only" if found.feature_layer else "read_only")
     host = found.scatter[0] if found.scatter else found.text.rpartition(".")[0]
     surveyed = textwrap.fill(
         f"Written by `vlreg new-plugin` from a survey of {found.architecture}'s module tree, built on the meta "
@@ -163,7 +163,7 @@ def _wrapper(found: Survey, adapter: str | None) -> str:
         return text
     if adapter:
         return (text + f"\n#: Values a write to would not reach the text model, refused with a reason.\n"
-                f"READ_ONLY = {adapter}.read_only\n" + ADAPTER_GRIDS.format(adapter=adapter))
+                f"READ_ONLY = {adapter}.refuses\n" + ADAPTER_GRIDS.format(adapter=adapter))
     if found.feature_layer:
         return text + FEATURE_LAYER.format(depth=found.feature_layer)
     return text + READ_ONLY
@@ -176,8 +176,7 @@ def _declaration(name: str, found: Survey, claimed: list[str], adapter: str | No
         rename = "{**WRAPPER_RENAME, **TEXT_ONLY_RENAME}" if found.text_only else "WRAPPER_RENAME"
         fields = [f'"{found.parts["wrapper"]}"', f"rename={rename}"]
         if found.vision is not None:
-            read_only = "read_only" if found.feature_layer and not adapter else "READ_ONLY"
-            fields += ["entry=SCATTER", f"read_only={read_only}"]
+            fields += ["entry=SCATTER", "refuses=READ_ONLY"]
             if adapter:
                 fields.append("image_grids=image_grids")
         declared.append(f"Wrapper({', '.join(fields)})")

@@ -39,10 +39,8 @@ WRAPPER_RENAME = {
 SCATTER = Scatter(host="model", operation="inputs_embeds_masked_scatter_0", argument=1)
 
 
-def read_only(part):
-    """The tower's output and the blocks after the last one the projector reads."""
-    config = part.config
-    return hidden_states_read_only(config.vision_feature_layer, config.vision_config.num_hidden_layers)
+#: The tower's output and the blocks after the last one the projector reads take no write.
+READ_ONLY = hidden_states_read_only()
 
 
 def builders():
@@ -53,7 +51,7 @@ def builders():
 
 
 plugin = Plugin(
-    Wrapper("vipllava", rename=WRAPPER_RENAME, entry=SCATTER, read_only=read_only,
+    Wrapper("vipllava", rename=WRAPPER_RENAME, entry=SCATTER, refuses=READ_ONLY,
             image_grids=lambda part: image_grids(part.config)),
     checkpoints=builders,
 )

@@ -29,10 +29,8 @@ WRAPPER_RENAME = {
 SCATTER = Scatter(host="model", operation="inputs_embeds_masked_scatter_0", argument=1)
 
 
-def read_only(part):
-    """The tower's output and the blocks after the one ``vision_feature_layer`` reads."""
-    config = part.config
-    return hidden_states_read_only(config.vision_feature_layer, config.vision_config.num_hidden_layers)
+#: The tower's output and the blocks after the one ``vision_feature_layer`` reads take no write.
+READ_ONLY = hidden_states_read_only()
 
 
 def builders():
@@ -43,7 +41,7 @@ def builders():
 
 
 plugin = Plugin(
-    Wrapper("aria", rename=WRAPPER_RENAME, entry=SCATTER, read_only=read_only,
+    Wrapper("aria", rename=WRAPPER_RENAME, entry=SCATTER, refuses=READ_ONLY,
             image_grids=lambda part: aria_image_grids(part.config)),
     Text(text.MODEL_TYPES, envoys=text.envoys),
     checkpoints=builders,

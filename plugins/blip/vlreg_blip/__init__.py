@@ -29,7 +29,7 @@ def builders():
 
 
 plugin = Plugin(
-    Wrapper(("blip-2", "instructblip"), rename=wrappers.rename, entry=wrappers.entry, refusal=wrappers.refusal,
+    Wrapper(("blip-2", "instructblip"), rename=wrappers.rename, entry=wrappers.entry, declines=wrappers.declines,
             image_grids=wrappers.image_grids),
     Text("opt", rename=text.rename, envoys=text.envoys),
     Tower(("blip_2_vision_model", "instructblip_vision_model"), rename=vision.RENAME, envoys=vision.envoys),

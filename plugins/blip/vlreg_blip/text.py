@@ -15,7 +15,7 @@ in the block (no MLP module), and the add. So:
   block, so ``layers[0].input`` is not the embeddings as the scatter left them
   (`Scatter.embeddings_to`: `prompt_entry` reads them where the text model is called).
 
-Post-norm OPT (``do_layer_norm_before`` false) is not served (`wrappers.refusal`).
+Post-norm OPT (``do_layer_norm_before`` false) is not served (`wrappers.declines`).
 """
 
 from __future__ import annotations

@@ -16,7 +16,7 @@ features are the projector's output there (``generation``), each step calls the 
 not the root (``steps``), and the root's inputs (the image-token mask) are never reached.
 Every forward takes ``pixel_values``: a prompt without an image cannot run (``needs_images``).
 
-Not served, and refused by name before loading (`refusal`): a T5 text model (the
+Not served, and declined by name before loading (`declines`): a T5 text model (the
 ``flan-t5`` checkpoints: ``use_decoder_only_language_model`` false, an encoder-decoder),
 and OPT's variants no BLIP checkpoint uses (post-norm blocks, or a narrower embedding
 projected in and out: OPT-350m's).
@@ -64,8 +64,8 @@ def rename(part: Any) -> dict[str, str]:
     return {**RENAME, **TEXT_RENAME.get(part.config.text_config.model_type, {})}
 
 
-def refusal(part: Any) -> str | None:
-    """Why this BLIP checkpoint is not served (``None``: it is)."""
+def declines(part: Any) -> str | None:
+    """Why vlreg-blip declines this BLIP checkpoint (``None``: it serves it)."""
     config = part.config
     text = config.text_config
     if not config.use_decoder_only_language_model:

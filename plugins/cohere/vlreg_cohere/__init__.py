@@ -27,7 +27,7 @@ def builders():
 
 
 plugin = Plugin(
-    Wrapper("aya_vision", rename=wrappers.RENAME, entry=wrappers.SCATTER, read_only=wrappers.read_only,
+    Wrapper("aya_vision", rename=wrappers.RENAME, entry=wrappers.SCATTER, refuses=wrappers.READ_ONLY,
             image_grids=lambda part: image_grids(part.config)),
     # Command A Vision's projector reads the tower's output: every tower value takes a write
     Wrapper("cohere2_vision", rename=wrappers.RENAME, entry=wrappers.SCATTER,

@@ -22,8 +22,6 @@ What the projector reads differs:
 
 from __future__ import annotations
 
-from typing import Any
-
 from vlreg.plugin import Scatter, hidden_states_read_only
 
 RENAME = {
@@ -37,7 +35,5 @@ RENAME = {
 SCATTER = Scatter(host="model", operation="inputs_embeds_masked_scatter_0", argument=1)
 
 
-def read_only(part: Any) -> dict[str, Any]:
-    """Aya Vision's: the tower's output and the blocks after the one its projector reads."""
-    config = part.config
-    return hidden_states_read_only(config.vision_feature_layer, config.vision_config.num_hidden_layers)
+#: Aya Vision's: the tower's output and the blocks after the one its projector reads take no write.
+READ_ONLY = hidden_states_read_only()

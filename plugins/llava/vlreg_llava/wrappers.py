@@ -30,7 +30,6 @@ are declared read-only, naming the value to edit instead.
 
 from __future__ import annotations
 
-from typing import Any
 
 from vlreg.plugin import Scatter, hidden_states_read_only
 
@@ -50,19 +49,20 @@ _VIDEOS = (
     "calls of their own{pooled} and are written at a scatter of their own, which no standard value reads; pass "
     "the frames as images=[...] to read them (each frame is then processed as an image)"
 )
-#: What each wrapper's claim refuses (`Claim.refuses`): the lines that take videos.
+#: The tower's output and the blocks after the one ``vision_feature_layer`` reads take no
+#: write: the projector reads that block's stream out of the tower's hidden states.
+READ_ONLY = hidden_states_read_only()
+
+#: What each wrapper refuses: the tower values above, and the videos of the lines that take them.
 REFUSES = {
-    "llava_onevision": {"videos": _VIDEOS.format(tower="the tower", pooled=", pooled 2 x 2 after the projector")},
-    "llava_next_video": {"videos": _VIDEOS.format(tower="the tower", pooled=", pooled 2 x 2 (vision_resampler) "
-                                                  "before the projector")},
-    "video_llava": {"videos": _VIDEOS.format(tower="a tower of their own (model.video_tower)", pooled="")},
+    "llava": READ_ONLY,
+    "llava_onevision": {**READ_ONLY, "videos": _VIDEOS.format(tower="the tower",
+                                                             pooled=", pooled 2 x 2 after the projector")},
+    "llava_next_video": {**READ_ONLY, "videos": _VIDEOS.format(tower="the tower", pooled=", pooled 2 x 2 "
+                                                              "(vision_resampler) before the projector")},
+    "video_llava": {**READ_ONLY, "videos": _VIDEOS.format(tower="a tower of their own (model.video_tower)", pooled="")},
 }
 
 #: The first masked_scatter in the forward of the wrapper's ``model``: the images'.
 SCATTER = Scatter(host="model", operation="inputs_embeds_masked_scatter_0", argument=1)
 
-
-def read_only(part: Any) -> dict[str, Any]:
-    """The tower's output and the blocks after the one ``vision_feature_layer`` reads."""
-    vision = part.config.vision_config
-    return hidden_states_read_only(part.config.vision_feature_layer, vision.num_hidden_layers)

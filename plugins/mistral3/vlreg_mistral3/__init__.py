@@ -52,13 +52,9 @@ LIGHTON_RENAME = {
 SCATTER = Scatter(host="model", operation="inputs_embeds_masked_scatter_0", argument=1)
 
 
-def read_only(part):
-    """The tower's output and the blocks after the one Mistral 3's projector reads (none
-    where the config names no ``vision_feature_layer``)."""
-    config = part.config
-    if getattr(config, "vision_feature_layer", None) is None:
-        return None
-    return hidden_states_read_only(config.vision_feature_layer, config.vision_config.num_hidden_layers)
+#: The tower's output and the blocks after the one Mistral 3's projector reads take no write
+#: (none where the config names no ``vision_feature_layer``).
+READ_ONLY = hidden_states_read_only()
 
 
 def image_grids(part):
@@ -73,7 +69,7 @@ def builders():
 
 
 plugin = Plugin(
-    Wrapper("mistral3", rename=WRAPPER_RENAME, entry=SCATTER, read_only=read_only, image_grids=image_grids),
+    Wrapper("mistral3", rename=WRAPPER_RENAME, entry=SCATTER, refuses=READ_ONLY, image_grids=image_grids),
     # LightOnOCR's projector reads the tower's output: every tower value takes a write
     Wrapper("lighton_ocr", rename=LIGHTON_RENAME, entry=SCATTER, image_grids=image_grids),
     Tower("pixtral", rename=vision.TOWER_RENAME, envoys=vision.envoys),

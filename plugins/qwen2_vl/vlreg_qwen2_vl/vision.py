@@ -121,7 +121,8 @@ class QwenViT:
       ``model.language_model``, the tower at ``model.visual``, its merger the projector)
       and the tower's names (``blocks``, ``attn``, ``norm1``, ``norm2``);
     * ``scatter``: the ``masked_scatter`` in the wrapper's ``model`` forward;
-    * ``read_only``: the wrapper's read-only rows (the merger runs inside the tower).
+    * ``refuses``: the wrapper's refusal table (the merger runs inside the tower, so the
+      tower's output takes no write).
     """
 
     Vision: type
@@ -130,7 +131,7 @@ class QwenViT:
     wrapper_rename: dict
     tower_rename: dict
     scatter: Any
-    read_only: dict
+    refuses: dict
 
 
 def tower_envoys(part: Any) -> dict:

@@ -45,7 +45,7 @@ def builders():
 
 plugin = Plugin(
     Wrapper((*FAMILIES, *HOSTS), rename={**QWEN_VIT.wrapper_rename, **TEXT_ONLY_RENAME}, entry=QWEN_VIT.scatter,
-            read_only=QWEN_VIT.read_only, image_grids=lambda part: QWEN_VIT.image_grids),
+            refuses=QWEN_VIT.refuses, image_grids=lambda part: QWEN_VIT.image_grids),
     Text(tuple(TEXTS), envoys=text_envoys),
     Tower(tuple(TOWERS), rename=QWEN_VIT.tower_rename, envoys=tower_envoys),
     checkpoints=builders,

@@ -31,6 +31,7 @@ from typing import Any, Callable, ClassVar
 import attrs
 from attrs import field, frozen
 
+from ..serving.refusals import sentences
 from .hookspecs import PLUGIN_API, hookimpl
 from .parts import Claim, Part, is_kind
 
@@ -54,9 +55,12 @@ class Declared:
     * ``rename``: `vlreg_rename`'s answer, ``{native path: standard name}`` relative to the part;
     * ``envoys``: `vlreg_envoys`' answer, ``{module class: envoy class}``; give a function
       of the part, which imports the modeling module when a checkpoint is resolved;
-    * ``unavailable``, ``read_only``: `vlreg_unavailable`'s and `vlreg_read_only`'s ``{row: predicate}``;
-    * ``refusal``: a function of the part, `vlreg_refusal`'s answer (why this checkpoint is not served);
-    * ``refuses``: what of the part is not served (`Claim.refuses`), ``{name: reason}``;
+    * ``refuses``: `vlreg_refuses`' answer, the part's refusal table, ``{name: reason}``:
+      what of the part is not served, or takes no write, and why (a sentence, a predicate of
+      the envoy, a `Gate` of the read, `read_only(...)`); its sentences on a name are the
+      claim's (`Claim.refuses`), where it is given as a table, not a function of the part;
+    * ``declines``: a function of the part, `vlreg_declines`' answer (why the plugin declines
+      this whole checkpoint, though it claims the part);
     * ``overrides``: the name of a plugin this claim replaces (`Claim.overrides`).
     """
 
@@ -64,14 +68,13 @@ class Declared:
     model_types: tuple[str, ...] = field(converter=_model_types)
     rename: Any = None
     envoys: Any = None
-    unavailable: Any = None
-    read_only: Any = None
-    refusal: Callable[[Part], "str | None"] | None = None
-    refuses: dict[str, str] = field(factory=dict)
+    refuses: Any = None
+    declines: Callable[[Part], "str | None"] | None = None
     overrides: str | None = None
 
     def claims(self) -> list[Claim]:
-        return [Claim(self.kind, model_type, overrides=self.overrides, refuses=self.refuses)
+        refused = sentences(self.refuses)
+        return [Claim(self.kind, model_type, overrides=self.overrides, refuses=refused)
                 for model_type in self.model_types]
 
 
@@ -167,8 +170,8 @@ class Plugin:
         return [claim for declared in dict.fromkeys(self.parts.values()) for claim in declared.claims()]
 
     @hookimpl
-    def vlreg_refusal(self, part: Part) -> Any:
-        return self.answer(part, "refusal")
+    def vlreg_declines(self, part: Part) -> Any:
+        return self.answer(part, "declines")
 
     @hookimpl
     def vlreg_rename(self, part: Part) -> Any:
@@ -195,12 +198,8 @@ class Plugin:
         return self.answer(part, "suppressed_tokens")
 
     @hookimpl
-    def vlreg_unavailable(self, part: Part) -> Any:
-        return self.answer(part, "unavailable")
-
-    @hookimpl
-    def vlreg_read_only(self, part: Part) -> Any:
-        return self.answer(part, "read_only")
+    def vlreg_refuses(self, part: Part) -> Any:
+        return self.answer(part, "refuses")
 
     @hookimpl
     def vlreg_adapters(self) -> dict[str, Any]:

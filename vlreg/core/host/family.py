@@ -17,7 +17,7 @@ from attrs import frozen
 
 from ..errors import NoFamily
 from ..serving.reference import ServerSide
-from ..serving.refusals import read_only, reasons_of, sentences
+from ..serving.refusals import reasons_of, sentences
 from . import catalog, plugins
 from .parts import KINDS, Part, is_kind
 
@@ -131,9 +131,9 @@ def resolve(config: Any) -> Family:
             continue
         if plugin is None:
             raise NoFamily(_unclaimed(part, served))
-        refusal = plugins.call(plugin, "vlreg_refusal", part=part)
-        if refusal:
-            raise NoFamily(f"{plugins.describe(plugin)} does not serve this {config.model_type!r} checkpoint: {refusal}")
+        declined = plugins.call(plugin, "vlreg_declines", part=part)
+        if declined:
+            raise NoFamily(f"{plugins.describe(plugin)} does not serve this {config.model_type!r} checkpoint: {declined}")
         served[kind] = plugin
 
     rename: dict = {}
@@ -150,9 +150,7 @@ def resolve(config: Any) -> Family:
         envoys.update(plugins.call(plugin, "vlreg_envoys", part=part) or {})
         prefix = "vision." if kind == "vision" else ""
         _add(refuses, prefix, plugins.refusals(kind, part.model_type))
-        _add(refuses, prefix, plugins.call(plugin, "vlreg_unavailable", part=part))
-        _add(refuses, prefix, {row: read_only(reason) for row, reason in
-                               (plugins.call(plugin, "vlreg_read_only", part=part) or {}).items()})
+        _add(refuses, prefix, plugins.call(plugin, "vlreg_refuses", part=part))
     entry = entry_of(served["wrapper"], parts["wrapper"]) if "vision" in parts else None
     grids = plugins.call(served["wrapper"], "vlreg_image_grids", part=parts["wrapper"]) if "vision" in parts else None
     if entry is not None:

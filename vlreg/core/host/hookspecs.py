@@ -28,16 +28,13 @@ rows are from the root.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 import pluggy
 
 if TYPE_CHECKING:
     from ..images.entries import Entry
     from .parts import Claim, Part
-
-#: A predicate of `vlreg_unavailable` and `vlreg_read_only`: the envoy in, ``None`` or why not out.
-Predicate = Callable[[Any], Optional[str]]
 
 PROJECT = "vlreg"
 
@@ -73,12 +70,13 @@ def vlreg_claims() -> list[Claim]:
 
 
 @hookspec(firstresult=True)
-def vlreg_refusal(part: Part) -> str | None:
-    """Why this plugin will not serve this checkpoint, though it claims the part: ``None``
-    to serve it, else one sentence saying what is not served and what would load.
+def vlreg_declines(part: Part) -> str | None:
+    """Why this plugin declines the whole checkpoint, though it claims the part: ``None``
+    to serve it, else one sentence saying what is not served and what would load. Not a
+    refusal of part of what it serves (that is `vlreg_refuses`): the load stops here.
 
     Asked of each part's plugin as its claim is found, the wrapper's first, before the
-    other parts' claims are checked and before any weight is read: a wrapper can refuse
+    other parts' claims are checked and before any weight is read: a wrapper can decline
     a configuration it does not serve by name (BLIP-2 over an encoder-decoder T5, whose
     text part nobody claims) rather than have the load name a missing text plugin.
     """
@@ -172,29 +170,22 @@ def vlreg_suppressed_tokens(part: Part) -> Sequence[int] | None:
 
 
 @hookspec(firstresult=True)
-def vlreg_unavailable(part: Part) -> dict[str, Predicate] | None:
-    """Why a value cannot be served on some loads: ``{row: predicate}``.
+def vlreg_refuses(part: Part) -> dict[str, Any] | None:
+    """What of this part is not served, or takes no write, and why: the part's refusal
+    table, ``{name: reason}`` (`vlreg.core.serving.refusals`).
 
-    A row is named as `StandardizedTransformer.support` names it, relative to the
-    part (``"self_attn.attention_probabilities"`` on the text part means every text
-    block's). A predicate takes the envoy the value is read on and returns ``None``
-    when it can be served, else the reason, one sentence saying what would help.
-    These add to the predicates the standard classes carry themselves.
-    """
-
-
-@hookspec(firstresult=True)
-def vlreg_read_only(part: Part) -> dict[str, Predicate] | None:
-    """Values this part serves but cannot take a write to: ``{row: predicate}``.
-
-    Rows (or ``fnmatch`` patterns of rows, ``"vision.*"``) as in `vlreg_unavailable`;
-    the wrapper part's are from the root, so it can speak of the tower it hosts
-    (``"vision.tower_output"``). A predicate takes the envoy and returns ``None`` when a
-    write there reaches the text model, else why not and what to edit instead
-    ("the projector reads vision.layers[22].layer_output; edit that"). A read-only value
-    refuses assignments and in-place edits with `vlreg.ReadOnly`. Declare every value
-    whose write would land nowhere: the conformance suite writes each value and checks
-    that the logits move.
+    A name is a row as `StandardizedTransformer.support` names it, relative to the part
+    (``"self_attn.attention_probabilities"`` on the text part is every text block's; the
+    wrapper's rows are from the root, so it can speak of the tower it hosts,
+    ``"vision.tower_output"``), an ``fnmatch`` pattern of rows (``"vision.*"``), a standard
+    child (``"vision.layers"``), a trace input (``"videos"``) or a path with no standard
+    names. A reason is one sentence (never served there: `support` lists it, and the
+    claim's `Claim.refuses` repeats it), a predicate of the envoy (``None`` where served,
+    else the sentence), a `Gate` (a predicate of the read: its run, step or invoke), a tuple
+    of them, or `read_only(reason)`: served, but an assignment or in-place edit is refused
+    with `vlreg.ReadOnly` instead of landing nowhere. Declare every value whose write would
+    land nowhere: the conformance suite writes each value and checks that the logits move.
+    These add to what the standard envoy classes refuse of their own values.
     """
 
 

@@ -48,17 +48,18 @@ class Claim:
     ``overrides`` names the plugin this claim replaces where both claim the part (a
     patched build of a family, say); without it, two claims on one part are an error.
 
-    ``refuses`` declares what of the part is *not* served, and why: ``{name: reason}``,
-    the reason one sentence a user reads (what is missing and what to do instead). A claim
-    that refuses something serves its type partially, and the host says so without
-    running the family (`vlreg plugins --coverage`; the entry-point group
-    ``vlreg.refuses`` repeats the names). A name is one of:
+    ``refuses`` declares what of the part is *never* served, and why: ``{name: reason}``,
+    the reason one sentence a user reads (what is missing and what to do instead): the
+    sentences of the part's refusal table (`vlreg_refuses`; a `Plugin` derives them from its
+    declaration's ``refuses=``). A claim that refuses something serves its type partially,
+    and the host says so without running the family (`vlreg plugins --coverage`; the
+    entry-point group ``vlreg.refuses`` repeats the names). A name is one of:
 
     * a trace input (``"videos"``, ``"audio"``): the model may still run on it, but none
       of its values are served; a trace whose input carries only that input and no image
       refuses the image values with this reason;
     * a standard row (``"vision.video_features"``), named from the part as in
-      `vlreg_unavailable`: reading it raises `Unavailable` with this reason;
+      `vlreg_refuses`: reading it raises `Unavailable` with this reason;
     * a path the model has no standard names for (``"vision.high_resolution"``): named so
       that `support` lists it.
 
