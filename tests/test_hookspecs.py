@@ -276,18 +276,19 @@ def test_vlreg_refuses(path):
 
 
 def test_a_value_pinned_to_its_blocks_call_in_a_parents_forward(path):
-    """`value(inside=..., occurrence=...)`: the text model calls its blocks from one call
+    """`value(At(..., inside=..., occurrence=...))`: the text model calls its blocks from one call
     site in a loop, so block k's call is occurrence k of one operation in the text model's
     forward, which is instrumented at build. Read there, it is each block's input."""
-    from vlreg.plugin import argument
+    from vlreg.plugin import At, argument
 
     def text_model(layer):
         return layer.parent.parent
 
     class CalledLayer(Layer):
         called_with = argument(
-            0, lambda layer: f"{text_model(layer).path}.source.decoder_layer_0.input",
-            inside=text_model, occurrence=lambda layer: layer.block_index, description="what the loop passes the block",
+            0, At(lambda layer: f"{text_model(layer).path}.source.decoder_layer_0.input",
+                  inside=text_model, occurrence=lambda layer: layer.block_index),
+            description="what the loop passes the block",
         )
 
     class Pinned(Qwen2VLAgain):

@@ -45,6 +45,7 @@ from .core.images.codes import ImageCodes
 from .core.images.entries import CrossAttention, Entry, QueryTokens, Scatter
 from .core.images.geometry import ImageGrid, box_grid, clip_boxes
 from .core.serving.refusals import IMAGES, Gate, prefill_only, read_only
+from .core.serving.sites import At, Site
 from .core.serving.values import argument, copied, first, returned, value, with_first
 
 __all__ = [
@@ -91,6 +92,8 @@ __all__ = [
     "variable_resolution",
     "hidden_states_read_only",
     "value",
+    "At",
+    "Site",
     "argument",
     "returned",
     "copied",

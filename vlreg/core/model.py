@@ -321,7 +321,7 @@ class StandardizedTransformer(TextSizes, TransformersModel):
             if envoy.sourced:
                 install_source(envoy)
             for name in type(envoy).values():
-                inside = getattr(type(envoy), name).inside
+                inside = getattr(type(envoy), name).at.inside
                 host = inside(envoy) if inside is not None and envoy.why_unavailable(name) is None else None
                 if host is not None:
                     install_source(host)

@@ -45,6 +45,7 @@ from typing import Any
 import torch
 
 from vlreg.plugin import (
+    At,
     PerCall,
     Unavailable,
     Vision,
@@ -79,8 +80,8 @@ class Gemma4Vision(Vision):
     padded_patches = True
 
     position_embeddings = value(
-        lambda vision: f"{vision.path}.patch_embedder.source.self__position_embeddings_0.output",
-        inside=lambda vision: vision.patch_embedder,
+        At(lambda vision: f"{vision.path}.patch_embedder.source.self__position_embeddings_0.output",
+           inside=lambda vision: vision.patch_embedder),
         description="the learned position of each patch (an x and a y embedding summed), zero on padding",
     )(lambda vision, raw: raw)
 

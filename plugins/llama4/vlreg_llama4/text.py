@@ -32,7 +32,7 @@ from typing import Any
 
 import torch
 
-from vlreg.plugin import Attention, Layer, Mlp, MoeMlp, returned, value
+from vlreg.plugin import At, Attention, Layer, Mlp, MoeMlp, returned, value
 
 #: A block holds its MLP at ``feed_forward``.
 TEXT_RENAME = {"feed_forward": "mlp"}
@@ -91,7 +91,7 @@ class Llama4Moe(MoeMlp):
     refuses = {"expert_outputs": NO_SLOTS}
 
     router_logits = value(
-        lambda mlp: f"{mlp.router.path}.source.forward_0.output", inside=lambda mlp: mlp.router, layout="tokens",
+        At(lambda mlp: f"{mlp.router.path}.source.forward_0.output", inside=lambda mlp: mlp.router), layout="tokens",
         description="the router's score of each expert per token, [tokens, experts]; a write reroutes",
     )(lambda mlp, raw: raw).writes(lambda mlp, raw, new: new)
     expert_indices = value(
@@ -115,7 +115,7 @@ class Llama4Moe(MoeMlp):
         description="the experts' outputs summed over experts per token, [tokens, hidden]",
     )
     mlp_output = returned(
-        lambda mlp: f"{mlp.parent.path}.source.hidden_states_view_0.output", inside=lambda mlp: mlp.parent,
+        At(lambda mlp: f"{mlp.parent.path}.source.hidden_states_view_0.output", inside=lambda mlp: mlp.parent),
         description="what the block adds to the stream, shared and routed, [batch, seq, hidden]",
     )
 

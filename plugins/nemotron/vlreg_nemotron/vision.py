@@ -22,6 +22,7 @@ from __future__ import annotations
 from typing import Any
 
 from vlreg.plugin import (
+    At,
     Gate,
     Vision,
     VisionAttention,
@@ -89,7 +90,7 @@ class RadioVision(Vision):
         description="each patch projected, before the learned positions, every image's packed in one row",
     )(lambda vision, raw: as_patches(raw)).writes(lambda vision, raw, new: new.reshape(raw.shape))
     position_embeddings = value(
-        _positions, inside=lambda vision: vision.patch_embed,
+        At(_positions, inside=lambda vision: vision.patch_embed),
         description="the learned position grid resampled to the image's grid, added to its patches (one image a trace)",
     )(lambda vision, raw: raw).writes(lambda vision, raw, new: new.reshape(raw.shape))
     tower_output = patches(

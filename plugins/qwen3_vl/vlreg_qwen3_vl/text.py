@@ -20,7 +20,7 @@ from typing import Any
 
 from nnsight.intervention.util import first_input, replace_first_input
 
-from vlreg.plugin import IMAGES, Attention, Layer, LinearAttention, Mlp, MoeMlp, argument, eager_only, value
+from vlreg.plugin import IMAGES, At, Attention, Layer, LinearAttention, Mlp, MoeMlp, argument, eager_only, value
 
 #: text model type -> (its transformers module, the class-name prefix of its text classes)
 TEXTS = {
@@ -53,9 +53,8 @@ class DeepStackLayer(Layer):
 
     deepstack_output = argument(
         2,
-        lambda layer: f"{_text_model(layer).path}.source.self__deepstack_process_0.input",
-        inside=_text_model,
-        occurrence=lambda layer: layer.block_index,
+        At(lambda layer: f"{_text_model(layer).path}.source.self__deepstack_process_0.input",
+           inside=_text_model, occurrence=lambda layer: layer.block_index),
         layout="image_tokens",
         description="what DeepStack adds to the stream at the image tokens after this block, [image_tokens, hidden]",
     )

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
+from ..serving.sites import At
 from ..serving.values import returned, value, with_first
 from .text import Mlp, _size
 
@@ -95,8 +96,7 @@ class MoeMlp(Mlp):
     refuses = {"expert_outputs": _slotted, "shared_expert_output": _no_shared_expert}
 
     router_logits = value(
-        lambda mlp: f"{_router(mlp).path}.source.{mlp.router_call}.output",
-        inside=_router, layout="tokens",
+        At(lambda mlp: f"{_router(mlp).path}.source.{mlp.router_call}.output", inside=_router), layout="tokens",
         description="the router's score of each expert per token, [tokens, experts]; a write reroutes",
     )(lambda mlp, raw: raw).writes(lambda mlp, raw, new: new)
     expert_weights = value(

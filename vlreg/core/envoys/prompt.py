@@ -12,7 +12,8 @@ from typing import Any
 import torch
 
 from ..errors import Unavailable
-from ..serving.values import model_inputs, returned, value
+from ..serving.sites import model_inputs
+from ..serving.values import returned, value
 
 
 def _model_input(raw: Any, name: str) -> torch.Tensor:

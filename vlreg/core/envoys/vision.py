@@ -23,7 +23,8 @@ import torch
 
 from ..errors import Unavailable
 from ..serving.refusals import read_only, refusal
-from ..serving.values import first, model_inputs, value, with_first
+from ..serving.sites import model_inputs
+from ..serving.values import built, first, value, with_first
 from .sizes import agreed
 from .standard import Standard
 from .text import Attention, Layer, Mlp
@@ -143,14 +144,12 @@ class Vision(Standard):
         description="the last block's stream after the tower's final norm, before pooling or projection",
     )
 
-    image_features = value(
-        lambda vision: vision.root.family.entry.features_at(vision),
-        inside=lambda vision: vision.root.family.entry.features_inside(vision),
-        layout=lambda vision: vision.root.family.entry.features_layout,
+    image_features = built(
+        lambda vision: vision.place.entry.features(vision),
+        inside=lambda vision: vision.place.entry.features_inside(vision),
+        layout=lambda vision: vision.place.entry.features_layout,
         description="the features as the text model receives them",
-    )(lambda vision, raw: vision.root.family.entry.read_features(vision, raw)).writes(
-        lambda vision, raw, new: vision.root.family.entry.write_features(vision, raw, new)
-    ).viewable(lambda vision, served, raw: vision.root.family.entry.views_features(vision, raw, served))
+    )
 
     def geometry(self, prompt: Any, images: Any, **options: Any) -> list:
         """Each image of ``prompt`` as the text model sees it, in the order given: its batch

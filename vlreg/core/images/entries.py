@@ -7,11 +7,12 @@ or `CrossAttention` (the text model takes them as an argument its cross-attentio
 read). Everything that differs between the ways is answered by the entry, in one place,
 and the rest of vlreg asks the entry, never which one it is:
 
-* where ``vision.image_features`` is read and how it is written back (`features_at`,
-  `read_features`, `write_features`, `views_features`, `features_layout`);
+* ``vision.image_features`` itself: its `Site` (`features`: where it is read, the view of
+  what the model holds there and its inverse), the forward it is read inside and its
+  batch layout (`features_inside`, `features_layout`);
 * where the root computes the image's values among its own (`order`) and how the forward
   order names the features (`words`) and what it computes before them (`told`);
-* where the image's discrete codes are read, if it has any (`codes_at`), and the envoy
+* the image's discrete codes, if it has any (`codes`, their `Site`), and the envoy
   classes that reading needs (`envoys`);
 * how an image's tokens are placed for `vision.geometry` (`place`);
 * what a trace's invokes must satisfy (`check_invokes`);
@@ -30,6 +31,7 @@ from attrs import frozen
 
 from ..errors import Unavailable
 from ..serving.refusals import Gate
+from ..serving.sites import Site
 from .geometry import ImageGeometry, ImageGrid, source_of
 
 
@@ -109,12 +111,23 @@ class Entry:
         a module class or a module's path from the root): none but `ImageCodes`'."""
         return {}
 
-    def codes_at(self, vision: Any) -> str | None:
-        """Where ``vision.image_codes`` is read (`ImageCodes`); ``None``: the image reaches
-        the text model as features, with no ids of its own."""
+    def codes(self, vision: Any) -> Site | None:
+        """``vision.image_codes``' `Site` (`ImageCodes`); ``None``: the image reaches the
+        text model as features, with no ids of its own."""
         return None
 
     # -- vision.image_features ----------------------------------------------------
+
+    def features(self, vision: Any) -> Site:
+        """``vision.image_features``' `Site`: where it is read (`features_at`), the features
+        as the user reads them (`read_features`, a view) and what an assignment puts back
+        (`write_features`), and whether a read is a view (`views_features`)."""
+        return Site(
+            self.features_at(vision),
+            lambda raw: self.read_features(vision, raw),
+            lambda raw, new: self.write_features(vision, raw, new),
+            lambda served, raw: self.views_features(vision, raw, served),
+        )
 
     def host_envoy(self, model: Any) -> Any:
         """The envoy of the module whose forward takes the features."""

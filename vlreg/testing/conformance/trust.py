@@ -179,7 +179,7 @@ class TextTrust:
             if calls < 2:
                 continue
             served = getattr(type(envoy), "output", None)
-            assert isinstance(served, value) and served.calls is not None, (
+            assert isinstance(served, value) and served.at.calls is not None, (
                 f"{envoy.path} runs {calls} times in one forward and serves only its first call: declare it "
                 f"per call (vlreg.plugin.PerCall)"
             )
