@@ -42,7 +42,8 @@ from .core.host.hookspecs import hookimpl
 from .core.host.parts import Claim, Part
 from .core.host.plugins import adapter
 from .core.images.codes import ImageCodes
-from .core.images.entries import CrossAttention, Entry, QueryTokens, Scatter
+from .core.images.cross_attention import CrossAttention
+from .core.images.entries import Entry, QueryTokens, Scatter
 from .core.images.geometry import ImageGrid, box_grid, clip_boxes
 from .core.serving.refusals import IMAGES, Gate, prefill_only, read_only
 from .core.serving.sites import At, Site

@@ -122,7 +122,7 @@ def test_an_images_tokens_see_each_other_where_the_config_says(loaded, name):
 def test_a_block_whose_keys_later_blocks_reuse_is_skipped_only_with_them(loaded):
     """The tiny Gemma 4's blocks 2 and 3 reuse blocks 0's and 1's keys and values."""
     model = loaded("gemma4")
-    with pytest.raises(ValueError, match=r"layers\[0\] cannot be skipped: layers \[2\] reuse"):
+    with pytest.raises(Unavailable, match=r"layers\[0\], which cannot be skipped: layers \[2\] reuse"):
         with model.trace(chat(model), images=[PICTURE]):
             analysis.skip_layers(model, 0, 1)
     with model.trace(chat(model), images=[PICTURE]):

@@ -76,6 +76,36 @@ def rows(envoy: Any, ask: Callable[[Any, str], "str | None"]) -> dict[str, str |
     return found
 
 
+def named(envoy: Any, row: str) -> tuple[Any, str] | None:
+    """The first value under ``envoy`` that `support`'s row ``row`` names, as ``(envoy,
+    name)`` (where blocks share the row, the first block's), or ``None`` (a row that names
+    no value: a trace input, a child, a path without standard names)."""
+    for visit in tree(envoy):
+        if visit.name is None:
+            continue
+        if visit.block is None:
+            if row == visit.row + visit.name:
+                return visit.envoy, visit.name
+            continue
+        within = visit.row[len(visit.stack):] + visit.name
+        head, tail = f"{visit.stack}layers.", f".{within}"
+        blocks = row[len(head):-len(tail)] if row.startswith(head) and row.endswith(tail) else None
+        if row == visit.stack + within or (blocks and visit.block in _blocks(blocks)):
+            return visit.envoy, visit.name
+    return None
+
+
+def _blocks(spans: str) -> set[int]:
+    """``"0-2,4"`` as ``{0, 1, 2, 4}`` (`_spans` undone); a malformed one as no blocks."""
+    found: set[int] = set()
+    for span in spans.split(","):
+        first, _, last = span.partition("-")
+        if not (first.isdigit() and (last.isdigit() or not last)):
+            return set()
+        found.update(range(int(first), int(last or first) + 1))
+    return found
+
+
 def _with_refusals(envoy: Any, rows: dict[str, str | None]) -> dict[str, str | None]:
     """``rows`` (of the root, or of a part such as the tower) with the refused names that
     are not among them placed: after the last row of the part a name is under (only where

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import warnings
 from typing import Any, ClassVar
 
@@ -11,11 +12,13 @@ import torch
 from ...core.envoys.linear import LinearAttention
 from ...core.envoys.mamba import Mamba
 from ...core.envoys.standard import Standard
+from ...core.envoys.support import named
 from ...core.envoys.text import Attention, Layer, Mlp
 from ...core.errors import ReadOnly, Unavailable
 from ...core.model import StandardizedTransformer
 from ..checkpoints import build
-from .helpers import attention_blocks, image, sublayer_output, sublayers, text_rows, write_value, written
+from .helpers import (attention_blocks, image, refused_before_running, sublayer_output, sublayers, text_rows,
+                      write_value, written)
 from .remote import RemoteConformance
 from .trust import TextTrust
 
@@ -37,7 +40,8 @@ class TextConformance(TextTrust, RemoteConformance):
     * ``native``: standard names (dotted, from the root) and the native paths they must
       resolve to, e.g. ``{"layers": "model.language_model.layers"}``;
     * ``unavailable``: rows of ``support()`` expected unavailable on an eager image load,
-      each with a fragment its reason must contain;
+      each with a fragment its reason must contain; reading a row's value must raise
+      `Unavailable` with it, before the model runs;
     * ``plain_sum``: whether ``input + attention_output + mlp_output == layer_output`` on
       the family's blocks (a pre-norm block);
     * ``o_proj``: the attention's output projection, which maps the head outputs to the
@@ -327,6 +331,17 @@ class TextConformance(TextTrust, RemoteConformance):
                 assert reason is not None and self.unavailable[row] in reason, row
             else:
                 assert reason is None, f"{row}: {reason}"
+
+    def test_an_unavailable_value_is_refused_with_its_reason_before_the_model_runs(self, model):
+        if not self.unavailable:
+            pytest.skip("this family serves every value on an eager image load")
+        for row, found in [(row, named(model, row)) for row in self.unavailable]:
+            if found is None:  # a row that names no value: a trace input, a child
+                continue
+            envoy, name = found
+            with refused_before_running(model, re.escape(self.unavailable[row])):
+                with model.trace(self.text_prompt(model)):
+                    getattr(envoy, name).save()
 
     def test_a_trace_that_edits_leaves_the_weights_alone(self, model):
         before = {name: tensor.clone() for name, tensor in model._module.state_dict().items()}
