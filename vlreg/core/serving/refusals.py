@@ -79,8 +79,8 @@ class Asked:
 @frozen
 class Gate:
     """A reason that reads the read itself (`Asked`: the run, the step, the invoke), not
-    only the load: asked for a read in a trace, never of the load, so `support` lists what
-    the load serves."""
+    only the load. A table's gates are asked for a read in a trace, never of the load, so
+    `support` lists what the load serves; `LOAD` is asked of both."""
 
     answer: Callable[[Asked], "str | None"]
 
@@ -198,7 +198,7 @@ def _load(asked: Asked) -> str | None:
     return _no_image_on_this_load(asked.envoy) if _is_value(asked) else None
 
 
-#: Asked first, of every value: what no image on this load takes away.
+#: Asked first, of every value, of the load and of a read: what no image on this load takes away.
 LOAD: tuple = (Gate(_load),)
 
 
