@@ -14,6 +14,7 @@ from typing import Any, ClassVar
 import pytest
 import torch
 from vlreg_lfm2_vl import plugin as lfm2_vl
+from vlreg_lfm2_vl.vision import PER_CROP
 
 from vlreg import StandardizedTransformer
 from vlreg.plugin import (
@@ -102,16 +103,24 @@ class Convolving(Layer):
 
 
 class ShortConvolution(Standard):
-    """LFM2's gated short convolution: ``out_proj(C * conv(B * x))``."""
+    """LFM2's gated short convolution: ``out_proj(C * conv(B * x))``, read at the call to the
+    convolution inside the module's forward (``causal_conv1d_fn``, at the prefill; from
+    transformers 5.25, ``causal_conv1d_forward`` at every step: the subclass below)."""
 
-    sourced = True  # read at the call to the convolution inside the module's forward
+    sourced = True
+    call: ClassVar[str] = "causal_conv1d_fn_0"
     prefill_only = ("conv_output",)
     later_steps_run = ("the convolution's cached update", "the call", "the convolution")
 
     conv_output = value(
-        lambda m: f"{m.path}.source.causal_conv1d_fn_0.output", description="the convolution's output"
+        lambda m: f"{m.path}.source.{m.call}.output", description="the convolution's output"
     )(lambda m, raw: raw.transpose(1, 2)).writes(lambda m, raw, new: new.transpose(1, 2).reshape(raw.shape))
     attention_output = returned(description="what the mixer adds to the stream")
+
+
+class ShortConvolutionEveryStep(ShortConvolution):
+    call = "causal_conv1d_forward_0"
+    prefill_only = ()
 
 
 class PerCrop(PerCall):
@@ -131,8 +140,8 @@ class NaFlex(Vision):
 def text_envoys(part: Any) -> dict:
     from transformers.models.lfm2 import modeling_lfm2 as lfm2
 
-    return {lfm2.Lfm2DecoderLayer: Convolving, lfm2.Lfm2Attention: Attention, lfm2.Lfm2ShortConv: ShortConvolution,
-            lfm2.Lfm2MLP: Mlp}
+    conv = ShortConvolutionEveryStep if hasattr(lfm2, "causal_conv1d_forward") else ShortConvolution
+    return {lfm2.Lfm2DecoderLayer: Convolving, lfm2.Lfm2Attention: Attention, lfm2.Lfm2ShortConv: conv, lfm2.Lfm2MLP: Mlp}
 
 
 def tower_envoys(part: Any) -> dict:
@@ -145,9 +154,10 @@ def tower_envoys(part: Any) -> dict:
 
 
 def wrapper_envoys(part: Any) -> dict:
+    """The projector per crop where the wrapper calls it so (vlreg-lfm2-vl says which)."""
     from transformers.models.lfm2_vl import modeling_lfm2_vl as lfm2_vl
 
-    return {lfm2_vl.Lfm2VlMultiModalProjector: PerCrop}
+    return {lfm2_vl.Lfm2VlMultiModalProjector: PerCrop} if PER_CROP else {}
 
 
 OUTSIDE = Plugin(
@@ -198,9 +208,15 @@ def test_an_outside_plugin_declares_a_mixer_kind_its_blocks_hold(model):
 
 
 def test_an_outside_plugin_serves_a_projector_called_once_per_crop(model):
+    """Per crop where the wrapper calls it so; from transformers 5.24 one call on every
+    crop packed, whose rows hold the features."""
     with model.trace(chat(model), images=[PICTURE]):
         outputs = model.projector.output.save()
         features = model.vision.image_features.save()
+    if not PER_CROP:
+        rows = outputs.reshape(-1, outputs.shape[-1])
+        assert rows.shape[0] > features.shape[0] and (features[:, None] == rows[None]).all(-1).any(-1).all()
+        return
     assert isinstance(outputs, list) and len(outputs) > 1  # the image is cut into crops
     assert torch.equal(torch.cat([out.reshape(-1, out.shape[-1]) for out in outputs]), features)
 

@@ -12,17 +12,31 @@ padding's keys, but its rows are computed all the same and are no part of the im
 The tower is laid out as SigLIP is (``embeddings.patch_embedding``, a linear map here;
 ``encoder.layers``; ``post_layernorm`` over every patch), served with vlreg-llava's
 ``"siglip"`` adapter; ``patch_embeddings`` is the linear map's output, before the position
-embeddings, resized to each crop's grid, are added. The wrapper reads the tower's output
-(``last_hidden_state``), drops each crop's padding, and calls the projector once per crop
-(`Projector`), which folds each 2 x 2 block of patches into one token (its pixel unshuffle)
-and maps it through a LayerNorm and a two-layer MLP to the text model's width.
+embeddings, resized to each crop's grid, are added. The projector folds each 2 x 2 block of
+patches into one token (its pixel unshuffle) and maps it through a LayerNorm and a
+two-layer MLP to the text model's width. How the wrapper calls it depends on the
+transformers release (`PER_CROP`, the one place this plugin asks which release it runs on):
+
+* transformers 5.23 drops each crop's padding and calls it once per crop (`Projector`);
+* from 5.24 it calls it once, on every crop's token slots side by side as one grid of
+  patches (``[1, 2, 2 * slots, vision_hidden_size]``, a crop's slots as many as its padded
+  length allows, the slots past its own tokens reading its first patch), and the
+  wrapper keeps the real tokens' rows of its output (``[1, 1, slots, hidden_size]``): the
+  features are a selection of ``projector.output``, not all of it.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+import transformers
+from packaging.version import Version
+
 from vlreg.plugin import PerCall, Unavailable, Vision, adapter
+
+#: Whether the wrapper calls the projector once per crop (transformers before 5.24), not
+#: once on all crops' slots packed: nothing in the model's structure says which.
+PER_CROP = Version(transformers.__version__) < Version("5.24")
 
 SIGLIP = adapter("siglip")
 RENAME = SIGLIP.rename
@@ -63,7 +77,8 @@ def envoys(part: Any) -> dict[type, type]:
 
 
 def wrapper_envoys(part: Any) -> dict[type, type]:
-    """The wrapper's projector onto `Projector`, called once per crop."""
+    """The wrapper's projector onto `Projector` where it is called once per crop; else the
+    standard projector (one call)."""
     from transformers.models.lfm2_vl import modeling_lfm2_vl as wrapper
 
-    return {wrapper.Lfm2VlMultiModalProjector: Projector}
+    return {wrapper.Lfm2VlMultiModalProjector: Projector} if PER_CROP else {}
