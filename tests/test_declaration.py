@@ -44,7 +44,6 @@ DECLARED = Plugin(
 
 
 def test_a_declaration_answers_every_hook_from_its_parts():
-    assert DECLARED.vlreg_plugin_api() == 2
     claims = DECLARED.vlreg_claims()
     assert [(claim.kind, claim.model_type) for claim in claims] == [
         ("wrapper", "tiny_wrapper"), ("text", "tiny_text"), ("text", "tinier_text"), ("vision", "tiny_vision")]

@@ -31,7 +31,7 @@ from typing import Any, Callable, ClassVar
 import attrs
 from attrs import field, frozen
 
-from .hookspecs import PLUGIN_API, hookimpl
+from .hookspecs import hookimpl
 from .parts import Claim, Part, is_kind
 
 
@@ -136,7 +136,7 @@ class Plugin:
     would have no way to choose.
     """
 
-    def __init__(self, *parts: Declared, adapters: Any = None, checkpoints: Any = None, api: int = PLUGIN_API) -> None:
+    def __init__(self, *parts: Declared, adapters: Any = None, checkpoints: Any = None) -> None:
         self.parts: dict[tuple[str, str], Declared] = {}
         for declared in parts:
             if not isinstance(declared, Declared) or not is_kind(declared.kind):
@@ -146,7 +146,6 @@ class Plugin:
                     raise ValueError(f"the {declared.kind} part {model_type!r} is declared twice in one plugin")
         self.adapters = adapters
         self.checkpoints = checkpoints
-        self.api = api
 
     def __repr__(self) -> str:
         served = ", ".join(f"{kind}:{model_type}" for kind, model_type in self.parts)
@@ -157,10 +156,6 @@ class Plugin:
         declared = self.parts.get((part.kind, part.model_type))
         value = getattr(declared, name, None)
         return None if value is None else _answer(value, part)
-
-    @hookimpl
-    def vlreg_plugin_api(self) -> int:
-        return self.api
 
     @hookimpl
     def vlreg_claims(self) -> list[Claim]:

@@ -156,7 +156,7 @@ def resolve(config: Any) -> Family:
         for name, table in tables.items():
             for row, predicate in (plugins.call(plugin, f"vlreg_{name}", part=part) or {}).items():
                 table[prefix + row] = table.get(prefix + row, ()) + (predicate,)
-    entry = entry_of(served["wrapper"], parts["wrapper"]) if "vision" in parts else None
+    entry = plugins.call(served["wrapper"], "vlreg_entry", part=parts["wrapper"]) if "vision" in parts else None
     grids = plugins.call(served["wrapper"], "vlreg_image_grids", part=parts["wrapper"]) if "vision" in parts else None
     if entry is not None:
         envoys.update(entry.envoys())
@@ -176,12 +176,6 @@ def resolve(config: Any) -> Family:
         load_options=dict(plugins.call(served["wrapper"], "vlreg_load_options", part=parts["wrapper"]) or {}),
         suppressed_tokens=tuple(plugins.call(served["wrapper"], "vlreg_suppressed_tokens", part=parts["wrapper"]) or ()),
     )
-
-
-def entry_of(plugin: Any, part: Part) -> Any:
-    """The wrapper's `vlreg_entry`, or, from a plugin written for API 1, its `vlreg_scatter`."""
-    found = plugins.call(plugin, "vlreg_entry", part=part)
-    return found if found is not None else plugins.call(plugin, "vlreg_scatter", part=part)
 
 
 def _refused(reason: str) -> Predicate:

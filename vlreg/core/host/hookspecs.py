@@ -41,23 +41,8 @@ Predicate = Callable[[Any], Optional[str]]
 
 PROJECT = "vlreg"
 
-#: The version of this set of hooks and of `vlreg.plugin`. It changes when a hook is
-#: renamed or changes meaning; plugins written for an API in `SUPPORTED_APIS` still load.
-PLUGIN_API = 2
-#: API 1 named `vlreg_entry` ``vlreg_scatter``; a plugin written for it still loads.
-SUPPORTED_APIS = (1, 2)
-
 hookspec = pluggy.HookspecMarker(PROJECT)
 hookimpl = pluggy.HookimplMarker(PROJECT)
-
-
-@hookspec(firstresult=True)
-def vlreg_plugin_api() -> int:
-    """The vlreg plugin API this plugin was written for (`PLUGIN_API` when it was).
-
-    A plugin that answers another version is refused at registration, with a message
-    naming both; one that does not implement this hook is taken to speak this one.
-    """
 
 
 @hookspec
@@ -119,12 +104,6 @@ def vlreg_entry(part: Part) -> Entry | None:
     Only asked of the wrapper part. ``None`` means images never reach this model
     (every vision value is then `Unavailable`).
     """
-
-
-@hookspec(firstresult=True)
-def vlreg_scatter(part: Part) -> Entry | None:
-    """Plugin API 1's name for `vlreg_entry`, still asked where a plugin does not
-    implement `vlreg_entry`. New plugins implement `vlreg_entry`."""
 
 
 @hookspec(firstresult=True)

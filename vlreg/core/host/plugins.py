@@ -13,8 +13,7 @@ separated allowlist of entry-point names; empty loads none) and
 installed plugin has is warned about.
 
 Every registration is validated at once: a hook implementation whose name or
-arguments match no hookspec fails (pluggy's ``check_pending``) and a plugin written for
-another plugin API is refused. Who serves a part is settled from every claim on it,
+arguments match no hookspec fails (pluggy's ``check_pending``). Who serves a part is settled from every claim on it,
 never from the order plugins load in: one claim serves it; a claim that says it
 ``overrides`` another plugin beats that plugin's; two claims where neither overrides
 the other leave that one part *contested*, served by neither (a warning names both
@@ -112,8 +111,7 @@ def _warn_unknown_names(entry_points: list, allowed: set[str] | None, disabled: 
 def register(plugin: Any, name: str | None = None, distribution: Any = None) -> str:
     """Register ``plugin`` (a module or object with hook implementations).
 
-    Raises if a hook implementation matches no hookspec or if the plugin was written
-    for another plugin API; the plugin is then not registered. A claim on a part
+    Raises if a hook implementation matches no hookspec; the plugin is then not registered. A claim on a part
     another plugin claims too, with neither overriding the other, does not fail the
     registration: that part becomes contested, served by neither, with a warning.
     """
@@ -128,7 +126,6 @@ def register(plugin: Any, name: str | None = None, distribution: Any = None) -> 
     _distributions[id(plugin)] = distribution
     try:
         manager.check_pending()
-        _check_api(plugin, name)
         made = [_as_claim(claim) for claim in call(plugin, "vlreg_claims") or []]
     except Exception:
         manager.unregister(plugin)
@@ -145,17 +142,6 @@ def register(plugin: Any, name: str | None = None, distribution: Any = None) -> 
 
 def _as_claim(claim: Any) -> Claim:
     return claim if isinstance(claim, Claim) else Claim(*claim)
-
-
-def _check_api(plugin: Any, name: str) -> None:
-    wanted = call(plugin, "vlreg_plugin_api")
-    if wanted is not None and wanted not in hookspecs.SUPPORTED_APIS:
-        raise ValueError(
-            f"{describe(plugin, name)} was written for vlreg plugin API {wanted}, and this "
-            f"vlreg provides plugin API {hookspecs.PLUGIN_API} (and loads plugins written for "
-            f"{', '.join(map(str, hookspecs.SUPPORTED_APIS))}): install a vlreg that provides "
-            f"API {wanted}, or a release of the plugin written for API {hookspecs.PLUGIN_API}."
-        )
 
 
 def _standing(kind: str, model_type: str) -> list[Any]:
