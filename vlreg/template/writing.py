@@ -78,9 +78,8 @@ def write(name: str, folder: Path, package: str, found: Survey, source: Path, bo
     (folder / package).mkdir(parents=True)
     (folder / "tests").mkdir()
     data = f'\n[tool.setuptools.package-data]\n{package} = ["processor/*"]\n' if borrowed is not None else ""
-    claims = "".join(f'"{kind}:{found.parts[kind]}" = "{package}:plugin"\n' for kind in claimed)
     (folder / "pyproject.toml").write_text(
-        PYPROJECT.format(name=name.replace("_", "-"), entry=name, package=package, claims=claims) + data
+        PYPROJECT.format(name=name.replace("_", "-"), entry=name, package=package) + data
     )
     (folder / package / "__init__.py").write_text(module(name, found, claimed, elsewhere, source))
     if "text" in claimed:

@@ -51,8 +51,7 @@ class Claim:
     ``refuses`` declares what of the part is *not* served, and why: ``{name: reason}``,
     the reason one sentence a user reads (what is missing and what to do instead). A claim
     that refuses something serves its type partially, and the host says so without
-    running the family (`vlreg plugins --coverage`; the entry-point group
-    ``vlreg.refuses`` repeats the names). A name is one of:
+    running the family (`vlreg plugins --coverage`). A name is one of:
 
     * a trace input (``"videos"``, ``"audio"``): the model may still run on it, but none
       of its values are served; a trace whose input carries only that input and no image
