@@ -1,7 +1,7 @@
 """The host learns what serves a model type from the plugins' own declarations: a plugin
 installed but not loaded is imported and asked (never registered), and the catalog of the
-repository's plugins, generated from their declarations, names one not installed
-(`vlreg.core.host.catalog`).
+repository's plugins (``vlreg/core/host/catalog.json``), generated from their declarations
+by this file (``make catalog`` runs it), names one not installed.
 
 For every part a built-in plugin serves (wrapper, text and vision), the `NoFamily` a
 user meets names that plugin's distribution: disabled, in one fresh process where every
@@ -10,17 +10,19 @@ built-in plugin is; not installed, in this process with the plugin taken out of 
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import subprocess
 import sys
 import textwrap
+import tomllib
 from pathlib import Path
 
 import pytest
 
 from vlreg import NoFamily, hookimpl
-from vlreg.core.host import catalog, plugins
+from vlreg.core.host import plugins
 from vlreg.core.host.parts import KINDS
 from vlreg.core.host.family import parts_of, resolve
 from vlreg.plugin import Claim
@@ -79,14 +81,35 @@ def messages(cases: list[tuple[str, str]], wrappers: list[str]) -> dict[str, str
     return {f"{kind}:{model_type}": message(kind, model_type, wrappers) for kind, model_type in cases}
 
 
+def generate() -> dict[str, dict]:
+    """The catalog, asked of the plugins the repository's ``plugins/*/pyproject.toml`` register
+    (installed: ``make install``)."""
+    found = {}
+    for path in sorted(ROOT.glob("plugins/*/pyproject.toml")):
+        project = tomllib.loads(path.read_text())["project"]
+        (target,) = project["entry-points"]["vlreg"].values()
+        module, _, attribute = target.partition(":")
+        plugin = getattr(importlib.import_module(module), attribute)
+        found[project["name"]] = {
+            "folder": path.parent.relative_to(ROOT).as_posix(),
+            "claims": sorted({f"{claim.kind}:{claim.model_type}" for claim in plugins.claims_of(plugin)}),
+            "adapters": sorted(plugins.ask(plugin, "vlreg_adapters") or {}),
+        }
+    return found
+
+
+def written(catalog: dict[str, dict]) -> str:
+    """The catalog's text: a distribution a line."""
+    return "{\n" + ",\n".join(f" {json.dumps(dist)}: {json.dumps(entry)}" for dist, entry in catalog.items()) + "\n}\n"
+
+
 def test_the_catalog_is_the_repositorys_plugins_declarations():
-    assert catalog.generate(ROOT) == catalog.load(), "a plugin's declaration changed: run `make catalog`"
-    assert catalog.dumps(catalog.load()) == catalog.FILE.read_text()
+    assert plugins.CATALOG.read_text() == written(generate()), "a plugin's declaration changed: run `make catalog`"
 
 
 def installed() -> dict[str, str]:
     """The built-in plugins installed here: entry-point name -> distribution."""
-    return {ep.name: ep.dist.name for ep in plugins._entry_points() if ep.dist and ep.dist.name in catalog.load()}
+    return {ep.name: ep.dist.name for ep in plugins._entry_points() if ep.dist and ep.dist.name in plugins.catalog()}
 
 
 def cases() -> tuple[list[tuple[str, str, str]], list[str]]:
@@ -127,7 +150,7 @@ def test_a_disabled_plugin_is_named_for_every_part_it_serves():
 def test_a_plugin_not_installed_is_named_with_its_folder_for_every_part_it_serves(name):
     found, wrappers = cases()
     dist = installed()[name]
-    folder = catalog.load()[dist]["folder"]
+    folder = plugins.catalog()[dist]["folder"]
     plugin = plugins.plugin_manager().get_plugin(name)
     with registered(None, replacing=[plugin]):  # neither loaded nor held back: the host knows only the catalog
         said = messages([case[:2] for case in found if case[2] == name], wrappers)
@@ -185,3 +208,7 @@ def test_a_disabled_third_party_plugin_is_imported_to_be_named_and_never_registe
     assert "'qwen2_vl' (disabled by VLREG_DISABLE_PLUGINS) from vlreg-qwen2-vl" in said
     assert "unimportable" not in said  # a plugin that cannot be imported cannot say what it serves
     assert asked == "1 None"  # imported to be asked, never registered
+
+
+if __name__ == "__main__":  # make catalog
+    plugins.CATALOG.write_text(written(generate()))

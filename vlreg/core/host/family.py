@@ -1,12 +1,6 @@
-"""From a checkpoint's config to the `Family` that serves it.
-
-`resolve` splits the config into its parts (wrapper, text, vision: a tower's
-``vision_config``, else a VQ encoder's ``vq_config``), finds the plugin that claimed
-each, and merges what they contribute into one ``rename``, one ``envoys`` map (with the
-envoys the image's entry needs), the image's entry, what a load needs and the logits the
-forward suppresses, and two tables of predicates (values this load cannot serve, values
-it cannot write), which is all `StandardizedTransformer` needs to build.
-"""
+"""From a checkpoint's config to the `Family` that serves it: `resolve` splits the config
+into its parts, finds the plugin that claimed each, and merges what they contribute, which
+is all `StandardizedTransformer` needs to build."""
 
 from __future__ import annotations
 
@@ -17,7 +11,7 @@ from attrs import frozen
 
 from ..errors import NoFamily
 from ..serving.reference import ServerSide
-from . import catalog, plugins
+from . import plugins
 from .parts import KINDS, Part, is_kind
 
 Predicate = Callable[[Any], "str | None"]
@@ -26,12 +20,8 @@ Predicate = Callable[[Any], "str | None"]
 @frozen
 class Family:
     """What serves one checkpoint: the plugin per part and their merged contributions.
-
-    ``name`` is the name of the plugin that claimed the wrapper, which is the family;
-    the text and vision parts may come from other plugins (``plugins``). The config's other
-    parts (a Q-Former's, an audio encoder's) are served where a plugin claims them, and
-    otherwise named in ``unserved``, their modules keeping their native names.
-    """
+    ``name`` is the plugin that claimed the wrapper (the family); the other parts' plugins
+    may differ (``plugins``)."""
 
     name: str
     parts: dict[str, Part]
@@ -80,10 +70,8 @@ class Family:
         return f"Family({self.name!r}: {served}{unserved})"
 
 
-#: The config fields a vision part is read from, in the order they are tried: a tower's
-#: (``vision_config``), else a VQ encoder's (``vq_config``: Emu3's and Chameleon's, whose
-#: image reaches the text model as discrete codes). Janus has both; its ``vq_config`` is
-#: image generation's, so its tower is the vision part.
+#: The config fields a vision part is read from, in order: a tower's, else a VQ encoder's
+#: (Emu3's, Chameleon's). Janus has both; its ``vq_config`` is image generation's.
 VISION_CONFIGS = ("vision_config", "vq_config")
 
 
@@ -97,11 +85,8 @@ def vision_config(config: Any) -> Any:
 
 
 def parts_of(config: Any) -> dict[str, Part]:
-    """The parts of ``config``: always a wrapper and a text part, a vision part if any.
-
-    A text-only config is its own text part. Every other config the top-level config holds
-    (``qformer_config``, ``audio_config``) is a part of its own, named by that field.
-    """
+    """The parts of ``config``: a wrapper and a text part (a text-only config is its own),
+    a vision part if any, and every other config it holds, named by its field."""
     text = config.get_text_config()
     parts = {
         "wrapper": Part("wrapper", config.model_type, config, config),
@@ -156,8 +141,11 @@ def resolve(config: Any) -> Family:
         for name, table in tables.items():
             for row, predicate in (plugins.call(plugin, f"vlreg_{name}", part=part) or {}).items():
                 table[prefix + row] = table.get(prefix + row, ()) + (predicate,)
-    entry = plugins.call(served["wrapper"], "vlreg_entry", part=parts["wrapper"]) if "vision" in parts else None
-    grids = plugins.call(served["wrapper"], "vlreg_image_grids", part=parts["wrapper"]) if "vision" in parts else None
+
+    def wrapper(hook: str) -> Any:
+        return plugins.call(served["wrapper"], hook, part=parts["wrapper"])
+
+    entry = wrapper("vlreg_entry") if "vision" in parts else None
     if entry is not None:
         envoys.update(entry.envoys())
 
@@ -169,12 +157,12 @@ def resolve(config: Any) -> Family:
         envoys=ServerSide(envoys),
         entry=entry,
         unavailable=tables["unavailable"],
-        image_grids=grids,
+        image_grids=wrapper("vlreg_image_grids") if "vision" in parts else None,
         read_only=tables["read_only"],
         unserved=unserved,
         refuses=refuses,
-        load_options=dict(plugins.call(served["wrapper"], "vlreg_load_options", part=parts["wrapper"]) or {}),
-        suppressed_tokens=tuple(plugins.call(served["wrapper"], "vlreg_suppressed_tokens", part=parts["wrapper"]) or ()),
+        load_options=dict(wrapper("vlreg_load_options") or {}),
+        suppressed_tokens=tuple(wrapper("vlreg_suppressed_tokens") or ()),
     )
 
 
@@ -204,10 +192,7 @@ def _unclaimed(part: Part, served: dict[str, Any]) -> str:
             f"{what}. An installed plugin that serves it was not loaded: {named}. Enable it "
             f"(take it out of VLREG_DISABLE_PLUGINS, or add it to VLREG_LOAD_PLUGINS) to load this checkpoint."
         )
-    known = catalog.serving(part.kind, part.model_type)
-    if known:
-        fix = " or ".join(f"install the {dist} distribution (from the vlreg repository: pip install ./{folder})"
-                          for dist, folder in known)
-    else:
-        fix = "no known plugin serves it; docs/writing-a-plugin.md shows how to write one"
+    fix = " or ".join(f"install the {dist} distribution (from the vlreg repository: pip install ./{folder})"
+                      for dist, folder in plugins.in_catalog(f"{part.kind}:{part.model_type}"))
+    fix = fix or "no known plugin serves it; docs/writing-a-plugin.md shows how to write one"
     return f"{what}. Installed families: {installed}. To load it, {fix}."

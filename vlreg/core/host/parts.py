@@ -41,12 +41,8 @@ class Claim:
     """A plugin serves the config part of this kind whose ``model_type`` is this.
 
     ``kind`` is ``"wrapper"``, ``"text"``, ``"vision"``, or the field of the top-level config
-    that holds another part (``"qformer_config"``: BLIP-2's Q-Former; ``"audio_config"``): a
-    checkpoint loads whether or not such a part is claimed, and one no plugin claims is
-    named, its modules keeping their native names.
-
-    ``overrides`` names the plugin this claim replaces where both claim the part (a
-    patched build of a family, say); without it, two claims on one part are an error.
+    that holds another part (``"qformer_config"``). ``overrides`` names the plugin this claim
+    replaces where both claim the part (a patched build of a family, say).
 
     ``refuses`` declares what of the part is *not* served, and why: ``{name: reason}``,
     the reason one sentence a user reads (what is missing and what to do instead). A claim

@@ -1,42 +1,43 @@
 """The plugin host: one pluggy manager, built-in and third-party plugins alike.
 
 Plugins are found through the ``vlreg`` entry-point group (each built-in family is its own
-distribution under ``plugins/``, registered exactly as a third party's is), and each loads on
-its own: one that fails to import or register is named in one warning and the rest load
-(``VLREG_STRICT_PLUGINS=1`` makes that an error). ``VLREG_LOAD_PLUGINS`` (an allowlist of
-entry-point names; empty loads none) and ``VLREG_DISABLE_PLUGINS`` (a blocklist) choose what
-loads; a name in either that no installed plugin has is warned about. A plugin held back so
-is never registered; where a checkpoint needs it, its module (the declaration, which imports
-no modeling code) is imported to name it for what it would serve.
+distribution under ``plugins/``) and each loads on its own: one that fails is named in one
+warning and the rest load (``VLREG_STRICT_PLUGINS=1`` makes it an error).
+``VLREG_LOAD_PLUGINS`` (an allowlist of entry-point names; empty loads none) and
+``VLREG_DISABLE_PLUGINS`` (a blocklist) choose what loads. A plugin held back is never
+registered; where a checkpoint needs it, its module (the declaration, which imports no
+modeling code) is imported to name it for what it would serve. A plugin not installed is
+named from ``catalog.json``, the repository's plugins' claims (``make catalog``).
 
-A registration is checked at once: a hook whose name or arguments match no hookspec fails
-(pluggy's ``check_pending``). Who serves a part is settled from every claim on it, never from
-load order: one claim serves it; a claim that ``overrides`` another plugin beats that
-plugin's; two claims where neither overrides the other leave that part *contested*, served
-by neither (a warning names both and the ways out), every other claim of both standing.
+A hook that matches no hookspec fails its plugin's registration (``check_pending``). Who
+serves a part is settled from every claim on it, never from load order: a claim that
+``overrides`` another plugin beats that plugin's; two claims where neither overrides the
+other leave the part *contested*, served by neither, every other claim of both standing.
 """
 
 from __future__ import annotations
 
 import importlib.metadata
+import json
 import os
 import warnings
+from functools import cache
+from pathlib import Path
 from typing import Any
 
 import pluggy
 
-from . import catalog, hookspecs
+from . import hookspecs
 from .parts import Claim
 
-_manager: pluggy.PluginManager | None = None
-#: (kind, model_type) -> every (plugin, claim) on that part, in registration order
-_claims: dict[tuple[str, str], list[tuple[Any, Claim]]] = {}
-#: id(plugin) -> the distribution that installed it (None for one registered by hand)
-_distributions: dict[int, importlib.metadata.Distribution | None] = {}
-#: entry-point name -> why it is not loaded (disabled, not allowed, or the error)
-skipped: dict[str, str] = {}
+CATALOG = Path(__file__).with_name("catalog.json")
 DISABLED = "disabled by VLREG_DISABLE_PLUGINS"
 NOT_ALLOWED = "not in VLREG_LOAD_PLUGINS"
+#: entry-point name -> why it is not loaded (held back, or the error)
+skipped: dict[str, str] = {}
+_manager: pluggy.PluginManager | None = None
+#: id(plugin) -> (the distribution that installed it or None, its claims)
+_registered: dict[int, tuple[Any, list[Claim]]] = {}
 
 
 def plugin_manager() -> pluggy.PluginManager:
@@ -49,31 +50,26 @@ def plugin_manager() -> pluggy.PluginManager:
     return _manager
 
 
-def _names(variable: str) -> set[str] | None:
-    value = os.environ.get(variable)
-    return None if value is None else {name.strip() for name in value.split(",") if name.strip()}
-
-
 def _entry_points() -> list[importlib.metadata.EntryPoint]:
     return sorted(importlib.metadata.entry_points(group=hookspecs.PROJECT), key=lambda ep: ep.name)
 
 
 def _load_entry_points() -> None:
-    allowed, disabled = _names("VLREG_LOAD_PLUGINS"), _names("VLREG_DISABLE_PLUGINS") or set()
+    named = {variable: None if (value := os.environ.get(variable)) is None else
+             {name.strip() for name in value.split(",") if name.strip()}
+             for variable in ("VLREG_LOAD_PLUGINS", "VLREG_DISABLE_PLUGINS")}
+    allowed, disabled = named["VLREG_LOAD_PLUGINS"], named["VLREG_DISABLE_PLUGINS"] or set()
     entry_points = _entry_points()
     installed = {entry_point.name for entry_point in entry_points}
-    for variable, names in (("VLREG_LOAD_PLUGINS", allowed or set()), ("VLREG_DISABLE_PLUGINS", disabled)):
-        if unknown := sorted(names - installed):
+    for variable, names in named.items():
+        if unknown := sorted((names or set()) - installed):
             warnings.warn(f"{variable} names {', '.join(map(repr, unknown))}, which no installed vlreg plugin is "
                           f"called; the installed plugins are {', '.join(sorted(installed)) or 'none'} "
                           f"(`vlreg plugins --all` lists them).", stacklevel=3)
     failures = []
     for entry_point in entry_points:
-        if entry_point.name in disabled:
-            skipped[entry_point.name] = DISABLED
-            continue
-        if allowed is not None and entry_point.name not in allowed:
-            skipped[entry_point.name] = NOT_ALLOWED
+        if entry_point.name in disabled or (allowed is not None and entry_point.name not in allowed):
+            skipped[entry_point.name] = DISABLED if entry_point.name in disabled else NOT_ALLOWED
             continue
         try:
             register(entry_point.load(), name=entry_point.name, distribution=entry_point.dist)
@@ -89,49 +85,34 @@ def _load_entry_points() -> None:
 
 
 def register(plugin: Any, name: str | None = None, distribution: Any = None) -> str:
-    """Register ``plugin`` (a `Plugin`, or a module or object with hook implementations).
-
-    Raises if a hook implementation matches no hookspec; the plugin is then not registered.
-    A claim on a part another plugin claims too, neither overriding the other, does not
-    fail the registration: that part becomes contested, served by neither, with a warning.
-    """
+    """Register ``plugin`` (a `Plugin`, or a module or object of hook functions); raises,
+    registering nothing, if a hook matches no hookspec. A part it claims that another plugin
+    claims too, neither overriding the other, is contested: a warning, not an error."""
     manager = plugin_manager()
-    holder = manager.get_plugin(name) if name is not None else None
-    if holder is not None:
+    if name is not None and (holder := manager.get_plugin(name)) is not None:
         raise ValueError(f"two plugins are named {name!r}: {describe(holder)} and one from "
                          f"{_dist_name(distribution)}; uninstall one of them.")
     name = manager.register(plugin, name=name)
-    _distributions[id(plugin)] = distribution
     try:
         manager.check_pending()
-        made = dict.fromkeys(claims_of(plugin))
+        _registered[id(plugin)] = (distribution, list(dict.fromkeys(claims_of(plugin))))
     except Exception:
         manager.unregister(plugin)
-        _distributions.pop(id(plugin), None)
         raise
-    for claim in made:
-        _claims.setdefault((claim.kind, claim.model_type), []).append((plugin, claim))
-    for claim in made:
+    for claim in _registered[id(plugin)][1]:
         if contenders(claim.kind, claim.model_type):
             warnings.warn(contested_message(claim.kind, claim.model_type), stacklevel=2)
     return name
 
 
 def unregister(plugin: Any) -> None:
-    """Take ``plugin`` out, with its claims; a part it took by overriding another plugin
-    goes back to that plugin."""
+    """Take ``plugin`` out with its claims (a part it took by overriding goes back)."""
     plugin_manager().unregister(plugin)
-    _distributions.pop(id(plugin), None)
-    for key in list(_claims):
-        _claims[key] = [(p, claim) for p, claim in _claims[key] if p is not plugin]
-        if not _claims[key]:
-            del _claims[key]
+    _registered.pop(id(plugin), None)
 
 
 def ask(plugin: Any, hook: str) -> Any:
-    """A hook that takes no part (``vlreg_claims``, ``vlreg_adapters``,
-    ``vlreg_checkpoints``) asked of ``plugin`` directly, registered or not: how a plugin
-    held back, or one being registered, is asked without running the host."""
+    """A hook that takes no part asked of ``plugin`` directly, registered or not."""
     function = getattr(plugin, hook, None)
     return function() if callable(function) else None
 
@@ -141,56 +122,51 @@ def claims_of(plugin: Any) -> list[Claim]:
     return [claim if isinstance(claim, Claim) else Claim(*claim) for claim in ask(plugin, "vlreg_claims") or []]
 
 
-def _standing(kind: str, model_type: str) -> list[Any]:
-    """The plugins whose claim on the part no other claim on it overrides."""
-    entries = _claims.get((kind, model_type), [])
-    overridden = {claim.overrides for _, claim in entries if claim.overrides is not None}
-    return list({id(p): p for p, _ in entries if _name(p) not in overridden}.values())
+def _made(plugin: Any) -> list[Claim]:
+    return _registered.get(id(plugin), (None, []))[1]
+
+
+def _standing(kind: str, model_type: str) -> tuple[list[Any], list[Any]]:
+    """The plugins claiming the part, in registration order, and those whose claim no other
+    claim on it overrides."""
+    entries = [(p, claim) for _, p in plugin_manager().list_name_plugin() for claim in _made(p)
+               if (claim.kind, claim.model_type) == (kind, model_type)]
+    overridden = {claim.overrides for _, claim in entries}
+    claiming = list({id(p): p for p, _ in entries}.values())
+    return claiming, [p for p in claiming if _name(p) not in overridden]
 
 
 def claimant(kind: str, model_type: str) -> Any | None:
     """The plugin that serves this part, or ``None`` (unclaimed, or contested)."""
-    plugin_manager()
-    standing = _standing(kind, model_type)
+    standing = _standing(kind, model_type)[1]
     return standing[0] if len(standing) == 1 else None
 
 
 def contenders(kind: str, model_type: str) -> list[Any]:
     """The plugins contesting this part (none where one plugin serves it or none claims it)."""
-    plugin_manager()
-    standing = _standing(kind, model_type)
-    if len(standing) == 1:
-        return []
-    return standing or list({id(p): p for p, _ in _claims.get((kind, model_type), [])}.values())
+    claiming, standing = _standing(kind, model_type)
+    return [] if len(standing) == 1 else standing or claiming
 
 
 def contested_message(kind: str, model_type: str) -> str:
     """Why a contested part is served by no plugin, and the two ways out."""
     rivals = contenders(kind, model_type)
     names = [_name(plugin) for plugin in rivals]
-    return (
-        f"the {kind} part {model_type!r} is claimed by {' and '.join(map(describe, rivals))}, and neither claim "
-        f"overrides the other, so neither serves it (their other claims stand). Disable one "
-        f"(VLREG_DISABLE_PLUGINS={names[0]}, or uninstall it), or have one claim it with overrides={names[-1]!r}."
-    )
+    return (f"the {kind} part {model_type!r} is claimed by {' and '.join(map(describe, rivals))}, and neither claim "
+            f"overrides the other, so neither serves it (their other claims stand). Disable one "
+            f"(VLREG_DISABLE_PLUGINS={names[0]}, or uninstall it), or have one claim it with overrides={names[-1]!r}.")
 
 
 def claims() -> dict[tuple[str, str], Any]:
     """Every part served: ``{(kind, model_type): plugin}`` (contested parts left out)."""
-    plugin_manager()
-    served = {key: claimant(*key) for key in _claims}
-    return {key: plugin for key, plugin in served.items() if plugin is not None}
+    parts = {(claim.kind, claim.model_type) for _, p in plugin_manager().list_name_plugin() for claim in _made(p)}
+    return {key: plugin for key in sorted(parts) if (plugin := claimant(*key)) is not None}
 
 
 def refusals(kind: str, model_type: str) -> dict[str, str]:
-    """What the plugin serving this part declares it refuses there (`Claim.refuses`):
-    ``{name: reason}``, empty where it serves the part whole or nothing serves it."""
-    holder = claimant(kind, model_type)
-    merged: dict[str, str] = {}
-    for plugin, claim in _claims.get((kind, model_type), []):
-        if plugin is holder:
-            merged.update(claim.refuses)
-    return merged
+    """What the plugin serving this part declares it refuses there (`Claim.refuses`)."""
+    return {name: why for claim in _made(claimant(kind, model_type))
+            if (claim.kind, claim.model_type) == (kind, model_type) for name, why in claim.refuses.items()}
 
 
 def _imported(entry_point: importlib.metadata.EntryPoint) -> Any | None:
@@ -201,34 +177,37 @@ def _imported(entry_point: importlib.metadata.EntryPoint) -> Any | None:
 
 
 def not_loaded_serving(kind: str, model_type: str) -> list[tuple[str, str, str]]:
-    """Installed plugins held back by choice (disabled, or left out of ``VLREG_LOAD_PLUGINS``)
-    that would serve this part: ``[(entry point, distribution, why)]``. Each is imported to
-    be asked, never registered; one that cannot be imported is not named."""
+    """Installed plugins held back by choice that would serve this part, imported to be
+    asked and never registered: ``[(entry point, distribution, why)]``."""
     plugin_manager()
     return [(entry_point.name, _dist_name(entry_point.dist), skipped[entry_point.name])
             for entry_point in _entry_points() if skipped.get(entry_point.name) in (DISABLED, NOT_ALLOWED)
             and (kind, model_type) in {(c.kind, c.model_type) for c in claims_of(_imported(entry_point))}]
 
 
-def adapter(name: str) -> Any:
-    """What a plugin publishes as ``name`` (`vlreg_adapters`), for another plugin to build on.
+@cache
+def catalog() -> dict[str, dict]:
+    """The repository's plugins: ``{distribution: {"folder", "claims", "adapters"}}``."""
+    return json.loads(CATALOG.read_text())
 
-    Asked at import time too: a plugin not registered yet, or disabled, is imported to ask
-    it (disabling a plugin stops what it serves, not the code other plugins build on). Two
-    plugins publishing one name is an error naming both.
-    """
-    # The host is not started from here: a plugin asking at import time may be the one the
-    # host is loading, not finished yet.
+
+def in_catalog(key: str, what: str = "claims") -> list[tuple[str, str]]:
+    """The repository's distributions that claim ``"kind:model_type"`` (or publish the
+    adapter ``key``, ``what="adapters"``), with their folders."""
+    return [(dist, entry["folder"]) for dist, entry in catalog().items() if key in entry[what]]
+
+
+def adapter(name: str) -> Any:
+    """What a plugin publishes as ``name`` (`vlreg_adapters`), for another plugin to build
+    on. Asked at import time too, so the host is not started from here: a plugin not
+    registered yet, or held back, is imported to ask it. Two publishers are an error."""
     registered = sorted(_manager.get_plugins(), key=_name) if _manager is not None else []
     found = [(plugin, offer[name]) for plugin in registered if name in (offer := ask(plugin, "vlreg_adapters") or {})]
     if not found:
-        for entry_point in _entry_points():
-            if _manager is None or _manager.get_plugin(entry_point.name) is None:
-                plugin = _imported(entry_point)
-                if name in (offer := ask(plugin, "vlreg_adapters") or {}):
-                    found.append((plugin, offer[name]))
+        others = [_imported(ep) for ep in _entry_points() if _manager is None or _manager.get_plugin(ep.name) is None]
+        found = [(plugin, offer[name]) for plugin in others if name in (offer := ask(plugin, "vlreg_adapters") or {})]
     if not found:
-        where = " or ".join(f"{dist} ({folder})" for dist, folder in catalog.publishing(name))
+        where = " or ".join(f"{dist} ({folder})" for dist, folder in in_catalog(name, "adapters"))
         raise LookupError(f"no installed vlreg plugin publishes the adapter {name!r}: "
                           f"{'install ' + where if where else 'install the plugin that publishes it'}")
     if len({id(plugin) for plugin, _ in found}) > 1:
@@ -238,24 +217,22 @@ def adapter(name: str) -> Any:
 
 
 def call(plugin: Any, hook: str, **kwargs: Any) -> Any:
-    """Call ``hook`` on ``plugin`` alone: what it contributes, or ``None``. Parts are served
-    by the plugin that claimed them, so the host never asks the others."""
+    """Call ``hook`` on ``plugin`` alone: a part is served by the plugin that claimed it."""
     manager = plugin_manager()
     others = [p for p in manager.get_plugins() if p is not plugin]
     result = manager.subset_hook_caller(hook, remove_plugins=others)(**kwargs)
-    if not getattr(manager.hook, hook).spec.opts.get("firstresult"):  # a list of the one plugin's answer
-        return result[0] if result else None
-    return result
+    firstresult = getattr(manager.hook, hook).spec.opts.get("firstresult")
+    return result if firstresult else (result[0] if result else None)
 
 
 def distribution(plugin: Any) -> importlib.metadata.Distribution | None:
     """The distribution that installed ``plugin`` (``None`` if registered by hand)."""
-    return _distributions.get(id(plugin))
+    return _registered.get(id(plugin), (None, []))[0]
 
 
 def describe(plugin: Any) -> str:
     """A plugin as a person reads it: its name and the distribution it came from."""
-    return f"plugin {_name(plugin)!r} ({_dist_name(_distributions.get(id(plugin)))})"
+    return f"plugin {_name(plugin)!r} ({_dist_name(distribution(plugin))})"
 
 
 def _name(plugin: Any) -> str | None:
