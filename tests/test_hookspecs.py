@@ -333,7 +333,8 @@ def test_vlreg_adapters():
 
     qwen_vit = adapter("qwen_vit")  # what Qwen2.5-VL (and Qwen3-VL) build on
     assert qwen_vit.Vision is QwenVision and qwen_vit.Attention is QwenVisionAttention
-    assert qwen_vit.tower_rename["blocks"] == "layers" and qwen_vit.scatter.operation == "inputs_embeds_masked_scatter_0"
+    assert qwen_vit.tower_rename["blocks"] == "layers" and qwen_vit.mounts == {"vision": "model.visual",
+                                                                               "projector": "model.visual.merger"}
     siglip = adapter("siglip")  # what towers laid out as SigLIP's under other classes build on
     assert siglip.rename["encoder.layers"] == "layers" and siglip.rename["post_layernorm"] == "norm"
     with pytest.raises(LookupError, match="no installed vlreg plugin publishes the adapter 'no_such_tower'"):

@@ -22,10 +22,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from vlreg.plugin import PerCall, Unavailable, Vision, adapter
+from vlreg.plugin import PerCall, Unavailable, Vision, adapter, tower_envoys
 
-SIGLIP = adapter("siglip")
-RENAME = SIGLIP.rename
+RENAME = adapter("siglip").rename
 
 
 def _no_fixed_size(vision: Vision) -> int:
@@ -53,13 +52,9 @@ class Projector(PerCall):
         return 0 if pixels is None else int(pixels.shape[0])
 
 
-def envoys(part: Any) -> dict[type, type]:
-    """SigLIP 2's classes onto the adapter's envoys, the tower onto `NaFlexVision`."""
-    from transformers.models.siglip2 import modeling_siglip2 as siglip2
-
-    standard = SIGLIP.envoys(siglip2.Siglip2VisionModel, siglip2.Siglip2EncoderLayer, siglip2.Siglip2Attention,
-                             siglip2.Siglip2MLP)
-    return {**standard, siglip2.Siglip2VisionModel: NaFlexVision}
+#: SigLIP 2's classes onto the standard envoys, the tower onto `NaFlexVision`.
+envoys = tower_envoys("siglip2", ("Siglip2VisionModel", "Siglip2EncoderLayer", "Siglip2Attention", "Siglip2MLP"),
+                      vision=NaFlexVision)
 
 
 def wrapper_envoys(part: Any) -> dict[type, type]:

@@ -2,7 +2,7 @@
 and `Other` for another config the top-level one holds, a Q-Former's)::
 
     plugin = Plugin(
-        Wrapper("qwen2_vl", rename=WRAPPER_RENAME, entry=SCATTER, image_grids=grids),
+        Wrapper("qwen2_vl", vision="model.visual", projector="model.visual.merger", image_grids=grids),
         Text("qwen2_vl_text", envoys=text_envoys),
         Tower("qwen2_vl_vision", rename=TOWER_RENAME, envoys=tower_envoys),
         adapters={"qwen_vit": QWEN_VIT},
@@ -27,8 +27,15 @@ from typing import Any, ClassVar
 import attrs
 from attrs import field, frozen
 
+from ..images.entries import Scatter
 from .hookspecs import hookimpl
 from .parts import Claim, Part, is_kind
+
+#: transformers' composite layout's image entry: ``model``'s first
+#: ``inputs_embeds.masked_scatter(image_mask, image_features)``.
+SCATTER = Scatter(host="model", operation="inputs_embeds_masked_scatter_0", argument=1)
+#: The text model's mounts, by their name in transformers' text models.
+TEXT_MOUNTS = ("layers", "embed_tokens", "norm")
 
 
 def _model_types(value: Any) -> tuple[str, ...]:
@@ -66,15 +73,34 @@ class Declared:
 
 @frozen(eq=False)
 class Wrapper(Declared):
-    """The top-level config: its mounts (``rename``, from the root), and, for an image,
-    ``entry``, ``image_grids`` (a function of the part giving the grids function),
-    ``load_options`` and ``suppressed_tokens``."""
+    """The top-level config. It states only what differs from transformers' composite
+    layout: the text model at ``text`` (its ``layers``, ``embed_tokens`` and ``norm``
+    mounted), the tower at ``vision``, the projector at ``projector`` (paths from the root;
+    ``None`` mounts none), the image written in by `SCATTER` (``entry``). ``text_only`` is
+    the text model's path where a text-generation load builds transformers' text-only class
+    (``"model"``); its mounts are added too, each binding where it resolves. ``rename`` adds
+    mounts, replacing one of these of the same name (LFM2's norm is ``embedding_norm``).
+    ``image_grids`` is a function of the part giving the grids function."""
 
     kind: ClassVar[str] = "wrapper"
-    entry: Any = None
+    text: str | None = "model.language_model"
+    vision: str | None = "model.vision_tower"
+    projector: str | None = "model.multi_modal_projector"
+    text_only: str | None = None
+    entry: Any = SCATTER
     image_grids: Any = None
     load_options: Any = None
     suppressed_tokens: Any = None
+
+    def answer(self, name: str, part: Part) -> Any:
+        found = super().answer(name, part)
+        if name != "rename":
+            return found
+        mounts = {**{f"{self.text}.{mount}": mount for mount in TEXT_MOUNTS if self.text},
+                  **{path: mount for mount, path in (("vision", self.vision), ("projector", self.projector)) if path}}
+        given = found or {}
+        return {**{path: mount for path, mount in mounts.items() if mount not in given.values()}, **given,
+                **{f"{self.text_only}.{mount}": mount for mount in TEXT_MOUNTS if self.text_only}}
 
 
 @frozen(eq=False)
