@@ -1,23 +1,13 @@
 """A family plugin as one declaration: `Plugin` over its parts (`Wrapper`, `Text`, `Tower`,
-and `Other` for another config the top-level one holds, a Q-Former's)::
-
-    plugin = Plugin(
-        Wrapper("qwen2_vl", vision="model.visual", projector="model.visual.merger", image_grids=grids),
-        Text("qwen2_vl_text", envoys=text_envoys),
-        Tower("qwen2_vl_vision", rename=TOWER_RENAME, envoys=tower_envoys),
-        adapters={"qwen_vit": QWEN_VIT},
-        checkpoints=builders,
-    )
-
-registered through the ``vlreg`` entry-point group (``qwen2_vl = "vlreg_qwen2_vl:plugin"``).
-The `Plugin` answers each hook of `hookspecs` from the declared field of its name, so a
-family states what it serves as data; a subclass adds `hookimpl` methods of its own.
+and `Other` for another config the top-level one holds, a Q-Former's), registered through
+the ``vlreg`` entry-point group (``mistral3 = "vlreg_mistral3:plugin"``). The `Plugin`
+answers each hook of `hookspecs` from the declared field of its name; a subclass adds
+`hookimpl` methods of its own.
 
 Every field is its value, or a function of the `Part` served giving it (one declaration
-serves several model types, or reads the checkpoint's config). A function is called when a
-checkpoint resolves, never at import, which is where a plugin imports transformers' modeling
-modules (``envoys=``) without slowing every ``import vlreg``, or a plugin held back, which is
-imported to be asked what it claims.
+serves several model types, or reads the checkpoint's config), called when a checkpoint
+resolves: never at import, so a plugin imports transformers' modeling modules (``envoys=``)
+then, and not when it loads or is asked what it claims.
 """
 
 from __future__ import annotations
@@ -47,9 +37,9 @@ def _model_types(value: Any) -> tuple[str, ...]:
 
 @frozen(eq=False)
 class Declared:
-    """What a plugin serves of one kind of part, for each of ``model_types``: each field is
-    the answer of the hook of its name (``rename`` is `vlreg_rename`'s), and ``refuses`` and
-    ``overrides`` are the claims' (`Claim`)."""
+    """What a plugin serves of one kind of part, for each of ``model_types``: a field answers
+    the hook of its name (``rename``: `vlreg_rename`); ``refuses`` and ``overrides`` are the
+    claims' (`Claim`)."""
 
     kind: ClassVar[str] = ""
     model_types: tuple[str, ...] = field(converter=_model_types)
@@ -105,16 +95,12 @@ class Wrapper(Declared):
 
 @frozen(eq=False)
 class Text(Declared):
-    """The text model's config (``config.text_config``): the blocks' names and envoys."""
-
-    kind: ClassVar[str] = "text"
+    kind: ClassVar[str] = "text"  # config.text_config: the blocks
 
 
 @frozen(eq=False)
 class Tower(Declared):
-    """The tower's config (``config.vision_config``, else a VQ encoder's ``vq_config``)."""
-
-    kind: ClassVar[str] = "vision"
+    kind: ClassVar[str] = "vision"  # config.vision_config, else a VQ encoder's vq_config
 
 
 @frozen(eq=False)

@@ -12,9 +12,8 @@ from attrs import frozen
 from ..errors import NoFamily
 from ..serving.reference import ServerSide
 from . import plugins
+from .hookspecs import Predicate
 from .parts import KINDS, Part, is_kind
-
-Predicate = Callable[[Any], "str | None"]
 
 
 @frozen
@@ -28,20 +27,15 @@ class Family:
     plugins: dict[str, Any]
     rename: dict
     envoys: dict
-    #: Where and how the image enters the text model (an `Entry`), or None.
-    entry: Any
+    entry: Any  # the wrapper's `vlreg_entry`, or None
     unavailable: dict[str, tuple[Predicate, ...]]
-    #: The wrapper's `vlreg_image_grids` function, or None.
-    image_grids: Callable | None = None
+    image_grids: Callable | None = None  # the wrapper's `vlreg_image_grids`
     read_only: dict[str, tuple[Predicate, ...]] = {}
     #: What the parts' claims refuse (`Claim.refuses`), ``{row from the root: reason}``.
     refuses: dict[str, str] = {}
-    #: The config's other parts no plugin claims: ``{config field: model_type}``.
-    unserved: dict[str, str] = {}
-    #: The wrapper's `vlreg_load_options`, ``{task: {keyword: value}}``.
-    load_options: dict[str, dict] = {}
-    #: The wrapper's `vlreg_suppressed_tokens`: ids whose logits its forward sets lowest.
-    suppressed_tokens: tuple[int, ...] = ()
+    unserved: dict[str, str] = {}  # the config's other parts no plugin claims: {field: model_type}
+    load_options: dict[str, dict] = {}  # the wrapper's `vlreg_load_options`
+    suppressed_tokens: tuple[int, ...] = ()  # the wrapper's `vlreg_suppressed_tokens`
 
     def predicates(self, table: str, row: str) -> tuple[Predicate, ...]:
         """The predicates of ``table`` (``"unavailable"`` or ``"read_only"``) on ``row``;
@@ -62,12 +56,10 @@ class Family:
         return plugins.plugin_manager().get_name(self.plugins[kind])
 
     def __repr__(self) -> str:
-        served = ", ".join(
-            f"{kind}={part.model_type!r} by {plugins.describe(self.plugins[kind])}"
-            for kind, part in self.parts.items()
-        )
-        unserved = "".join(f", {kind}={model_type!r} unserved" for kind, model_type in self.unserved.items())
-        return f"Family({self.name!r}: {served}{unserved})"
+        served = [f"{kind}={part.model_type!r} by {plugins.describe(self.plugins[kind])}"
+                  for kind, part in self.parts.items()]
+        unserved = [f"{kind}={model_type!r} unserved" for kind, model_type in self.unserved.items()]
+        return f"Family({self.name!r}: {', '.join(served + unserved)})"
 
 
 #: The config fields a vision part is read from, in order: a tower's, else a VQ encoder's
@@ -77,22 +69,15 @@ VISION_CONFIGS = ("vision_config", "vq_config")
 
 def vision_config(config: Any) -> Any:
     """The config of ``config``'s vision part (`VISION_CONFIGS`), or None."""
-    for name in VISION_CONFIGS:
-        found = getattr(config, name, None)
-        if found is not None:
-            return found
-    return None
+    return next((found for name in VISION_CONFIGS if (found := getattr(config, name, None)) is not None), None)
 
 
 def parts_of(config: Any) -> dict[str, Part]:
     """The parts of ``config``: a wrapper and a text part (a text-only config is its own),
     a vision part if any, and every other config it holds, named by its field."""
-    text = config.get_text_config()
-    parts = {
-        "wrapper": Part("wrapper", config.model_type, config, config),
-        "text": Part("text", text.model_type, text, config),
-    }
-    vision = vision_config(config)
+    text, vision = config.get_text_config(), vision_config(config)
+    parts = {"wrapper": Part("wrapper", config.model_type, config, config),
+             "text": Part("text", text.model_type, text, config)}
     if vision is not None:
         parts["vision"] = Part("vision", vision.model_type, vision, config)
     taken = {id(part.config) for part in parts.values()}
@@ -114,10 +99,11 @@ def resolve(config: Any) -> Family:
             del parts[kind]
             continue
         if plugin is None:
-            raise NoFamily(_unclaimed(part, served))
+            raise NoFamily(plugins.why_unserved(part, served.get("wrapper")))
         refusal = plugins.call(plugin, "vlreg_refusal", part=part)
         if refusal:
-            raise NoFamily(f"{plugins.describe(plugin)} does not serve this {config.model_type!r} checkpoint: {refusal}")
+            raise NoFamily(f"{plugins.describe(plugin)} does not serve this {config.model_type!r} checkpoint: "
+                           f"{refusal}")
         served[kind] = plugin
 
     rename: dict = {}
@@ -169,30 +155,3 @@ def resolve(config: Any) -> Family:
 def _refused(reason: str) -> Predicate:
     """The predicate of a row a claim refuses: always that reason."""
     return lambda envoy: reason
-
-
-def _unclaimed(part: Part, served: dict[str, Any]) -> str:
-    if plugins.contenders(part.kind, part.model_type):
-        return f"{part.root.model_type!r} cannot load: {plugins.contested_message(part.kind, part.model_type)}"
-    families = sorted(model_type for (kind, model_type) in plugins.claims() if kind == "wrapper")
-    installed = ", ".join(families) or "none"
-    held_back = plugins.not_loaded_serving(part.kind, part.model_type)
-    which = "loaded" if held_back else "installed"
-    if part.kind == "wrapper":
-        what = f"No {which} vlreg plugin serves model_type {part.model_type!r}"
-    else:
-        what = (
-            f"The {part.root.model_type!r} checkpoint is served by "
-            f"{plugins.describe(served['wrapper'])}, but no {which} plugin serves its "
-            f"{part.kind} model, model_type {part.model_type!r}"
-        )
-    if held_back:
-        named = "; ".join(f"{name!r} ({why}) from {dist}" for name, dist, why in held_back)
-        return (
-            f"{what}. An installed plugin that serves it was not loaded: {named}. Enable it "
-            f"(take it out of VLREG_DISABLE_PLUGINS, or add it to VLREG_LOAD_PLUGINS) to load this checkpoint."
-        )
-    fix = " or ".join(f"install the {dist} distribution (from the vlreg repository: pip install ./{folder})"
-                      for dist, folder in plugins.in_catalog(f"{part.kind}:{part.model_type}"))
-    fix = fix or "no known plugin serves it; docs/writing-a-plugin.md shows how to write one"
-    return f"{what}. Installed families: {installed}. To load it, {fix}."

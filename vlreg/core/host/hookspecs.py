@@ -1,20 +1,15 @@
 """Every hook a vlreg plugin can implement, on one page (docs/writing-a-plugin.md says more).
 
 A checkpoint's config has *parts*, each served by the plugin that claims its ``model_type``:
-the ``"wrapper"`` (the top-level config, ``qwen2_vl``: where the text model, the tower and
-the projector sit and where the image enters; its plugin is the model's *family*), the
-``"text"`` part (``config.text_config``: the blocks), the ``"vision"`` part
-(``config.vision_config``, else a VQ encoder's ``config.vq_config``: the tower), and any
-other config the top-level one holds, by its field (``"qformer_config"``), served where a
-plugin claims it and otherwise named (``Family.unserved``). Parts are claimed separately so
-one plugin's tower or text model serves another plugin's wrapper (LLaVA's SigLIP under
-Gemma 3) with nothing copied.
+the ``"wrapper"`` (the top-level config; its plugin is the model's *family*), ``"text"``
+(``config.text_config``), ``"vision"`` (``config.vision_config``, else ``vq_config``), and any
+other config it holds, by its field (``"qformer_config"``), named where no plugin claims it.
+Parts are claimed separately, so one plugin's tower serves another plugin's wrapper.
 
-`vlreg.plugin.Plugin` implements these hooks from a declaration; a module or object of
-hook functions registers as well. The host asks every hook that takes a ``part`` only of
-the plugin that claimed that part; each returns ``None`` for what it does not contribute.
-Paths and keys are relative to the part: the wrapper's to the model root, the text part's
-to a block, the vision part's to the tower; another part's bind wherever they resolve.
+`vlreg.plugin.Plugin` answers these from a declaration; a module of hook functions registers
+as well. A hook taking a ``part`` is asked only of the plugin that claimed it, and answers
+``None`` for what it does not contribute; its paths are from the part (the wrapper's from the
+root, a text part's from a block, a tower's from the tower).
 """
 
 from __future__ import annotations
