@@ -32,32 +32,37 @@ def tiny(
     ids: dict[str, str] | None = None,
     fields: dict[str, Any] | None = None,
     overrides: dict[str, Any] | None = None,
+    stops: dict[str, str] | None = None,
     special_at_root: bool = False,
+    dtype: Any = None,
 ) -> Path:
     """Write a tiny checkpoint to ``path`` and return it.
 
     ``tokens`` are trained into the tokenizer first (`tokenizer`), ``roles`` name some of them
     (``{"eos_token": "<|im_end|>"}``); ``processor(tok)`` builds the family's real processor
-    around it. ``config`` (the family's config class) gets ``text_config`` (``text`` with the
+    around it. The special ids are the ``bos_token``, ``eos_token`` and ``pad_token`` of
+    ``stops`` where given (a model that stops at another token than its tokenizer's end),
+    else of ``roles``. ``config`` (the family's config class) gets ``text_config`` (``text`` with the
     vocabulary's size and the special ids), ``vision_config`` (``vision``), a field per entry
     of ``ids`` (``{"image_token_index": "<image>"}``: the token's id), ``fields``, the special
     ids too where ``special_at_root``, and last ``overrides``, a builder's keyword arguments
     (``text_config`` and ``vision_config`` dicts update those parts). The generation config
-    carries the special ids that are set.
+    carries the special ids that are set; the weights are random (`save`), in ``dtype``.
     """
     from transformers import GenerationConfig
 
     overrides = dict(overrides or {})
     tok = tokenizer(tokens, **roles)
     token_ids = dict(zip(tokens, tok.convert_tokens_to_ids(list(tokens))))
-    special = {name: token_ids[roles[role]] if role in roles else None for role, name in SPECIAL.items()}
+    stops = roles if stops is None else stops
+    special = {name: token_ids[stops[role]] if role in stops else None for role, name in SPECIAL.items()}
     parts = {"text_config": {"vocab_size": len(tok), **text, **special, **overrides.pop("text_config", {})}}
     if vision is not None:
         parts["vision_config"] = {**vision, **overrides.pop("vision_config", {})}
     found = config(**parts, **{field: token_ids[token] for field, token in (ids or {}).items()},
                    **{**(fields or {}), **(special if special_at_root else {}), **overrides})
     generation = GenerationConfig(**{name: value for name, value in special.items() if value is not None})
-    return save(Path(path), found, processor(tok), generation)
+    return save(Path(path), found, processor(tok), generation, dtype)
 
 
 def _literal(text: str) -> str:
