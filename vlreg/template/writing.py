@@ -201,8 +201,8 @@ def _declaration(name: str, found: Survey, claimed: list[str], adapter: str | No
                                    if found.feature_layer == "num_hidden_layers" else "read_only")
             if adapter:
                 fields["image_grids"] = "image_grids"
-        else:
-            fields.pop("entry", None)  # the host asks no entry of a config with no vision part
+        else:  # the image part is discrete codes: its entry waits for the declaration that serves them
+            fields["entry"] = "None"
         line = f'Wrapper({", ".join([_code(found.parts["wrapper"]), *(f"{k}={v}" for k, v in fields.items())])})'
         listed = "".join(f"        {key}={value},\n" for key, value in fields.items())
         declared.append(line if len(line) <= 96 and "\n" not in line and "#" not in line
@@ -213,8 +213,9 @@ def _declaration(name: str, found: Survey, claimed: list[str], adapter: str | No
         declared.append(f'Tower("{found.parts["vision"]}", rename=vision.TOWER_RENAME, envoys=vision.envoys)')
     text = ""
     if "wrapper" in claimed and found.vision is None:
-        text += ("# The config has no vision part, so the host asks no entry: the image's entry waits for the\n"
-                 "# declaration that serves the image part (see the TODO above), and the Wrapper declares none.\n\n\n")
+        text += ("# The config has no vision part, so the host asks no entry: the image's entry (an ImageCodes at\n"
+                 "# the call found above) waits for the declaration that serves the image part (see the TODO\n"
+                 "# above), and the Wrapper declares none.\n\n\n")
     elif "wrapper" in claimed and not adapter:
         text += IMAGE_GRIDS_TODO + "\n\n\n"
     text += BUILDERS.format(name=name)

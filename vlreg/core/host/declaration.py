@@ -1,14 +1,9 @@
 """A family plugin as one declaration: `Plugin` over its parts (`Wrapper`, `Text`, `Tower`,
-and `Other` for another config the top-level one holds, a Q-Former's), registered through
-the ``vlreg`` entry-point group (``mistral3 = "vlreg_mistral3:plugin"``). The `Plugin`
-answers each hook of `hookspecs` from the declared field of its name; a subclass adds
-`hookimpl` methods of its own.
-
-Every field is its value, or a function of the `Part` served giving it (one declaration
-serves several model types, or reads the checkpoint's config), called when a checkpoint
-resolves: never at import, so a plugin imports transformers' modeling modules (``envoys=``)
-then, and not when it loads or is asked what it claims.
-"""
+and `Other`, another config the top-level one holds), answering each hook of `hookspecs` from
+the declared field of its name (a subclass adds `hookimpl` methods of its own). A field is its
+value, or a function of the `Part` giving it, called when a checkpoint resolves: never at
+import, so transformers' modeling modules (``envoys=``) are imported then, not when the
+plugin loads or is asked what it claims."""
 
 from __future__ import annotations
 
@@ -21,8 +16,7 @@ from ..images.entries import Scatter
 from .hookspecs import hookimpl
 from .parts import Claim, Part, is_kind
 
-#: transformers' composite layout's image entry: ``model``'s first
-#: ``inputs_embeds.masked_scatter(image_mask, image_features)``.
+#: transformers' composite layout's image entry: ``model``'s first ``inputs_embeds.masked_scatter``.
 SCATTER = Scatter(host="model", operation="inputs_embeds_masked_scatter_0", argument=1)
 #: The text model's mounts, by their name in transformers' text models.
 TEXT_MOUNTS = ("layers", "embed_tokens", "norm")
@@ -119,7 +113,7 @@ def _answering(name: str) -> Any:
 
     def hook(self: Plugin, part: Part) -> Any:
         declared = self.parts.get((part.kind, part.model_type))
-        return None if declared is None else declared.answer(name, part)
+        return declared and declared.answer(name, part)
 
     hook.__name__ = hook.__qualname__ = f"vlreg_{name}"
     return hookimpl(hook)

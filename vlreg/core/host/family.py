@@ -114,10 +114,8 @@ def resolve(config: Any) -> Family:
         plugin = served[kind]
         for key, alias in (plugins.call(plugin, "vlreg_rename", part=part) or {}).items():
             if rename.setdefault(key, alias) != alias:
-                raise ValueError(
-                    f"{plugins.describe(plugin)} renames {key!r} to {alias!r} for the {kind} part, "
-                    f"but another part of {config.model_type!r} renames it to {rename[key]!r}."
-                )
+                raise ValueError(f"{plugins.describe(plugin)} renames {key!r} to {alias!r} for the {kind} part, "
+                                 f"but another part of {config.model_type!r} renames it to {rename[key]!r}.")
         envoys.update(plugins.call(plugin, "vlreg_envoys", part=part) or {})
         prefix = "vision." if kind == "vision" else ""
         for name, reason in plugins.refusals(kind, part.model_type).items():
@@ -136,18 +134,10 @@ def resolve(config: Any) -> Family:
         envoys.update(entry.envoys())
 
     return Family(
-        name=plugins.plugin_manager().get_name(served["wrapper"]),
-        parts=parts,
-        plugins=served,
-        rename=ServerSide(rename),
-        envoys=ServerSide(envoys),
-        entry=entry,
-        unavailable=tables["unavailable"],
-        image_grids=wrapper("vlreg_image_grids") if "vision" in parts else None,
-        read_only=tables["read_only"],
-        unserved=unserved,
-        refuses=refuses,
-        load_options=dict(wrapper("vlreg_load_options") or {}),
+        name=plugins.plugin_manager().get_name(served["wrapper"]), parts=parts, plugins=served,
+        rename=ServerSide(rename), envoys=ServerSide(envoys), entry=entry, unavailable=tables["unavailable"],
+        image_grids=wrapper("vlreg_image_grids") if "vision" in parts else None, read_only=tables["read_only"],
+        unserved=unserved, refuses=refuses, load_options=dict(wrapper("vlreg_load_options") or {}),
         suppressed_tokens=tuple(wrapper("vlreg_suppressed_tokens") or ()),
     )
 

@@ -17,15 +17,13 @@ OTHER = "_config"
 def is_kind(value: Any) -> bool:
     """Whether ``value`` names a kind of part: one of `KINDS`, or a config field of another
     part (``"qformer_config"``)."""
-    return isinstance(value, str) and (value in KINDS or (value.endswith(OTHER) and value[: -len(OTHER)].isidentifier()))
+    return isinstance(value, str) and (value in KINDS or (value.endswith(OTHER) and value[:-len(OTHER)].isidentifier()))
 
 
 def _kind(instance: Any, attribute: Any, value: str) -> None:
     if not is_kind(value):
-        raise ValueError(
-            f"{attribute.name} must be one of {KINDS}, or the config field of another part of the config "
-            f"(\"qformer_config\"), not {value!r}"
-        )
+        raise ValueError(f"{attribute.name} must be one of {KINDS}, or the config field of another part of the "
+                         f"config (\"qformer_config\"), not {value!r}")
 
 
 def _refusals(value: Any) -> dict[str, str]:
@@ -70,11 +68,8 @@ class Claim:
 
 @frozen
 class Part:
-    """One part of a checkpoint's config, as the hooks are asked about it.
-
-    ``config`` is the part's own config (``config.text_config`` for the text part);
-    ``root`` is the whole checkpoint's config.
-    """
+    """One part of a checkpoint's config, as the hooks are asked about it: ``config`` is the
+    part's own (``config.text_config`` for the text part), ``root`` the whole checkpoint's."""
 
     kind: Kind = field(validator=_kind)
     model_type: str

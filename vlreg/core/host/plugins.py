@@ -1,17 +1,14 @@
-"""The plugin host: one pluggy manager, built-in and third-party plugins alike.
-
-Plugins are found through the ``vlreg`` entry-point group and each loads on its own: one that
-fails is named in one warning and the rest load (``VLREG_STRICT_PLUGINS=1``: an error).
-``VLREG_LOAD_PLUGINS`` (an allowlist of entry-point names) and ``VLREG_DISABLE_PLUGINS`` (a
-blocklist) choose what loads. A plugin held back is never registered; where a checkpoint needs
-it, its module (the declaration, which imports no modeling code) is imported to be asked what it
-would serve. One not installed is named from ``catalog.json`` (``make catalog``).
+"""The plugin host: one pluggy manager, built-in and third-party plugins alike, found through
+the ``vlreg`` entry-point group. Each loads on its own: one that fails is named in one warning
+(``VLREG_STRICT_PLUGINS=1``: an error). ``VLREG_LOAD_PLUGINS`` (an allowlist) and
+``VLREG_DISABLE_PLUGINS`` (a blocklist) choose what loads; a plugin held back is never
+registered, but imported to be asked what it would serve where a checkpoint needs it (its
+declaration imports no modeling code). One not installed is named from ``catalog.json``.
 
 A hook matching no hookspec fails its plugin's registration (``check_pending``). Who serves a
 part is settled from every claim on it, never from load order: a claim that ``overrides``
 another plugin beats that plugin's; two where neither overrides the other leave the part
-*contested*, served by neither, every other claim of both standing.
-"""
+*contested*, served by neither, every other claim of both standing."""
 
 from __future__ import annotations
 
@@ -124,8 +121,7 @@ def _made(plugin: Any) -> list[Claim]:
 
 
 def _standing(kind: str, model_type: str) -> tuple[list[Any], list[Any]]:
-    """The plugins claiming the part in registration order, and those whose claim no other
-    claim on it overrides."""
+    """The plugins claiming the part, in registration order, and those no other claim overrides."""
     entries = [(p, claim) for _, p in plugin_manager().list_name_plugin() for claim in _made(p)
                if (claim.kind, claim.model_type) == (kind, model_type)]
     overridden = {claim.overrides for _, claim in entries}
@@ -186,9 +182,8 @@ def _install(key: str, what: str) -> str:
 
 
 def why_unserved(part: Part, wrapper: Any) -> str:
-    """Why no plugin serves ``part`` (of a checkpoint whose wrapper ``wrapper`` serves) and what
-    would: a contest's ways out, an installed plugin held back (imported to be asked, never
-    registered), else a distribution of the repository (`catalog`)."""
+    """Why no plugin serves ``part`` (``wrapper`` serves its checkpoint's wrapper) and what would:
+    a contest's ways out, a plugin held back (asked, never registered), else the `catalog`'s."""
     kind, model_type = part.kind, part.model_type
     if contenders(kind, model_type):
         return f"{part.root.model_type!r} cannot load: {contested_message(kind, model_type)}"
@@ -209,9 +204,9 @@ def why_unserved(part: Part, wrapper: Any) -> str:
 
 
 def adapter(name: str) -> Any:
-    """What a plugin publishes as ``name`` (`vlreg_adapters`), for another plugin to build
-    on. Asked at import time too, so the host is not started from here: a plugin not
-    registered yet, or held back, is imported to ask it. Two publishers are an error."""
+    """What a plugin publishes as ``name`` (`vlreg_adapters`), for another plugin to build on.
+    Asked at import time too, so the host is not started here: a plugin not registered yet, or
+    held back, is imported to ask it. Two publishers are an error."""
     registered = sorted(_manager.get_plugins(), key=_name) if _manager is not None else []
     found = [(plugin, offer[name]) for plugin in registered if name in (offer := ask(plugin, "vlreg_adapters") or {})]
     if not found:
