@@ -81,7 +81,7 @@ test-remote: $(REMOTE_STAMP)
 
 # after changing a plugin's claims or adapters (its pyproject.toml's entry points)
 catalog: $(STAMP)
-	$(PY) -m vlreg.core.host.catalog .
+	$(PY) tests/test_catalog.py
 
 clean:
 	rm -rf $(VENV) $(REMOTE_VENV) $(FLOOR_VENV)

@@ -18,8 +18,8 @@ from vlreg_lfm2_vl.vision import PER_CROP
 
 from vlreg import StandardizedTransformer
 from vlreg.plugin import (
-    Attention, Claim, Layer, Mixer, Mlp, Part, PerCall, Plugin, Scatter, Standard, Text, Tower, Vision, Wrapper,
-    adapter, returned, value,
+    SCATTER, Attention, Claim, Layer, Mixer, Mlp, Part, PerCall, Plugin, Scatter, Standard, Text, Tower, Vision,
+    Wrapper, adapter, returned, tower_envoys, value,
 )
 from vlreg.testing import build, registered
 from vlreg.testing.conformance import image
@@ -34,7 +34,8 @@ def grids(encoding, images, processor):
 
 
 DECLARED = Plugin(
-    Wrapper("tiny_wrapper", rename={"model.language_model.layers": "layers"}, entry=Scatter("model", "op_0"),
+    Wrapper("tiny_wrapper", text="model.text", vision=None, rename={"model.text.lm_head": "lm_head"},
+            entry=Scatter("model", "op_0"),
             image_grids=lambda part: grids, refuses={"videos": "frames are not served; pass them as images"}),
     Text(("tiny_text", "tinier_text"), rename=lambda part: {"attn": f"self_attn_of_{part.model_type}"},
          envoys=lambda part: {torch.nn.Linear: Layer}),
@@ -45,14 +46,15 @@ DECLARED = Plugin(
 
 
 def test_a_declaration_answers_every_hook_from_its_parts():
-    assert DECLARED.vlreg_plugin_api() == 2
     claims = DECLARED.vlreg_claims()
     assert [(claim.kind, claim.model_type) for claim in claims] == [
         ("wrapper", "tiny_wrapper"), ("text", "tiny_text"), ("text", "tinier_text"), ("vision", "tiny_vision")]
     assert claims[0].refuses == {"videos": "frames are not served; pass them as images"}
     assert claims[-1] == Claim("vision", "tiny_vision", overrides="someone")
     wrapper = part("wrapper", "tiny_wrapper")
-    assert DECLARED.vlreg_rename(wrapper) == {"model.language_model.layers": "layers"}
+    assert DECLARED.vlreg_rename(wrapper) == {
+        "model.text.layers": "layers", "model.text.embed_tokens": "embed_tokens", "model.text.norm": "norm",
+        "model.multi_modal_projector": "projector", "model.text.lm_head": "lm_head"}
     assert DECLARED.vlreg_entry(wrapper) == Scatter("model", "op_0")
     assert DECLARED.vlreg_image_grids(wrapper) is grids  # a function of the part, giving the grids
     # a field given as a function is asked with the part it serves
@@ -65,6 +67,22 @@ def test_a_declaration_answers_every_hook_from_its_parts():
     assert DECLARED.vlreg_rename(part("wrapper", "another_wrapper")) is None
     assert DECLARED.vlreg_adapters() == {"tiny_tower": "published"}
     assert DECLARED.vlreg_checkpoints() == {"tiny": print}
+
+
+def test_a_wrapper_states_only_what_differs_from_transformers_composite_layout():
+    standard = Plugin(Wrapper("standard_vl"))
+    wrapper = part("wrapper", "standard_vl")
+    assert standard.vlreg_rename(wrapper) == {
+        "model.language_model.layers": "layers", "model.language_model.embed_tokens": "embed_tokens",
+        "model.language_model.norm": "norm", "model.vision_tower": "vision", "model.multi_modal_projector": "projector"}
+    assert standard.vlreg_entry(wrapper) == SCATTER == Scatter("model", "inputs_embeds_masked_scatter_0", 1)
+    # a mount the rename names elsewhere is replaced; a text-only class's mounts are added
+    other = Plugin(Wrapper("other_vl", rename={"model.language_model.final_norm": "norm"}, text_only="model",
+                           projector=None, entry=None))
+    renamed = other.vlreg_rename(part("wrapper", "other_vl"))
+    assert renamed["model.language_model.final_norm"] == "norm" and "model.language_model.norm" not in renamed
+    assert {renamed[f"model.{name}"] for name in ("layers", "embed_tokens", "norm")} == {"layers", "embed_tokens", "norm"}
+    assert "projector" not in renamed.values() and other.vlreg_entry(part("wrapper", "other_vl")) is None
 
 
 def test_a_part_declared_twice_or_something_else_is_refused_at_once():
@@ -144,15 +162,6 @@ def text_envoys(part: Any) -> dict:
     return {lfm2.Lfm2DecoderLayer: Convolving, lfm2.Lfm2Attention: Attention, lfm2.Lfm2ShortConv: conv, lfm2.Lfm2MLP: Mlp}
 
 
-def tower_envoys(part: Any) -> dict:
-    from transformers.models.siglip2 import modeling_siglip2 as siglip2
-
-    siglip = adapter("siglip")  # vlreg-llava's SigLIP layout, published for towers like this one
-    envoys = siglip.envoys(siglip2.Siglip2VisionModel, siglip2.Siglip2EncoderLayer, siglip2.Siglip2Attention,
-                           siglip2.Siglip2MLP)
-    return {**envoys, siglip2.Siglip2VisionModel: NaFlex}
-
-
 def wrapper_envoys(part: Any) -> dict:
     """The projector per crop where the wrapper calls it so (vlreg-lfm2-vl says which)."""
     from transformers.models.lfm2_vl import modeling_lfm2_vl as lfm2_vl
@@ -161,13 +170,13 @@ def wrapper_envoys(part: Any) -> dict:
 
 
 OUTSIDE = Plugin(
-    Wrapper("lfm2_vl", envoys=wrapper_envoys, entry=Scatter("model", "inputs_embeds_masked_scatter_0"),
-            rename={"model.language_model.layers": "layers", "model.language_model.embed_tokens": "embed_tokens",
-                    "model.language_model.embedding_norm": "norm", "model.vision_tower": "vision",
-                    "model.multi_modal_projector": "projector"}),
+    # transformers' composite layout but for the final norm's name
+    Wrapper("lfm2_vl", envoys=wrapper_envoys, rename={"model.language_model.embedding_norm": "norm"}),
     Text("lfm2", rename={"feed_forward": "mlp"}, envoys=text_envoys),
+    # vlreg-llava's SigLIP names (published for towers like this one), SigLIP 2's four classes
     Tower("siglip2_vision_model", rename=lambda part: adapter("siglip").rename,
-          envoys=tower_envoys),
+          envoys=tower_envoys("siglip2", ("Siglip2VisionModel", "Siglip2EncoderLayer", "Siglip2Attention",
+                                          "Siglip2MLP"), vision=NaFlex)),
 )
 
 

@@ -32,14 +32,13 @@ from typing import Any
 import transformers
 from packaging.version import Version
 
-from vlreg.plugin import PerCall, Unavailable, Vision, adapter
+from vlreg.plugin import PerCall, Unavailable, Vision, adapter, tower_envoys
 
 #: Whether the wrapper calls the projector once per crop (transformers before 5.24), not
 #: once on all crops' slots packed: nothing in the model's structure says which.
 PER_CROP = Version(transformers.__version__) < Version("5.24")
 
-SIGLIP = adapter("siglip")
-RENAME = SIGLIP.rename
+RENAME = adapter("siglip").rename
 
 
 def _no_fixed_size(vision: Vision) -> int:
@@ -67,13 +66,9 @@ class Projector(PerCall):
         return 0 if pixels is None else int(pixels.shape[0])
 
 
-def envoys(part: Any) -> dict[type, type]:
-    """SigLIP 2's classes onto the adapter's envoys, the tower onto `NaFlexVision`."""
-    from transformers.models.siglip2 import modeling_siglip2 as siglip2
-
-    standard = SIGLIP.envoys(siglip2.Siglip2VisionModel, siglip2.Siglip2EncoderLayer, siglip2.Siglip2Attention,
-                             siglip2.Siglip2MLP)
-    return {**standard, siglip2.Siglip2VisionModel: NaFlexVision}
+#: SigLIP 2's classes onto the standard envoys, the tower onto `NaFlexVision`.
+envoys = tower_envoys("siglip2", ("Siglip2VisionModel", "Siglip2EncoderLayer", "Siglip2Attention", "Siglip2MLP"),
+                      vision=NaFlexVision)
 
 
 def wrapper_envoys(part: Any) -> dict[type, type]:
