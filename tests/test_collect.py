@@ -152,6 +152,28 @@ def test_store_dtype_halves_the_disk(qwen, folder, tmp_path):
     assert open_store(tmp_path / "half").manifest["dtype"] == "bfloat16"
 
 
+def test_a_float16_store_refuses_what_float16_cannot_hold(folder, tmp_path):
+    """A residual stream with a massive activation (real checkpoints reach 1e5) is finite
+    in the model and past float16's largest value: a float16 store refuses it, naming the
+    value and what to pass, and writes nothing; bfloat16 (common spellings taken) stores it."""
+    model = load("qwen2_vl")
+    with torch.no_grad():
+        model.embed_tokens.weight[:] *= 2e6
+    with torch.no_grad(), model.trace(full(model), images=[pictures(folder)["photo0.png"]]):
+        stream = model.layers[0].input.save()
+    assert stream.isfinite().all() and stream.abs().max() > 65504
+    with pytest.raises(ValueError, match=r"layers\[0\].input reaches .* past float16's largest value .*'bfloat16'"):
+        collect(model, ["layers[0].input"], folder, tmp_path / "half", prompt=QUESTION, at="text", dtype="fp16",
+                progress=False)
+    assert not list((tmp_path / "half" / "shards").glob("*.safetensors"))
+    collect(model, ["layers[0].input"], folder, tmp_path / "wide", prompt=QUESTION, at="text", dtype="bf16",
+            progress=False)
+    stored = open_store(tmp_path / "wide")
+    assert stored.manifest["dtype"] == "bfloat16" and stored["layers[0].input"][:].isfinite().all()
+    with pytest.raises(ValueError, match=r"dtype='int8' is not a floating-point dtype .*'bfloat16' \('bf16'\)"):
+        collect(model, ["layers[0].input"], folder, tmp_path / "ints", dtype="int8", progress=False)
+
+
 def test_a_dataset_with_a_key_and_a_prompt_column(qwen, folder, tmp_path):
     datasets = pytest.importorskip("datasets", reason="the datasets input needs `pip install vlreg[datasets]`")
     named = pictures(folder)

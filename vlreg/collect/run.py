@@ -163,11 +163,21 @@ def collect(
     after = shards(folder)
     summary = Summary(folder, added_images, added_rows, tuple(skipped), already, time.perf_counter() - started,
                       sum(len(s.images) for s in after), sum(s.rows for s in after), rank, world_size,
-                      ("tower values ran one image a forward: the tower's batch is not one entry per image here",)
-                      if batches.alone else ())
+                      _notes(batches))
     if progress:
         print(summary, file=sys.stderr)
     return summary
+
+
+def _notes(batches: Batches) -> tuple[str, ...]:
+    """What the summary says about how the batches ran, where it is not as asked."""
+    notes = []
+    if batches.alone:
+        notes.append("tower values ran one image a forward: the tower's batch is not one entry per image here")
+    if batches.grouped:
+        notes.append("batches ran in groups of images of one pixel shape: this processor pads a batch's pixels to "
+                     "its largest image, which the tower would see")
+    return tuple(notes)
 
 
 def _check(model: Any, on_error: str, batch: Any) -> None:
@@ -352,12 +362,10 @@ def _shard_size(model: Any, sites: list[Site], at: str, items: list, full: dict,
 
 
 def _dtype(dtype: Any) -> torch.dtype | None:
-    if dtype is None or isinstance(dtype, torch.dtype):
-        return dtype
-    found = getattr(torch, str(dtype).removeprefix("torch."), None)
-    if not isinstance(found, torch.dtype) or not found.is_floating_point:
-        raise ValueError(f"dtype={dtype!r}: the store keeps floats: float32, bfloat16 or float16")
-    return found
+    """The store's dtype: ``None`` (the model's), or a float in any common spelling."""
+    from ..core.loading import dtype_of
+
+    return dtype_of(dtype, auto=False)
 
 
 def _share(rank: int | None, world_size: int | None) -> tuple[int, int]:

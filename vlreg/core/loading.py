@@ -52,6 +52,35 @@ def check_task(task: str) -> None:
     )
 
 
+#: The spellings of a floating-point dtype people write (``"bf16"``, ``"half"``), and torch's name of it.
+DTYPES = {
+    "bfloat16": "bfloat16", "bf16": "bfloat16",
+    "float16": "float16", "fp16": "float16", "f16": "float16", "half": "float16",
+    "float32": "float32", "fp32": "float32", "f32": "float32", "float": "float32",
+    "float64": "float64", "fp64": "float64", "f64": "float64", "double": "float64",
+}
+
+
+def dtype_of(dtype: Any, where: str = "dtype", auto: bool = True) -> Any:
+    """``dtype`` as torch's: a ``torch.dtype`` as it is, a name in any of its common
+    spellings (``"bf16"``, ``"torch.float16"``, ``"half"``) as the dtype; ``"auto"`` (the
+    checkpoint's own, where ``auto``) as it is. Anything else, or a dtype that is not a
+    float, is refused naming the spellings taken."""
+    if dtype is None or (auto and dtype == "auto"):
+        return dtype
+    name = dtype if isinstance(dtype, str) else None
+    if isinstance(dtype, torch.dtype):
+        found = dtype
+    else:
+        found = getattr(torch, DTYPES.get(str(name).lower().removeprefix("torch."), ""), None) if name else None
+    if isinstance(found, torch.dtype) and found.is_floating_point:
+        return found
+    raise ValueError(
+        f"{where}={dtype!r} is not a floating-point dtype vlreg knows: pass torch.bfloat16 or 'bfloat16' ('bf16'), "
+        f"'float16' ('fp16', 'half') or 'float32' ('fp32', 'float')" + (", or 'auto' (the checkpoint's own)" if auto else "")
+    )
+
+
 def config_of(checkpoint: Any, kwargs: dict) -> Any:
     """The checkpoint's config, after checking a local folder holds a loadable one."""
     if isinstance(checkpoint, torch.nn.Module):

@@ -35,6 +35,7 @@ from .loading import (
     check_task,
     check_weights,
     config_of,
+    dtype_of,
     hub_checkpoint,
     lazily,
     text_task_fallback,
@@ -118,7 +119,7 @@ class StandardizedTransformer(TextSizes, TransformersModel):
                 raise ValueError("pass either device= or device_map=, not both")
             kwargs["device_map"] = device
         if dtype is not None:
-            kwargs["dtype"] = dtype
+            kwargs["dtype"] = dtype_of(dtype)
         if attn_implementation is not None:
             kwargs["attn_implementation"] = attn_implementation
         for name, option in self.family.load_options.get(task, {}).items():
