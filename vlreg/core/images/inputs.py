@@ -108,6 +108,7 @@ def check_images(images: Any, processor: Any, arrays: bool = True) -> None:
     for where, image in _indexed(images, "images"):
         if not _is_image(image):
             raise TypeError(f"{where} is {type(image).__name__}, not an image: {ACCEPTED}")
+        _check_layout(where, image)
         if not arrays and not isinstance(image, Image.Image):
             raise TypeError(
                 f"{where} is a {type(image).__name__}, and this model's processor ({type(processor).__name__}) "
@@ -123,19 +124,63 @@ def check_images(images: Any, processor: Any, arrays: bool = True) -> None:
             )
 
 
+#: Image heights transformers' processors take for a channel axis when they guess where
+#: the channels are: a ``height x width x 3`` array 1, 3 or 4 rows tall is read as
+#: channels first, its rows as colours.
+AMBIGUOUS = (1, 3, 4)
+
+
+def _check_layout(where: str, image: Any) -> None:
+    """Refuse an array or tensor whose channel axis is not where vlreg documents it (a
+    numpy array's last, a tensor's first), which the processor would read otherwise."""
+    shape = tuple(getattr(image, "shape", ()))
+    if len(shape) != 3:
+        return
+    tensor = isinstance(image, torch.Tensor)
+    channels, other = (shape[0], shape[-1]) if tensor else (shape[-1], shape[0])
+    if channels not in AMBIGUOUS and other in AMBIGUOUS:
+        kind, fix = (("torch tensor", "channels first (3 x height x width): pass tensor.permute(2, 0, 1)") if tensor
+                     else ("numpy array", "channels last (height x width x 3): pass array.transpose(1, 2, 0)"))
+        raise ValueError(f"{where} is a {kind} of shape {shape}, and vlreg takes a {kind} {fix}")
+
+
 def for_processor(images: Any, processor: Any) -> Any:
-    """``images`` as the processor takes them: as they are, but for an image processor of
-    transformers' older kind (neither the torchvision nor the PIL backend: Emu3's), whose
-    RGB conversion takes PIL images and numpy arrays only and fails deep inside on a torch
-    tensor; each tensor is handed to it as the numpy array of the same pixels and layout."""
+    """``images`` as the processor takes them, in the layouts vlreg documents, which no
+    processor can misread: a numpy array is ``height x width x channels``, a torch tensor
+    ``channels x height x width``, whatever their sizes.
+
+    transformers' image processors guess the channel axis from the sizes and take a first
+    axis of 1, 3 or 4 for it, so a numpy array (or, in the older processors, a PIL image)
+    1, 3 or 4 rows tall would be read with its rows as colours: such an array is handed
+    over channels first (a tensor to the torchvision and PIL backends; a numpy array, like
+    such a PIL image, to the older kind), where the guess is right. An image processor of
+    that older kind (Emu3's) also takes no torch tensor (its RGB conversion fails deep
+    inside on one): each is handed to it as the numpy array of the same pixels and layout."""
     from transformers.image_processing_backends import PilBackend, TorchvisionBackend
 
     image_processor = getattr(processor, "image_processor", None)
-    if images is None or image_processor is None or isinstance(image_processor, (PilBackend, TorchvisionBackend)):
+    if images is None or image_processor is None:
         return images
     if isinstance(images, (list, tuple)):
         return [for_processor(image, processor) for image in images]
-    return images.detach().cpu().numpy() if isinstance(images, torch.Tensor) else images
+    backend = isinstance(image_processor, (PilBackend, TorchvisionBackend))
+    if isinstance(images, torch.Tensor):
+        return images if backend else images.detach().cpu().numpy()
+    import numpy
+
+    if isinstance(images, numpy.ndarray) and images.ndim == 3 and images.shape[0] in AMBIGUOUS:
+        first = numpy.ascontiguousarray(numpy.moveaxis(images, -1, 0))
+        return torch.from_numpy(first) if backend else first
+    if not backend and _is_pil(images) and images.height in AMBIGUOUS:
+        rgb = images.convert("RGB") if getattr(image_processor, "do_convert_rgb", True) else images
+        return numpy.ascontiguousarray(numpy.moveaxis(numpy.asarray(rgb), -1, 0))
+    return images
+
+
+def _is_pil(image: Any) -> bool:
+    from PIL import Image
+
+    return isinstance(image, Image.Image)
 
 
 def _leaves(images: Any) -> Iterator[Any]:
