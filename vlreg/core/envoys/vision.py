@@ -116,6 +116,14 @@ class Vision(Standard):
     #: paths, URLs) only: an array is then refused in vlreg's words before the processor runs.
     takes_arrays: bool = True
 
+    def image_refusal(self, width: int, height: int) -> str | None:
+        """Why an image ``width`` x ``height`` pixels cannot run on this family, saying what
+        size can, or ``None``: where the processor or the tower would fail on it deep inside
+        (a side too short to cut into crops, more patches along a side than the positions
+        reach) or it would make no image token. A family's `Vision` declares it; a trace and
+        the geometry refuse such an image before the processor runs."""
+        return None
+
     @value(lambda vision: f"{vision.root.path}.input", needs_images=False, read_only=_derived_mask, layout="batch")
     def image_token_mask(self, raw: Any) -> torch.Tensor:
         """``[batch, seq]``, True at the image tokens (read it before the tower runs)."""

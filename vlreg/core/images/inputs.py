@@ -11,7 +11,7 @@ from typing import Any, Iterator
 
 import torch
 
-from .processing import MEDIA
+from .processing import MEDIA, image_size
 
 ACCEPTED = (
     "images= takes a PIL image, a numpy array (height x width x 3, uint8) or a torch tensor "
@@ -35,7 +35,7 @@ def check_invokes(model: Any, invokes: list) -> None:
                 f"text-only one: load with task='image-text-to-text' to trace images"
             )
         if kwargs.get("images") is not None:
-            check_images(kwargs["images"], model.processor, takes_arrays(model))
+            check_images(kwargs["images"], model.processor, takes_arrays(model), model.__dict__.get("vision"))
             check_placeholders(model, inputs[0] if inputs else kwargs.get("text"), kwargs["images"])
 
 
@@ -97,9 +97,10 @@ def takes_arrays(model: Any) -> bool:
     return getattr(model.__dict__.get("vision"), "takes_arrays", True)
 
 
-def check_images(images: Any, processor: Any, arrays: bool = True) -> None:
+def check_images(images: Any, processor: Any, arrays: bool = True, vision: Any = None) -> None:
     """Refuse an ``images=`` that the processor would fail on deep inside, or misread;
-    with ``arrays`` False, any image but a PIL one (the processor takes no other)."""
+    with ``arrays`` False, any image but a PIL one (the processor takes no other); with
+    the model's ``vision``, an image of a size it refuses (`Vision.image_refusal`)."""
     if isinstance(images, (list, tuple)) and not any(True for _ in _leaves(images)):
         raise ValueError(f"images={images!r} holds no image: leave images= out for a text-only prompt; {ACCEPTED}")
     rescale = getattr(getattr(processor, "image_processor", None), "do_rescale", False)
@@ -109,6 +110,11 @@ def check_images(images: Any, processor: Any, arrays: bool = True) -> None:
         if not _is_image(image):
             raise TypeError(f"{where} is {type(image).__name__}, not an image: {ACCEPTED}")
         _check_layout(where, image)
+        if vision is not None:
+            width, height = image_size(image)
+            why = vision.image_refusal(width, height)
+            if why:
+                raise ValueError(f"{where} is {width} x {height} pixels, too small or too thin for this model: {why}")
         if not arrays and not isinstance(image, Image.Image):
             raise TypeError(
                 f"{where} is a {type(image).__name__}, and this model's processor ({type(processor).__name__}) "
