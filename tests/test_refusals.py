@@ -238,6 +238,28 @@ def test_a_thin_array_is_read_with_its_channels_last(model, size):
         assert geometry.size == size
 
 
+def test_placeholders_and_images_must_meet(model):
+    """A prompt holding placeholders with no images (or only videos) would read them as
+    text; one with images and no placeholder has nowhere to put them: both are refused
+    before the model runs, saying how to write the prompt. A placeholder without the
+    markers the chat template writes around an image runs, with a warning."""
+    before = unchanged(model)
+    video = [numpy.zeros((4, 56, 56, 3), dtype=numpy.uint8)]
+    for given in ({}, {"videos": video}):
+        with pytest.raises(ValueError, match="holds 1 image placeholder .* and (no images=|only videos=) was given"):
+            with model.trace(chat(model), **given):
+                model.logits.save()
+    with pytest.raises(ValueError, match=r"holds no image placeholder .*\{'type': 'image'\}"):
+        with model.trace("What is in this image?", images=[image(112, 84)]):
+            model.logits.save()
+    with pytest.warns(UserWarning, match=r"stands without the markers .*<\|vision_start\|><\|image_pad\|><\|vision_end\|>"):
+        logits(model, "<|image_pad|>What is in this image?", [image(112, 84)])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        logits(model, chat(model), [image(112, 84)])  # the chat template's prompt: no warning
+    assert all(torch.equal(tensor, before[name]) for name, tensor in model._module.state_dict().items())
+
+
 # -- 8. checkpoints that cannot load say so at once -----------------------------------------
 
 

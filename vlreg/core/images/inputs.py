@@ -7,6 +7,8 @@ processor would divide by 255 again. Each is refused with what to pass instead.
 
 from __future__ import annotations
 
+import warnings
+import weakref
 from typing import Any, Iterator
 
 import torch
@@ -34,29 +36,65 @@ def check_invokes(model: Any, invokes: list) -> None:
                 f"(task={model.task!r}), so no image can reach it and the result would be the "
                 f"text-only one: load with task='image-text-to-text' to trace images"
             )
+        prompts = inputs[0] if inputs else kwargs.get("text")
         if kwargs.get("images") is not None:
             check_images(kwargs["images"], model.processor, takes_arrays(model), model.__dict__.get("vision"))
-            check_placeholders(model, inputs[0] if inputs else kwargs.get("text"), kwargs["images"])
+            check_placeholders(model, prompts, kwargs["images"])
+        elif model.processor is not None and kwargs.get("pixel_values") is None:
+            _no_images(model, prompts, media)
+
+
+def _token(model: Any) -> str | None:
+    """The processor's image placeholder, as text."""
+    token = getattr(model.processor, "image_token", None)
+    token = getattr(token, "content", token)  # BLIP-2's processor keeps an AddedToken
+    return token if isinstance(token, str) and token else None
+
+
+def _texts(prompts: Any) -> list[str] | None:
+    """The prompts as a list of text, or ``None`` where they are not text (an encoding)."""
+    prompts = [prompts] if isinstance(prompts, str) else prompts
+    if not isinstance(prompts, (list, tuple)) or not all(isinstance(prompt, str) for prompt in prompts):
+        return None
+    return list(prompts)
+
+
+def _no_images(model: Any, prompts: Any, media: set) -> None:
+    """Refuse prompts that hold image placeholders given no image: the processor would
+    embed each as the text of its token (Idefics2's does, and the model runs on them
+    silently), or fail deep inside."""
+    token, texts = _token(model), _texts(prompts)
+    if token is None or texts is None:
+        return
+    held = sum(prompt.count(token) for prompt in texts)
+    if held:
+        given = f"only {' and '.join(sorted(media))}=" if media else "no images="
+        raise ValueError(
+            f"the prompt{'s hold' if len(texts) > 1 else ' holds'} {held} image placeholder{'s' if held != 1 else ''} "
+            f"({token!r}) and {given} was given, so no image would reach {'them' if held != 1 else 'it'} (the "
+            f"placeholders would be read as text): pass images=[...], one per placeholder, or take the "
+            f"placeholders out of a text-only prompt"
+        )
 
 
 def check_placeholders(model: Any, prompts: Any, images: Any) -> None:
     """Refuse prompts whose image placeholders (the processor's ``image_token``) are not
     one per image: some processors fail deep inside on it, or pair the images wrongly
-    (NemotronH Omni's). A prompt with no placeholder is left to the processor (PaliGemma's
-    puts them in itself). Prompts that are not text (an encoding) are not counted."""
-    token = getattr(model.processor, "image_token", None)
-    token = getattr(token, "content", token)  # BLIP-2's processor keeps an AddedToken
-    if images is None or not isinstance(token, str) or not token:
-        return
-    prompts = [prompts] if isinstance(prompts, str) else prompts
-    if not isinstance(prompts, (list, tuple)) or not all(isinstance(prompt, str) for prompt in prompts):
+    (NemotronH Omni's). A prompt with no placeholder is left to a processor that puts
+    them in itself (PaliGemma's) and refused for any other, saying how to write one; a
+    placeholder without the markers the chat template writes around it is warned about.
+    Prompts that are not text (an encoding) are not counted."""
+    token, prompts = _token(model), _texts(prompts)
+    if images is None or token is None or prompts is None:
         return
     counts = [prompt.count(token) for prompt in prompts]
     if getattr(model.__dict__.get("vision"), "writes_placeholders", False):
         _one_image_a_prompt(prompts, counts, len(list(_leaves(images))), token)
         return
     if sum(counts) == 0:
+        _placed_by_the_processor(model, prompts, images, token)
         return
+    _marked(model.processor, prompts, token)
     nested = isinstance(images, (list, tuple)) and len(prompts) > 1 and len(images) == len(prompts) and all(
         isinstance(each, (list, tuple)) for each in images)
     given = [len(list(_leaves(each))) for each in images] if nested else [len(list(_leaves(images)))]
@@ -71,6 +109,98 @@ def check_placeholders(model: Any, prompts: Any, images: Any) -> None:
                 f"(a list per prompt when several prompts carry images), or put one placeholder per image in "
                 f"the prompt (the chat template writes one for each {{'type': 'image'}} entry)"
             )
+
+
+def _placed_by_the_processor(model: Any, prompts: list, images: Any, token: str) -> None:
+    """Prompts with images and no placeholder: taken where the processor writes the
+    placeholders itself (PaliGemma's), refused where it fails on them or writes none."""
+    from .processing import encode
+
+    try:
+        encoding = encode(model.processor, prompts, for_processor(images, model.processor))
+        placed = bool((encoding["input_ids"] == model._module.config.image_token_id).any())
+    except Exception as error:  # the processor's own failure ("Found total 0 ... tokens"), said in vlreg's words below
+        placed, cause = False, error
+    else:
+        cause = None
+    if placed:
+        return
+    raise ValueError(
+        f"the prompt holds no image placeholder ({token!r}), so the images have nowhere to go: write the prompt "
+        f"with the chat template, an {{'type': 'image'}} entry where each image goes (model.processor."
+        f"apply_chat_template([{{'role': 'user', 'content': [{{'type': 'image'}}, {{'type': 'text', 'text': "
+        f"'...'}}]}}], add_generation_prompt=True, tokenize=False)), or put {token} where each image goes"
+    ) from cause
+
+
+def _marked(processor: Any, prompts: list, token: str) -> None:
+    """Warn where a placeholder stands without the special tokens the chat template writes
+    around an image (Qwen's ``<|vision_start|>`` and ``<|vision_end|>``): the model runs,
+    off what it was trained on."""
+    markers = image_markers(processor, token)
+    if markers is None:
+        return
+    before, after = markers
+    for prompt in prompts:
+        at = prompt.find(token)
+        while at >= 0:
+            if not (prompt[:at].endswith(before) and prompt[at + len(token):].startswith(after)):
+                warnings.warn(
+                    f"an image placeholder {token!r} in the prompt stands without the markers the chat template "
+                    f"writes around an image ({before}{token}{after}): the model runs, but off what it was trained "
+                    f"on; write the prompt with the chat template's {{'type': 'image'}} entry",
+                    stacklevel=5,
+                )
+                return
+            at = prompt.find(token, at + len(token))
+
+
+_MARKERS: "weakref.WeakKeyDictionary[Any, Any]" = weakref.WeakKeyDictionary()
+
+
+def image_markers(processor: Any, token: str) -> tuple[str, str] | None:
+    """The special tokens the processor's chat template writes right before and after an
+    image's placeholder (``("<|vision_start|>", "<|vision_end|>")``), or ``None`` where it
+    writes none (or has no template). Kept per processor."""
+    try:
+        return _MARKERS[processor]
+    except (KeyError, TypeError):
+        pass
+    found = _markers(processor, token)
+    try:
+        _MARKERS[processor] = found
+    except TypeError:  # not weakly referable: found again next time
+        pass
+    return found
+
+
+def _markers(processor: Any, token: str) -> tuple[str, str] | None:
+    """The special tokens next to the placeholder in the template's rendering of an image
+    before a text and after one: only those beside it both ways mark the image (a turn's
+    own token that happens to precede the first item does not)."""
+    tokenizer = getattr(processor, "tokenizer", None)
+    owner = next((part for part in (processor, tokenizer) if getattr(part, "chat_template", None)), None)
+    if owner is None:
+        return None
+    special = set(getattr(tokenizer, "all_special_tokens", ()))
+    special |= {added.content for added in getattr(tokenizer, "added_tokens_decoder", {}).values() if added.special}
+    special.discard(token)
+    sides = []
+    for content in ([{"type": "image"}, {"type": "text", "text": "Hello"}],
+                    [{"type": "text", "text": "Hello"}, {"type": "image"}]):
+        try:
+            rendered = owner.apply_chat_template([{"role": "user", "content": content}], tokenize=False)
+        except Exception:  # a template that takes no list of content
+            return None
+        at = rendered.find(token) if isinstance(rendered, str) else -1
+        if at < 0:
+            return None
+        before = max((s for s in special if s and rendered[:at].endswith(s)), key=len, default="")
+        after = max((s for s in special if s and rendered[at + len(token):].startswith(s)), key=len, default="")
+        sides.append((before, after))
+    (before, after), (again_before, again_after) = sides
+    before, after = (before if before == again_before else ""), (after if after == again_after else "")
+    return (before, after) if before or after else None
 
 
 def _one_image_a_prompt(prompts: list, counts: list, pictures: int, token: str) -> None:
