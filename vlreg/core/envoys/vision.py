@@ -124,6 +124,13 @@ class Vision(Standard):
         the geometry refuse such an image before the processor runs."""
         return None
 
+    def images_refusal(self, sizes: list[tuple[int, int]]) -> str | None:
+        """Why images of these ``(width, height)`` cannot go through one processor call
+        together, or ``None``: a processor that stacks each image's tiles into one tensor
+        fails on images of different tile counts (Perception LM's). Declared like
+        `image_refusal`; a trace (all its invokes: one call) and the geometry refuse them."""
+        return None
+
     @value(lambda vision: f"{vision.root.path}.input", needs_images=False, read_only=_derived_mask, layout="batch")
     def image_token_mask(self, raw: Any) -> torch.Tensor:
         """``[batch, seq]``, True at the image tokens (read it before the tower runs)."""

@@ -42,6 +42,9 @@ def check_invokes(model: Any, invokes: list) -> None:
             check_placeholders(model, prompts, kwargs["images"])
         elif model.processor is not None and kwargs.get("pixel_values") is None:
             _no_images(model, prompts, media)
+    carrying = [kwargs["images"] for _, kwargs in invokes if kwargs.get("images") is not None]
+    if len(carrying) > 1:  # every invoke's images go through one processor call
+        _together(carrying, model.__dict__.get("vision"), "the invokes' images")
 
 
 def _token(model: Any) -> str | None:
@@ -236,6 +239,7 @@ def check_images(images: Any, processor: Any, arrays: bool = True, vision: Any =
     rescale = getattr(getattr(processor, "image_processor", None), "do_rescale", False)
     from PIL import Image
 
+    _together(images, vision, "images=")
     for where, image in _indexed(images, "images"):
         if not _is_image(image):
             raise TypeError(f"{where} is {type(image).__name__}, not an image: {ACCEPTED}")
@@ -264,6 +268,16 @@ def check_images(images: Any, processor: Any, arrays: bool = True, vision: Any =
 #: the channels are: a ``height x width x 3`` array 1, 3 or 4 rows tall is read as
 #: channels first, its rows as colours.
 AMBIGUOUS = (1, 3, 4)
+
+
+def _together(images: Any, vision: Any, what: str) -> None:
+    """Refuse images one processor call cannot take together (`Vision.images_refusal`)."""
+    leaves = [image for image in _leaves(images) if _is_image(image)]
+    if vision is None or len(leaves) < 2:
+        return
+    why = vision.images_refusal([image_size(image) for image in leaves])
+    if why:
+        raise ValueError(f"{what} cannot go through the processor together: {why}")
 
 
 def _check_layout(where: str, image: Any) -> None:
