@@ -96,6 +96,62 @@ def config_of(checkpoint: Any, kwargs: dict) -> Any:
     return AutoConfig.from_pretrained(checkpoint, **options)
 
 
+#: Files a tokenizer loads from (any one of them), and an image processor's configs.
+TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "tokenizer.model", "vocab.json", "vocab.txt",
+                   "spiece.model", "tekken.json")
+PROCESSOR_FILES = ("processor_config.json", "preprocessor_config.json")
+
+
+def check_preprocessors(checkpoint: Any, task: str, kwargs: dict) -> None:
+    """A local folder holds what the task loads besides the weights: a tokenizer, and for
+    images an image processor's config. Raises `FileNotFoundError` naming the files
+    transformers looks for (its own error names one file, or under text generation asks
+    for sentencepiece), unless the load is given them (``processor=``, ``tokenizer=``)."""
+    folder = local_folder(checkpoint)
+    if folder is None or kwargs.get("processor") is not None or kwargs.get("tokenizer") is not None:
+        return
+    needed = [("a tokenizer", TOKENIZER_FILES)] + ([("an image processor", PROCESSOR_FILES)] if task == IMAGE_TEXT else [])
+    missing = [(what, files) for what, files in needed if not any((folder / name).is_file() for name in files)]
+    if missing:
+        lacks = "; ".join(f"{what} ({' or '.join(files)})" for what, files in missing)
+        raise FileNotFoundError(
+            f"{folder} holds a config but not what task={task!r} loads beside the weights: it lacks {lacks}. Save the "
+            f"processor into the folder (AutoProcessor.from_pretrained(<the checkpoint it came from>)"
+            f".save_pretrained(folder)), or copy its files from the checkpoint's source"
+        )
+
+
+def placement(kwargs: dict) -> None:
+    """Check and order a ``device_map`` given as a dict before the load: transformers'
+    pipeline runs inputs on the map's first device, which must not be ``"disk"`` (a map
+    whose first entry is offloaded there fails at load naming a "device string"). The
+    first entry not on disk is moved to the front (the map's meaning does not depend on
+    its order); a map with every module on disk is refused, since nothing then says where
+    to compute."""
+    device_map = kwargs.get("device_map")
+    if not isinstance(device_map, dict) or not device_map:
+        return
+    places = list(device_map.items())
+    if places[0][1] != "disk":
+        return
+    ahead = next((index for index, (_, where) in enumerate(places) if where != "disk"), None)
+    if ahead is None:
+        raise ValueError(
+            f"device_map={device_map!r} puts every module on disk, so nothing says where to compute: map one module "
+            f"to 'cpu' (or a GPU), e.g. the embeddings, or pass device_map='auto' with max_memory= and "
+            f"offload_folder=, which offloads what does not fit"
+        )
+    kwargs["device_map"] = dict([places[ahead], *places[:ahead], *places[ahead + 1:]])
+
+
+def execution_device(module: torch.nn.Module) -> torch.device | None:
+    """Where an offloaded model computes: accelerate's hook on the root moves inputs there,
+    while the first parameter, offloaded, is on the meta device. ``None`` where no hook
+    says (a model placed whole on one device)."""
+    device = getattr(getattr(module, "_hf_hook", None), "execution_device", None)
+    return None if device is None else torch.device(device)
+
+
 def local_folder(checkpoint: Any) -> Path | None:
     """The folder ``checkpoint`` names, or ``None`` for a hub id.
 

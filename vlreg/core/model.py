@@ -32,12 +32,15 @@ from .loading import (
     TEXT,
     built_for_real,
     check_needs_images,
+    check_preprocessors,
     check_task,
     check_weights,
     config_of,
     dtype_of,
+    execution_device,
     hub_checkpoint,
     lazily,
+    placement,
     text_task_fallback,
     weights_to_check,
 )
@@ -106,6 +109,7 @@ class StandardizedTransformer(TextSizes, TransformersModel):
         check_task(task)
         checkpoint = hub_checkpoint(checkpoint, kwargs)
         config = config_of(checkpoint, kwargs)
+        check_preprocessors(checkpoint, task, kwargs)
         self.family: Family = resolve(config)
         check_needs_images(self.family, task)
         self._weights_source = weights_to_check(checkpoint, kwargs)
@@ -118,6 +122,7 @@ class StandardizedTransformer(TextSizes, TransformersModel):
             if "device_map" in kwargs:
                 raise ValueError("pass either device= or device_map=, not both")
             kwargs["device_map"] = device
+        placement(kwargs)
         if dtype is not None:
             kwargs["dtype"] = dtype_of(dtype)
         if attn_implementation is not None:
@@ -138,6 +143,13 @@ class StandardizedTransformer(TextSizes, TransformersModel):
                 **kwargs,
             )
         self._standardize()
+
+    @property
+    def device(self) -> torch.device | None:
+        """Where the model computes, which nnsight moves a trace's inputs to: the device of
+        its first parameter, or where that parameter is offloaded (on the meta device),
+        accelerate's execution device."""
+        return execution_device(self._module) or super().device
 
     # -- sizes ----------------------------------------------------------------
 
