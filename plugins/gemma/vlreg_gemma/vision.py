@@ -325,6 +325,19 @@ class Embedder(PerCall):
         return 1 + 2 * audio
 
 
+def gemma3n_refusal(part: Any) -> str | None:
+    """A Gemma 3n whose timm tower is not a MobileNetV5 (transformers' own tests build one
+    on a ViT): vlreg serves MobileNetV5's stem and fusion grid, and transformers' Gemma 3n
+    reads any tower's output as such a grid (a ViT's patches come out transposed)."""
+    architecture = str(getattr(part.config, "architecture", ""))
+    if architecture.startswith("mobilenetv5"):
+        return None
+    return (f"its vision tower is timm's {architecture!r}, not a MobileNetV5: vlreg-gemma serves Gemma 3n's "
+            f"MobileNetV5 (its stem as vision.patch_embeddings, its fusion adapter's grid as vision.tower_output), "
+            f"and transformers' Gemma 3n reads any other tower's last_hidden_state as that grid, so a ViT's patches "
+            f"come out transposed; load a checkpoint with the published tower (mobilenetv5_300m_enc)")
+
+
 def gemma3n_tower_envoys(part: Any) -> dict[type, type]:
     """Gemma 3n's tower onto `Gemma3nVision`."""
     from transformers.models.timm_wrapper.modeling_timm_wrapper import TimmWrapperModel
