@@ -27,6 +27,7 @@ from .images.inputs import check_invokes, for_processor, in_weights_dtype
 from .images.invokes import combine
 from .images.options import encode_invoke, processing, refuse_unknown, route, same_options, split
 from .images.processing import MEDIA, configured
+from .devices import dtype_of, execution_device, placement
 from .loading import (
     IMAGE_TEXT,
     TEXT,
@@ -36,11 +37,8 @@ from .loading import (
     check_task,
     check_weights,
     config_of,
-    dtype_of,
-    execution_device,
     hub_checkpoint,
     lazily,
-    placement,
     text_task_fallback,
     weights_to_check,
 )
