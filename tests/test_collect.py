@@ -254,6 +254,24 @@ def test_an_unreadable_image_stops_or_is_skipped_as_asked(qwen, folder, tmp_path
     assert open_store(tmp_path / "store").images == ["photo0.png", "photo1.png", "photo3.png", "photo4.png", "photo2.png"]
 
 
+def test_an_image_the_model_refuses_stops_or_is_skipped_as_asked(folder, tmp_path):
+    """An image the family cannot run (Idefics2 splits images into crops of half their
+    sides: a side of 1 pixel has none) is named before any work where it is a file, when its
+    batch loads where it is in memory; skipped and named under on_error='skip'."""
+    model = load("idefics2")
+    thin = tmp_path / "thin"
+    thin.mkdir()
+    for path in sorted(folder.glob("*.png"))[:2]:
+        (thin / path.name).write_bytes(path.read_bytes())
+    Image.new("RGB", (40, 1)).save(thin / "line.png")
+    refused(model, tmp_path, r"image line.png is 40 x 1 pixels, too small or too thin .*at least 2 x 2", images=thin)
+    summary = collect(model, ["vision.image_features"], thin, tmp_path / "store", on_error="skip", progress=False)
+    assert [name for name, _ in summary.skipped] == ["line.png"] and summary.images == 2
+    in_memory = {"line": Image.new("RGB", (40, 1)), **pictures(folder)}
+    with pytest.raises(ValueError, match=r"image line is 40 x 1 pixels, too small or too thin"):
+        collect(model, ["vision.image_features"], in_memory, tmp_path / "memory", progress=False)
+
+
 def test_a_store_made_otherwise_is_refused_naming_the_difference(qwen, llava, folder, tmp_path):
     out = tmp_path / "store"
     collect(qwen, ["layers[0].layer_output"], folder, out, prompt=QUESTION, progress=False, shard_images=5)

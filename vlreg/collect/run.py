@@ -29,7 +29,7 @@ from .prompts import source as prompt_source
 from .rows import Batches, Rows
 from .sites import Site, resolve
 from .sources import items as image_items
-from .sources import load, unreadable
+from .sources import load, too_small, unreadable
 from .store import (
     FORMAT,
     MANIFEST,
@@ -139,7 +139,8 @@ def collect(
     items = image_items(images, image_column=image_column, key_column=key_column)
     chosen = Prompts(model, at)
     full = {item.name: chosen.full(text_of(item, prompt, prompt_column)) for item in items}
-    skipped = _unreadable(items, on_error)
+    refusal = getattr(model.__dict__.get("vision"), "image_refusal", None)
+    skipped = _unreadable(items, on_error, refusal)
     readable = [item for item in items if item.name not in dict(skipped)]
     folder = Path(out)
     manifest = _manifest(model, sites, at, prompt_source(prompt, prompt_column), store_dtype, shard_images,
@@ -151,7 +152,7 @@ def collect(
     bar = _bar(sum(len(group) for group in mine), progress and rank == 0, rank, world_size)
     try:
         for group in mine:
-            done, failed = _group(batches, group, full, batch, on_error, bar)
+            done, failed = _group(batches, group, full, batch, on_error, bar, refusal)
             skipped += failed
             if done:
                 _write(folder, done, full)
@@ -190,16 +191,18 @@ def _check(model: Any, on_error: str, batch: Any) -> None:
         raise ValueError("collect runs images through the model: load it with task='image-text-to-text'")
 
 
-def _unreadable(items: list, on_error: str) -> list:
-    """The image files whose headers do not read, as ``(name, why)``: refused under
-    ``on_error="stop"``, before any work."""
+def _unreadable(items: list, on_error: str, refusal: Any = None) -> list:
+    """The image files whose headers do not read, or whose size the model refuses
+    (`Vision.image_refusal`), as ``(name, why)``: refused under ``on_error="stop"``, before
+    any work."""
     skipped = []
     for item in items:
-        why = unreadable(item)
+        why = unreadable(item, refusal)
         if why is not None:
             if on_error == "stop":
-                raise ValueError(f"image {item.name} cannot be read ({why}): fix or remove it, or pass "
-                                 f"on_error='skip' (--on-error skip) to leave it out")
+                what = f"is {why}:" if "too small or too thin" in why else f"cannot be read ({why}): fix or"
+                raise ValueError(f"image {item.name} {what} remove it, or pass on_error='skip' (--on-error skip) to "
+                                 f"leave it out")
             skipped.append((item.name, why))
     return skipped
 
@@ -218,23 +221,34 @@ def _share_of(items: list, readable: list, held: dict, shard: int, rank: int, wo
     return mine, already
 
 
-def _group(batches: Batches, group: list, full: dict, size: int, on_error: str, bar: Any) -> tuple[list, list]:
+def _group(batches: Batches, group: list, full: dict, size: int, on_error: str, bar: Any,
+           refusal: Any = None) -> tuple[list, list]:
     """Every image of ``group`` through the model, ``size`` at a time: ``(position, item,
-    Rows)`` in order, and the images that failed to load (under ``on_error="skip"``)."""
+    Rows)`` in order, and the images that failed to load or that the model refuses (under
+    ``on_error="skip"``)."""
     done: list[tuple[int, Any, Rows]] = []
     failed: list = []
     for start in range(0, len(group), size):
         chunk, pictures = [], []
         for position, item in group[start : start + size]:
             try:
-                pictures.append(load(item))
-                chunk.append((position, item))
+                picture = load(item)
             except Exception as error:  # PIL's decode errors are of several kinds
                 if on_error == "stop":
                     raise ValueError(f"image {item.name} cannot be read ({type(error).__name__}: {error}): fix or "
                                      f"remove it and run again (the shards written so far are kept), or pass "
                                      f"on_error='skip'") from error
                 failed.append((item.name, f"{type(error).__name__}: {error}"))
+                continue
+            why = too_small(refusal, *picture.size)
+            if why and on_error == "stop":
+                raise ValueError(f"image {item.name} is {why}; remove it, or pass on_error='skip' to leave it out "
+                                 f"(the shards written so far are kept)")
+            if why:
+                failed.append((item.name, why))
+                continue
+            pictures.append(picture)
+            chunk.append((position, item))
         if chunk:
             found = batches.run(pictures, [full[item.name] for _, item in chunk])
             done += [(position, item, rows) for (position, item), rows in zip(chunk, found)]
