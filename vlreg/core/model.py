@@ -107,9 +107,9 @@ class StandardizedTransformer(TextSizes, TransformersModel):
         check_task(task)
         checkpoint = hub_checkpoint(checkpoint, kwargs)
         config = config_of(checkpoint, kwargs)
-        check_preprocessors(checkpoint, task, kwargs)
         self.family: Family = resolve(config)
         check_needs_images(self.family, task)
+        check_preprocessors(checkpoint, task, kwargs)
         self._weights_source = weights_to_check(checkpoint, kwargs)
         if dispatch:
             self._check_weights()
