@@ -131,6 +131,10 @@ class Batches:
         return self._shapes[key]
 
     def geometry(self, prompt: str, image: Any) -> Any:
+        """The image's geometry, kept per (prompt, size); ``None`` where the family declares
+        no image grids (a new plugin's skeleton): its rows' boxes are then NaN."""
+        if self.model.family.image_grids is None:
+            return None
         key = (prompt, tuple(image.size))
         if key not in self._geometry:
             (self._geometry[key],) = self.model.vision.geometry(prompt, [image])
@@ -154,8 +158,9 @@ class Batches:
             else:
                 token = positions[row][where[row]]
             box = torch.full((count, 4), math.nan, dtype=torch.float32)
-            if at in ("image", "all"):
-                boxes = self.geometry(prompt, image).boxes.float()
+            geometry = self.geometry(prompt, image) if at in ("image", "all") else None
+            if geometry is not None:
+                boxes = geometry.boxes.float()
                 lit = image_mask[row][where[row]]
                 if int(lit.sum()) != len(boxes):
                     raise RuntimeError(
@@ -211,7 +216,7 @@ class Batches:
         blocks, or tokens resampled from the patches)."""
         unknown = torch.full((length, 4), math.nan, dtype=torch.float32)
         geometry = self.geometry(prompt, image)
-        if len(geometry.grids) != 1 or geometry.grids[0].resampled:
+        if geometry is None or len(geometry.grids) != 1 or geometry.grids[0].resampled:
             return unknown
         grid = geometry.grids[0]
         side = grid.fold
