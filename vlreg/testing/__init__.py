@@ -7,6 +7,7 @@ what this package exports and the conformance suite's mixins, and nothing else o
 
 from .checkpoints import CORPUS, TINY_TEXT, TINY_VISION, build, builders, forget, from_source, reduce_depth, save, shared_checkpoint, tokenizer
 from .plugins import registered
+from .recipes import chat_template, tiny
 from .shrink import shrink, small_copy
 
 __all__ = [
@@ -15,6 +16,7 @@ __all__ = [
     "TINY_VISION",
     "build",
     "builders",
+    "chat_template",
     "forget",
     "from_source",
     "reduce_depth",
@@ -23,5 +25,6 @@ __all__ = [
     "shared_checkpoint",
     "shrink",
     "small_copy",
+    "tiny",
     "tokenizer",
 ]
