@@ -28,11 +28,13 @@ from .images.inputs import check_invokes, for_processor, in_weights_dtype
 from .images.invokes import combine
 from .images.options import encode_invoke, processing, refuse_unknown, route, same_options, split
 from .images.processing import MEDIA, configured
+from .devices import dtype_of, execution_device, placement
 from .loading import (
     IMAGE_TEXT,
     TEXT,
     built_for_real,
     check_needs_images,
+    check_preprocessors,
     check_task,
     check_weights,
     config_of,
@@ -108,6 +110,7 @@ class StandardizedTransformer(TextSizes, TransformersModel):
         config = config_of(checkpoint, kwargs)
         self.family: Family = resolve(config)
         check_needs_images(self.family, task)
+        check_preprocessors(checkpoint, task, kwargs)
         self._weights_source = weights_to_check(checkpoint, kwargs)
         if dispatch:
             self._check_weights()
@@ -118,8 +121,9 @@ class StandardizedTransformer(TextSizes, TransformersModel):
             if "device_map" in kwargs:
                 raise ValueError("pass either device= or device_map=, not both")
             kwargs["device_map"] = device
+        placement(kwargs)
         if dtype is not None:
-            kwargs["dtype"] = dtype
+            kwargs["dtype"] = dtype_of(dtype)
         if attn_implementation is not None:
             kwargs["attn_implementation"] = attn_implementation
         for name, option in self.family.load_options.get(task, {}).items():
@@ -138,6 +142,13 @@ class StandardizedTransformer(TextSizes, TransformersModel):
                 **kwargs,
             )
         self._standardize()
+
+    @property
+    def device(self) -> torch.device | None:
+        """Where the model computes, which nnsight moves a trace's inputs to: the device of
+        its first parameter, or where that parameter is offloaded (on the meta device),
+        accelerate's execution device."""
+        return execution_device(self._module) or super().device
 
     # -- sizes ----------------------------------------------------------------
 

@@ -126,3 +126,21 @@ def test_audio_given_to_a_trace_is_refused_before_the_model_runs(model):
     with pytest.raises(TypeError, match="'audio' given to the trace"):
         with model.trace(chat(model, {"type": "audio"}), audio=[numpy.ones(16000, numpy.float32)]):
             model.logits.save()
+
+
+def test_a_gemma3n_whose_tower_is_no_mobilenet_is_refused_by_name(tmp_path):
+    """transformers' own tests build Gemma 3n on a timm ViT: served as a MobileNetV5 it would
+    list values it has not and give the tower's output transposed; it is refused at load,
+    before any weight is read, naming the tower."""
+    import json
+    import shutil
+
+    from vlreg import NoFamily
+
+    folder = tmp_path / "gemma3n_vit"
+    shutil.copytree(build("gemma3n"), folder)
+    config = json.loads((folder / "config.json").read_text())
+    config["vision_config"]["architecture"] = "vit_small_patch16_224"
+    (folder / "config.json").write_text(json.dumps(config))
+    with pytest.raises(NoFamily, match=r"timm's 'vit_small_patch16_224', not a MobileNetV5"):
+        StandardizedTransformer(str(folder), task="image-text-to-text", dispatch=False)

@@ -54,6 +54,26 @@ class NaFlexVision(Vision):
     padded_patches = True
     image_size = property(_no_fixed_size)
 
+    def image_refusal(self, width: int, height: int) -> str | None:
+        """An image so far from square that the processor's resize (whole tokens along the
+        shorter side, the pixel budget over both) makes more patches than the length every
+        crop is padded to, which the tower cannot take."""
+        image_processor = getattr(self.root.processor, "image_processor", None)
+        if not hasattr(image_processor, "smart_resize"):
+            return None
+        ip = image_processor
+        patch, factor = ip.encoder_patch_size, ip.downsample_factor
+        resized = ip.smart_resize(height=height, width=width, downsample_factor=factor,
+                                  min_image_tokens=ip.min_image_tokens, max_image_tokens=ip.max_image_tokens,
+                                  encoder_patch_size=patch)
+        splitting = ip.do_image_splitting and not ip.min_tiles == ip.max_tiles == 1
+        padded = max(ip.max_image_tokens * factor**2, (ip.tile_size // patch) ** 2 if splitting else 0)
+        patches = (resized[0] // patch) * (resized[1] // patch)
+        if patches <= padded:
+            return None
+        return (f"the processor resizes it (or its thumbnail) to {resized[0]} x {resized[1]} pixels, {patches} patches of "
+                f"{patch}, past the {padded} every crop is padded to: pass an image closer to square (pad it)")
+
 
 class Projector(PerCall):
     """LFM2-VL's projector: called once per crop, in crop order (each image's tiles, then

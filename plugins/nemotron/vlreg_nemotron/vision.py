@@ -82,6 +82,25 @@ class RadioVision(Vision):
     """The RADIO tower: summary and register tokens before each image's patches."""
 
     grid_input = "image_grid_hw"
+
+    def image_refusal(self, width: int, height: int) -> str | None:
+        """An image so far from square that fitting it to the processor's budget of patches
+        leaves its shorter side none, which the processor divides by."""
+        image_processor = getattr(self.root.processor, "image_processor", None)
+        if not hasattr(image_processor, "min_num_patches"):
+            return None
+        from transformers.models.nemotron_h_omni.image_processing_nemotron_h_omni import get_patch_grid_size
+
+        ip = image_processor
+        merge = round(1 / ip.downsample_ratio)
+        budget = max((ip.max_model_len - 4) * merge**2, ip.min_num_patches)  # one image's, as the processor sets it
+        budget = max(min(budget, ip.max_num_patches) if ip.max_num_patches else budget, ip.min_num_patches)
+        try:
+            get_patch_grid_size(height, width, ip.patch_size, merge, ip.min_num_patches, budget)
+        except ZeroDivisionError:
+            return (f"the processor fits each image to at most {budget} patches of {ip.patch_size} pixels, which "
+                    f"leaves this one's shorter side no patch: pass an image closer to square (pad it)")
+        return None
     order = ("image_token_mask", "patch_embeddings", "position_embeddings", "layers", "tower_output", "image_features")
     refuses = {"position_embeddings": _one_image("the grid is resampled for each image in a call of its own")}
 

@@ -30,6 +30,9 @@ class TestPerceptionLM(AnalysisConformance, VisionConformance):
     """The Perception Encoder (timm) on Llama; a thumbnail and tiles, pooled 2 x 2."""
 
     checkpoint = "perception_lm"
+    #: transformers' own forward fails with the whole tower on disk (it reads a tower weight's
+    #: device or value before accelerate loads it): the tower's blocks go there.
+    on_disk = "vision.layers"
     native = {
         **TEXT,
         "vision.layers": f"{PE}.blocks",
@@ -49,6 +52,10 @@ class TestFastVlm(AnalysisConformance, VisionConformance):
     """FastViT (timm) on Qwen2; a centre crop, a token per cell of the last grid."""
 
     checkpoint = "fast_vlm"
+    #: transformers' own forward fails with the tower on disk (it moves the pixels to a tower
+    #: weight's device, the meta device when offloaded), and the tower has no standard blocks:
+    #: the text blocks go there.
+    on_disk = "layers"
     native = {**TEXT, "vision.patch_embed": "model.vision_tower.timm_model.stem"}
     tower_blocks = False
     analysis_refuses = {"tower_patterns": "FastViT's stages"}

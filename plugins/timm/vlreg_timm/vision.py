@@ -184,6 +184,30 @@ class TimmVision(Vision):
     def _timm(self) -> Any:
         return self._module.timm_model
 
+    def images_refusal(self, sizes: list[tuple[int, int]]) -> str | None:
+        """Perception LM's processor stacks each image's tiles (a thumbnail, then the tiles
+        its aspect takes) into one tensor: images of different tile counts cannot share a
+        call."""
+        tiles = [self._tiles(width, height) for width, height in sizes]
+        if None in tiles or len(set(tiles)) == 1:
+            return None
+        counts = ", ".join(f"{width} x {height}: {count}" for (width, height), count in zip(sizes, tiles))
+        return (f"this processor stacks each image's tiles (a thumbnail and the tiles of its aspect) into one tensor, "
+                f"so images of one call must make as many tiles, and these make different numbers ({counts}): trace "
+                f"them one at a time (collect groups them itself), or give them one aspect")
+
+    def _tiles(self, width: int, height: int) -> int | None:
+        """The tiles Perception LM's image processor cuts an image into, thumbnail included;
+        ``None`` for another processor."""
+        ip = getattr(self.root.processor, "image_processor", None)
+        if not hasattr(ip, "_fit_image_to_canvas") or getattr(ip, "vision_input_type", "") != "thumb+tile":
+            return None
+        if ip.max_num_tiles <= 1:
+            return 2
+        aspect = (ip._fit_image_to_canvas(img_width=width, img_height=height, tile_size=ip.tile_size)
+                  or ip._find_closest_aspect_ratio(img_width=width, img_height=height, tile_size=ip.tile_size))
+        return aspect[0] * aspect[1] + 1
+
     def _blocks(self, name: str) -> Any:
         blocks = self.__dict__.get("layers")
         if blocks is None:

@@ -118,6 +118,21 @@ class Vision(Standard):
     #: paths, URLs) only: an array is then refused in vlreg's words before the processor runs.
     takes_arrays: bool = True
 
+    def image_refusal(self, width: int, height: int) -> str | None:
+        """Why an image ``width`` x ``height`` pixels cannot run on this family, saying what
+        size can, or ``None``: where the processor or the tower would fail on it deep inside
+        (a side too short to cut into crops, more patches along a side than the positions
+        reach) or it would make no image token. A family's `Vision` declares it; a trace and
+        the geometry refuse such an image before the processor runs."""
+        return None
+
+    def images_refusal(self, sizes: list[tuple[int, int]]) -> str | None:
+        """Why images of these ``(width, height)`` cannot go through one processor call
+        together, or ``None``: a processor that stacks each image's tiles into one tensor
+        fails on images of different tile counts (Perception LM's). Declared like
+        `image_refusal`; a trace (all its invokes: one call) and the geometry refuse them."""
+        return None
+
     refuses = {"image_token_mask": read_only(_derived_mask)}
 
     @value(model_inputs, layout="batch")

@@ -12,10 +12,11 @@ from ...core.envoys.vision import Vision, VisionAttention, VisionLayer, VisionMl
 from ...core.errors import Unavailable
 from .helpers import image
 from .text import TextConformance
+from .trust_scale import ScaleTrust
 from .trust_vision import VisionTrust
 
 
-class VisionConformance(VisionTrust, TextConformance):
+class VisionConformance(ScaleTrust, VisionTrust, TextConformance):
     """What every vision-language family promises, on top of `TextConformance`.
 
     Also set:
