@@ -1,0 +1,74 @@
+"""vlreg's pytest plugin: the fixtures and hooks vlreg's tests and a family plugin's share.
+
+Load it from the top ``conftest.py`` of your tests (vlreg's own does)::
+
+    pytest_plugins = ["vlreg.testing.pytest_plugin"]
+
+It gives:
+
+* ``model``: a module's model, loaded once for the module by `vlreg.testing.load`. The
+  module names its checkpoint, ``CHECKPOINT = "qwen2_vl"``, or several,
+  ``CHECKPOINTS = ("qwen2_vl", "llava_interleave")`` (every test that takes ``model``
+  then runs on each), and may set ``LOAD_OPTIONS = {"dtype": torch.bfloat16}``;
+* ``loaded``: ``loaded(name, **options)``, the module's models by builder name, each
+  loaded once for the module;
+* the run's seed (`vlreg.testing.sampling`), shown in the header and in a failure's report,
+  so a sampled check that failed runs again on the same sample.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import pytest
+
+from . import sampling
+from .kit import load
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    sampling.seed()  # drawn here, before pytest-xdist starts its workers, which inherit it
+
+
+def pytest_report_header(config: pytest.Config) -> str:
+    return f"vlreg: sampled checks draw from seed {sampling.seed()} ({sampling.repeat()})"
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: Any) -> Any:
+    report = yield
+    if report.failed:
+        report.sections.append(("vlreg", sampling.repeat()))
+    return report
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    names = getattr(metafunc.module, "CHECKPOINTS", None)
+    if names is not None and "model" in metafunc.fixturenames and not _parametrized(metafunc, "model"):
+        metafunc.parametrize("model", list(names), indirect=True, scope="module")
+
+
+def _parametrized(metafunc: pytest.Metafunc, name: str) -> bool:
+    return any(name in marker.args[0] for marker in metafunc.definition.iter_markers("parametrize"))
+
+
+@pytest.fixture(scope="module")
+def model(request: pytest.FixtureRequest) -> Any:
+    name = getattr(request, "param", None) or getattr(request.module, "CHECKPOINT", None)
+    if name is None:
+        raise pytest.UsageError(f"{request.module.__name__} takes `model` but names no checkpoint: set "
+                                f"CHECKPOINT = '<builder name>' (or CHECKPOINTS) in the module")
+    return load(name, **getattr(request.module, "LOAD_OPTIONS", {}))
+
+
+@pytest.fixture(scope="module")
+def loaded() -> Callable[..., Any]:
+    models: dict[str, Any] = {}
+
+    def get(name: str, **options: Any) -> Any:
+        key = repr((name, sorted(options.items())))
+        if key not in models:
+            models[key] = load(name, **options)
+        return models[key]
+
+    return get
