@@ -1,6 +1,7 @@
 # make demo: install into .venv if needed, then trace the toy model (shipped in vlreg/testing/shipped)
 #            and draw its pictures into $(DEMO_OUT) (the pictures of docs/seeing-into-the-image.md).
 # make test: install into .venv if needed, then run the tests (a worker per core).
+# make test-slow: the tests too slow for make test (training the toy from scratch: minutes).
 # make test-remote (opt-in): a localhost NDIF server in .venv-remote, vlreg traces through it.
 PYTHON ?= python3
 VENV := .venv
@@ -18,13 +19,16 @@ $(STAMP): pyproject.toml $(PLUGINS)
 	$(PY) -m pip install -q -e '.[test]' $(addprefix -e ,$(dir $(PLUGINS)))
 	touch $(STAMP)
 
-.PHONY: install test demo bench catalog clean test-remote
+.PHONY: install test test-slow demo bench catalog clean test-remote
 install: $(STAMP)
 
 # one worker per core, a test file to a worker (its module-scoped checkpoints built once), one
 # thread each: the workers share the cores, and the suite's figures do not depend on the split
 test: $(STAMP)
 	OMP_NUM_THREADS=1 $(PY) -m pytest -n auto --dist loadfile
+
+test-slow: $(STAMP)
+	OMP_NUM_THREADS=1 $(PY) -m pytest -m slow
 
 demo: $(STAMP)
 	$(PY) -m vlreg demo --out $(DEMO_OUT)
