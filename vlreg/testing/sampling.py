@@ -3,7 +3,8 @@
 A check over many values (every value written, every block of a real geometry) costs a
 trace each; the suite checks a sample of them per run instead, chosen from the run's seed,
 so that over runs every value is checked and a failing sample is one environment variable
-away: ``VLREG_TEST_SEED=<the seed the failure names>``.
+away: ``VLREG_TEST_SEED=<the seed the failure names>``. ``VLREG_TEST_SAMPLES=all`` checks
+every value instead (minutes more).
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ T = TypeVar("T")
 
 #: The environment variable that fixes the run's seed.
 VARIABLE = "VLREG_TEST_SEED"
+#: The environment variable that, set to ``all``, makes every sample the whole.
+EVERYTHING = "VLREG_TEST_SAMPLES"
 
 
 def seed() -> int:
@@ -33,8 +36,9 @@ def seed() -> int:
 
 def sample(items: Sequence[T], size: int, key: str) -> list[T]:
     """``size`` of ``items`` in their order, drawn from the run's seed and ``key`` (what is
-    sampled, so two checks draw independently); all of them where there are no more."""
-    if len(items) <= size:
+    sampled, so two checks draw independently); all of them where there are no more, or
+    where ``$VLREG_TEST_SAMPLES`` is ``all``."""
+    if len(items) <= size or os.environ.get(EVERYTHING, "").strip().lower() == "all":
         return list(items)
     chosen = sorted(random.Random(f"{seed()} {key}").sample(range(len(items)), size))
     return [items[index] for index in chosen]
