@@ -22,10 +22,12 @@ $(STAMP): pyproject.toml $(PLUGINS)
 .PHONY: install test test-slow demo bench catalog clean test-remote
 install: $(STAMP)
 
-# one worker per core, a test file to a worker (its module-scoped checkpoints built once), one
-# thread each: the workers share the cores, and the suite's figures do not depend on the split
+# one worker per core, a test module or class to a worker (its module- or class-scoped checkpoints
+# built once), in the order collected: the tests marked heavy first, so the workers finish
+# together; one thread each: the workers share the cores, and the suite's figures do not depend
+# on the split
 test: $(STAMP)
-	OMP_NUM_THREADS=1 $(PY) -m pytest -n auto --dist loadfile
+	OMP_NUM_THREADS=1 $(PY) -m pytest -n auto --dist loadscope --no-loadscope-reorder
 
 test-slow: $(STAMP)
 	OMP_NUM_THREADS=1 $(PY) -m pytest -m slow

@@ -7,6 +7,8 @@ import pytest
 import sys
 from pathlib import Path
 
+pytestmark = pytest.mark.heavy  # the benchmark script, which starts a dozen processes: started first under make test
+
 SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "run.py"
 
 

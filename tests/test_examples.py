@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.heavy  # pip, the CLI and pytest, each in a process: started first under make test
+
 pytest.importorskip("vlreg_llava", reason="the VipLLaVA example reuses vlreg-llava's CLIP tower and Llama text (plugins/llava)")
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "vipllava"

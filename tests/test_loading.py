@@ -9,6 +9,8 @@ import textwrap
 
 import pytest
 
+pytestmark = pytest.mark.heavy  # a process per plugin setting: started first under make test
+
 REPORT = textwrap.dedent(
     """
     import json, warnings

@@ -12,6 +12,8 @@ import pytest
 
 from vlreg.testing import build
 
+pytestmark = pytest.mark.heavy  # pip, the CLI and pytest, each in a process: started first under make test
+
 pytest.importorskip("vlreg_llava", reason="the template is proven on a LLaVA checkpoint: install plugins/llava")
 
 

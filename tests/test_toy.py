@@ -17,6 +17,8 @@ import torch
 from vlreg import StandardizedTransformer, analysis
 from vlreg.testing import toy
 
+pytestmark = pytest.mark.heavy  # the helpers over 100 scenes: started first under make test
+
 N = 100
 
 

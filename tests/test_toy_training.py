@@ -28,6 +28,8 @@ import pytest
 from vlreg import StandardizedTransformer
 from vlreg.testing import cache, dictionary, toy
 
+pytestmark = pytest.mark.heavy  # training in three processes: started first under make test
+
 
 @pytest.mark.slow
 def test_a_fresh_toy_reaches_the_shipped_ones_held_out_accuracy(tmp_path):

@@ -13,7 +13,11 @@ It gives:
 * ``loaded``: ``loaded(name, **options)``, the module's models by builder name, each
   loaded once for the module;
 * the run's seed (`vlreg.testing.sampling`), shown in the header and in a failure's report,
-  so a sampled check that failed runs again on the same sample.
+  so a sampled check that failed runs again on the same sample;
+* the ``heavy`` mark, for a module or class of tests that take seconds each (they start
+  Python processes, or build a real checkpoint's geometry): collected first, so that under
+  ``pytest -n 2 --dist loadscope --no-loadscope-reorder`` (``make test``) they start first
+  and the workers finish together.
 """
 
 from __future__ import annotations
@@ -27,7 +31,12 @@ from .kit import load
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "heavy: seconds a test (processes started, a real geometry built): run first")
     sampling.seed()  # drawn here, before pytest-xdist starts its workers, which inherit it
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    items.sort(key=lambda item: item.get_closest_marker("heavy") is None)  # stable: heavy first, else as collected
 
 
 def pytest_report_header(config: pytest.Config) -> str:

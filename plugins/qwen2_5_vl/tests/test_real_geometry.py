@@ -19,11 +19,11 @@ from vlreg.testing.conformance import image
 from vlreg_qwen2_vl.checkpoints import CHAT_TEMPLATE
 
 SOURCE = shared_checkpoint("Qwen2.5-VL-7B-Instruct")
-pytestmark = pytest.mark.skipif(
+pytestmark = [pytest.mark.heavy, pytest.mark.skipif(
     SOURCE is None,
     reason="../shared/checkpoints/Qwen2.5-VL-7B-Instruct is absent (a fresh clone has no ../shared): "
     "the real-geometry tier needs the real config, tokenizer and processor",
-)
+)]
 WINDOWED, FULL = 0, 7
 
 

@@ -13,11 +13,11 @@ from vlreg_qwen2_vl.checkpoints import CHAT_TEMPLATE
 
 INSTRUCT = shared_checkpoint("Qwen2-VL-2B-Instruct")
 BASE = shared_checkpoint("Qwen2-VL-2B")
-pytestmark = pytest.mark.skipif(
+pytestmark = [pytest.mark.heavy, pytest.mark.skipif(
     INSTRUCT is None,
     reason="../shared/checkpoints/Qwen2-VL-2B-Instruct is absent: the real checkpoints' metadata "
     "lives beside the repository, not in it",
-)
+)]
 
 
 @pytest.fixture(scope="module")

@@ -41,6 +41,7 @@ class TestQwen3VL(AnalysisConformance, VisionConformance):
 REAL = shared_checkpoint("Qwen3-VL-4B-Instruct")
 
 
+@pytest.mark.heavy
 @pytest.mark.skipif(
     REAL is None,
     reason="../shared/checkpoints/Qwen3-VL-4B-Instruct is absent: the real checkpoints' metadata lives beside the repository",
