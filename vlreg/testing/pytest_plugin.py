@@ -9,7 +9,8 @@ It gives:
 * ``model``: a module's model, loaded once for the module by `vlreg.testing.load`. The
   module names its checkpoint, ``CHECKPOINT = "qwen2_vl"``, or several,
   ``CHECKPOINTS = ("qwen2_vl", "llava_interleave")`` (every test that takes ``model``
-  then runs on each), and may set ``LOAD_OPTIONS = {"dtype": torch.bfloat16}``;
+  then runs on each), and may set ``LOAD_OPTIONS = {"dtype": torch.bfloat16}`` (for the
+  load) and ``BUILD_OPTIONS = {"num_query_tokens": 5}`` (for the builder);
 * ``loaded``: ``loaded(name, **options)``, the module's models by builder name, each
   loaded once for the module;
 * the run's seed (`vlreg.testing.sampling`), shown in the header and in a failure's report,
@@ -67,7 +68,7 @@ def model(request: pytest.FixtureRequest) -> Any:
     if name is None:
         raise pytest.UsageError(f"{request.module.__name__} takes `model` but names no checkpoint: set "
                                 f"CHECKPOINT = '<builder name>' (or CHECKPOINTS) in the module")
-    return load(name, **getattr(request.module, "LOAD_OPTIONS", {}))
+    return load(name, getattr(request.module, "BUILD_OPTIONS", None), **getattr(request.module, "LOAD_OPTIONS", {}))
 
 
 @pytest.fixture(scope="module")

@@ -12,7 +12,7 @@ import torch
 
 from vlreg import StandardizedTransformer, analysis
 from vlreg.pictures import overlay
-from vlreg.testing import build
+from vlreg.testing import build, chat
 from vlreg.testing.conformance import image
 
 FAMILIES = ("idefics3", "smolvlm")
@@ -31,11 +31,6 @@ def loaded():
         return cache[name]
 
     return get
-
-
-def chat(model, images: int = 1, text: str = "What is in this image?") -> str:
-    content = [{"type": "image"}] * images + [{"type": "text", "text": text}]
-    return model.processor.apply_chat_template([{"role": "user", "content": content}], add_generation_prompt=True, tokenize=False)
 
 
 def blocks(side: int, fold: int) -> list[list[int]]:

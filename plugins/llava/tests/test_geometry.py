@@ -37,7 +37,7 @@ from PIL import Image
 from transformers.models.llava_onevision.modeling_llava_onevision import get_anyres_image_grid_shape, unpad_image
 
 from vlreg import StandardizedTransformer, Unavailable
-from vlreg.testing import build
+from vlreg.testing import build, chat
 from vlreg.testing.conformance import image, lit
 
 SIZES = [(w, h) for w in (15, 40, 56, 77, 100, 112, 150, 168, 201, 255) for h in (19, 56, 84, 121, 170, 240)]
@@ -161,11 +161,6 @@ def pixtral():
     return StandardizedTransformer(str(build("llava_pixtral")), task="image-text-to-text", dispatch=True, device="cpu")
 
 
-def chat(model, images: int = 1) -> str:
-    content = [{"type": "image"}] * images + [{"type": "text", "text": "What is in this image?"}]
-    return model.processor.apply_chat_template([{"role": "user", "content": content}], add_generation_prompt=True, tokenize=False)
-
-
 def test_an_image_is_its_grid_rows_each_ended_by_a_break(pixtral):
     ids = pixtral.processor.image_break_token_id, pixtral.processor.image_end_token_id
     for size in PIXTRAL_SIZES:
@@ -205,7 +200,7 @@ def test_a_token_box_is_exactly_its_patch_and_the_patch_its_token(pixtral):
     """Sides in whole patches within the longest edge: the processor only rescales and
     normalises, so a box's pixels are its patch's exactly."""
     pictures = [image(64, 48), image(32, 64, seed=1)]
-    prompt = chat(pixtral, 2)
+    prompt = chat(pixtral, images=2)
     geometries = pixtral.vision.geometry(prompt, pictures)
     with pixtral.trace(prompt, images=pictures):
         clean_patches = pixtral.vision.patch_embeddings.save()

@@ -18,7 +18,7 @@ import pytest
 import torch
 
 from vlreg import StandardizedTransformer
-from vlreg.testing import build
+from vlreg.testing import build, chat
 from vlreg.testing.conformance import image, lit
 
 #: (width, height) -> (columns, rows) of 56-pixel tiles, by hand from the rule (at most 4
@@ -44,12 +44,6 @@ def plm():
 @pytest.fixture(scope="module")
 def fast():
     return load("fast_vlm")
-
-
-def chat(model) -> str:
-    content = [{"type": "image"}, {"type": "text", "text": "What is in this image?"}]
-    return model.processor.apply_chat_template([{"role": "user", "content": content}], add_generation_prompt=True,
-                                               tokenize=False)
 
 
 def brightest(pixels: torch.Tensor) -> tuple[int, int]:
