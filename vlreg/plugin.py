@@ -5,6 +5,8 @@ through the ``vlreg`` entry-point group (``qwen2_vl = "vlreg_qwen2_vl:plugin"``)
 declarations it is made of are below: the image's entries (`Scatter`, `QueryTokens`,
 `ImageCodes`, `CrossAttention`), the standard envoy classes a family maps its modules
 onto, the value descriptors a family serves a value from elsewhere with, and image grids.
+A `Wrapper` states only what differs from transformers' composite layout (`SCATTER` is its
+entry); `tower_envoys` and `feature_layer_read_only` are what many families declare alike.
 A module of hook functions (`hookimpl`, `vlreg.core.host.hookspecs`) registers too: the
 escape hatch.
 
@@ -12,6 +14,9 @@ What vlreg promises plugins is this module and `vlreg.testing` (checkpoint build
 helpers, the tiny widths, plugins registered for a test, and the conformance suite a
 family's tests subclass); nothing else in vlreg is a promise.
 """
+
+from importlib import import_module
+from typing import Any, Callable
 
 from .core.envoys.calls import PerCall
 from .core.envoys.codes import CodeEmbedding, CodesVision
@@ -37,7 +42,7 @@ from .core.envoys.vision import (
     variable_resolution,
 )
 from .core.errors import ReadOnly, Unavailable
-from .core.host.declaration import Other, Plugin, Text, Tower, Wrapper
+from .core.host.declaration import SCATTER, Other, Plugin, Text, Tower, Wrapper
 from .core.host.hookspecs import hookimpl
 from .core.host.parts import Claim, Part
 from .core.host.plugins import adapter
@@ -49,6 +54,9 @@ from .core.serving.values import argument, copied, first, returned, value, with_
 __all__ = [
     "Plugin",
     "Wrapper",
+    "SCATTER",
+    "tower_envoys",
+    "feature_layer_read_only",
     "Text",
     "Tower",
     "Other",
@@ -102,3 +110,28 @@ __all__ = [
     "box_grid",
     "clip_boxes",
 ]
+
+
+def tower_envoys(module: str, names: tuple[str, str, str, str], *, vision: type = Vision, layer: type = VisionLayer,
+                 attention: type = VisionAttention, mlp: type = VisionMlp) -> Callable[[Any], dict[type, type]]:
+    """``envoys=`` for a tower of four classes, named in transformers' ``modeling_<module>``:
+    the tower, its block, the block's attention and its MLP (``("SiglipVisionModel",
+    "SiglipEncoderLayer", "SiglipAttention", "SiglipMLP")``), onto `Vision`, `VisionLayer`,
+    `VisionAttention` and `VisionMlp` or the subclasses given. The module is imported when a
+    checkpoint resolves, not with the plugin."""
+
+    def envoys(part: Any) -> dict[type, type]:
+        modeling = import_module(f"transformers.models.{module}.modeling_{module}")
+        return {getattr(modeling, name): envoy for name, envoy in zip(names, (vision, layer, attention, mlp))}
+
+    return envoys
+
+
+def feature_layer_read_only(part: Any) -> dict[str, Any] | None:
+    """``read_only=`` for a wrapper whose projector reads ``hidden_states[vision_feature_layer]``
+    of the tower (LLaVA's layout): the tower's output and the blocks after the one read
+    (`hidden_states_read_only`); none where the config names no ``vision_feature_layer``."""
+    config = part.config
+    if getattr(config, "vision_feature_layer", None) is None:
+        return None
+    return hidden_states_read_only(config.vision_feature_layer, config.vision_config.num_hidden_layers)

@@ -103,7 +103,7 @@ def computed_positions(model: Any, prompt: bool = False) -> tuple[int, int]:
         mask = kwargs.get("attention_mask")
     if isinstance(mask, torch.Tensor) and mask.dim() == 2:
         return mask.shape[-1] - computed, mask.shape[-1]
-    cache = kwargs.get("past_key_values")
+    cache = kwargs.get("cache", kwargs.get("past_key_values"))  # transformers 5.25 renamed past_key_values
     past = int(cache.get_seq_length()) if hasattr(cache, "get_seq_length") else 0
     return past, past + computed
 
@@ -126,7 +126,7 @@ def _in_cache(cached: torch.Tensor, first: int, total: int) -> None:
         f"sequence positions {cached.tolist()} are in the cache at this generation step: it computes "
         f"position{'s' if total - first > 1 else ''} {first}{f'..{total - 1}' if total - first > 1 else ''} "
         f"(the new token{'s' if total - first > 1 else ''}), and the earlier ones' keys and values are read "
-        f"from the cache (past_key_values), computed at the step that made them. Steer them at that step "
+        f"from the cache, computed at the step that made them. Steer them at that step "
         f"(the prompt's at the first, before the steps after it), or steer positions from {first} on"
     )
 

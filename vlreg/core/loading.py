@@ -225,7 +225,7 @@ def check_folder(folder: Path, trust_remote_code: bool = False) -> None:
         raise NoFamily(
             f"{config_file} names model_type {model_type!r}, which transformers {__version__} does "
             f"not know, so no vlreg plugin can serve it: check the config, or use a transformers "
-            f"that has the model (vlreg is pinned to {__version__})"
+            f"that has the model (vlreg supports the releases its requirement allows)"
         )
     for weights in sorted(folder.glob("*.safetensors")):
         problem = _safetensors_problem(weights)

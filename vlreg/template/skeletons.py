@@ -32,10 +32,6 @@ dependencies = ["vlreg"]
 [project.entry-points.vlreg]
 {entry} = "{package}:plugin"
 
-# What the plugin claims, read by the host while it is not loaded: keep equal to the parts
-# the plugin declares (plugin.vlreg_claims()).
-[project.entry-points."vlreg.claims"]
-{claims}
 [tool.setuptools.packages.find]
 include = ["{package}*"]
 """

@@ -10,6 +10,7 @@ what this package exports and the conformance suite's mixins, and nothing else o
 from .checkpoints import CORPUS, TINY_TEXT, TINY_VISION, build, builders, forget, from_source, reduce_depth, save, shared_checkpoint, tokenizer
 from .kit import QUESTION, chat, load
 from .plugins import registered
+from .recipes import chat_template, tiny
 from .shrink import shrink, small_copy
 
 __all__ = [
@@ -20,6 +21,7 @@ __all__ = [
     "build",
     "builders",
     "chat",
+    "chat_template",
     "forget",
     "from_source",
     "load",
@@ -29,5 +31,6 @@ __all__ = [
     "shared_checkpoint",
     "shrink",
     "small_copy",
+    "tiny",
     "tokenizer",
 ]

@@ -41,12 +41,7 @@ TEXT_RENAME = {
         "language_model.model.norm": "norm",
     },
 }
-RENAME = {
-    "vision_model": "vision",
-    "language_projection": "projector",
-    "language_model.lm_head": "lm_head",
-    "qformer.encoder.layer": "qformer.layers",
-}
+RENAME = {"language_model.lm_head": "lm_head", "qformer.encoder.layer": "qformer.layers"}
 
 #: nnsight's name for the scatter in each root's forward: BLIP-2 chains it on a ``.to(...)``.
 OPERATION = {"blip-2": "masked_scatter_0", "instructblip": "inputs_embeds_masked_scatter_0"}
@@ -60,7 +55,8 @@ def entry(part: Any) -> QueryTokens:
 
 
 def rename(part: Any) -> dict[str, str]:
-    """The wrapper's mounts, with the text model's (by its ``model_type``: OPT or Llama)."""
+    """The wrapper's mounts beside the tower and projector, with the text model's (by its
+    ``model_type``: OPT or Llama)."""
     return {**RENAME, **TEXT_RENAME.get(part.config.text_config.model_type, {})}
 
 

@@ -49,10 +49,10 @@ from vlreg.plugin import (
     Unavailable,
     Vision,
     VisionAttention,
-    VisionLayer,
     VisionMlp,
     patches,
     returned,
+    tower_envoys,
     value,
     variable_resolution,
 )
@@ -175,16 +175,10 @@ class Gemma4UnifiedVision(Vision):
         return self.root._module.config.vision_config
 
 
-def tower_envoys(part: Any) -> dict[type, type]:
-    """The Gemma 4 tower's module classes onto its envoys."""
-    from transformers.models.gemma4 import modeling_gemma4 as gemma4
-
-    return {
-        gemma4.Gemma4VisionModel: Gemma4Vision,
-        gemma4.Gemma4VisionEncoderLayer: VisionLayer,
-        gemma4.Gemma4VisionAttention: Gemma4VisionAttention,
-        gemma4.Gemma4VisionMLP: Gemma4VisionMlp,
-    }
+#: The Gemma 4 tower's module classes onto its envoys.
+gemma4_tower_envoys = tower_envoys(
+    "gemma4", ("Gemma4VisionModel", "Gemma4VisionEncoderLayer", "Gemma4VisionAttention", "Gemma4VisionMLP"),
+    vision=Gemma4Vision, attention=Gemma4VisionAttention, mlp=Gemma4VisionMlp)
 
 
 def embedder_envoys(part: Any) -> dict[type, type]:

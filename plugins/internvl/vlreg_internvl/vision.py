@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from vlreg.plugin import Unavailable, Vision, VisionAttention, VisionLayer, VisionMlp, patches
+from vlreg.plugin import Unavailable, Vision, VisionAttention, VisionMlp, patches, tower_envoys
 
 TOWER_RENAME = {
     "embeddings.patch_embeddings.projection": "patch_embed",
@@ -86,12 +86,7 @@ class InternVision(Vision):
         return _square(self, "image_size")
 
 
-def tower_envoys(part: Any) -> dict[type, type]:
-    from transformers.models.internvl import modeling_internvl as internvl
-
-    return {
-        internvl.InternVLVisionModel: InternVision,
-        internvl.InternVLVisionLayer: VisionLayer,
-        internvl.InternVLVisionAttention: InternAttention,
-        internvl.InternVLVisionMLP: InternMlp,
-    }
+#: The InternViT's module classes onto its envoys.
+internvl_envoys = tower_envoys(
+    "internvl", ("InternVLVisionModel", "InternVLVisionLayer", "InternVLVisionAttention", "InternVLVisionMLP"),
+    vision=InternVision, attention=InternAttention, mlp=InternMlp)

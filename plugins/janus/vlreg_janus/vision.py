@@ -22,10 +22,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from vlreg.plugin import Vision, adapter, value
+from vlreg.plugin import Vision, adapter, tower_envoys, value
 
-SIGLIP = adapter("siglip")
-RENAME = SIGLIP.rename
+RENAME = adapter("siglip").rename
 
 
 def _generation_only(vision: Any) -> str:
@@ -49,11 +48,7 @@ class JanusVision(Vision):
     )(lambda vision, raw: raw)
 
 
-def envoys(part: Any) -> dict[type, type]:
-    """Janus's tower classes onto the ``"siglip"`` adapter's envoys, its tower on `JanusVision`."""
-    from transformers.models.janus import modeling_janus as janus
-
-    found = SIGLIP.envoys(janus.JanusVisionModel, janus.JanusVisionEncoderLayer, janus.JanusVisionAttention,
-                          janus.JanusVisionMLP)
-    found[janus.JanusVisionModel] = JanusVision
-    return found
+#: Janus's tower classes, laid out as SigLIP's, onto the standard envoys, its tower on `JanusVision`.
+envoys = tower_envoys(
+    "janus", ("JanusVisionModel", "JanusVisionEncoderLayer", "JanusVisionAttention", "JanusVisionMLP"),
+    vision=JanusVision)

@@ -12,20 +12,33 @@ padding's keys, but its rows are computed all the same and are no part of the im
 The tower is laid out as SigLIP is (``embeddings.patch_embedding``, a linear map here;
 ``encoder.layers``; ``post_layernorm`` over every patch), served with vlreg-llava's
 ``"siglip"`` adapter; ``patch_embeddings`` is the linear map's output, before the position
-embeddings, resized to each crop's grid, are added. The wrapper reads the tower's output
-(``last_hidden_state``), drops each crop's padding, and calls the projector once per crop
-(`Projector`), which folds each 2 x 2 block of patches into one token (its pixel unshuffle)
-and maps it through a LayerNorm and a two-layer MLP to the text model's width.
+embeddings, resized to each crop's grid, are added. The projector folds each 2 x 2 block of
+patches into one token (its pixel unshuffle) and maps it through a LayerNorm and a
+two-layer MLP to the text model's width. How the wrapper calls it depends on the
+transformers release (`PER_CROP`, the one place this plugin asks which release it runs on):
+
+* transformers 5.23 drops each crop's padding and calls it once per crop (`Projector`);
+* from 5.24 it calls it once, on every crop's token slots side by side as one grid of
+  patches (``[1, 2, 2 * slots, vision_hidden_size]``, a crop's slots as many as its padded
+  length allows, the slots past its own tokens reading its first patch), and the
+  wrapper keeps the real tokens' rows of its output (``[1, 1, slots, hidden_size]``): the
+  features are a selection of ``projector.output``, not all of it.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from vlreg.plugin import PerCall, Unavailable, Vision, adapter
+import transformers
+from packaging.version import Version
 
-SIGLIP = adapter("siglip")
-RENAME = SIGLIP.rename
+from vlreg.plugin import PerCall, Unavailable, Vision, adapter, tower_envoys
+
+#: Whether the wrapper calls the projector once per crop (transformers before 5.24), not
+#: once on all crops' slots packed: nothing in the model's structure says which.
+PER_CROP = Version(transformers.__version__) < Version("5.24")
+
+RENAME = adapter("siglip").rename
 
 
 def _no_fixed_size(vision: Vision) -> int:
@@ -53,17 +66,14 @@ class Projector(PerCall):
         return 0 if pixels is None else int(pixels.shape[0])
 
 
-def envoys(part: Any) -> dict[type, type]:
-    """SigLIP 2's classes onto the adapter's envoys, the tower onto `NaFlexVision`."""
-    from transformers.models.siglip2 import modeling_siglip2 as siglip2
-
-    standard = SIGLIP.envoys(siglip2.Siglip2VisionModel, siglip2.Siglip2EncoderLayer, siglip2.Siglip2Attention,
-                             siglip2.Siglip2MLP)
-    return {**standard, siglip2.Siglip2VisionModel: NaFlexVision}
+#: SigLIP 2's classes onto the standard envoys, the tower onto `NaFlexVision`.
+envoys = tower_envoys("siglip2", ("Siglip2VisionModel", "Siglip2EncoderLayer", "Siglip2Attention", "Siglip2MLP"),
+                      vision=NaFlexVision)
 
 
 def wrapper_envoys(part: Any) -> dict[type, type]:
-    """The wrapper's projector onto `Projector`, called once per crop."""
+    """The wrapper's projector onto `Projector` where it is called once per crop; else the
+    standard projector (one call)."""
     from transformers.models.lfm2_vl import modeling_lfm2_vl as wrapper
 
-    return {wrapper.Lfm2VlMultiModalProjector: Projector}
+    return {wrapper.Lfm2VlMultiModalProjector: Projector} if PER_CROP else {}

@@ -276,7 +276,7 @@ class Gemma3ByHand:
         return None
 
     @hookimpl
-    def vlreg_scatter(self, part):
+    def vlreg_entry(self, part):
         return Scatter(host="model", operation="inputs_embeds_masked_scatter_0", argument=1)
 
 

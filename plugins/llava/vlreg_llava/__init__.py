@@ -19,7 +19,7 @@ vlreg-mistral3, which claims it, and its geometry from that plugin's adapter
 `checkpoints` builds small random-weight checkpoints of each shape for tests.
 """
 
-from vlreg.plugin import Plugin, Text, Tower, Wrapper
+from vlreg.plugin import Plugin, Text, Tower, Wrapper, feature_layer_read_only
 
 from . import text, vision, wrappers
 from .geometry import llava_image_grids
@@ -32,16 +32,16 @@ def builders():
     return BUILDERS
 
 
-#: What every LLaVA wrapper declares alike: the images' scatter, the tower values the
-#: projector does not read, and the grids (which read the part's config).
-IMAGES = {"entry": wrappers.SCATTER, "read_only": wrappers.read_only,
-          "image_grids": lambda part: llava_image_grids(part.config)}
+#: What every LLaVA wrapper declares alike: the tower values the projector does not read,
+#: and the grids (which read the part's config).
+IMAGES = {"read_only": feature_layer_read_only, "image_grids": lambda part: llava_image_grids(part.config)}
 
 plugin = Plugin(
-    Wrapper(("llava", "llava_next"), rename=wrappers.RENAME, **IMAGES),
-    Wrapper("llava_onevision", rename=wrappers.RENAME, refuses=wrappers.REFUSES["llava_onevision"], **IMAGES),
-    Wrapper("llava_next_video", rename=wrappers.RENAME, refuses=wrappers.REFUSES["llava_next_video"], **IMAGES),
-    Wrapper("video_llava", rename=wrappers.VIDEO_LLAVA_RENAME, refuses=wrappers.REFUSES["video_llava"], **IMAGES),
+    Wrapper(("llava", "llava_next"), **IMAGES),
+    Wrapper("llava_onevision", refuses=wrappers.REFUSES["llava_onevision"], **IMAGES),
+    Wrapper("llava_next_video", refuses=wrappers.REFUSES["llava_next_video"], **IMAGES),
+    # Video-LLaVA's image tower is `vision`; its video tower has the same class
+    Wrapper("video_llava", vision="model.image_tower", refuses=wrappers.REFUSES["video_llava"], **IMAGES),
     Text(text.MODEL_TYPES, envoys=text.envoys),
     Tower(vision.SIGLIP, rename=vision.RENAME[vision.SIGLIP], envoys=vision.siglip_envoys),
     Tower(vision.CLIP, rename=vision.RENAME[vision.CLIP], envoys=vision.clip_envoys),

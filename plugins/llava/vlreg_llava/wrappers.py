@@ -1,8 +1,7 @@
-"""The LLaVA wrappers: where the text model, tower and projector sit, and what each
-leaves unserved.
+"""The LLaVA wrappers: what each leaves unserved.
 
-All hold the text model at ``model.language_model`` and the projector at
-``model.multi_modal_projector``, and write the image features into the token embeddings
+All are transformers' composite layout (the text model at ``model.language_model``, the
+projector at ``model.multi_modal_projector``), and write the image features into the token embeddings
 in their ``model``'s forward with its first ``inputs_embeds.masked_scatter(mask,
 features)``; the video lines' (OneVision's, LLaVA-NeXT-Video's, Video-LLaVA's) second is
 the video's. The tower is ``model.vision_tower``, except on Video-LLaVA, which has two
@@ -28,23 +27,6 @@ the one it reads (block -2's stream on LLaVA-1.5: the last block runs for nothin
 are declared read-only, naming the value to edit instead.
 """
 
-from __future__ import annotations
-
-from typing import Any
-
-from vlreg.plugin import Scatter, hidden_states_read_only
-
-RENAME = {
-    "model.language_model.embed_tokens": "embed_tokens",
-    "model.language_model.layers": "layers",
-    "model.language_model.norm": "norm",
-    "model.vision_tower": "vision",
-    "model.multi_modal_projector": "projector",
-}
-
-#: Video-LLaVA: the image tower is ``vision``; its video tower has the same class.
-VIDEO_LLAVA_RENAME = {**{k: v for k, v in RENAME.items() if v != "vision"}, "model.image_tower": "vision"}
-
 _VIDEOS = (
     "a video's frames reach the model (its logits and text values are served), but they run through {tower} in "
     "calls of their own{pooled} and are written at a scatter of their own, which no standard value reads; pass "
@@ -57,12 +39,3 @@ REFUSES = {
                                                   "before the projector")},
     "video_llava": {"videos": _VIDEOS.format(tower="a tower of their own (model.video_tower)", pooled="")},
 }
-
-#: The first masked_scatter in the forward of the wrapper's ``model``: the images'.
-SCATTER = Scatter(host="model", operation="inputs_embeds_masked_scatter_0", argument=1)
-
-
-def read_only(part: Any) -> dict[str, Any]:
-    """The tower's output and the blocks after the one ``vision_feature_layer`` reads."""
-    vision = part.config.vision_config
-    return hidden_states_read_only(part.config.vision_feature_layer, vision.num_hidden_layers)

@@ -16,11 +16,9 @@ served per image (`PixtralAttention`, a `PackedVisionAttention`): a list of
 
 from __future__ import annotations
 
-from typing import Any
-
 from nnsight.intervention.util import first_input, replace_first_input
 
-from vlreg.plugin import PackedVisionAttention, Unavailable, Vision, VisionLayer, VisionMlp, value
+from vlreg.plugin import PackedVisionAttention, Unavailable, Vision, tower_envoys, value
 
 #: Tower names, from the tower (``PixtralVisionModel``); none is a Mistral text block's.
 TOWER_RENAME = {
@@ -70,13 +68,5 @@ class PixtralAttention(PackedVisionAttention):
         return [(int(height) // patch) * (int(width) // patch) for height, width in sizes]
 
 
-def envoys(part: Any) -> dict[type, type]:
-    """The Pixtral tower's module classes onto its envoys (imported when a checkpoint resolves)."""
-    from transformers.models.pixtral import modeling_pixtral as pixtral
-
-    return {
-        pixtral.PixtralVisionModel: PixtralVision,
-        pixtral.PixtralAttentionLayer: VisionLayer,
-        pixtral.PixtralAttention: PixtralAttention,
-        pixtral.PixtralMLP: VisionMlp,
-    }
+envoys = tower_envoys("pixtral", ("PixtralVisionModel", "PixtralAttentionLayer", "PixtralAttention", "PixtralMLP"),
+                      vision=PixtralVision, attention=PixtralAttention)

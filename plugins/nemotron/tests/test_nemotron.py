@@ -121,30 +121,38 @@ def test_blocks_are_named_by_their_kind_in_any_order():
 
 
 def test_without_a_cache_the_state_after_the_prompt_is_none(model):
-    """The scan returns the state only for the cache; without one the rest is the same."""
+    """The scan returns the state only for the cache; without one the rest is the same.
+    Where the scan keeps its state inside mamba2_scan_forward (transformers 5.25,
+    `Mamba.one_call`), the state is refused, naming it."""
     prompt = chat(model, images=0)
+    one_call = model.layers[0].mamba.one_call
     runs = []  # made outside the trace: names first bound inside one do not leave it
     for options in ({"use_cache": False}, {}):
         with model.trace(prompt, **options):
-            runs.append((model.layers[0].mamba.state_output.save(), model.logits.save()))
+            runs.append((None if one_call else model.layers[0].mamba.state_output.save(), model.logits.save()))
     (none, plain), (state, cached) = runs
-    assert none is None and state is not None
     assert torch.equal(plain, cached)
+    if not one_call:
+        assert none is None and state is not None
+        return
+    with pytest.raises(Unavailable, match="mamba2_scan_forward"):
+        with model.trace(prompt):
+            model.layers[0].mamba.state_output.save()
 
 
 def test_generation_runs_through_the_mamba_cache(model):
     """A generation's first step is the prefill, where the Mamba values are read (the
     state it leaves is what the later steps start from); the tokens are transformers' own."""
     prompt, pictures = chat(model, images=1), [image(112, 84)]
+    mixer = model.layers[0].mamba
     steps = []  # made before the trace: names first bound inside one do not leave it
     with model.generate(prompt, images=pictures, max_new_tokens=3, min_new_tokens=3, do_sample=False) as tracer:
-        state = model.layers[0].mamba.state_output.save()
+        state = None if mixer.one_call else mixer.state_output.save()  # refused there: see the test above
         for step in tracer.iter[0:3]:
             steps.append(model.logits[:, -1].argmax(-1).save())
     with model.generate(prompt, images=pictures, max_new_tokens=3, min_new_tokens=3, do_sample=False) as tracer:
         tokens = tracer.result.save()
-    mixer = model.layers[0].mamba
-    assert state.shape == (1, mixer.num_heads, mixer.head_dim, mixer.state_size)
+    assert mixer.one_call or state.shape == (1, mixer.num_heads, mixer.head_dim, mixer.state_size)
     encoding = model.processor(text=prompt, images=pictures, return_tensors="pt")
     expected = model._module.generate(**encoding, max_new_tokens=3, min_new_tokens=3, do_sample=False)
     assert torch.equal(tokens, expected)
@@ -154,13 +162,21 @@ def test_generation_runs_through_the_mamba_cache(model):
 def test_the_scans_values_are_the_prefills_unless_there_is_no_cache(model):
     """After the prefill each token runs the recurrent update: the scan's values are refused
     there, naming the step, while what the mixer adds is served at every step; without a
-    cache every step runs the scan over the whole sequence, and serves them."""
+    cache every step runs the scan over the whole sequence, and serves them. Where one
+    function runs the scan at every step (transformers 5.25, `Mamba.one_call`), its values
+    are served at every step, the new token's at a later one."""
     prompt = chat(model, images=0)
     added, outputs = [], []  # made before the traces: names first bound inside one do not leave it
     with model.generate(prompt, max_new_tokens=2, min_new_tokens=2) as tracer:
         for step in tracer.iter[0:2]:
             added.append(model.layers[0].mamba.attention_output.save())
     assert added[0].shape[1] > 1 and added[1].shape[1] == 1
+    if model.layers[0].mamba.one_call:
+        with model.generate(prompt, max_new_tokens=2, min_new_tokens=2) as tracer:
+            for step in tracer.iter[0:2]:
+                outputs.append(model.layers[0].mamba.attention_head_outputs.save())
+        assert outputs[0].shape[1] == added[0].shape[1] and outputs[1].shape[1] == 1
+        return
     with pytest.raises(Unavailable, match="at step 1: after the prefill"):
         with model.generate(prompt, max_new_tokens=2, min_new_tokens=2) as tracer:
             for step in tracer.iter[0:2]:

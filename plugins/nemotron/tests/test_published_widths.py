@@ -40,8 +40,9 @@ def test_the_published_widths_on_meta(folder, tmp_path):
     assert (mamba.num_heads, mamba.head_dim, mamba.num_groups, mamba.state_size, mamba.conv_dim) == (128, 64, 8, 128, 10240)
     assert (model.layers[1].mlp.num_experts, model.layers[1].mlp.top_k) == (8, 2)
     rows = model.support()
-    assert all(reason is None for row, reason in rows.items() if ".mamba." in row)
-    assert list(model.read_only()) == ["vision.image_token_mask", "layers.0.mamba.state_output"]
+    inside = ("time_steps", "decays", "state_output") if mamba.one_call else ()  # refused in transformers 5.25
+    assert all((reason is None) != row.endswith(inside) for row, reason in rows.items() if ".mamba." in row)
+    assert list(model.read_only()) == ["vision.image_token_mask", *(() if inside else ["layers.0.mamba.state_output"])]
 
 
 def test_inspect_reads_the_config_alone(folder, capsys):

@@ -16,6 +16,7 @@ from attrs import frozen
 
 from vlreg.plugin import copied, returned, value
 from vlreg.plugin import Vision, VisionAttention, variable_resolution
+from vlreg.plugin import tower_envoys as standard_tower_envoys
 
 PER_CALL = (
     "the attention runs once per image (once per window on a windowed block), so no one "
@@ -115,31 +116,22 @@ class QwenViT:
       onto or to subclass;
     * ``image_grids``: `vlreg_image_grids` for a line whose processor is
       ``Qwen2VLImageProcessor``-like (``image_grid_thw``, ``merge_size``);
-    * ``wrapper_rename``, ``tower_rename``: the mounts from the root (the text model at
-      ``model.language_model``, the tower at ``model.visual``, its merger the projector)
-      and the tower's names (``blocks``, ``attn``, ``norm1``, ``norm2``);
-    * ``scatter``: the ``masked_scatter`` in the wrapper's ``model`` forward;
+    * ``mounts``: where the wrapper's tower and projector sit, ``Wrapper(..., **mounts)``
+      (the tower at ``model.visual``, its merger the projector; the rest is transformers'
+      layout: the text model at ``model.language_model``, the scatter in ``model``'s forward);
+    * ``tower_rename``: the tower's names (``blocks``, ``attn``, ``norm1``, ``norm2``);
     * ``read_only``: the wrapper's read-only rows (the merger runs inside the tower).
     """
 
     Vision: type
     Attention: type
     image_grids: Callable
-    wrapper_rename: dict
+    mounts: dict
     tower_rename: dict
-    scatter: Any
     read_only: dict
 
 
-def tower_envoys(part: Any) -> dict:
-    """The Qwen2-VL tower's module classes onto the Qwen ViT's envoys."""
-    from transformers.models.qwen2_vl import modeling_qwen2_vl as qwen2_vl
-
-    from vlreg.plugin import VisionLayer, VisionMlp
-
-    return {
-        qwen2_vl.Qwen2VisionTransformerPretrainedModel: QwenVision,
-        qwen2_vl.Qwen2VLVisionBlock: VisionLayer,
-        qwen2_vl.VisionAttention: QwenVisionAttention,
-        qwen2_vl.VisionMlp: VisionMlp,
-    }
+#: The Qwen2-VL tower's module classes onto the Qwen ViT's envoys.
+tower_envoys = standard_tower_envoys(
+    "qwen2_vl", ("Qwen2VisionTransformerPretrainedModel", "Qwen2VLVisionBlock", "VisionAttention", "VisionMlp"),
+    vision=QwenVision, attention=QwenVisionAttention)

@@ -16,6 +16,7 @@ import pytest
 import torch
 
 from ... import analysis
+from ...core.envoys.readout import as_returned
 from ...core.errors import Unavailable
 from ...core.serving.values import value
 from .helpers import attention_blocks, written
@@ -71,11 +72,12 @@ class TextTrust:
         torch.testing.assert_close(lens.float().softmax(-1), expected, atol=1e-4, rtol=1e-3)
         (token, probability), = analysis.top_tokens(model, lens, k=1)
         assert abs(probability - float(expected.max().detach())) < 1e-3
-        cap = getattr(model._module.config.get_text_config(), "final_logit_softcapping", None)
+        config = model._module.config.get_text_config()
+        cap, scale = getattr(config, "final_logit_softcapping", None), getattr(config, "logit_scale", None)
         if torch.equal(uncapped, logits):
             return
-        assert cap, "the logits differ from lm_head's output on a model with no final softcap"
-        torch.testing.assert_close(logits, torch.tanh(uncapped / cap) * cap)
+        assert cap or scale, "the logits differ from lm_head's output on a model with no logit scale or final softcap"
+        torch.testing.assert_close(logits, as_returned(model, uncapped))
 
     # -- invokes -----------------------------------------------------------------
 
