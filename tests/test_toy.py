@@ -15,7 +15,7 @@ import random
 import pytest
 import torch
 
-from vlreg import StandardizedTransformer, analysis
+from vlreg import analysis
 from vlreg.testing import toy
 from vlreg.testing.sampling import repeat, sample
 
@@ -24,12 +24,7 @@ pytestmark = pytest.mark.heavy  # the helpers over many scenes: started first un
 N = 100
 #: Scenes a run the helpers are checked on (each costs a few traces).
 SAMPLE = 25
-
-
-@pytest.fixture(scope="module")
-def model():
-    return StandardizedTransformer(str(toy.build()), task="image-text-to-text", dispatch=True,
-                                   attn_implementation="eager", device="cpu")
+CHECKPOINT = toy.build()  # the shipped toy's folder
 
 
 @pytest.fixture(scope="module")

@@ -10,8 +10,9 @@ It gives:
   module names its checkpoint, ``CHECKPOINT = "qwen2_vl"``, or several,
   ``CHECKPOINTS = ("qwen2_vl", "llava_interleave")`` (every test that takes ``model``
   then runs on each), and may set ``LOAD_OPTIONS = {"dtype": torch.bfloat16}`` (for the
-  load) and ``BUILD_OPTIONS = {"num_query_tokens": 5}`` (for the builder);
-* ``loaded``: ``loaded(name, **options)``, the module's models by builder name, each
+  load) and ``BUILD_OPTIONS = {"num_query_tokens": 5}`` (for the builder: a checkpoint so
+  built is the module's own, removed after it);
+* ``loaded``: ``loaded(name, overrides, **options)``, as `vlreg.testing.load`, each model
   loaded once for the module;
 * the run's seed (`vlreg.testing.sampling`), shown in the header and in a failure's report,
   so a sampled check that failed runs again on the same sample;
@@ -23,11 +24,12 @@ It gives:
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 import pytest
 
 from . import sampling
+from .checkpoints import build, forget
 from .kit import load
 
 
@@ -63,22 +65,27 @@ def _parametrized(metafunc: pytest.Metafunc, name: str) -> bool:
 
 
 @pytest.fixture(scope="module")
-def model(request: pytest.FixtureRequest) -> Any:
+def model(request: pytest.FixtureRequest) -> Iterator[Any]:
+    """The module's checkpoint loaded; one built with ``BUILD_OPTIONS`` is the module's own,
+    removed after it (a real geometry's runs to gigabytes)."""
     name = getattr(request, "param", None) or getattr(request.module, "CHECKPOINT", None)
     if name is None:
         raise pytest.UsageError(f"{request.module.__name__} takes `model` but names no checkpoint: set "
                                 f"CHECKPOINT = '<builder name>' (or CHECKPOINTS) in the module")
-    return load(name, getattr(request.module, "BUILD_OPTIONS", None), **getattr(request.module, "LOAD_OPTIONS", {}))
+    overrides = getattr(request.module, "BUILD_OPTIONS", None)
+    yield load(name, overrides, **getattr(request.module, "LOAD_OPTIONS", {}))
+    if overrides:
+        forget(build(str(name), **overrides))
 
 
 @pytest.fixture(scope="module")
 def loaded() -> Callable[..., Any]:
     models: dict[str, Any] = {}
 
-    def get(name: str, **options: Any) -> Any:
-        key = repr((name, sorted(options.items())))
+    def get(checkpoint: str, overrides: dict | None = None, **options: Any) -> Any:
+        key = repr((checkpoint, sorted((overrides or {}).items()), sorted(options.items())))
         if key not in models:
-            models[key] = load(name, **options)
+            models[key] = load(checkpoint, overrides, **options)
         return models[key]
 
     return get

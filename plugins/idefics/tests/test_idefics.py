@@ -10,27 +10,13 @@ from __future__ import annotations
 import pytest
 import torch
 
-from vlreg import StandardizedTransformer, analysis
+from vlreg import analysis
 from vlreg.pictures import overlay
-from vlreg.testing import build, chat
+from vlreg.testing import chat
 from vlreg.testing.conformance import image
 
 FAMILIES = ("idefics3", "smolvlm")
 PICTURE, OTHER = image(112, 84), image(112, 84, seed=7)
-
-
-@pytest.fixture(scope="module")
-def loaded():
-    cache: dict[str, StandardizedTransformer] = {}
-
-    def get(name: str) -> StandardizedTransformer:
-        if name not in cache:
-            cache[name] = StandardizedTransformer(
-                str(build(name)), task="image-text-to-text", dispatch=True, attn_implementation="eager", device="cpu"
-            )
-        return cache[name]
-
-    return get
 
 
 def blocks(side: int, fold: int) -> list[list[int]]:

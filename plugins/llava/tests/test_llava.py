@@ -12,41 +12,19 @@ The LLaVA lines built for videos are in ``test_llava_next_video.py``.
 """
 
 from __future__ import annotations
-
-
 import pytest
 import torch
 
 from vlreg import StandardizedTransformer, Unavailable
 from vlreg.core.host import plugins
 from vlreg.plugin import Attention, Claim, Layer, Mlp, Scatter, Vision, VisionLayer, hookimpl
-from vlreg.testing import build, registered, tokenizer
+from vlreg.testing import registered, tokenizer
 from vlreg.testing.conformance import image
 from vlreg_llava import plugin
 
 SHAPES = ("llava_interleave", "llava_1_5", "llava_next")
 CLIP_SHAPES = ("llava_1_5", "llava_next")
 QUESTION = "What is in this image?"
-
-
-def load(name: str, **options) -> StandardizedTransformer:
-    return StandardizedTransformer(
-        str(build(name)), task="image-text-to-text", dispatch=True, device="cpu", **options
-    )
-
-
-@pytest.fixture(scope="module")
-def loaded():
-    """One eager and one sdpa load per shape, made on first use."""
-    cache: dict[tuple[str, str], StandardizedTransformer] = {}
-
-    def get(name: str, attn_implementation: str = "eager") -> StandardizedTransformer:
-        key = (name, attn_implementation)
-        if key not in cache:
-            cache[key] = load(name, attn_implementation=attn_implementation)
-        return cache[key]
-
-    return get
 
 
 def image_prompt(model: StandardizedTransformer) -> str:
@@ -188,7 +166,7 @@ def test_tower_pattern_is_a_distribution_over_patches_with_no_causal_mask(loaded
 
 @pytest.mark.parametrize("name", SHAPES)
 def test_tower_interior_asks_for_eager_otherwise(loaded, name):
-    model = loaded(name, "sdpa")
+    model = loaded(name, attn_implementation="sdpa")
     rows = model.support()
     for value in ("attention_scores", "attention_probabilities", "attention_queries"):
         assert "attn_implementation='eager'" in rows[f"vision.self_attn.{value}"]

@@ -17,8 +17,7 @@ import math
 import pytest
 import torch
 
-from vlreg import StandardizedTransformer
-from vlreg.testing import build, chat
+from vlreg.testing import chat, load
 from vlreg.testing.conformance import image, lit
 
 #: (width, height) -> (columns, rows) of 56-pixel tiles, by hand from the rule (at most 4
@@ -30,10 +29,6 @@ TILES = {
     (30, 120): (1, 4),
     (300, 200): (2, 2),  # no canvas holds it: the closest aspect (1.0) at most tiles
 }
-
-
-def load(name):
-    return StandardizedTransformer(str(build(name)), task="image-text-to-text", dispatch=True, device="cpu")
 
 
 @pytest.fixture(scope="module")

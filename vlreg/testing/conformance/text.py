@@ -15,6 +15,7 @@ from ...core.envoys.text import Attention, Layer, Mlp
 from ...core.errors import ReadOnly, Unavailable
 from ...core.model import StandardizedTransformer
 from ..checkpoints import build
+from ..kit import chat
 from ..sampling import repeat, sample
 from .helpers import attention_blocks, image, sublayer_output, sublayers, text_rows, write_value, written
 from .remote import RemoteConformance
@@ -112,9 +113,7 @@ class TextConformance(TextTrust, RemoteConformance):
         text = text or self.text
         if model.processor is None:  # a base language model: the plain text
             return text
-        content = [{"type": "image"}] * self.text_images + [{"type": "text", "text": text}]
-        messages = [{"role": "user", "content": content}]
-        prompt = model.processor.apply_chat_template(messages, add_generation_prompt=generation, tokenize=False)
+        prompt = chat(model, text=text, images=self.text_images, generation=generation)
         if not self.text_images:
             return prompt
         pictures = [image(56, 56, seed) for seed in range(self.text_images)]
