@@ -5,21 +5,14 @@ the model runs."""
 import pytest
 import torch
 from PIL import Image
-
-from vlreg import StandardizedTransformer
 from vlreg.cli import main
 from vlreg.collect import collect, open_store
-from vlreg.testing import build
+from vlreg.testing import build, load
 from vlreg.testing.server import ServerBackend
 
 #: Qwen2-VL's tiny processor gives these sizes 4, 6, 12 and 16 image tokens, so a batch pads.
 SIZES = [(56, 56), (84, 56), (112, 84), (112, 112), (56, 56)]
 QUESTION = "What is in this image?"
-
-
-def load(name):
-    return StandardizedTransformer(str(build(name)), task="image-text-to-text", dispatch=True,
-                                   attn_implementation="eager", device="cpu")
 
 
 @pytest.fixture(scope="module")

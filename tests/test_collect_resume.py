@@ -15,6 +15,8 @@ from vlreg import StandardizedTransformer
 from vlreg.collect import collect, open_store
 from vlreg.testing import build
 
+pytestmark = pytest.mark.heavy  # collection runs in processes, under torchrun: started first under make test
+
 SIZES = [(56, 56), (84, 56), (112, 84), (112, 112)]
 VALUES = ["vision.image_features", "layers[1].layer_output"]
 OPTIONS = {"prompt": "What is in this image?", "batch": 2, "shard_images": 2}

@@ -21,7 +21,7 @@ from vlreg.plugin import (
     SCATTER, Attention, Claim, Layer, Mixer, Mlp, Part, PerCall, Plugin, Scatter, Standard, Text, Tower, Vision,
     Wrapper, adapter, prefill_only, read_only, returned, tower_envoys, value,
 )
-from vlreg.testing import build, registered
+from vlreg.testing import build, chat, registered
 from vlreg.testing.conformance import image
 
 
@@ -186,11 +186,6 @@ def model():
     with registered(OUTSIDE, name="outside", replacing=[lfm2_vl]):
         yield StandardizedTransformer(path, task="image-text-to-text", dispatch=True, device="cpu",
                                       attn_implementation="eager")
-
-
-def chat(model: Any) -> str:
-    messages = [{"role": "user", "content": [{"type": "image"}, {"type": "text", "text": "What is in this image?"}]}]
-    return model.processor.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
 
 
 PICTURE = image(112, 84)

@@ -12,7 +12,7 @@ from vlreg_qwen2_vl import plugin as qwen2_vl
 from vlreg import OutOfOrder, ReadOnly, StandardizedTransformer, Unavailable, analysis, hookimpl
 from vlreg.core.host import hookspecs, plugins
 from vlreg.plugin import ImageGrid, Layer, read_only, value
-from vlreg.testing import build, builders, registered
+from vlreg.testing import build, builders, load, registered
 from vlreg.testing.conformance import image
 
 
@@ -39,10 +39,6 @@ class Qwen2VLAgain:
     @hookimpl
     def vlreg_entry(self, part):
         return qwen2_vl.vlreg_entry(part)
-
-
-def load(path, **options):
-    return StandardizedTransformer(path, task="image-text-to-text", dispatch=True, device="cpu", **options)
 
 
 def prompt(model):

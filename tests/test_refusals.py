@@ -11,28 +11,15 @@ import pytest
 import torch
 
 from vlreg import NoFamily, OutOfOrder, ReadOnly, StandardizedTransformer, Unavailable
-from vlreg.testing import build
+from vlreg.testing import build, chat, load
 from vlreg.testing.conformance import image
 
-
-def load(name, **options):
-    options = {"task": "image-text-to-text", "dispatch": True, "device": "cpu", "attn_implementation": "eager", **options}
-    return StandardizedTransformer(str(build(name)), **options)
-
-
-@pytest.fixture(scope="module")
-def model():
-    return load("qwen2_vl")
+CHECKPOINT = "qwen2_vl"
 
 
 @pytest.fixture(scope="module")
 def llava():
     return load("llava_interleave")
-
-
-def chat(model, images=1, text="What is in this image?"):
-    content = [{"type": "image"}] * images + [{"type": "text", "text": text}]
-    return model.processor.apply_chat_template([{"role": "user", "content": content}], add_generation_prompt=True, tokenize=False)
 
 
 def logits(model, prompt, images):

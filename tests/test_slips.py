@@ -13,8 +13,10 @@ import torch
 
 from vlreg import StandardizedTransformer
 from vlreg.core import loading
-from vlreg.testing import build
+from vlreg.testing import build, chat
 from vlreg.testing.conformance import image
+
+CHECKPOINT = "qwen2_vl"
 
 IMAGE = image(112, 84)
 
@@ -25,16 +27,6 @@ NOT_WEIGHTS = ("model.safetensors",)
 def load(path, **options):
     options = {"task": "image-text-to-text", "dispatch": True, "device": "cpu", **options}
     return StandardizedTransformer(str(path), **options)
-
-
-@pytest.fixture(scope="module")
-def model():
-    return load(build("qwen2_vl"))
-
-
-def chat(model):
-    content = [{"type": "image"}, {"type": "text", "text": "What is in this image?"}]
-    return model.processor.apply_chat_template([{"role": "user", "content": content}], add_generation_prompt=True, tokenize=False)
 
 
 # -- block indices -------------------------------------------------------------------

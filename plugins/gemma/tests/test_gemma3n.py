@@ -8,22 +8,13 @@ import numpy
 import pytest
 import torch
 
-from vlreg import StandardizedTransformer, Unavailable
-from vlreg.testing import build
+from vlreg import Unavailable
+from vlreg.testing import chat
 from vlreg.testing.conformance import image
 
+CHECKPOINT = "gemma3n"
+
 PICTURE = image(40, 30)
-
-
-@pytest.fixture(scope="module")
-def model():
-    return StandardizedTransformer(str(build("gemma3n")), task="image-text-to-text", dispatch=True, device="cpu",
-                                   attn_implementation="eager")
-
-
-def chat(model, *content):
-    messages = [{"role": "user", "content": [*content, {"type": "text", "text": "What is in this image?"}]}]
-    return model.processor.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
 
 
 def test_the_processor_writes_the_images_soft_tokens_between_its_markers(model):
@@ -98,7 +89,7 @@ def test_the_projector_embeds_the_ids_then_the_image(model):
     assert by_id.shape[:2] == model.processor(text=chat(model, {"type": "image"}), images=[PICTURE],
                                               return_tensors="pt")["input_ids"].shape
     assert torch.equal(by_image.reshape(features.shape), features)
-    with model.trace(chat(model)):
+    with model.trace(chat(model, images=0)):
         alone = model.projector.output.save()
     assert len(alone) == 1
 

@@ -5,31 +5,11 @@ import math
 import pytest
 import torch
 
-from vlreg import StandardizedTransformer, Unavailable, analysis
-from vlreg.testing import build
+from vlreg import Unavailable, analysis
+from vlreg.testing import chat
 from vlreg.testing.conformance import image
 
 PICTURE = image(112, 84)
-
-
-@pytest.fixture(scope="module")
-def loaded():
-    cache = {}
-
-    def get(name):
-        if name not in cache:
-            cache[name] = StandardizedTransformer(
-                str(build(name)), task="image-text-to-text", dispatch=True, device="cpu", attn_implementation="eager"
-            )
-        return cache[name]
-
-    return get
-
-
-def chat(model, images=1):
-    content = [{"type": "image"}] * images + [{"type": "text", "text": "What is in this image?"}]
-    return model.processor.apply_chat_template([{"role": "user", "content": content}], add_generation_prompt=True,
-                                               tokenize=False)
 
 
 def test_the_chat_template_writes_gemma4_turns(loaded):

@@ -72,6 +72,6 @@ plugin = Plugin(
     Tower("gemma4_vision", rename=vision.TOWER_RENAME, envoys=vision.gemma4_tower_envoys),
     Tower("gemma4_unified_vision", envoys=vision.embedder_envoys),
     Tower("gemma3n_vision", rename=vision.GEMMA3N_RENAME, envoys=vision.gemma3n_tower_envoys,
-          refusal=vision.gemma3n_refusal),
+          declines=vision.gemma3n_refusal),
     checkpoints=builders,
 )

@@ -8,26 +8,16 @@ from __future__ import annotations
 import pytest
 import torch
 
-from vlreg import StandardizedTransformer, Unavailable
+from vlreg import Unavailable
 from vlreg.analysis import attention_to_images
-from vlreg.testing import build
+from vlreg.testing import chat
 from vlreg.testing.conformance import image
 from vlreg_lfm2_vl.checkpoints import TOKENS_PER_TILE
 from vlreg_lfm2_vl.text import ShortConv
 
+CHECKPOINT = "lfm2_vl"
+
 PICTURE = image(112, 84)  # 2 x 2 tiles and a 3 x 4 thumbnail
-
-
-@pytest.fixture(scope="module")
-def model():
-    return StandardizedTransformer(str(build("lfm2_vl")), task="image-text-to-text", dispatch=True, device="cpu",
-                                   attn_implementation="eager")
-
-
-def chat(model, text: str = "What is in this image?", images: int = 1) -> str:
-    content = [{"type": "image"}] * images + [{"type": "text", "text": text}]
-    return model.processor.apply_chat_template([{"role": "user", "content": content}], add_generation_prompt=True,
-                                               tokenize=False)
 
 
 def test_the_chat_format_and_the_image_expansion(model):
@@ -158,7 +148,7 @@ def test_two_invokes_with_different_crops_each_get_their_own_image(model):
     with model.trace() as tracer:
         with tracer.invoke(chat(model), images=[small]):
             first = model.vision.image_features.save()
-        with tracer.invoke(chat(model, "Describe the picture, please."), images=[PICTURE]):
+        with tracer.invoke(chat(model, text="Describe the picture, please."), images=[PICTURE]):
             second = model.vision.image_features.save()
     torch.testing.assert_close(first, alone["small"])
     torch.testing.assert_close(second, alone["large"])

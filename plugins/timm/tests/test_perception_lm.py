@@ -6,21 +6,12 @@ import pytest
 import torch
 
 from vlreg import StandardizedTransformer, Unavailable
-from vlreg.testing import build
+from vlreg.testing import build, chat
 from vlreg.testing.conformance import image
 from vlreg_timm.checkpoints import PLM_SYSTEM
 from vlreg_timm.wrappers import VIDEOS
 
-
-@pytest.fixture(scope="module")
-def model():
-    return StandardizedTransformer(str(build("perception_lm")), task="image-text-to-text", dispatch=True, device="cpu")
-
-
-def chat(model, kind="image", text="What is in this image?"):
-    content = [{"type": kind}, {"type": "text", "text": text}]
-    return model.processor.apply_chat_template([{"role": "user", "content": content}], add_generation_prompt=True,
-                                               tokenize=False)
+CHECKPOINT = "perception_lm"
 
 
 def test_the_template_writes_the_default_system_turn_and_the_image_before_the_text(model):

@@ -17,6 +17,8 @@ from ...core.envoys.text import Attention, Layer, Mlp
 from ...core.errors import ReadOnly, Unavailable
 from ...core.model import StandardizedTransformer
 from ..checkpoints import build
+from ..kit import chat
+from ..sampling import repeat, sample
 from .helpers import (attention_blocks, image, refused_before_running, sublayer_output, sublayers, text_rows,
                       write_value, written)
 from .remote import RemoteConformance
@@ -30,6 +32,9 @@ INTERIOR = (
     "attention_probabilities",
     "attention_head_outputs",
 )
+#: How many of the values `helpers.written` lists the write check writes in one run: each
+#: costs two traces, and a family serves 30 to 60 (`vlreg.testing.sampling`).
+WRITES = 8
 
 
 class TextConformance(TextTrust, RemoteConformance):
@@ -112,9 +117,7 @@ class TextConformance(TextTrust, RemoteConformance):
         text = text or self.text
         if model.processor is None:  # a base language model: the plain text
             return text
-        content = [{"type": "image"}] * self.text_images + [{"type": "text", "text": text}]
-        messages = [{"role": "user", "content": content}]
-        prompt = model.processor.apply_chat_template(messages, add_generation_prompt=generation, tokenize=False)
+        prompt = chat(model, text=text, images=self.text_images, generation=generation)
         if not self.text_images:
             return prompt
         pictures = [image(56, 56, seed) for seed in range(self.text_images)]
@@ -187,11 +190,12 @@ class TextConformance(TextTrust, RemoteConformance):
     def test_every_value_written_reaches_the_logits_or_refuses(self, model):
         """A write to any served value either changes what the model computes (zeros,
         on random weights, move the logits) or is refused with `ReadOnly`, by assignment
-        and in place alike: no edit lands nowhere."""
+        and in place alike: no edit lands nowhere. `WRITES` of the values a run, drawn from
+        its seed: over runs, every one."""
         args, kwargs = self.order_input(model)
         with model.trace(*args, **kwargs):
             clean = model.logits.save()
-        for envoy, name in written(model):
+        for envoy, name in sample(written(model), WRITES, f"{type(self).__name__} writes"):
             reason = envoy.why_read_only(name)
             for way in ("assign", "in place"):
                 with model.trace(*args, **kwargs):
@@ -204,9 +208,9 @@ class TextConformance(TextTrust, RemoteConformance):
                     out = model.logits.save()
                 label = envoy.label(name)
                 if reason is None:
-                    assert not torch.equal(out, clean), f"writing {label} ({way}) changed nothing"
+                    assert not torch.equal(out, clean), f"writing {label} ({way}) changed nothing ({repeat()})"
                 else:
-                    assert torch.equal(out, clean), f"{label} refused the write ({way}) but something changed"
+                    assert torch.equal(out, clean), f"{label} refused the write ({way}) but something changed ({repeat()})"
 
     # -- values ---------------------------------------------------------------
 
