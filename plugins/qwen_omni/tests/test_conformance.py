@@ -1,20 +1,9 @@
 """The Qwen omni thinkers' image and text paths against the conformance suite the core ships."""
 
 from vlreg.testing.conformance import AnalysisConformance, ExpertsConformance, VisionConformance
+from vlreg.testing.conformance.native import QWEN_VIT, composite
 
-QWEN = {
-    "layers": "model.language_model.layers",
-    "embed_tokens": "model.language_model.embed_tokens",
-    "norm": "model.language_model.norm",
-    "lm_head": "lm_head",
-    "vision": "model.visual",
-    "vision.layers": "model.visual.blocks",
-    "vision.patch_embed": "model.visual.patch_embed",
-    "vision.layers.0.self_attn": "model.visual.blocks.0.attn",
-    "vision.layers.0.input_layernorm": "model.visual.blocks.0.norm1",
-    "vision.layers.0.post_attention_layernorm": "model.visual.blocks.0.norm2",
-    "projector": "model.visual.merger",
-}
+QWEN = composite(QWEN_VIT, vision="model.visual", projector="model.visual.merger")
 
 
 class TestQwen2_5OmniThinker(AnalysisConformance, VisionConformance):
