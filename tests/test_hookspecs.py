@@ -6,13 +6,12 @@ from pathlib import Path
 
 import pytest
 import torch
-from PIL import Image
 
 from vlreg_qwen2_vl import plugin as qwen2_vl
 from vlreg import OutOfOrder, ReadOnly, StandardizedTransformer, Unavailable, analysis, hookimpl
-from vlreg.core.host import hookspecs, plugins
+from vlreg.core.host import hookspecs
 from vlreg.plugin import ImageGrid, Layer, read_only, value
-from vlreg.testing import build, builders, load, registered
+from vlreg.testing import Forwarding, build, builders, load, registered
 from vlreg.testing.conformance import image
 
 
@@ -21,24 +20,12 @@ def path():
     return str(build("qwen2_vl"))
 
 
-class Qwen2VLAgain:
-    """Serves what the built-in plugin serves; tests override one hook each."""
+class Qwen2VLAgain(Forwarding):
+    """Serves what the built-in plugin serves, its hooks written by hand; tests override one
+    hook each."""
 
-    @hookimpl
-    def vlreg_claims(self):
-        return qwen2_vl.vlreg_claims()
-
-    @hookimpl
-    def vlreg_rename(self, part):
-        return qwen2_vl.vlreg_rename(part)
-
-    @hookimpl
-    def vlreg_envoys(self, part):
-        return qwen2_vl.vlreg_envoys(part)
-
-    @hookimpl
-    def vlreg_entry(self, part):
-        return qwen2_vl.vlreg_entry(part)
+    def __init__(self):
+        super().__init__(qwen2_vl)
 
 
 def prompt(model):

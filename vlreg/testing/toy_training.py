@@ -1,4 +1,5 @@
-"""Training the toy model (`vlreg.testing.toy`) from its recipe, and the processor it ships.
+"""Training the toy model (`vlreg.testing.toy`) from its recipe (`toy_scenes.RECIPE`), and
+the processor it ships.
 
 Training is torch only: the transformers model's own tower, embedding, text blocks and
 readout, run by hand so the tower runs once per image for its three questions. What
@@ -25,7 +26,7 @@ from typing import Any
 
 import torch
 
-from .toy import CELL, CHAT_TEMPLATE, COLOURS, GRID, RECIPE, SHAPES, SIDE, SPECIAL_TOKENS, Scene, key, scene, scenes
+from .toy_scenes import CELL, CHAT_TEMPLATE, COLOURS, GRID, RECIPE, SHAPES, SIDE, SPECIAL_TOKENS, Scene, key, scene, scenes
 
 
 def processor() -> Any:
