@@ -15,7 +15,7 @@ import pytest
 import torch
 
 from vlreg.testing import chat
-from vlreg.testing.conformance import image, lit
+from vlreg.testing.conformance import image, lit, moved_features, patch_block
 from vlreg_cohere.checkpoints import TILE
 
 
@@ -68,14 +68,5 @@ def test_a_lit_pixel_lands_in_the_cell_of_the_token_whose_box_holds_it(model):
 def test_a_token_is_its_block_of_its_crops_patches(model, crop, token):
     pictures, prompt = [image(112, 84)], chat(model)
     (geometry,) = model.vision.geometry(prompt, pictures)
-    grid = geometry.grids[crop]
-    with model.trace(prompt, images=pictures):
-        clean = model.vision.image_features.save()
-    side = grid.columns * grid.fold
-    r, c = divmod(token, grid.columns)
-    block = [(r * grid.fold + i) * side + c * grid.fold + j for i in range(2) for j in range(2)]
-    with model.trace(prompt, images=pictures):
-        model.vision.layers[-1].layer_output[crop, block] += 1
-        features = model.vision.image_features.save()
-    moved = (features != clean).any(-1).nonzero().flatten().tolist()
-    assert moved == [geometry.span(crop).start + token]
+    block = patch_block(geometry.grids[crop], token)
+    assert moved_features(model, prompt, pictures, crop, block) == [geometry.span(crop).start + token]

@@ -16,7 +16,7 @@ import torch
 from PIL import Image
 
 from vlreg.testing import chat
-from vlreg.testing.conformance import image, lit
+from vlreg.testing.conformance import image, lit, moved_features, patch_block
 
 CHECKPOINT = "llama4"
 LOAD_OPTIONS = {"dtype": torch.bfloat16}
@@ -70,14 +70,8 @@ def test_a_token_is_its_block_of_its_tiles_patches(model):
         clean = model.vision.image_features.save()
     offset = 0
     for tile, grid in enumerate(geometry.grids):
-        side = grid.columns * grid.fold  # patches a row of the tile (the class token follows them)
-        for token in range(grid.tokens):
-            r, c = divmod(token, grid.columns)
-            block = [(r * grid.fold + i) * side + c * grid.fold + j for i in range(2) for j in range(2)]
-            with model.trace(prompt, images=pictures):
-                model.vision.layers[-1].layer_output[tile, block] += 1
-                features = model.vision.image_features.save()
-            moved = (features != clean).any(-1).nonzero().flatten().tolist()
+        for token in range(grid.tokens):  # the tile's patches in raster order (the class token follows them)
+            moved = moved_features(model, prompt, pictures, tile, patch_block(grid, token), clean)
             assert moved == [offset + token], (grid.label, token)
         offset += grid.tokens
 

@@ -11,10 +11,11 @@
 
 from __future__ import annotations
 
+import pytest
 import torch
 
 from vlreg.testing import chat
-from vlreg.testing.conformance import image, lit
+from vlreg.testing.conformance import image, lit, moved_features, patch_block
 
 CHECKPOINT = "mistral3"
 
@@ -71,13 +72,7 @@ def test_a_token_is_its_block_of_the_packed_patches(model):
     start = 0
     for geometry in geometries:
         (grid,) = geometry.grids
-        columns = grid.columns * grid.fold
         for token in range(grid.tokens):
-            r, c = divmod(token, grid.columns)
-            block = [start + (r * grid.fold + i) * columns + c * grid.fold + j for i in range(2) for j in range(2)]
-            with model.trace(prompt, images=pictures):
-                model.vision.layers[-1].layer_output[0, block] += 1
-                features = model.vision.image_features.save()
-            moved = (features != clean).any(-1).nonzero().flatten().tolist()
+            moved = moved_features(model, prompt, pictures, 0, patch_block(grid, token, first=start), clean)
             assert moved == [geometry.offset + token], (geometry.index, token)
         start += grid.tokens * grid.fold**2

@@ -49,6 +49,29 @@ def lit(width: int, height: int, x: float, y: float) -> Any:
     return Image.fromarray(pixels.numpy())
 
 
+def patch_block(grid: Any, token: int, first: int = 0) -> list[int]:
+    """The patches ``token`` of ``grid`` folds (``grid.fold`` x ``grid.fold``), as indices
+    into the tower's row of the grid's patches in raster order, where the grid's first patch
+    is at ``first`` (after a class token, or an image packed before it in the same row)."""
+    side = grid.columns * grid.fold
+    r, c = divmod(token, grid.columns)
+    return [first + (r * grid.fold + i) * side + c * grid.fold + j for i in range(grid.fold) for j in range(grid.fold)]
+
+
+def moved_features(model: StandardizedTransformer, prompt: Any, pictures: list, frame: int, patches: Any,
+                   clean: Any = None) -> list[int]:
+    """The rows of ``vision.image_features`` that change when the last tower block's output
+    is raised at ``patches`` of its ``frame`` (first index); ``clean``, the features before,
+    is traced here where not given. A token's features must move alone when its patches do."""
+    if clean is None:
+        with model.trace(prompt, images=pictures):
+            clean = model.vision.image_features.save()
+    with model.trace(prompt, images=pictures):
+        model.vision.layers[-1].layer_output[frame, patches] += 1
+        features = model.vision.image_features.save()
+    return (features != clean).any(-1).nonzero().flatten().tolist()
+
+
 def written(model: StandardizedTransformer) -> list[tuple[Standard, str]]:
     """The served values of the root, the tower and the first and last block of each
     stack, in forward order: where the conformance suite writes."""
