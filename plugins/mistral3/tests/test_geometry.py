@@ -15,7 +15,7 @@ import pytest
 import torch
 
 from vlreg.testing import chat
-from vlreg.testing.conformance import image, lit, moved_features, patch_block
+from vlreg.testing.conformance import centres, image, lit, moved_features, patch_block
 
 CHECKPOINT = "mistral3"
 
@@ -53,12 +53,10 @@ def test_a_token_box_covers_the_pixels_of_its_cell(model):
         (geometry,) = model.vision.geometry(chat(model), [image(*size)])
         (grid,) = geometry.grids
         assert torch.allclose(grid.boxes[-1, 2:], torch.tensor(size, dtype=torch.float64)), size
-        for token in range(grid.tokens):
-            x0, y0, x1, y1 = grid.boxes[token].tolist()
-            probe = lit(*size, (x0 + x1) / 2, (y0 + y1) / 2)
-            pixels = model.processor(text=chat(model), images=[probe], return_tensors="pt")["pixel_values"][0, 0]
-            y, x = divmod(int(pixels.argmax()), pixels.shape[1])
-            assert (y // 16, x // 16) == divmod(token, grid.columns), (size, token)
+        for _, _, token, x, y in centres(geometry):
+            pixels = model.processor(text=chat(model), images=[lit(*size, x, y)], return_tensors="pt")["pixel_values"][0, 0]
+            row, column = divmod(int(pixels.argmax()), pixels.shape[1])
+            assert (row // 16, column // 16) == divmod(token, grid.columns), (size, token)
 
 
 def test_a_token_is_its_block_of_the_packed_patches(model):

@@ -13,7 +13,7 @@ Every ``test_*`` method then runs against that family's checkpoint, loaded throu
 from .analysis import AnalysisConformance
 from .cross import CrossAttentionConformance
 from .experts import ExpertsConformance
-from .helpers import image, lit, moved_features, patch_block
+from .helpers import centres, image, lit, moved_features, patch_block
 from .linear import LinearAttentionConformance
 from .mamba import MambaConformance
 from .published import PublishedWidths
@@ -22,5 +22,5 @@ from .text import TextConformance
 from .vision import VisionConformance
 
 __all__ = ["TextConformance", "VisionConformance", "ExpertsConformance", "LinearAttentionConformance", "MambaConformance",
-           "CrossAttentionConformance", "AnalysisConformance", "RemoteConformance", "PublishedWidths", "image", "lit",
-           "moved_features", "patch_block"]
+           "CrossAttentionConformance", "AnalysisConformance", "RemoteConformance", "PublishedWidths", "centres", "image",
+           "lit", "moved_features", "patch_block"]

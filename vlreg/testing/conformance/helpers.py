@@ -49,6 +49,17 @@ def lit(width: int, height: int, x: float, y: float) -> Any:
     return Image.fromarray(pixels.numpy())
 
 
+def centres(geometry: Any, smallest: float = 0) -> Iterator[tuple[int, Any, int, float, float]]:
+    """``(frame, grid, token, x, y)`` for each token of ``geometry`` (frame: its grid's index)
+    whose box is at least ``smallest`` pixels a side, ``(x, y)`` the box's centre: where a
+    pixel lit there (`lit`) must land in that token's patches."""
+    for frame, grid in enumerate(geometry.grids):
+        for token in range(grid.tokens):
+            x0, y0, x1, y1 = grid.boxes[token].tolist()
+            if min(x1 - x0, y1 - y0) >= smallest:
+                yield frame, grid, token, (x0 + x1) / 2, (y0 + y1) / 2
+
+
 def patch_block(grid: Any, token: int, first: int = 0) -> list[int]:
     """The patches ``token`` of ``grid`` folds (``grid.fold`` x ``grid.fold``), as indices
     into the tower's row of the grid's patches in raster order, where the grid's first patch
