@@ -10,6 +10,7 @@ from vlreg.testing.conformance import (
     LinearAttentionConformance,
     VisionConformance,
     image,
+    no_patterns,
 )
 from vlreg.testing.conformance.native import QWEN_VIT, composite
 
@@ -20,11 +21,7 @@ QWEN = composite(QWEN_VIT, vision="model.visual", projector="model.visual.merger
 class TestQwen3VL(AnalysisConformance, VisionConformance):
     checkpoint = "qwen3_vl"
     native = QWEN
-    unavailable = {
-        "vision.self_attn.attention_scores": PER_CALL,
-        "vision.self_attn.attention_probabilities": PER_CALL,
-        "layers.2.deepstack_output": "feed layers[0] to layers[1] only",
-    }
+    unavailable = no_patterns(PER_CALL) | {"layers.2.deepstack_output": "feed layers[0] to layers[1] only"}
     image_sizes = ((112, 84), (64, 128))
 
 
@@ -46,10 +43,7 @@ class TestQwen3VLRealGeometry(TestQwen3VL):
     # occlusion at these widths (a 151k-token readout per copy of the prompt) takes about a
     # minute; every analysis helper runs on the tiny checkpoint above
     test_every_analysis_helper_runs_or_says_why_not = None
-    unavailable = {
-        "vision.self_attn.attention_scores": PER_CALL,
-        "vision.self_attn.attention_probabilities": PER_CALL,
-    }
+    unavailable = no_patterns(PER_CALL)
 
     @pytest.fixture(scope="class")
     @classmethod
@@ -98,11 +92,7 @@ class TestQwen3_5(LinearAttentionConformance, TestQwen3VL):
     """Linear, full, linear text blocks; a tower with learned positions and no DeepStack."""
 
     checkpoint = "qwen3_5"
-    unavailable = {
-        "vision.self_attn.attention_scores": PER_CALL,
-        "vision.self_attn.attention_probabilities": PER_CALL,
-        "vision.deepstack_features": "no DeepStack taps",
-    }
+    unavailable = no_patterns(PER_CALL) | {"vision.deepstack_features": "no DeepStack taps"}
 
 
 class TestQwen3_5Moe(ExpertsConformance, TestQwen3_5):

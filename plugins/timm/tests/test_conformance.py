@@ -10,7 +10,7 @@
   32-pixel centre crop, 4 x 4 tokens.
 """
 
-from vlreg.testing.conformance import AnalysisConformance, VisionConformance
+from vlreg.testing.conformance import AnalysisConformance, VisionConformance, no_patterns
 from vlreg.testing.conformance.native import composite
 
 COMPOSITE = composite() | {"layers.0.input_layernorm": "model.language_model.layers.0.input_layernorm"}
@@ -35,7 +35,7 @@ class TestPerceptionLM(AnalysisConformance, VisionConformance):
         "layers.0.post_attention_layernorm": "timm_model.blocks.0.norm2",
     })
     tower_o_proj = "proj"
-    unavailable = {f"vision.self_attn.attention_{name}": NO_PATTERN for name in ("scores", "probabilities")}
+    unavailable = no_patterns(NO_PATTERN)
     analysis_refuses = {"tower_patterns": NO_PATTERN}
 
 

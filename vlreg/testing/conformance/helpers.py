@@ -49,6 +49,12 @@ def lit(width: int, height: int, x: float, y: float) -> Any:
     return Image.fromarray(pixels.numpy())
 
 
+def no_patterns(reason: str) -> dict[str, str]:
+    """``unavailable`` rows of a tower whose attention forms no pattern a value can serve (it
+    runs once per image or window, or fused): its scores and probabilities, with ``reason``."""
+    return {f"vision.self_attn.attention_{name}": reason for name in ("scores", "probabilities")}
+
+
 def centres(geometry: Any, smallest: float = 0) -> Iterator[tuple[int, Any, int, float, float]]:
     """``(frame, grid, token, x, y)`` for each token of ``geometry`` (frame: its grid's index)
     whose box is at least ``smallest`` pixels a side, ``(x, y)`` the box's centre: where a
