@@ -7,7 +7,8 @@ the pytest plugin that gives tests their ``model`` (`vlreg.testing.pytest_plugin
 A public surface for plugins, as `vlreg.plugin` is: a family's builders and tests use
 what this package exports and the conformance suite's mixins, and nothing else of vlreg."""
 
-from .checkpoints import CORPUS, TINY_TEXT, TINY_VISION, build, builders, forget, from_source, reduce_depth, save, shared_checkpoint, tokenizer
+from .checkpoints import (CORPUS, TINY_TEXT, TINY_VISION, build, builders, family_builders, forget, from_source, reduce_depth, save,
+                          shared_checkpoint, tokenizer)
 from .kit import QUESTION, chat, load
 from .plugins import Forwarding, registered
 from .recipes import chat_template, tiny
@@ -23,6 +24,7 @@ __all__ = [
     "builders",
     "chat",
     "chat_template",
+    "family_builders",
     "forget",
     "from_source",
     "load",

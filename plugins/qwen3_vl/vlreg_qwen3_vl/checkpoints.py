@@ -18,9 +18,8 @@ checkpoint saves a ``Qwen3VLProcessor``, which ``AutoProcessor`` then loads from
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
-from vlreg.testing import TINY_TEXT, from_source, save, tokenizer
+from vlreg.testing import TINY_TEXT, family_builders, from_source, save, tokenizer
 from vlreg_qwen2_vl.checkpoints import CHAT_TEMPLATE, SPECIAL_TOKENS
 
 #: Pixels the tiny processor resizes an image between: 2 x 2 to 5 x 5 tokens of 32 pixels.
@@ -59,22 +58,13 @@ FAMILIES = {
 }
 
 
-def builder(family: str):
-    """The checkpoint builder of ``family`` (`vlreg_checkpoints`)."""
-
-    def build(path: Path, *, source: str | Path | None = None, **overrides: Any) -> Path:
-        text = dict(overrides.pop("text_config", {}))
-        vision = dict(overrides.pop("vision_config", {}))
-        if source is not None:
-            return _from_source(Path(path), Path(source), text, vision, overrides)
-        return _tiny(family, Path(path), text, vision, overrides)
-
-    build.__doc__ = (
-        f"Write a random-weight {family} checkpoint to ``path``: tiny (see the module), or with "
-        f"``source`` a real checkpoint's metadata folder at 2 text blocks and a tower cut to keep "
-        f"its DeepStack taps. ``overrides``: ``text_config``/``vision_config`` dicts, other fields."
-    )
-    return build
+def _build(family: str, path: Path, text: dict, vision: dict, overrides: dict) -> Path:
+    """Tiny (see the module), or with ``source=`` a real checkpoint's metadata folder at 2
+    text blocks and a tower cut to keep its DeepStack taps."""
+    source = overrides.pop("source", None)
+    if source is not None:
+        return _from_source(path, Path(source), text, vision, overrides)
+    return _tiny(family, path, text, vision, overrides)
 
 
 def _from_source(path: Path, source: Path, text: dict, vision: dict, overrides: dict) -> Path:
@@ -123,4 +113,4 @@ def _tiny(family: str, path: Path, text: dict, vision: dict, overrides: dict) ->
     return save(path, config, processor, GenerationConfig(eos_token_id=[eos, pad], pad_token_id=pad))
 
 
-BUILDERS = {family: builder(family) for family in FAMILIES}
+BUILDERS = family_builders(_build, FAMILIES)
