@@ -19,8 +19,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from vlreg.testing import TINY_TEXT, family_builders, from_source, save, tokenizer
-from vlreg_qwen2_vl.checkpoints import CHAT_TEMPLATE, SPECIAL_TOKENS
+from vlreg.testing import TINY_TEXT, family_builders, from_source, save
+from vlreg_qwen2_vl.checkpoints import image_token_fields, qwen_processor
 
 #: Pixels the tiny processor resizes an image between: 2 x 2 to 5 x 5 tokens of 32 pixels.
 MIN_PIXELS, MAX_PIXELS = 64 * 64, 160 * 160
@@ -83,30 +83,20 @@ def _from_source(path: Path, source: Path, text: dict, vision: dict, overrides: 
 
 def _tiny(family: str, path: Path, text: dict, vision: dict, overrides: dict) -> Path:
     import transformers
-    from transformers import GenerationConfig, Qwen2VLImageProcessor, Qwen3VLProcessor
+    from transformers import GenerationConfig, Qwen3VLProcessor
     from transformers.models.qwen3_vl.video_processing_qwen3_vl import Qwen3VLVideoProcessor
 
     config_class, text_extra, vision_extra, tied = FAMILIES[family]
-    tok = tokenizer(SPECIAL_TOKENS, eos_token="<|im_end|>", pad_token="<|endoftext|>")
-    ids = dict(zip(SPECIAL_TOKENS, tok.convert_tokens_to_ids(list(SPECIAL_TOKENS))))
-    sizes = dict(patch_size=16, merge_size=2, size={"shortest_edge": MIN_PIXELS, "longest_edge": MAX_PIXELS})
-    processor = Qwen3VLProcessor(
-        image_processor=Qwen2VLImageProcessor(**sizes),
-        video_processor=Qwen3VLVideoProcessor(**sizes),
-        tokenizer=tok,
-        chat_template=CHAT_TEMPLATE,
-    )
+    processor, ids = qwen_processor(Qwen3VLProcessor, Qwen3VLVideoProcessor, patch_size=16, merge_size=2,
+                                    size={"shortest_edge": MIN_PIXELS, "longest_edge": MAX_PIXELS})
     eos, pad = ids["<|im_end|>"], ids["<|endoftext|>"]
-    text = {"vocab_size": len(tok), **TEXT, "rope_parameters": MROPE, **text_extra, "bos_token_id": None,
+    text = {"vocab_size": len(processor.tokenizer), **TEXT, "rope_parameters": MROPE, **text_extra, "bos_token_id": None,
             "eos_token_id": eos, "pad_token_id": pad, "tie_word_embeddings": tied, **text}
     vision = {**VISION, "out_hidden_size": text["hidden_size"], **vision_extra, **vision}
     config = getattr(transformers, config_class)(
         text_config=text,
         vision_config=vision,
-        image_token_id=ids["<|image_pad|>"],
-        video_token_id=ids["<|video_pad|>"],
-        vision_start_token_id=ids["<|vision_start|>"],
-        vision_end_token_id=ids["<|vision_end|>"],
+        **image_token_fields(ids),
         tie_word_embeddings=tied,
         **overrides,
     )
