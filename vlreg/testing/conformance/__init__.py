@@ -13,7 +13,7 @@ Every ``test_*`` method then runs against that family's checkpoint, loaded throu
 from .analysis import AnalysisConformance
 from .cross import CrossAttentionConformance
 from .experts import ExpertsConformance
-from .helpers import centres, image, lit, moved_features, no_patterns, patch_block
+from .helpers import centres, image, lit, moved_features, no_patterns, patch_block, taken_sizes
 from .linear import LinearAttentionConformance
 from .mamba import MambaConformance
 from .published import PublishedWidths
@@ -23,4 +23,4 @@ from .vision import VisionConformance
 
 __all__ = ["TextConformance", "VisionConformance", "ExpertsConformance", "LinearAttentionConformance", "MambaConformance",
            "CrossAttentionConformance", "AnalysisConformance", "RemoteConformance", "PublishedWidths", "centres", "image",
-           "lit", "moved_features", "no_patterns", "patch_block"]
+           "lit", "moved_features", "no_patterns", "patch_block", "taken_sizes"]

@@ -4,6 +4,7 @@ served values and blocks that several mixins take."""
 from __future__ import annotations
 
 import contextlib
+import re
 from typing import Any, Iterator
 
 import pytest
@@ -47,6 +48,19 @@ def lit(width: int, height: int, x: float, y: float) -> Any:
     pixels = torch.zeros(height, width, 3, dtype=torch.uint8)
     pixels[int(y), int(x)] = 255
     return Image.fromarray(pixels.numpy())
+
+
+def taken_sizes(model: StandardizedTransformer, prompt: Any, sizes: Any) -> Iterator[tuple[int, int]]:
+    """The ``(width, height)`` of ``sizes`` whose images ``model`` takes; an image of each
+    other size is checked refused by `vision.geometry` with the family's reason
+    (`Vision.image_refusal`: a side scaled to nothing, too few tokens)."""
+    for size in sizes:
+        why = model.vision.image_refusal(*size)
+        if why is None:
+            yield size
+            continue
+        with pytest.raises(ValueError, match=re.escape(why)):
+            model.vision.geometry(prompt, [image(*size)])
 
 
 def no_patterns(reason: str) -> dict[str, str]:
