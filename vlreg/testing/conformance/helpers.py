@@ -50,6 +50,18 @@ def lit(width: int, height: int, x: float, y: float) -> Any:
     return Image.fromarray(pixels.numpy())
 
 
+def at_each_step(model: StandardizedTransformer, prompt: Any, read: Any, saved: list | None = None,
+                 **options: Any) -> list:
+    """``read(model)``'s value at each step of a two-token generation, appended to ``saved``
+    (given, it keeps what was saved before a refusal raised); ``options`` go to `generate`
+    (``use_cache=False``)."""
+    saved = [] if saved is None else saved
+    with model.generate(prompt, max_new_tokens=2, min_new_tokens=2, **options) as tracer:
+        for _ in tracer.iter[0:2]:
+            saved.append(read(model).save())
+    return saved
+
+
 def taken_sizes(model: StandardizedTransformer, prompt: Any, sizes: Any) -> Iterator[tuple[int, int]]:
     """The ``(width, height)`` of ``sizes`` whose images ``model`` takes; an image of each
     other size is checked refused by `vision.geometry` with the family's reason
