@@ -20,7 +20,6 @@ minute. `make demo`'s time is always measured in a fresh process.
 from __future__ import annotations
 
 import argparse
-import json
 import platform
 import statistics
 import sys
@@ -33,7 +32,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import fresh  # noqa: E402
 import sweeps  # noqa: E402
-from workloads import WORKLOADS, Native, geometry, plain_forward  # noqa: E402
+from workloads import WORKLOADS, Native, geometry, plain_forward, write  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 TARGETS = {"vlreg / nnsight": 1.03, "vlreg / transformers": 1.10, "build (s over nnsight)": 0.3,
@@ -246,10 +245,7 @@ def main(argv=None) -> int:
         print("the largest geometries on meta ...", flush=True)
         results["large builds"] = fresh.large_builds(3)
     results["targets"] = TARGETS
-    print(table(results))
-    out = Path(arguments.out) if arguments.out else HERE / "results.json"
-    out.write_text(json.dumps(results, indent=2))
-    print(f"\nwrote {out}")
+    write(results, table(results), Path(arguments.out) if arguments.out else HERE / "results.json")
     return 0
 
 
