@@ -11,7 +11,6 @@
 
 from __future__ import annotations
 
-import pytest
 import torch
 
 from vlreg.testing import chat
