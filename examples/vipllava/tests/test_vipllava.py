@@ -23,8 +23,10 @@ def prompt(model, words="What is this?"):
     return model.processor.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
 
 
-def test_only_the_wrapper_is_this_plugins(model):
+def test_only_the_wrapper_is_this_plugins_which_overrides_vlreg_llavas(model):
+    """vlreg-llava claims the ``vipllava`` wrapper too; this plugin's claim overrides it."""
     assert model.family.plugins == {"wrapper": plugin, "text": llava, "vision": llava}
+    assert ("wrapper", "vipllava") in llava.parts
 
 
 def test_the_chat_template_writes_vipllavas_turns(model):

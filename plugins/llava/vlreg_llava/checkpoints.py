@@ -11,6 +11,10 @@ chat template in the prompt format of the checkpoints the shape stands for:
   projected without the CLS row (-2, "default");
 * ``llava_next``: LlavaNextForConditionalGeneration, a CLIP tower on a Mistral text
   model, each image cut into crops on a grid (anyres), unpadded, with newline rows;
+* ``vipllava``: VipLlavaForConditionalGeneration, vip-llava-7b's shape: a CLIP tower of
+  three blocks whose projector reads blocks 1 and 0 without their CLS rows
+  (``vision_feature_layer`` [-2, 1]: the last block runs for nothing, as the published
+  checkpoints' last does), on a Llama text model, in VipLLaVA's ``###Human:`` format;
 * ``llava_onevision``: LlavaOnevisionForConditionalGeneration, a SigLIP tower on a Qwen2
   text model, crops on grids of up to 3 x 3 tiles, unpadded, shrunk past 4 tiles' worth
   of tokens (``anyres_max_4``; the real checkpoints allow 9 of 36), with newline rows;
@@ -190,6 +194,47 @@ def build_llava_1_5(path: Path, *, source: str | Path | None = None, **overrides
         image_seq_length=(IMAGE_SIZE // PATCH_SIZE) ** 2,
         vision_feature_layer=-2,
         vision_feature_select_strategy="default",
+        **special,
+        **overrides,
+    )
+    return _save(path, config, processor, special)
+
+
+#: VipLLaVA's format: a fixed system line (a system turn's text replaces it), then each
+#: turn as "###Human: " or "###Assistant: ", a turn's images each "<image>" on a line of its
+#: own before its text; "###Assistant:" to answer.
+VIPLLAVA_SYSTEM = ("A chat between a curious human and an artificial intelligence assistant. "
+                   "The assistant gives helpful, detailed, and polite answers to the human's questions.")
+VIPLLAVA_TEMPLATE = (
+    "{{ bos_token }}{% set system = namespace(text='" + VIPLLAVA_SYSTEM.replace("'", "\\'") + "') %}"
+    "{% for turn in messages if turn['role'] == 'system' %}" + _TEXTS + "{% set system.text = texts | join(' ') %}"
+    "{% endfor %}{{ system.text }}{% for turn in messages if turn['role'] != 'system' %}" + _TEXTS
+    + "{{ '###Human: ' if turn['role'] == 'user' else '###Assistant: ' }}" + _IMAGE_LINES
+    + "{{ texts | join(' ') }}{% endfor %}{% if add_generation_prompt %}###Assistant:{% endif %}"
+)
+
+
+def build_vipllava(path: Path, *, source: str | Path | None = None, **overrides: Any) -> Path:
+    """Write a VipLLaVA checkpoint: a CLIP tower (3 blocks) whose projector reads blocks 1
+    and 0, a Llama text model. ``overrides`` as for `build_llava_interleave`."""
+    if source is not None:
+        return real_geometry(path, source, **overrides)
+    from transformers import CLIPImageProcessor, LlavaProcessor, VipLlavaConfig
+
+    tok = tokenizer(LLAMA_TOKENS, **LLAMA_ROLES)
+    ids = _ids(tok, LLAMA_TOKENS)
+    processor = LlavaProcessor(image_processor=_clip_image_processor(CLIPImageProcessor), tokenizer=tok,
+                               patch_size=PATCH_SIZE, vision_feature_select_strategy="default",
+                               num_additional_image_tokens=1, chat_template=VIPLLAVA_TEMPLATE)
+    special = {"bos_token_id": ids["<s>"], "eos_token_id": ids["</s>"], "pad_token_id": ids["<pad>"]}
+    config = VipLlavaConfig(
+        text_config={"model_type": "llama", "vocab_size": len(tok), **TINY_TEXT, **special,
+                     **overrides.pop("text_config", {})},
+        vision_config={"model_type": "clip_vision_model", **TOWER, "num_hidden_layers": 3,
+                       **overrides.pop("vision_config", {})},
+        image_token_index=ids[IMAGE],
+        image_seq_length=(IMAGE_SIZE // PATCH_SIZE) ** 2,
+        vision_feature_layer=[-2, 1],
         **special,
         **overrides,
     )
@@ -444,6 +489,7 @@ BUILDERS = {
     "llava_interleave": build_llava_interleave,
     "llava_1_5": build_llava_1_5,
     "llava_next": build_llava_next,
+    "vipllava": build_vipllava,
     "llava_onevision": build_llava_onevision,
     "llava_pixtral": build_llava_pixtral,
     "llava_next_video": build_llava_next_video,
