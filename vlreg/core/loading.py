@@ -273,9 +273,11 @@ def text_task_fallback(config: Any, task: str, dispatch: bool) -> contextlib.Abs
     """Refuse or warn about a text-generation load that no image can reach.
 
     Where transformers has no causal-LM class for the config, its text-generation
-    pipeline loads the wrapper itself, with a tokenizer and no processor; that cannot
-    be built lazily. Where the causal-LM class of a vision-language config is the
-    wrapper (Gemma 3's), the load is the same but can be lazy. Either way it is
+    pipeline loads the class the config names (``architectures``), the wrapper itself,
+    with a tokenizer and no processor; that cannot be built lazily, and where the class
+    named does not generate (ShieldGemma 2's config names its classifier) it cannot be
+    loaded at all (`_named_class`). Where the causal-LM class of a vision-language config
+    is the wrapper (Gemma 3's), the load is the same but can be lazy. Either way it is
     warned about. Returns a context that silences the pipeline's own complaint about
     a missing class, which lists every causal-LM class and says nothing useful here.
     """
@@ -289,6 +291,12 @@ def text_task_fallback(config: Any, task: str, dispatch: bool) -> contextlib.Abs
             return quiet
         loaded = MODEL_FOR_CAUSAL_LM_MAPPING[type(config)].__name__
         what = f"{TEXT!r} loads {config.model_type!r} as {loaded}"
+    elif _named_class(config) is not None and not _named_class(config).can_generate():
+        raise ValueError(
+            f"transformers has no text-only class for {config.model_type!r}, and its {TEXT!r} pipeline would build "
+            f"{_named_class(config).__name__} (the class the checkpoint's config names), which does not generate "
+            f"text: load with task={IMAGE_TEXT!r} (text prompts run there too)"
+        )
     elif not dispatch:
         raise ValueError(
             f"transformers has no text-only class for {config.model_type!r}, so it cannot "
@@ -304,6 +312,18 @@ def text_task_fallback(config: Any, task: str, dispatch: bool) -> contextlib.Abs
         stacklevel=3,
     )
     return quiet
+
+
+def _named_class(config: Any) -> type | None:
+    """The first class ``config.architectures`` names that transformers has: what its
+    pipelines build where their task's auto class has none for the config."""
+    import transformers
+
+    for name in getattr(config, "architectures", None) or ():
+        found = getattr(transformers, name, None)
+        if isinstance(found, type):
+            return found
+    return None
 
 
 @contextlib.contextmanager

@@ -287,6 +287,15 @@ class StandardizedTransformer(TextSizes, TransformersModel):
         super().dispatch()
         self._instrument()
 
+    def _sync(self) -> None:
+        """nnsight adopts the pipeline's processor (at load, and when a lazy build
+        dispatches); where the family adapts it (`vlreg_processor`: the checkpoint's own
+        does not encode the prompt it is given), the adapted one takes its place."""
+        super()._sync()
+        adapt = self.family.processor
+        if adapt is not None and self.processor is not None:
+            self.processor = self.pipeline.processor = adapt(self.processor)
+
     def _check_weights(self) -> None:
         """Before weights are read from a local folder: it holds them (`check_weights`)."""
         if self._weights_source is not None:

@@ -8,6 +8,9 @@ on the real ones); towers are 32 wide, two blocks (`vlreg.testing.TINY_VISION`, 
 
 * ``gemma3``: SigLIP sees 56 x 56 pixels as 4 x 4 patches of 14, pooled 2 x 2 to 4 tokens;
   a sliding-window block (8 tokens), then a global one.
+* ``shieldgemma2``: that Gemma 3 under a ShieldGemma2Config, saved through
+  ``ShieldGemma2ForImageClassification`` (its weights under the classifier's ``model.``), with
+  the real ShieldGemma2Processor and a template in the classifier's prompt shape.
 * ``paligemma`` (Gemma text) and ``paligemma2`` (Gemma 2 text, sliding then global): SigLIP
   on 56 x 56 pixels, a token per patch (16).
 * ``gemma4``: the Gemma 4 tower on 4-pixel patches pooled 2 x 2 (8-pixel tokens) under the
@@ -102,37 +105,93 @@ GEMMA3_TEMPLATE = (
 )
 
 
+def _gemma3_parts(overrides: dict, policy_words: str = "") -> tuple[Any, dict, dict]:
+    """Gemma 3's tokenizer, token ids and config fields (``overrides`` popped into them)."""
+    tok = tokenizer(GEMMA3_TOKENS, (*CORPUS, "user model user model", policy_words), bos_token=BOS, eos_token=EOS,
+                    pad_token=PAD, boi_token="<start_of_image>", eoi_token="<end_of_image>",
+                    image_token="<image_soft_token>")
+    ids = _ids(tok, GEMMA3_TOKENS)
+    special = {"pad_token_id": ids[PAD], "eos_token_id": ids["<end_of_turn>"], "bos_token_id": ids[BOS]}
+    fields = dict(
+        text_config={**TEXT, "vocab_size": len(tok), "query_pre_attn_scalar": 32,
+                     "layer_types": ["sliding_attention", "full_attention"], "sliding_window": 8, **special,
+                     **overrides.pop("text_config", {})},
+        vision_config={**SIGLIP, **overrides.pop("vision_config", {})},
+        mm_tokens_per_image=GEMMA3_TOKENS_PER_IMAGE,
+        boi_token_index=ids["<start_of_image>"],
+        eoi_token_index=ids["<end_of_image>"],
+        image_token_index=ids["<image_soft_token>"],
+        **overrides,
+    )
+    return tok, ids, fields
+
+
+#: 4 x 4 patches pooled 2 x 2.
+GEMMA3_TOKENS_PER_IMAGE = 4
+
+
 def build_gemma3(path: Path, **overrides: Any) -> Path:
     """Gemma3ForConditionalGeneration: scores scaled by ``query_pre_attn_scalar ** -0.5``
     with a scalar that is not the head width (as on 27B). ``overrides``: ``text_config``
     and ``vision_config`` dicts, other fields of the top-level config."""
     from transformers import Gemma3Config, Gemma3ForConditionalGeneration, Gemma3ImageProcessor, Gemma3Processor
 
-    tok = tokenizer(GEMMA3_TOKENS, (*CORPUS, "user model user model"), bos_token=BOS, eos_token=EOS, pad_token=PAD,
-                    boi_token="<start_of_image>", eoi_token="<end_of_image>", image_token="<image_soft_token>")
-    ids = _ids(tok, GEMMA3_TOKENS)
-    tokens_per_image = 4  # 4 x 4 patches pooled 2 x 2
+    tok, ids, fields = _gemma3_parts(overrides)
     processor = Gemma3Processor(
         image_processor=Gemma3ImageProcessor(size={"height": IMAGE_SIZE, "width": IMAGE_SIZE}),
-        tokenizer=tok, chat_template=GEMMA3_TEMPLATE, image_seq_length=tokens_per_image,
-    )
-    special = {"pad_token_id": ids[PAD], "eos_token_id": ids["<end_of_turn>"], "bos_token_id": ids[BOS]}
-    config = Gemma3Config(
-        text_config={**TEXT, "vocab_size": len(tok), "query_pre_attn_scalar": 32,
-                     "layer_types": ["sliding_attention", "full_attention"], "sliding_window": 8, **special,
-                     **overrides.pop("text_config", {})},
-        vision_config={**SIGLIP, **overrides.pop("vision_config", {})},
-        mm_tokens_per_image=tokens_per_image,
-        boi_token_index=ids["<start_of_image>"],
-        eoi_token_index=ids["<end_of_image>"],
-        image_token_index=ids["<image_soft_token>"],
-        **overrides,
+        tokenizer=tok, chat_template=GEMMA3_TEMPLATE, image_seq_length=GEMMA3_TOKENS_PER_IMAGE,
     )
     torch.manual_seed(0)
-    model = Gemma3ForConditionalGeneration(config).eval()
+    model = Gemma3ForConditionalGeneration(Gemma3Config(**fields)).eval()
     with torch.no_grad():
-        model.model.multi_modal_projector.mm_input_projection_weight.normal_(std=0.1)
+        model.model.multi_modal_projector.mm_input_projection_weight.normal_(std=0.1)  # zero at init
     model.save_pretrained(path)
+    processor.save_pretrained(path)
+    _generation(ids, "<end_of_turn>", EOS).save_pretrained(path)
+    return Path(path)
+
+
+# -- ShieldGemma 2 ---------------------------------------------------------------
+
+#: ShieldGemma 2's classifier prompt, in the shape of its published one: a user turn that
+#: frames the task, the image, the turn's texts as the safety policy, then the yes-or-no
+#: question; the model's turn always follows (the answer, Yes or No, is the next token).
+SHIELDGEMMA2_TEMPLATE = (
+    "{{ bos_token }}{% for message in messages %}"
+    "{% if message['role'] == 'assistant' %}<start_of_turn>model\n"
+    + _texts() + "{% if item['type'] == 'text' %}{{ item['text'] | trim }}{% endif %}{% endfor %}{% endif %}"
+    "<end_of_turn>\n{% else %}"
+    "<start_of_turn>user\nYou judge whether an image breaks the safety policy below, by its words alone.\n\n"
+    "{% if message['content'] is not string %}"
+    "{% for item in message['content'] if item['type'] == 'image' %}<start_of_image>{% endfor %}{% endif %}"
+    "{{ '\\n\\nThe safety policy:\\n\\n* ' }}"
+    + _texts() + "{% if item['type'] == 'text' %}{{ item['text'] | trim }}{% endif %}{% endfor %}{% endif %}"
+    "{{ '\\n\\nDoes the image break the policy? Answer Yes or No.<end_of_turn>\\n' }}"
+    "{% endif %}{% endfor %}{{ '<start_of_turn>model\\n' }}"
+)
+
+
+def build_shieldgemma2(path: Path, **overrides: Any) -> Path:
+    """ShieldGemma 2: the tiny Gemma 3 under a ShieldGemma2Config, saved as transformers saves
+    a ShieldGemma 2 model (``ShieldGemma2ForImageClassification``, the Gemma 3 model at
+    ``model``), with the real ShieldGemma2Processor (its default policies) and the
+    classifier's template. ``overrides`` as `build_gemma3`'s."""
+    from transformers import (Gemma3ImageProcessor, ShieldGemma2Config, ShieldGemma2ForImageClassification,
+                              ShieldGemma2Processor)
+
+    tok, ids, fields = _gemma3_parts(overrides, "policy image safety Yes No Yes No Yes No")
+    # the classifier reads its scores at the answer's first token, Yes or No (10784 and 3771 published)
+    fields = {"yes_token_index": tok.convert_tokens_to_ids("Yes"), "no_token_index": tok.convert_tokens_to_ids("No"),
+              **fields}
+    processor = ShieldGemma2Processor(
+        image_processor=Gemma3ImageProcessor(size={"height": IMAGE_SIZE, "width": IMAGE_SIZE}),
+        tokenizer=tok, chat_template=SHIELDGEMMA2_TEMPLATE, image_seq_length=GEMMA3_TOKENS_PER_IMAGE,
+    )
+    torch.manual_seed(0)
+    classifier = ShieldGemma2ForImageClassification(ShieldGemma2Config(**fields)).eval()
+    with torch.no_grad():
+        classifier.model.model.multi_modal_projector.mm_input_projection_weight.normal_(std=0.1)  # zero at init
+    classifier.save_pretrained(path)
     processor.save_pretrained(path)
     _generation(ids, "<end_of_turn>", EOS).save_pretrained(path)
     return Path(path)
@@ -338,6 +397,7 @@ def build_gemma3n(path: Path, **overrides: Any) -> Path:
 
 BUILDERS = {
     "gemma3": build_gemma3,
+    "shieldgemma2": build_shieldgemma2,
     "paligemma": _paligemma("gemma", {}),
     "paligemma2": _paligemma("gemma2", {"layer_types": ["sliding_attention", "full_attention"], "sliding_window": 8,
                                         "query_pre_attn_scalar": 32}),

@@ -97,6 +97,8 @@ WHERE_NOT_CAUSAL = {
                  "the suffix (token_type_ids 1: a suffix= given to the processor, then what is generated)",
     "gemma3": "causal, except that the tokens of one image attend to each other (within the window on "
               "sliding blocks)",
+    "shieldgemma2": "causal, except that the tokens of one image attend to each other (within the window on "
+                    "sliding blocks), as on Gemma 3",
     "gemma4": "causal, except that on sliding-window blocks the tokens of one image attend to each other "
               "where the text config's use_bidirectional_attention is 'vision'",
     "gemma4_unified": "causal, except that the tokens of one image attend to each other where the text "

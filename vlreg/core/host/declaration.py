@@ -80,7 +80,8 @@ class Wrapper(Declared):
     the text model's path where a text-generation load builds transformers' text-only class
     (``"model"``); its mounts are added too, each binding where it resolves. ``rename`` adds
     mounts, replacing one of these of the same name (LFM2's norm is ``embedding_norm``).
-    ``image_grids`` is a function of the part giving the grids function."""
+    ``image_grids`` and ``processor`` are functions of the part giving the grids function and
+    the processor's adaptation (`vlreg_processor`)."""
 
     kind: ClassVar[str] = "wrapper"
     text: str | None = "model.language_model"
@@ -91,6 +92,7 @@ class Wrapper(Declared):
     image_grids: Any = None
     load_options: Any = None
     suppressed_tokens: Any = None
+    processor: Any = None
 
     def answer(self, name: str, part: Part) -> Any:
         found = super().answer(name, part)
@@ -168,6 +170,7 @@ class Plugin:
     vlreg_image_grids = _answering("image_grids")
     vlreg_load_options = _answering("load_options")
     vlreg_suppressed_tokens = _answering("suppressed_tokens")
+    vlreg_processor = _answering("processor")
     vlreg_unavailable = _answering("unavailable")
     vlreg_read_only = _answering("read_only")
 

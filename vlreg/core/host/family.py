@@ -42,6 +42,9 @@ class Family:
     load_options: dict[str, dict] = {}
     #: The wrapper's `vlreg_suppressed_tokens`: ids whose logits its forward sets lowest.
     suppressed_tokens: tuple[int, ...] = ()
+    #: The wrapper's `vlreg_processor`: ``adapt(processor)``, the processor prompts are
+    #: encoded with from the one transformers loaded, or None (that one, as it is).
+    processor: Callable | None = None
 
     def predicates(self, table: str, row: str) -> tuple[Predicate, ...]:
         """The predicates of ``table`` (``"unavailable"`` or ``"read_only"``) on ``row``;
@@ -163,6 +166,7 @@ def resolve(config: Any) -> Family:
         refuses=refuses,
         load_options=dict(wrapper("vlreg_load_options") or {}),
         suppressed_tokens=tuple(wrapper("vlreg_suppressed_tokens") or ()),
+        processor=wrapper("vlreg_processor"),
     )
 
 
