@@ -1,12 +1,14 @@
-"""BLIP-2 and InstructBLIP at the published widths, built on the meta device (no weights).
+"""BLIP-2, InstructBLIP and InstructBLIP-Video at the published widths, built on the meta
+device (no weights).
 
 The widths are transformers 5.23's config defaults, read from the classes, not recalled:
-``Blip2Config()`` and ``InstructBlipConfig()`` both pair the EVA ViT-g tower (39 blocks, 1408
+``Blip2Config()``, ``InstructBlipConfig()`` and ``InstructBlipVideoConfig()`` all pair the EVA ViT-g tower (39 blocks, 1408
 wide, 16 heads, 14-pixel patches of a 224-pixel image: 256 patches and a class token) with a
 Q-Former of 12 blocks, 768 wide, cross-attending on every second block, 32 learned queries,
 and OPT-125m's widths for the text model (12 blocks, 768 wide, 12 heads); the default configs
-name no image token, so the tiny tokenizer's ``<image>`` is given. The processor is the
-published one's: 224-pixel images, 32 queries an image.
+name no image token, so the tiny tokenizer's ``<image>`` (InstructBLIP-Video's ``<video>``) is
+given. The processor is the published one's: 224-pixel images (a clip's frames, on
+InstructBLIP-Video), 32 queries an image.
 """
 
 import json
@@ -20,7 +22,8 @@ from vlreg.testing import build
 from vlreg.testing.conformance import image
 
 CONFIGS = {"blip-2": (transformers.Blip2Config, transformers.Blip2Processor),
-           "instructblip": (transformers.InstructBlipConfig, transformers.InstructBlipProcessor)}
+           "instructblip": (transformers.InstructBlipConfig, transformers.InstructBlipProcessor),
+           "instructblipvideo": (transformers.InstructBlipVideoConfig, transformers.InstructBlipVideoProcessor)}
 
 
 @pytest.fixture(scope="module", params=sorted(CONFIGS))
@@ -28,10 +31,16 @@ def published(request, tmp_path_factory):
     family, folder = request.param, tmp_path_factory.mktemp(request.param)
     config_class, processor_class = CONFIGS[family]
     tiny = transformers.AutoProcessor.from_pretrained(build(family))
-    parts = {"qformer_tokenizer": tiny.qformer_tokenizer} if family == "instructblip" else {}
-    images = transformers.BlipImageProcessor(size={"height": 224, "width": 224})
-    processor_class(image_processor=images, tokenizer=tiny.tokenizer, num_query_tokens=32, **parts).save_pretrained(folder)
-    config = config_class(image_token_index=tiny.tokenizer.convert_tokens_to_ids("<image>"))
+    parts = {"qformer_tokenizer": tiny.qformer_tokenizer} if family.startswith("instructblip") else {}
+    side = {"height": 224, "width": 224}
+    if family == "instructblipvideo":
+        parts["video_processor"] = transformers.InstructBlipVideoVideoProcessor(size=side)
+        token = {"video_token_index": tiny.tokenizer.convert_tokens_to_ids("<video>")}
+    else:
+        parts["image_processor"] = transformers.BlipImageProcessor(size=side)
+        token = {"image_token_index": tiny.tokenizer.convert_tokens_to_ids("<image>")}
+    processor_class(tokenizer=tiny.tokenizer, num_query_tokens=32, **parts).save_pretrained(folder)
+    config = config_class(**token)
     config.save_pretrained(folder)
     return family, folder
 

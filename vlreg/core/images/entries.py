@@ -66,6 +66,9 @@ class Entry:
 
     host: str = ""
     argument: int | str = 1
+    #: The config field holding the id of the placeholder token the image is written at
+    #: (`StandardizedTransformer.image_token_id`).
+    token: str = "image_token_id"
     #: The root's values between the image-token mask and the blocks, in the order the
     #: forward computes them (`StandardizedTransformer.order`). An entry ``"vision.<value>"``
     #: places that tower value there, after the tower's others.
@@ -167,7 +170,7 @@ class Entry:
         """Each image's `ImageGeometry`, from the processor's ``encoding``, the family's
         grids for each image (``declared``) and the images: its tokens are the next run of
         image tokens in mask order, as many as its grids hold."""
-        rows, positions = (encoding["input_ids"] == model._module.config.image_token_id).nonzero(as_tuple=True)
+        rows, positions = (encoding["input_ids"] == model.image_token_id).nonzero(as_tuple=True)
         counts = [sum(grid.tokens for grid in grids) for grids in declared]
         if sum(counts) != rows.numel():
             raise ValueError(
@@ -229,6 +232,10 @@ class Scatter(Entry):
     #: unconditionally): a text-generation load, which has no processor, and a prompt
     #: without an image are refused before the model runs.
     needs_images: bool = False
+    #: The config field holding the id of the placeholder token the features are written at:
+    #: ``image_token_id``, or another where the wrapper's config names it otherwise
+    #: (InstructBLIP-Video writes a clip's features at ``video_token_id``).
+    token: str = "image_token_id"
 
     def call(self, model: Any) -> tuple[str, int | str]:
         """The call that writes the features in, from the root, and the features' argument:
@@ -388,7 +395,7 @@ class CrossAttention(Entry):
 
         Every image of a batch gets as many positions (the processor pads tiles and images
         to the largest), so the family's grids for each must add up to the same count."""
-        rows = (encoding["input_ids"] == model._module.config.image_token_id).nonzero(as_tuple=True)[0].tolist()
+        rows = (encoding["input_ids"] == model.image_token_id).nonzero(as_tuple=True)[0].tolist()
         if len(rows) != len(images):
             raise ValueError(f"the prompt holds {len(rows)} image placeholders, but {len(images)} images were given")
         counts = {sum(grid.tokens for grid in grids) for grids in declared}

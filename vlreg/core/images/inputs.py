@@ -7,6 +7,7 @@ processor would divide by 255 again. Each is refused with what to pass instead.
 
 from __future__ import annotations
 
+import re
 from typing import Any, Iterator
 
 import torch
@@ -44,16 +45,22 @@ def check_placeholders(model: Any, prompts: Any, images: Any) -> None:
     one per image: some processors fail deep inside on it, or pair the images wrongly
     (NemotronH Omni's). A prompt with no placeholder is left to the processor (PaliGemma's
     puts them in itself). Prompts that are not text (an encoding) are not counted."""
-    token = getattr(model.processor, "image_token", None)
+    vision = model.__dict__.get("vision")
+    writes, runs = getattr(vision, "writes_placeholders", False), getattr(vision, "placeholder_runs", False)
+    token = getattr(model.processor, "image_token", None) or (_named(model) if writes or runs else None)
     token = getattr(token, "content", token)  # BLIP-2's processor keeps an AddedToken
     if images is None or not isinstance(token, str) or not token:
         return
     prompts = [prompts] if isinstance(prompts, str) else prompts
     if not isinstance(prompts, (list, tuple)) or not all(isinstance(prompt, str) for prompt in prompts):
         return
-    counts = [prompt.count(token) for prompt in prompts]
-    if getattr(model.__dict__.get("vision"), "writes_placeholders", False):
-        _one_image_a_prompt(prompts, counts, len(list(_leaves(images))), token)
+    counts = [len(re.findall(f"(?:{re.escape(token)})+", prompt)) if runs else prompt.count(token) for prompt in prompts]
+    if writes:
+        _none_written(counts, token)
+        if getattr(vision, "clips", False):
+            _one_clip_a_prompt(prompts, images)
+        else:
+            _one_image_a_prompt(prompts, len(list(_leaves(images))))
         return
     if sum(counts) == 0:
         return
@@ -73,9 +80,17 @@ def check_placeholders(model: Any, prompts: Any, images: Any) -> None:
             )
 
 
-def _one_image_a_prompt(prompts: list, counts: list, pictures: int, token: str) -> None:
+def _named(model: Any) -> str | None:
+    """The placeholder's text where the processor names none: the tokenizer's name for
+    `StandardizedTransformer.image_token_id` (InstructBLIP-Video's ``<video>``,
+    PP-Chart2Table's ``<imgpad>``)."""
+    tokenizer, token_id = getattr(model.processor, "tokenizer", None), model.image_token_id
+    return tokenizer.convert_ids_to_tokens(token_id) if tokenizer is not None and token_id is not None else None
+
+
+def _none_written(counts: list, token: str) -> None:
     """Where the processor writes each image's placeholders itself, before its prompt's
-    text (Florence-2's: `Vision.writes_placeholders`), a prompt holds none and takes one image."""
+    text (Florence-2's: `Vision.writes_placeholders`), a prompt holds none."""
     if any(counts):
         index = next(i for i, count in enumerate(counts) if count)
         raise ValueError(
@@ -83,12 +98,42 @@ def _one_image_a_prompt(prompts: list, counts: list, pictures: int, token: str) 
             f"but this processor writes each image's placeholders itself, before the prompt's text: leave them out "
             f"(a task token such as '<CAPTION>', or plain text, is the whole prompt)"
         )
+
+
+def _one_image_a_prompt(prompts: list, pictures: int) -> None:
+    """Where the processor writes each image's placeholders itself, a prompt takes one image."""
     if pictures != len(prompts):
         raise ValueError(
             f"{pictures} image{'s were' if pictures != 1 else ' was'} given for {len(prompts)} prompt"
             f"{'s' if len(prompts) != 1 else ''}: this processor writes one image's placeholders before each "
             f"prompt, so pass one image per prompt"
         )
+
+
+def _one_clip_a_prompt(prompts: list, images: Any) -> None:
+    """Where a prompt's images are one clip's frames (InstructBLIP-Video's: `Vision.clips`),
+    a prompt takes any number of them; several prompts take a list of frames each, every
+    clip as long (the video processor stacks them)."""
+    if len(prompts) == 1:
+        return
+    nested = isinstance(images, (list, tuple)) and len(images) == len(prompts) and all(
+        isinstance(each, (list, tuple)) for each in images)
+    if not nested:
+        raise ValueError(
+            f"{len(prompts)} prompts were given, and each takes the frames of one clip: pass a list of frames per "
+            f"prompt (images=[[frame, ...], [frame, ...]]), in the prompts' order"
+        )
+    lengths = [len(list(_leaves(each))) for each in images]
+    if len(set(lengths)) > 1:
+        raise ValueError(
+            f"the prompts' clips have {lengths} frames: the video processor stacks one batch's clips, so give "
+            f"every prompt as many frames, or trace them apart"
+        )
+
+
+def takes_flat(model: Any) -> bool:
+    """Whether the model's processor takes a batch's images as one flat list (`Vision.flat_images`)."""
+    return getattr(model.__dict__.get("vision"), "flat_images", False)
 
 
 def takes_arrays(model: Any) -> bool:
