@@ -8,9 +8,8 @@ on the real ones); towers are 32 wide, two blocks (`vlreg.testing.TINY_VISION`, 
 
 * ``gemma3``: SigLIP sees 56 x 56 pixels as 4 x 4 patches of 14, pooled 2 x 2 to 4 tokens;
   a sliding-window block (8 tokens), then a global one.
-* ``shieldgemma2``: that Gemma 3 under a ShieldGemma2Config, saved through
-  ``ShieldGemma2ForImageClassification`` (its weights under the classifier's ``model.``), with
-  the real ShieldGemma2Processor and a template in the classifier's prompt shape.
+* ``shieldgemma2``: that Gemma 3 saved as ``ShieldGemma2ForImageClassification`` (under the
+  classifier's ``model.``), with the real ShieldGemma2Processor and the classifier's prompt.
 * ``paligemma`` (Gemma text) and ``paligemma2`` (Gemma 2 text, sliding then global): SigLIP
   on 56 x 56 pixels, a token per patch (16).
 * ``gemma4``: the Gemma 4 tower on 4-pixel patches pooled 2 x 2 (8-pixel tokens) under the
@@ -105,11 +104,19 @@ GEMMA3_TEMPLATE = (
 )
 
 
-def _gemma3_parts(overrides: dict, policy_words: str = "") -> tuple[Any, dict, dict]:
-    """Gemma 3's tokenizer, token ids and config fields (``overrides`` popped into them)."""
-    tok = tokenizer(GEMMA3_TOKENS, (*CORPUS, "user model user model", policy_words), bos_token=BOS, eos_token=EOS,
+GEMMA3_TOKENS_PER_IMAGE = 4  # 4 x 4 patches pooled 2 x 2
+
+
+def _gemma3_parts(overrides: dict, processor_class: type, template: str, *words: str) -> tuple[Any, dict, dict]:
+    """Gemma 3's processor (``words`` added to its tokenizer's corpus), token ids and config
+    fields (``overrides`` in)."""
+    from transformers import Gemma3ImageProcessor
+
+    tok = tokenizer(GEMMA3_TOKENS, (*CORPUS, "user model user model", *words), bos_token=BOS, eos_token=EOS,
                     pad_token=PAD, boi_token="<start_of_image>", eoi_token="<end_of_image>",
                     image_token="<image_soft_token>")
+    processor = processor_class(image_processor=Gemma3ImageProcessor(size={"height": IMAGE_SIZE, "width": IMAGE_SIZE}),
+                                tokenizer=tok, chat_template=template, image_seq_length=GEMMA3_TOKENS_PER_IMAGE)
     ids = _ids(tok, GEMMA3_TOKENS)
     special = {"pad_token_id": ids[PAD], "eos_token_id": ids["<end_of_turn>"], "bos_token_id": ids[BOS]}
     fields = dict(
@@ -123,24 +130,16 @@ def _gemma3_parts(overrides: dict, policy_words: str = "") -> tuple[Any, dict, d
         image_token_index=ids["<image_soft_token>"],
         **overrides,
     )
-    return tok, ids, fields
-
-
-#: 4 x 4 patches pooled 2 x 2.
-GEMMA3_TOKENS_PER_IMAGE = 4
+    return processor, ids, fields
 
 
 def build_gemma3(path: Path, **overrides: Any) -> Path:
     """Gemma3ForConditionalGeneration: scores scaled by ``query_pre_attn_scalar ** -0.5``
     with a scalar that is not the head width (as on 27B). ``overrides``: ``text_config``
     and ``vision_config`` dicts, other fields of the top-level config."""
-    from transformers import Gemma3Config, Gemma3ForConditionalGeneration, Gemma3ImageProcessor, Gemma3Processor
+    from transformers import Gemma3Config, Gemma3ForConditionalGeneration, Gemma3Processor
 
-    tok, ids, fields = _gemma3_parts(overrides)
-    processor = Gemma3Processor(
-        image_processor=Gemma3ImageProcessor(size={"height": IMAGE_SIZE, "width": IMAGE_SIZE}),
-        tokenizer=tok, chat_template=GEMMA3_TEMPLATE, image_seq_length=GEMMA3_TOKENS_PER_IMAGE,
-    )
+    processor, ids, fields = _gemma3_parts(overrides, Gemma3Processor, GEMMA3_TEMPLATE)
     torch.manual_seed(0)
     model = Gemma3ForConditionalGeneration(Gemma3Config(**fields)).eval()
     with torch.no_grad():
@@ -153,9 +152,8 @@ def build_gemma3(path: Path, **overrides: Any) -> Path:
 
 # -- ShieldGemma 2 ---------------------------------------------------------------
 
-#: ShieldGemma 2's classifier prompt, in the shape of its published one: a user turn that
-#: frames the task, the image, the turn's texts as the safety policy, then the yes-or-no
-#: question; the model's turn always follows (the answer, Yes or No, is the next token).
+#: ShieldGemma 2's classifier prompt, in its published one's shape: the task, the image, the
+#: turn's texts as the policy, the question; then the model's turn (Yes or No comes next).
 SHIELDGEMMA2_TEMPLATE = (
     "{{ bos_token }}{% for message in messages %}"
     "{% if message['role'] == 'assistant' %}<start_of_turn>model\n"
@@ -172,21 +170,16 @@ SHIELDGEMMA2_TEMPLATE = (
 
 
 def build_shieldgemma2(path: Path, **overrides: Any) -> Path:
-    """ShieldGemma 2: the tiny Gemma 3 under a ShieldGemma2Config, saved as transformers saves
-    a ShieldGemma 2 model (``ShieldGemma2ForImageClassification``, the Gemma 3 model at
-    ``model``), with the real ShieldGemma2Processor (its default policies) and the
-    classifier's template. ``overrides`` as `build_gemma3`'s."""
-    from transformers import (Gemma3ImageProcessor, ShieldGemma2Config, ShieldGemma2ForImageClassification,
-                              ShieldGemma2Processor)
+    """The tiny Gemma 3 under a ShieldGemma2Config, saved as transformers saves ShieldGemma 2
+    (``ShieldGemma2ForImageClassification``, the Gemma 3 model at ``model``), with the real
+    ShieldGemma2Processor (its default policies). ``overrides`` as `build_gemma3`'s."""
+    from transformers import ShieldGemma2Config, ShieldGemma2ForImageClassification, ShieldGemma2Processor
 
-    tok, ids, fields = _gemma3_parts(overrides, "policy image safety Yes No Yes No Yes No")
+    processor, ids, fields = _gemma3_parts(overrides, ShieldGemma2Processor, SHIELDGEMMA2_TEMPLATE,
+                                           "policy image safety Yes No Yes No Yes No")
     # the classifier reads its scores at the answer's first token, Yes or No (10784 and 3771 published)
-    fields = {"yes_token_index": tok.convert_tokens_to_ids("Yes"), "no_token_index": tok.convert_tokens_to_ids("No"),
-              **fields}
-    processor = ShieldGemma2Processor(
-        image_processor=Gemma3ImageProcessor(size={"height": IMAGE_SIZE, "width": IMAGE_SIZE}),
-        tokenizer=tok, chat_template=SHIELDGEMMA2_TEMPLATE, image_seq_length=GEMMA3_TOKENS_PER_IMAGE,
-    )
+    answers = processor.tokenizer.convert_tokens_to_ids(["Yes", "No"])
+    fields = {"yes_token_index": answers[0], "no_token_index": answers[1], **fields}
     torch.manual_seed(0)
     classifier = ShieldGemma2ForImageClassification(ShieldGemma2Config(**fields)).eval()
     with torch.no_grad():

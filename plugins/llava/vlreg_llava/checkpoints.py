@@ -172,32 +172,10 @@ def build_llava_1_5(path: Path, *, source: str | Path | None = None, **overrides
     deep by default, so block -2 is neither the first nor the last."""
     if source is not None:
         return real_geometry(path, source, **overrides)
-    from transformers import CLIPImageProcessor, LlavaConfig, LlavaProcessor
+    from transformers import LlavaConfig
 
-    tok = tokenizer(LLAMA_TOKENS, **LLAMA_ROLES)
-    ids = _ids(tok, LLAMA_TOKENS)
-    processor = LlavaProcessor(
-        image_processor=_clip_image_processor(CLIPImageProcessor),
-        tokenizer=tok,
-        patch_size=PATCH_SIZE,
-        vision_feature_select_strategy="default",
-        num_additional_image_tokens=1,
-        chat_template=LLAVA_1_5_TEMPLATE,
-    )
-    special = {"bos_token_id": ids["<s>"], "eos_token_id": ids["</s>"], "pad_token_id": ids["<pad>"]}
-    text = overrides.pop("text_config", {})
-    vision = overrides.pop("vision_config", {})
-    config = LlavaConfig(
-        text_config={"model_type": "llama", "vocab_size": len(tok), **TINY_TEXT, **special, **text},
-        vision_config={"model_type": "clip_vision_model", **TOWER, "num_hidden_layers": 3, **vision},
-        image_token_index=ids[IMAGE],
-        image_seq_length=(IMAGE_SIZE // PATCH_SIZE) ** 2,
-        vision_feature_layer=-2,
-        vision_feature_select_strategy="default",
-        **special,
-        **overrides,
-    )
-    return _save(path, config, processor, special)
+    return _clip_on_llama(path, LlavaConfig, LLAVA_1_5_TEMPLATE, overrides, vision_feature_layer=-2,
+                          vision_feature_select_strategy="default")
 
 
 #: VipLLaVA's format: a fixed system line (a system turn's text replaces it), then each
@@ -219,22 +197,30 @@ def build_vipllava(path: Path, *, source: str | Path | None = None, **overrides:
     and 0, a Llama text model. ``overrides`` as for `build_llava_interleave`."""
     if source is not None:
         return real_geometry(path, source, **overrides)
-    from transformers import CLIPImageProcessor, LlavaProcessor, VipLlavaConfig
+    from transformers import VipLlavaConfig
+
+    return _clip_on_llama(path, VipLlavaConfig, VIPLLAVA_TEMPLATE, overrides, vision_feature_layer=[-2, 1])
+
+
+def _clip_on_llama(path: Path, config_class: type, template: str, overrides: dict, **fields: Any) -> Path:
+    """A CLIP tower (3 blocks, its CLS row dropped) on a Llama text model, through LLaVA's
+    processor over CLIP's resize and centre crop; ``fields``, the wrapper's own."""
+    from transformers import CLIPImageProcessor, LlavaProcessor
 
     tok = tokenizer(LLAMA_TOKENS, **LLAMA_ROLES)
     ids = _ids(tok, LLAMA_TOKENS)
     processor = LlavaProcessor(image_processor=_clip_image_processor(CLIPImageProcessor), tokenizer=tok,
                                patch_size=PATCH_SIZE, vision_feature_select_strategy="default",
-                               num_additional_image_tokens=1, chat_template=VIPLLAVA_TEMPLATE)
+                               num_additional_image_tokens=1, chat_template=template)
     special = {"bos_token_id": ids["<s>"], "eos_token_id": ids["</s>"], "pad_token_id": ids["<pad>"]}
-    config = VipLlavaConfig(
+    config = config_class(
         text_config={"model_type": "llama", "vocab_size": len(tok), **TINY_TEXT, **special,
                      **overrides.pop("text_config", {})},
         vision_config={"model_type": "clip_vision_model", **TOWER, "num_hidden_layers": 3,
                        **overrides.pop("vision_config", {})},
         image_token_index=ids[IMAGE],
         image_seq_length=(IMAGE_SIZE // PATCH_SIZE) ** 2,
-        vision_feature_layer=[-2, 1],
+        **fields,
         **special,
         **overrides,
     )

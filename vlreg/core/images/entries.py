@@ -66,9 +66,7 @@ class Entry:
 
     host: str = ""
     argument: int | str = 1
-    #: The config field holding the id of the placeholder token the image is written at
-    #: (`StandardizedTransformer.image_token_id`).
-    token: str = "image_token_id"
+    token: str = "image_token_id"  # the config field naming the placeholder's id (`Scatter.token`)
     #: The root's values between the image-token mask and the blocks, in the order the
     #: forward computes them (`StandardizedTransformer.order`). An entry ``"vision.<value>"``
     #: places that tower value there, after the tower's others.
@@ -232,9 +230,8 @@ class Scatter(Entry):
     #: unconditionally): a text-generation load, which has no processor, and a prompt
     #: without an image are refused before the model runs.
     needs_images: bool = False
-    #: The config field holding the id of the placeholder token the features are written at:
-    #: ``image_token_id``, or another where the wrapper's config names it otherwise
-    #: (InstructBLIP-Video writes a clip's features at ``video_token_id``).
+    #: The config field naming the id of the placeholder the features are written at
+    #: (InstructBLIP-Video's: ``video_token_id``; `StandardizedTransformer.image_token_id`).
     token: str = "image_token_id"
 
     def call(self, model: Any) -> tuple[str, int | str]:
