@@ -134,9 +134,10 @@ def _per_frame_class() -> type:
 
     # a clip's frames are its images: the video processor is what processes them, and where vlreg reads or
     # sets the image processor's settings (a trace's options, the geometry), it is the one it reaches
-    frames = property(lambda self: self.video_processor, lambda self, new: setattr(self, "video_processor", new))
+    frames_processor = property(lambda self: self.video_processor,
+                                lambda self, new: setattr(self, "video_processor", new))
     return type("PerFrameInstructBlipVideoProcessor", (InstructBlipVideoProcessor,),
-                {"__call__": _written_per_frame, "image_processor": frames, "__module__": __name__,
+                {"__call__": _written_per_frame, "image_processor": frames_processor, "__module__": __name__,
                  "__doc__": per_frame.__doc__})
 
 
@@ -153,8 +154,8 @@ def _written_per_frame(self: Any, images: Any = None, text: Any = None, **kwargs
         options.update(kwargs.pop(kind, None) or {})
     encoding = InstructBlipVideoProcessor.__call__(self, images=images, text=text, **kwargs)
     if images is not None and options:
-        frames = self.video_processor(images, return_tensors=kwargs.get("return_tensors"), **options)
-        encoding["pixel_values"] = frames["pixel_values"]
+        encoding["pixel_values"] = self.video_processor(images, return_tensors=kwargs.get("return_tensors"),
+                                                        **options)["pixel_values"]
     if images is None or text is None:
         return encoding
     frames = len(encoding["pixel_values"][0])
