@@ -47,7 +47,7 @@ def test_it_is_listed_with_its_distribution(env):
     assert (example["distribution"], example["version"], example["families"]) == (DISTRIBUTION, "0.1.0", ["vipllava"])
     assert example["parts"] == {"wrapper": ["vipllava"], "text": [], "vision": []}
     assert "clip_vision_model" in rows["llava"]["parts"]["vision"] and "llama" in rows["llava"]["parts"]["text"]
-    assert "vipllava" in rows["llava"]["parts"]["wrapper"]  # claimed by both: the example overrides it
+    assert "vipllava" not in rows["llava"]["parts"]["wrapper"]  # vlreg-llava claims it too; the example's claim wins
     assert f"vipllava ({DISTRIBUTION} 0.1.0): families vipllava" in vlreg(env, "plugins")
     assert "plugin 'vipllava'" in vlreg(env, "plugins", "--coverage")
 
