@@ -8,10 +8,10 @@ import numpy
 import pytest
 
 from vlreg_qwen2_vl import VIDEOS, plugin as qwen2_vl
-from vlreg import StandardizedTransformer, Unavailable, hookimpl
+from vlreg import Unavailable, hookimpl
 from vlreg.cli import main, partial
 from vlreg.plugin import Claim
-from vlreg.testing import build, registered
+from vlreg.testing import build, chat, load, registered
 from vlreg.testing.conformance import image
 
 PATCHES = "the patch embedding is not served by this patched build; read vision.layers[0].input"
@@ -40,19 +40,9 @@ class Patched:
         return qwen2_vl.vlreg_entry(part)
 
 
-def load(path):
-    return StandardizedTransformer(path, task="image-text-to-text", dispatch=True, device="cpu")
-
-
 @pytest.fixture(scope="module")
 def path():
     return str(build("qwen2_vl"))
-
-
-def chat(model, kind):
-    content = [{"type": kind}, {"type": "text", "text": "What is this?"}]
-    return model.processor.apply_chat_template([{"role": "user", "content": content}], add_generation_prompt=True,
-                                               tokenize=False)
 
 
 def test_a_claim_takes_reasons_only():
@@ -65,12 +55,12 @@ def test_a_declared_refusal_is_a_row_of_support_and_the_video_only_traces_refusa
     model = load(path)
     rows = model.support()
     assert rows["videos"] == VIDEOS and list(rows)[-1] == "logits"
-    assert model.family.refuses == {"videos": VIDEOS}
+    assert model.family.sentences == {"videos": VIDEOS}
     video = [numpy.random.default_rng(0).integers(0, 255, (4, 56, 56, 3), dtype=numpy.uint8)]
     with pytest.raises(Unavailable, match="no images, only videos: a video's frames reach the model"):
-        with model.trace(chat(model, "video"), videos=video):
+        with model.trace(chat(model, "video", text="What is this?"), videos=video):
             model.vision.image_features.save()
-    with model.trace(chat(model, "image"), images=[image(56, 56)]):
+    with model.trace(chat(model, "image", text="What is this?"), images=[image(56, 56)]):
         features = model.vision.image_features.save()  # images are served whole
     assert features.shape[0] > 0
 
@@ -88,7 +78,7 @@ def test_a_refused_row_refuses_reads_and_names_without_values_sit_with_their_par
         assert names[names.index("audio") + 1:] in (["uncapped_logits", "logits"], ["logits"])  # before the readout
         assert model.vision.support()["high_resolution"] == SECOND_TOWER
         with pytest.raises(Unavailable, match="not served by this patched build"):
-            with model.trace(chat(model, "image"), images=[image(56, 56)]):
+            with model.trace(chat(model, "image", text="What is this?"), images=[image(56, 56)]):
                 model.vision.patch_embeddings.save()
         assert partial()["qwen2_vl"] == Patched().vlreg_claims()[0].refuses
     assert partial()["qwen2_vl"] == {"videos": VIDEOS}

@@ -6,7 +6,7 @@ declarations it is made of are below: the image's entries (`Scatter`, `QueryToke
 `ImageCodes`, `CrossAttention`), the standard envoy classes a family maps its modules
 onto, the value descriptors a family serves a value from elsewhere with, and image grids.
 A `Wrapper` states only what differs from transformers' composite layout (`SCATTER` is its
-entry); `tower_envoys` and `feature_layer_read_only` are what many families declare alike.
+entry); `tower_envoys` and `FEATURE_LAYER_READ_ONLY` are what many families declare alike.
 A module of hook functions (`hookimpl`, `vlreg.core.host.hookspecs`) registers too: the
 escape hatch.
 
@@ -47,8 +47,11 @@ from .core.host.hookspecs import hookimpl
 from .core.host.parts import Claim, Part
 from .core.host.plugins import adapter
 from .core.images.codes import ImageCodes
-from .core.images.entries import CrossAttention, Entry, QueryTokens, Scatter
+from .core.images.cross_attention import CrossAttention
+from .core.images.entries import Entry, QueryTokens, Scatter
 from .core.images.geometry import ImageGrid, box_grid, clip_boxes
+from .core.serving.refusals import IMAGES, Gate, prefill_only, read_only
+from .core.serving.sites import At, Site
 from .core.serving.values import argument, copied, first, returned, value, with_first
 
 __all__ = [
@@ -56,7 +59,7 @@ __all__ = [
     "Wrapper",
     "SCATTER",
     "tower_envoys",
-    "feature_layer_read_only",
+    "FEATURE_LAYER_READ_ONLY",
     "Text",
     "Tower",
     "Other",
@@ -98,12 +101,18 @@ __all__ = [
     "variable_resolution",
     "hidden_states_read_only",
     "value",
+    "At",
+    "Site",
     "argument",
     "returned",
     "copied",
     "first",
     "with_first",
     "eager_only",
+    "read_only",
+    "prefill_only",
+    "IMAGES",
+    "Gate",
     "Unavailable",
     "ReadOnly",
     "ImageGrid",
@@ -127,11 +136,8 @@ def tower_envoys(module: str, names: tuple[str, str, str, str], *, vision: type 
     return envoys
 
 
-def feature_layer_read_only(part: Any) -> dict[str, Any] | None:
-    """``read_only=`` for a wrapper whose projector reads ``hidden_states[vision_feature_layer]``
-    of the tower (LLaVA's layout): the tower's output and the blocks after the one read
-    (`hidden_states_read_only`); none where the config names no ``vision_feature_layer``."""
-    config = part.config
-    if getattr(config, "vision_feature_layer", None) is None:
-        return None
-    return hidden_states_read_only(config.vision_feature_layer, config.vision_config.num_hidden_layers)
+#: The refusal table of a wrapper whose projector reads ``hidden_states[vision_feature_layer]``
+#: of the tower (LLaVA's layout): the tower's output and the blocks after the one read take no
+#: write (`hidden_states_read_only`, read off the checkpoint when asked; nothing where the
+#: config names no ``vision_feature_layer``).
+FEATURE_LAYER_READ_ONLY = hidden_states_read_only()

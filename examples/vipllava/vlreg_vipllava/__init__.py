@@ -24,16 +24,16 @@ VipLlavaForConditionalGeneration has three parts, and this plugin claims one:
 
 What the projector does not read cannot be edited to any effect, so the tower's output
 and every block after the last one it reads are declared read-only
-(`feature_layer_read_only`). `geometry` lays out each image's tokens over CLIP's centre
+(`FEATURE_LAYER_READ_ONLY`). `geometry` lays out each image's tokens over CLIP's centre
 crop, written here from the processor's settings. Its tests load vlreg-llava's tiny
 ``vipllava`` checkpoint (`vlreg.testing.build`).
 """
 
-from vlreg.plugin import Plugin, Wrapper, feature_layer_read_only
+from vlreg.plugin import FEATURE_LAYER_READ_ONLY, Plugin, Wrapper
 
 from .geometry import image_grids
 
 plugin = Plugin(
-    Wrapper("vipllava", overrides="llava", read_only=feature_layer_read_only,
+    Wrapper("vipllava", overrides="llava", refuses=FEATURE_LAYER_READ_ONLY,
             image_grids=lambda part: image_grids(part.config)),
 )

@@ -14,7 +14,7 @@ block's stream, before the tower's ``post_layernorm``), so a write to
 read-only, naming the block to edit instead.
 """
 
-from vlreg.plugin import Plugin, Text, Wrapper, feature_layer_read_only
+from vlreg.plugin import FEATURE_LAYER_READ_ONLY, Plugin, Text, Wrapper
 
 from . import text
 from .geometry import aria_image_grids
@@ -28,7 +28,7 @@ def builders():
 
 
 plugin = Plugin(
-    Wrapper("aria", read_only=feature_layer_read_only, image_grids=lambda part: aria_image_grids(part.config)),
+    Wrapper("aria", refuses=FEATURE_LAYER_READ_ONLY, image_grids=lambda part: aria_image_grids(part.config)),
     Text(text.MODEL_TYPES, envoys=text.envoys),
     checkpoints=builders,
 )

@@ -32,7 +32,7 @@ def builders():
 
 plugin = Plugin(
     Wrapper(("blip-2", "instructblip", "instructblipvideo"), text=None, vision="vision_model",
-            projector="language_projection", rename=wrappers.rename, entry=wrappers.entry, refusal=wrappers.refusal,
+            projector="language_projection", rename=wrappers.rename, entry=wrappers.entry, declines=wrappers.declines,
             image_grids=wrappers.image_grids, processor=wrappers.processor),
     Text("opt", rename=text.rename, envoys=text.envoys),
     Tower(("blip_2_vision_model", "instructblip_vision_model", "instructblipvideo_vision_model"), rename=vision.RENAME,

@@ -29,7 +29,7 @@ clip's length, which the model's forward can fill only for a clip of 4 frames; v
 encoding for 4 frames, and a clip of one frame (an image) runs as the model's forward runs it;
 its ``image_processor`` is the video processor, which processes the frames.
 
-Not served, and refused by name before loading (`refusal`): a T5 text model (the
+Not served, and declined by name before loading (`declines`): a T5 text model (the
 ``flan-t5`` checkpoints: ``use_decoder_only_language_model`` false, an encoder-decoder),
 and OPT's variants no BLIP checkpoint uses (post-norm blocks, or a narrower embedding
 projected in and out: OPT-350m's).
@@ -81,8 +81,8 @@ def rename(part: Any) -> dict[str, str]:
     return {**RENAME, **TEXT_RENAME.get(part.config.text_config.model_type, {})}
 
 
-def refusal(part: Any) -> str | None:
-    """Why this BLIP checkpoint is not served (``None``: it is)."""
+def declines(part: Any) -> str | None:
+    """Why vlreg-blip declines this BLIP checkpoint (``None``: it serves it)."""
     config = part.config
     text = config.text_config
     if not config.use_decoder_only_language_model:

@@ -22,7 +22,7 @@ whose blocks are parallel (attention and MLP read the same normed input). `geome
 declares each image's tiles and thumbnail; `checkpoints` builds tiny checkpoints for tests.
 """
 
-from vlreg.plugin import Plugin, Text, Wrapper, feature_layer_read_only
+from vlreg.plugin import FEATURE_LAYER_READ_ONLY, Plugin, Text, Wrapper
 
 from . import text
 from .geometry import image_grids
@@ -36,7 +36,7 @@ def builders():
 
 
 plugin = Plugin(
-    Wrapper("aya_vision", read_only=feature_layer_read_only, image_grids=lambda part: image_grids(part.config)),
+    Wrapper("aya_vision", refuses=FEATURE_LAYER_READ_ONLY, image_grids=lambda part: image_grids(part.config)),
     # Command A Vision's projector reads the tower's output: every tower value takes a write
     Wrapper("cohere2_vision", image_grids=lambda part: image_grids(part.config)),
     Text(text.MODEL_TYPES, envoys=text.envoys),

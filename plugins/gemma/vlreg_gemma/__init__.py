@@ -88,6 +88,7 @@ plugin = Plugin(
     Text("gemma3n_text", envoys=text.gemma3n_envoys),
     Tower("gemma4_vision", rename=vision.TOWER_RENAME, envoys=vision.gemma4_tower_envoys),
     Tower("gemma4_unified_vision", envoys=vision.embedder_envoys),
-    Tower("gemma3n_vision", rename=vision.GEMMA3N_RENAME, envoys=vision.gemma3n_tower_envoys),
+    Tower("gemma3n_vision", rename=vision.GEMMA3N_RENAME, envoys=vision.gemma3n_tower_envoys,
+          declines=vision.gemma3n_refusal),
     checkpoints=builders,
 )

@@ -115,7 +115,7 @@ class GotLayer(VisionLayer):
 
 def windowed(envoy: Any) -> bool:
     """Whether the block ``envoy`` is in (or is) attends within windows."""
-    return envoy._tower._module.layers[envoy.block_index].window_size > 0
+    return envoy.place.tower._module.layers[envoy.block_index].window_size > 0
 
 
 WINDOWED = (
@@ -129,7 +129,7 @@ WINDOWED = (
 def _global_only(attention: Any) -> str | None:
     if not windowed(attention):
         return None
-    config = attention._tower._vision_config
+    config = attention.place.tower._vision_config
     return WINDOWED.format(index=attention.block_index, size=config.window_size, globals=list(config.global_attn_indexes))
 
 
@@ -146,7 +146,7 @@ def _unbound(index: int, description: str) -> value:
     def put(attention: Any, raw: tuple, new: torch.Tensor) -> tuple:
         return (*raw[:index], new.reshape(raw[index].shape), *raw[index + 1 :])
 
-    served = value("source.unbind_0.output", unavailable=_global_only, description=description)(
+    served = value("source.unbind_0.output", description=description)(
         lambda attention, raw: _heads(attention, raw[index].clone())
     ).writes(put)
     return served.transform(lambda attention, view, raw: put(attention, raw, view))
@@ -178,22 +178,25 @@ def _put_added(raw: Any, new: torch.Tensor) -> Any:
 
 class GotAttention(VisionAttention):
     """A tower block's attention, written out in its forward; its interior served on global
-    blocks only (see the module)."""
+    blocks only (see the module): a windowed block's refuses them (`_global_only`)."""
+
+    refuses = dict.fromkeys(("attention_queries", "attention_keys", "attention_values", "attention_scores",
+                             "attention_probabilities", "attention_head_outputs"), _global_only)
 
     attention_queries = _unbound(0, "the queries (no rotation: positions enter the scores)")
     attention_keys = _unbound(1, "the keys")
     attention_values = _unbound(2, "the values")
     attention_scores = value(
-        "source.torch_nn_functional_softmax_0.input", unavailable=_global_only,
+        "source.torch_nn_functional_softmax_0.input",
         description="scaled query-key scores with the relative positions added, before the softmax",
     )(lambda attention, raw: _heads(attention, _first_argument(raw))).writes(
         lambda attention, raw, new: _with_first_argument(raw, new))
     attention_probabilities = value(
-        "source.nn_functional_dropout_0.output", unavailable=_global_only,
+        "source.nn_functional_dropout_0.output",
         description="the pattern that weights the values, [images, heads, patches, patches]",
     )(lambda attention, raw: _heads(attention, raw)).writes(lambda attention, raw, new: new.reshape(raw.shape))
     attention_head_outputs = value(
-        lambda attention: f"{attention.proj.path}.input", unavailable=_global_only,
+        lambda attention: f"{attention.proj.path}.input",
         description="each head's output as proj receives it, [images, patches, heads, head_dim]",
     )(lambda attention, raw: _rows(_first_argument(raw)).unflatten(-1, (attention.num_heads, -1))).writes(
         lambda attention, raw, new: _with_first_argument(raw, new))

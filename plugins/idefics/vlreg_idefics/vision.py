@@ -27,6 +27,16 @@ class Idefics2Vision(Vision):
     takes_arrays = False
     padded_patches = True
 
+    def image_refusal(self, width: int, height: int) -> str | None:
+        """A side under 2 pixels, where the processor splits images: each of its four crops
+        would have a side of none, which it divides by."""
+        image_processor = getattr(self.root.processor, "image_processor", None)
+        if getattr(image_processor, "do_image_splitting", False) and min(width, height) < 2:
+            return ("Idefics2's processor cuts each image into four crops of half its sides (do_image_splitting), so "
+                    "it needs each side at least 2 pixels: pass an image at least 2 x 2 pixels (resize or pad it), "
+                    "or give the trace do_image_splitting=False")
+        return None
+
     @property
     def image_size(self) -> int:
         raise Unavailable(

@@ -40,10 +40,10 @@ class JanusVision(Vision):
     """Janus's tower: SigLIP's values, and the VQ codes it never computes on understanding."""
 
     order = ("image_token_mask", "patch_embeddings", "layers", "tower_output", "image_codes", "image_features")
+    refuses = {"image_codes": _generation_only}
 
     image_codes = value(
         lambda vision: f"{vision.root.path}.model.vqmodel.quantize.output",
-        unavailable=_generation_only,
         description="the VQ codebook ids of an image (image generation only; refused)",
     )(lambda vision, raw: raw)
 

@@ -4,7 +4,8 @@ Three parts, all served here:
 
 * the wrapper (``Lfm2VlForConditionalGeneration``): the text model at
   ``model.language_model``, the SigLIP 2 tower at ``model.vision_tower``, the projector at
-  ``model.multi_modal_projector``, called once per crop (`vision.Projector`); ``model``'s
+  ``model.multi_modal_projector``, called once per crop before transformers 5.24, once on
+  every crop's slots packed from it (`vision.PER_CROP`); ``model``'s
   forward writes the features into the embeddings with its one
   ``inputs_embeds.masked_scatter(mask, features)``;
 * the text model, ``lfm2``: hybrid blocks of attention and short convolutions (`text`),

@@ -21,7 +21,7 @@ vlreg-mistral3, which claims it, and its geometry from that plugin's adapter
 `checkpoints` builds small random-weight checkpoints of each shape for tests.
 """
 
-from vlreg.plugin import Plugin, Text, Tower, Wrapper, feature_layer_read_only
+from vlreg.plugin import Plugin, Text, Tower, Wrapper
 
 from . import text, vision, wrappers
 from .geometry import llava_image_grids
@@ -34,12 +34,11 @@ def builders():
     return BUILDERS
 
 
-#: What every LLaVA wrapper declares alike: the tower values the projector does not read,
-#: and the grids (which read the part's config).
-IMAGES = {"read_only": feature_layer_read_only, "image_grids": lambda part: llava_image_grids(part.config)}
+#: What every LLaVA wrapper declares alike: the grids (which read the part's config).
+IMAGES = {"image_grids": lambda part: llava_image_grids(part.config)}
 
 plugin = Plugin(
-    Wrapper(("llava", "llava_next", "vipllava"), **IMAGES),
+    Wrapper(("llava", "llava_next", "vipllava"), refuses=wrappers.REFUSES["llava"], **IMAGES),
     Wrapper("llava_onevision", refuses=wrappers.REFUSES["llava_onevision"], **IMAGES),
     Wrapper("llava_next_video", refuses=wrappers.REFUSES["llava_next_video"], **IMAGES),
     # Video-LLaVA's image tower is `vision`; its video tower has the same class

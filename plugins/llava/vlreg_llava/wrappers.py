@@ -27,15 +27,21 @@ the one it reads (block -2's stream on LLaVA-1.5: the last block runs for nothin
 are declared read-only, naming the value to edit instead.
 """
 
+from vlreg.plugin import FEATURE_LAYER_READ_ONLY
+
 _VIDEOS = (
     "a video's frames reach the model (its logits and text values are served), but they run through {tower} in "
     "calls of their own{pooled} and are written at a scatter of their own, which no standard value reads; pass "
     "the frames as images=[...] to read them (each frame is then processed as an image)"
 )
-#: What each wrapper's claim refuses (`Claim.refuses`): the lines that take videos.
+#: What each wrapper refuses: the tower values the projector does not read (every line), and
+#: the videos of the lines that take them.
 REFUSES = {
-    "llava_onevision": {"videos": _VIDEOS.format(tower="the tower", pooled=", pooled 2 x 2 after the projector")},
-    "llava_next_video": {"videos": _VIDEOS.format(tower="the tower", pooled=", pooled 2 x 2 (vision_resampler) "
-                                                  "before the projector")},
-    "video_llava": {"videos": _VIDEOS.format(tower="a tower of their own (model.video_tower)", pooled="")},
+    "llava": FEATURE_LAYER_READ_ONLY,
+    "llava_onevision": {**FEATURE_LAYER_READ_ONLY, "videos": _VIDEOS.format(
+        tower="the tower", pooled=", pooled 2 x 2 after the projector")},
+    "llava_next_video": {**FEATURE_LAYER_READ_ONLY, "videos": _VIDEOS.format(
+        tower="the tower", pooled=", pooled 2 x 2 (vision_resampler) before the projector")},
+    "video_llava": {**FEATURE_LAYER_READ_ONLY, "videos": _VIDEOS.format(
+        tower="a tower of their own (model.video_tower)", pooled="")},
 }

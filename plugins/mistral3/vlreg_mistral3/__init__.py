@@ -27,7 +27,7 @@ maps) and the text model at ``language_model``; its forward writes the features 
 `geometry.pixtral_image_grids` at the spatial merge.
 """
 
-from vlreg.plugin import Plugin, Tower, Wrapper, feature_layer_read_only
+from vlreg.plugin import FEATURE_LAYER_READ_ONLY, Plugin, Tower, Wrapper
 
 from . import vision
 from .geometry import mistral3_image_grids, pixtral_image_grids
@@ -45,7 +45,7 @@ def builders():
 
 
 plugin = Plugin(
-    Wrapper("mistral3", read_only=feature_layer_read_only, image_grids=image_grids),
+    Wrapper("mistral3", refuses=FEATURE_LAYER_READ_ONLY, image_grids=image_grids),
     # LightOnOCR's tower and projector sit under its own names; the projector reads the
     # tower's output, so every tower value takes a write
     Wrapper("lighton_ocr", vision="model.vision_encoder", projector="model.vision_projection", image_grids=image_grids),

@@ -9,7 +9,7 @@ It publishes the Qwen ViT to the other Qwen lines as the adapter ``"qwen_vit"``
 importing this package's modules.
 """
 
-from vlreg.plugin import Plugin, Text, Tower, Wrapper
+from vlreg.plugin import Plugin, Text, Tower, Wrapper, read_only
 
 from .geometry import qwen_image_grids
 from .vision import QwenViT, QwenVision, QwenVisionAttention, tower_envoys
@@ -22,7 +22,7 @@ MOUNTS = {"vision": "model.visual", "projector": "model.visual.merger"}
 #: the tower's output reaches nothing. The same stream, before the merger, is the last
 #: block's output.
 READ_ONLY = {
-    "vision.tower_output": lambda vision: (
+    "vision.tower_output": read_only(
         "the merger (model.projector) runs inside the tower and has read the stream before the "
         "tower returns it; edit vision.layers[-1].layer_output, the same stream before the merger"
     )
@@ -52,7 +52,7 @@ QWEN_VIT = QwenViT(
     image_grids=qwen_image_grids,
     mounts=MOUNTS,
     tower_rename=TOWER_RENAME,
-    read_only=READ_ONLY,
+    refuses=READ_ONLY,
 )
 
 
@@ -71,8 +71,7 @@ def builders():
 
 
 plugin = Plugin(
-    Wrapper("qwen2_vl", **MOUNTS, read_only=READ_ONLY, image_grids=lambda part: qwen_image_grids,
-            refuses={"videos": VIDEOS}),
+    Wrapper("qwen2_vl", **MOUNTS, refuses={**READ_ONLY, "videos": VIDEOS}, image_grids=lambda part: qwen_image_grids),
     Text("qwen2_vl_text", envoys=text_envoys),
     Tower("qwen2_vl_vision", rename=TOWER_RENAME, envoys=tower_envoys),
     adapters={"qwen_vit": QWEN_VIT},

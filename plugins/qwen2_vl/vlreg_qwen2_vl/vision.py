@@ -75,18 +75,20 @@ class QwenVisionAttention(VisionAttention):
     after the rotary embedding), read where their preparation ends; head outputs
     ``[1, patches, heads, head_dim]`` where the calls' outputs are joined."""
 
+    refuses = {"attention_head_outputs": _not_flash, "attention_scores": _per_call,
+               "attention_probabilities": _per_call}
     # Views of one unbind: torch refuses in-place edits of them, so they are served as
     # copies written back.
     attention_queries = copied("source.unsqueeze_0.output", description="the queries, after the rotary embedding")
     attention_keys = copied("source.unsqueeze_1.output", description="the keys, after the rotary embedding")
     attention_values = copied("source.unsqueeze_2.output", description="the values")
     attention_head_outputs = returned(
-        "source.torch_cat_0.output", unavailable=_not_flash, description="each head's output, the calls' joined"
+        "source.torch_cat_0.output", description="each head's output, the calls' joined"
     )
-    attention_scores = value("output", unavailable=_per_call, description="none: one call per image")(
+    attention_scores = value("output", description="none: one call per image")(
         lambda envoy, raw: None
     )
-    attention_probabilities = value("output", unavailable=_per_call, description="none: one call per image")(
+    attention_probabilities = value("output", description="none: one call per image")(
         lambda envoy, raw: None
     )
 
@@ -120,7 +122,8 @@ class QwenViT:
       (the tower at ``model.visual``, its merger the projector; the rest is transformers'
       layout: the text model at ``model.language_model``, the scatter in ``model``'s forward);
     * ``tower_rename``: the tower's names (``blocks``, ``attn``, ``norm1``, ``norm2``);
-    * ``read_only``: the wrapper's read-only rows (the merger runs inside the tower).
+    * ``refuses``: the wrapper's refusal table (the merger runs inside the tower, so the
+      tower's output takes no write).
     """
 
     Vision: type
@@ -128,7 +131,7 @@ class QwenViT:
     image_grids: Callable
     mounts: dict
     tower_rename: dict
-    read_only: dict
+    refuses: dict
 
 
 #: The Qwen2-VL tower's module classes onto the Qwen ViT's envoys.

@@ -43,7 +43,7 @@ def builders():
 plugin = Plugin(
     # a text-generation load of a Qwen3.5 checkpoint is transformers' text-only
     # Qwen3_5ForCausalLM, the text model at `model`
-    Wrapper((*FAMILIES, *HOSTS), **QWEN_VIT.mounts, text_only="model", read_only=QWEN_VIT.read_only,
+    Wrapper((*FAMILIES, *HOSTS), **QWEN_VIT.mounts, text_only="model", refuses=QWEN_VIT.refuses,
             image_grids=lambda part: QWEN_VIT.image_grids),
     Text(tuple(TEXTS), envoys=text_envoys),
     Tower(tuple(TOWERS), rename=QWEN_VIT.tower_rename, envoys=tower_envoys),

@@ -38,13 +38,14 @@ class Qwen3OmniVision(QwenVision):
 
     order = ("image_token_mask", "patch_embeddings", "position_embeddings", "layers", "deepstack_features",
              "tower_output", "image_features")
+    refuses = {"position_embeddings": _positions_not_served, "deepstack_features": _taps_not_served}
 
     position_embeddings = value(
-        "output", unavailable=_positions_not_served,
+        "output",
         description="the learned position grid resampled to each image, added before block 0 (not served here)",
     )(lambda vision, raw: raw)
     deepstack_features = value(
-        "output", unavailable=_taps_not_served,
+        "output",
         description="each DeepStack tap merged to image tokens (not served here)",
     )(lambda vision, raw: raw)
 

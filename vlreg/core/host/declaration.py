@@ -1,24 +1,9 @@
 """A family plugin as one declaration: `Plugin` over its parts (`Wrapper`, `Text`, `Tower`,
-and `Other` for another config the top-level one holds, a Q-Former's)::
-
-    plugin = Plugin(
-        Wrapper("qwen2_vl", vision="model.visual", projector="model.visual.merger", image_grids=grids),
-        Text("qwen2_vl_text", envoys=text_envoys),
-        Tower("qwen2_vl_vision", rename=TOWER_RENAME, envoys=tower_envoys),
-        adapters={"qwen_vit": QWEN_VIT},
-        checkpoints=builders,
-    )
-
-registered through the ``vlreg`` entry-point group (``qwen2_vl = "vlreg_qwen2_vl:plugin"``).
-The `Plugin` answers each hook of `hookspecs` from the declared field of its name, so a
-family states what it serves as data; a subclass adds `hookimpl` methods of its own.
-
-Every field is its value, or a function of the `Part` served giving it (one declaration
-serves several model types, or reads the checkpoint's config). A function is called when a
-checkpoint resolves, never at import, which is where a plugin imports transformers' modeling
-modules (``envoys=``) without slowing every ``import vlreg``, or a plugin held back, which is
-imported to be asked what it claims.
-"""
+and `Other`, another config the top-level one holds), answering each hook of `hookspecs` from
+the declared field of its name (a subclass adds `hookimpl` methods of its own). A field is its
+value, or a function of the `Part` giving it, called when a checkpoint resolves: never at
+import, so transformers' modeling modules (``envoys=``) are imported then, not when the
+plugin loads or is asked what it claims."""
 
 from __future__ import annotations
 
@@ -28,11 +13,11 @@ import attrs
 from attrs import field, frozen
 
 from ..images.entries import Scatter
+from ..serving.refusals import sentences
 from .hookspecs import hookimpl
 from .parts import Claim, Part, is_kind
 
-#: transformers' composite layout's image entry: ``model``'s first
-#: ``inputs_embeds.masked_scatter(image_mask, image_features)``.
+#: transformers' composite layout's image entry: ``model``'s first ``inputs_embeds.masked_scatter``.
 SCATTER = Scatter(host="model", operation="inputs_embeds_masked_scatter_0", argument=1)
 #: The text model's mounts, by their name in transformers' text models.
 TEXT_MOUNTS = ("layers", "embed_tokens", "norm")
@@ -47,22 +32,23 @@ def _model_types(value: Any) -> tuple[str, ...]:
 
 @frozen(eq=False)
 class Declared:
-    """What a plugin serves of one kind of part, for each of ``model_types``: each field is
-    the answer of the hook of its name (``rename`` is `vlreg_rename`'s), and ``refuses`` and
-    ``overrides`` are the claims' (`Claim`)."""
+    """What a plugin serves of one kind of part, for each of ``model_types``: a field answers
+    the hook of its name (``rename``: `vlreg_rename`; ``refuses``, the part's refusal table:
+    `vlreg_refuses`; ``declines``, a function of the part: `vlreg_declines`); ``overrides``
+    is the claims' (`Claim`), and so are the refusal table's sentences on a name, where the
+    table is given as data rather than as a function of the part."""
 
     kind: ClassVar[str] = ""
     model_types: tuple[str, ...] = field(converter=_model_types)
     rename: Any = None
     envoys: Any = None
-    unavailable: Any = None
-    read_only: Any = None
-    refusal: Any = None
-    refuses: dict[str, str] = field(factory=dict)
+    refuses: Any = None
+    declines: Any = None
     overrides: str | None = None
 
     def claims(self) -> list[Claim]:
-        return [Claim(self.kind, model_type, overrides=self.overrides, refuses=self.refuses)
+        refused = sentences(self.refuses)
+        return [Claim(self.kind, model_type, overrides=self.overrides, refuses=refused)
                 for model_type in self.model_types]
 
     def answer(self, name: str, part: Part) -> Any:
@@ -107,16 +93,12 @@ class Wrapper(Declared):
 
 @frozen(eq=False)
 class Text(Declared):
-    """The text model's config (``config.text_config``): the blocks' names and envoys."""
-
-    kind: ClassVar[str] = "text"
+    kind: ClassVar[str] = "text"  # config.text_config: the blocks
 
 
 @frozen(eq=False)
 class Tower(Declared):
-    """The tower's config (``config.vision_config``, else a VQ encoder's ``vq_config``)."""
-
-    kind: ClassVar[str] = "vision"
+    kind: ClassVar[str] = "vision"  # config.vision_config, else a VQ encoder's vq_config
 
 
 @frozen(eq=False)
@@ -135,7 +117,7 @@ def _answering(name: str) -> Any:
 
     def hook(self: Plugin, part: Part) -> Any:
         declared = self.parts.get((part.kind, part.model_type))
-        return None if declared is None else declared.answer(name, part)
+        return declared and declared.answer(name, part)
 
     hook.__name__ = hook.__qualname__ = f"vlreg_{name}"
     return hookimpl(hook)
@@ -163,7 +145,7 @@ class Plugin:
     def vlreg_claims(self) -> list[Claim]:
         return [claim for declared in dict.fromkeys(self.parts.values()) for claim in declared.claims()]
 
-    vlreg_refusal = _answering("refusal")
+    vlreg_declines = _answering("declines")
     vlreg_rename = _answering("rename")
     vlreg_envoys = _answering("envoys")
     vlreg_entry = _answering("entry")
@@ -171,8 +153,7 @@ class Plugin:
     vlreg_load_options = _answering("load_options")
     vlreg_suppressed_tokens = _answering("suppressed_tokens")
     vlreg_processor = _answering("processor")
-    vlreg_unavailable = _answering("unavailable")
-    vlreg_read_only = _answering("read_only")
+    vlreg_refuses = _answering("refuses")
 
     @hookimpl
     def vlreg_adapters(self) -> dict[str, Any]:

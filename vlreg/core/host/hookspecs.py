@@ -1,34 +1,26 @@
 """Every hook a vlreg plugin can implement, on one page (docs/writing-a-plugin.md says more).
 
 A checkpoint's config has *parts*, each served by the plugin that claims its ``model_type``:
-the ``"wrapper"`` (the top-level config, ``qwen2_vl``: where the text model, the tower and
-the projector sit and where the image enters; its plugin is the model's *family*), the
-``"text"`` part (``config.text_config``: the blocks), the ``"vision"`` part
-(``config.vision_config``, else a VQ encoder's ``config.vq_config``: the tower), and any
-other config the top-level one holds, by its field (``"qformer_config"``), served where a
-plugin claims it and otherwise named (``Family.unserved``). Parts are claimed separately so
-one plugin's tower or text model serves another plugin's wrapper (LLaVA's SigLIP under
-Gemma 3) with nothing copied.
+the ``"wrapper"`` (the top-level config; its plugin is the model's *family*), ``"text"``
+(``config.text_config``), ``"vision"`` (``config.vision_config``, else ``vq_config``), and any
+other config it holds, by its field (``"qformer_config"``), named where no plugin claims it.
+Parts are claimed separately, so one plugin's tower serves another plugin's wrapper.
 
-`vlreg.plugin.Plugin` implements these hooks from a declaration; a module or object of
-hook functions registers as well. The host asks every hook that takes a ``part`` only of
-the plugin that claimed that part; each returns ``None`` for what it does not contribute.
-Paths and keys are relative to the part: the wrapper's to the model root, the text part's
-to a block, the vision part's to the tower; another part's bind wherever they resolve.
+`vlreg.plugin.Plugin` answers these from a declaration; a module of hook functions registers
+as well. A hook taking a ``part`` is asked only of the plugin that claimed it, and answers
+``None`` for what it does not contribute; its paths are from the part (the wrapper's from the
+root, a text part's from a block, a tower's from the tower).
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 import pluggy
 
 if TYPE_CHECKING:
     from ..images.entries import Entry
     from .parts import Claim, Part
-
-#: A predicate of `vlreg_unavailable` and `vlreg_read_only`: the envoy in, ``None`` or why not out.
-Predicate = Callable[[Any], Optional[str]]
 
 PROJECT = "vlreg"
 
@@ -45,11 +37,12 @@ def vlreg_claims() -> list[Claim]:
 
 
 @hookspec(firstresult=True)
-def vlreg_refusal(part: Part) -> str | None:
-    """Why this plugin will not serve this checkpoint though it claims the part: one sentence
-    saying what is not served and what would load, or ``None``. Asked as the part's claim is
-    found, the wrapper's first, before any weight is read (BLIP-2 over a T5 refuses by name
-    rather than have the load name a missing text plugin)."""
+def vlreg_declines(part: Part) -> str | None:
+    """Why this plugin declines the whole checkpoint though it claims the part: one sentence
+    saying what is not served and what would load, or ``None``; not a refusal of part of what
+    it serves (`vlreg_refuses`): the load stops. Asked as the part's claim is found, the
+    wrapper's first, before any weight is read (BLIP-2 over a T5 is declined by name rather
+    than have the load name a missing text plugin)."""
 
 
 @hookspec(firstresult=True)
@@ -105,18 +98,17 @@ def vlreg_suppressed_tokens(part: Part) -> Sequence[int] | None:
 
 
 @hookspec(firstresult=True)
-def vlreg_unavailable(part: Part) -> dict[str, Predicate] | None:
-    """Why a value cannot be served on some loads: ``{row: predicate}``, rows named as
-    `StandardizedTransformer.support` names them, relative to the part. A predicate takes the
-    envoy and gives ``None``, or the reason and what would help."""
-
-
-@hookspec(firstresult=True)
-def vlreg_read_only(part: Part) -> dict[str, Predicate] | None:
-    """Values served that a write would not reach the text model through: ``{row: predicate}``
-    (rows or ``fnmatch`` patterns; the wrapper's from the root, so it can speak of its tower),
-    the predicate giving why not and what to edit instead. Such a value refuses writes with
-    `vlreg.ReadOnly`; the conformance suite writes every other value and checks the logits move."""
+def vlreg_refuses(part: Part) -> dict[str, Any] | None:
+    """The part's refusal table (`vlreg.core.serving.refusals`), ``{name: reason}``: what of it
+    is not served, or takes no write, and why. A name is a row as
+    `StandardizedTransformer.support` names it, relative to the part (the wrapper's from the
+    root, so it can speak of its tower), an ``fnmatch`` pattern of rows, a standard child
+    (``"vision.layers"``), a trace input (``"videos"``) or a path without standard names. A
+    reason is a sentence (never served: `support` lists it, the claim repeats it), a predicate
+    of the envoy (``None`` where served), a `Gate` of the read (its run, step, invoke), a tuple
+    of them, or `read_only(reason)`: served, but a write is refused with `vlreg.ReadOnly`
+    instead of landing nowhere (the conformance suite writes every other value and checks the
+    logits move)."""
 
 
 @hookspec

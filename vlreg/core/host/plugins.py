@@ -1,19 +1,14 @@
-"""The plugin host: one pluggy manager, built-in and third-party plugins alike.
+"""The plugin host: one pluggy manager, built-in and third-party plugins alike, found through
+the ``vlreg`` entry-point group. Each loads on its own: one that fails is named in one warning
+(``VLREG_STRICT_PLUGINS=1``: an error). ``VLREG_LOAD_PLUGINS`` (an allowlist) and
+``VLREG_DISABLE_PLUGINS`` (a blocklist) choose what loads; a plugin held back is never
+registered, but imported to be asked what it would serve where a checkpoint needs it (its
+declaration imports no modeling code). One not installed is named from ``catalog.json``.
 
-Plugins are found through the ``vlreg`` entry-point group (each built-in family is its own
-distribution under ``plugins/``) and each loads on its own: one that fails is named in one
-warning and the rest load (``VLREG_STRICT_PLUGINS=1`` makes it an error).
-``VLREG_LOAD_PLUGINS`` (an allowlist of entry-point names; empty loads none) and
-``VLREG_DISABLE_PLUGINS`` (a blocklist) choose what loads. A plugin held back is never
-registered; where a checkpoint needs it, its module (the declaration, which imports no
-modeling code) is imported to name it for what it would serve. A plugin not installed is
-named from ``catalog.json``, the repository's plugins' claims (``make catalog``).
-
-A hook that matches no hookspec fails its plugin's registration (``check_pending``). Who
-serves a part is settled from every claim on it, never from load order: a claim that
-``overrides`` another plugin beats that plugin's; two claims where neither overrides the
-other leave the part *contested*, served by neither, every other claim of both standing.
-"""
+A hook matching no hookspec fails its plugin's registration (``check_pending``). Who serves a
+part is settled from every claim on it, never from load order: a claim that ``overrides``
+another plugin beats that plugin's; two where neither overrides the other leave the part
+*contested*, served by neither, every other claim of both standing."""
 
 from __future__ import annotations
 
@@ -28,11 +23,10 @@ from typing import Any
 import pluggy
 
 from . import hookspecs
-from .parts import Claim
+from .parts import Claim, Part
 
 CATALOG = Path(__file__).with_name("catalog.json")
-DISABLED = "disabled by VLREG_DISABLE_PLUGINS"
-NOT_ALLOWED = "not in VLREG_LOAD_PLUGINS"
+DISABLED, NOT_ALLOWED = "disabled by VLREG_DISABLE_PLUGINS", "not in VLREG_LOAD_PLUGINS"
 #: entry-point name -> why it is not loaded (held back, or the error)
 skipped: dict[str, str] = {}
 _manager: pluggy.PluginManager | None = None
@@ -99,7 +93,7 @@ def register(plugin: Any, name: str | None = None, distribution: Any = None) -> 
     except Exception:
         manager.unregister(plugin)
         raise
-    for claim in _registered[id(plugin)][1]:
+    for claim in _made(plugin):
         if contenders(claim.kind, claim.model_type):
             warnings.warn(contested_message(claim.kind, claim.model_type), stacklevel=2)
     return name
@@ -127,8 +121,7 @@ def _made(plugin: Any) -> list[Claim]:
 
 
 def _standing(kind: str, model_type: str) -> tuple[list[Any], list[Any]]:
-    """The plugins claiming the part, in registration order, and those whose claim no other
-    claim on it overrides."""
+    """The plugins claiming the part, in registration order, and those no other claim overrides."""
     entries = [(p, claim) for _, p in plugin_manager().list_name_plugin() for claim in _made(p)
                if (claim.kind, claim.model_type) == (kind, model_type)]
     overridden = {claim.overrides for _, claim in entries}
@@ -176,40 +169,52 @@ def _imported(entry_point: importlib.metadata.EntryPoint) -> Any | None:
         return None
 
 
-def not_loaded_serving(kind: str, model_type: str) -> list[tuple[str, str, str]]:
-    """Installed plugins held back by choice that would serve this part, imported to be
-    asked and never registered: ``[(entry point, distribution, why)]``."""
-    plugin_manager()
-    return [(entry_point.name, _dist_name(entry_point.dist), skipped[entry_point.name])
-            for entry_point in _entry_points() if skipped.get(entry_point.name) in (DISABLED, NOT_ALLOWED)
-            and (kind, model_type) in {(c.kind, c.model_type) for c in claims_of(_imported(entry_point))}]
-
-
 @cache
 def catalog() -> dict[str, dict]:
     """The repository's plugins: ``{distribution: {"folder", "claims", "adapters"}}``."""
     return json.loads(CATALOG.read_text())
 
 
-def in_catalog(key: str, what: str = "claims") -> list[tuple[str, str]]:
-    """The repository's distributions that claim ``"kind:model_type"`` (or publish the
-    adapter ``key``, ``what="adapters"``), with their folders."""
-    return [(dist, entry["folder"]) for dist, entry in catalog().items() if key in entry[what]]
+def _install(key: str, what: str) -> str:
+    """How to install the repository's distributions whose catalog ``what`` holds ``key``."""
+    return " or ".join(f"install the {dist} distribution (from the vlreg repository: pip install "
+                       f"./{entry['folder']})" for dist, entry in catalog().items() if key in entry[what])
+
+
+def why_unserved(part: Part, wrapper: Any) -> str:
+    """Why no plugin serves ``part`` (``wrapper`` serves its checkpoint's wrapper) and what would:
+    a contest's ways out, a plugin held back (asked, never registered), else the `catalog`'s."""
+    kind, model_type = part.kind, part.model_type
+    if contenders(kind, model_type):
+        return f"{part.root.model_type!r} cannot load: {contested_message(kind, model_type)}"
+    held_back = [f"{ep.name!r} ({skipped[ep.name]}) from {_dist_name(ep.dist)}" for ep in _entry_points()
+                 if skipped.get(ep.name) in (DISABLED, NOT_ALLOWED)
+                 and (kind, model_type) in {(c.kind, c.model_type) for c in claims_of(_imported(ep))}]
+    which = "loaded" if held_back else "installed"
+    what = (f"No {which} vlreg plugin serves model_type {model_type!r}" if kind == "wrapper" else
+            f"The {part.root.model_type!r} checkpoint is served by {describe(wrapper)}, but no {which} plugin "
+            f"serves its {kind} model, model_type {model_type!r}")
+    if held_back:
+        return (f"{what}. An installed plugin that serves it was not loaded: {'; '.join(held_back)}. Enable it "
+                f"(take it out of VLREG_DISABLE_PLUGINS, or add it to VLREG_LOAD_PLUGINS) to load this checkpoint.")
+    installed = ", ".join(sorted(served for (role, served) in claims() if role == "wrapper")) or "none"
+    fix = (_install(f"{kind}:{model_type}", "claims")
+           or "no known plugin serves it; docs/writing-a-plugin.md shows how to write one")
+    return f"{what}. Installed families: {installed}. To load it, {fix}."
 
 
 def adapter(name: str) -> Any:
-    """What a plugin publishes as ``name`` (`vlreg_adapters`), for another plugin to build
-    on. Asked at import time too, so the host is not started from here: a plugin not
-    registered yet, or held back, is imported to ask it. Two publishers are an error."""
+    """What a plugin publishes as ``name`` (`vlreg_adapters`), for another plugin to build on.
+    Asked at import time too, so the host is not started here: a plugin not registered yet, or
+    held back, is imported to ask it. Two publishers are an error."""
     registered = sorted(_manager.get_plugins(), key=_name) if _manager is not None else []
     found = [(plugin, offer[name]) for plugin in registered if name in (offer := ask(plugin, "vlreg_adapters") or {})]
     if not found:
         others = [_imported(ep) for ep in _entry_points() if _manager is None or _manager.get_plugin(ep.name) is None]
         found = [(plugin, offer[name]) for plugin in others if name in (offer := ask(plugin, "vlreg_adapters") or {})]
     if not found:
-        where = " or ".join(f"{dist} ({folder})" for dist, folder in in_catalog(name, "adapters"))
         raise LookupError(f"no installed vlreg plugin publishes the adapter {name!r}: "
-                          f"{'install ' + where if where else 'install the plugin that publishes it'}")
+                          f"{_install(name, 'adapters') or 'install the plugin that publishes it'}")
     if len({id(plugin) for plugin, _ in found}) > 1:
         named = " and ".join(describe(plugin) for plugin, _ in found)
         raise LookupError(f"the adapter {name!r} is published by {named}: uninstall or disable one of them")
@@ -221,8 +226,7 @@ def call(plugin: Any, hook: str, **kwargs: Any) -> Any:
     manager = plugin_manager()
     others = [p for p in manager.get_plugins() if p is not plugin]
     result = manager.subset_hook_caller(hook, remove_plugins=others)(**kwargs)
-    firstresult = getattr(manager.hook, hook).spec.opts.get("firstresult")
-    return result if firstresult else (result[0] if result else None)
+    return result if getattr(manager.hook, hook).spec.opts.get("firstresult") else (result[0] if result else None)
 
 
 def distribution(plugin: Any) -> importlib.metadata.Distribution | None:
