@@ -19,20 +19,11 @@ import torch
 from PIL import Image
 from transformers import AutoModelForImageTextToText, InstructBlipVideoProcessor
 
-from vlreg import StandardizedTransformer
-from vlreg.testing import build
+from vlreg.testing import build, chat
 from vlreg.testing.conformance import image, lit
 
 
-@pytest.fixture(scope="module")
-def model():
-    return StandardizedTransformer(str(build("instructblipvideo")), task="image-text-to-text", dispatch=True,
-                                   device="cpu", attn_implementation="eager")
-
-
-def chat(model, text: str = "What happens?") -> str:
-    messages = [{"role": "user", "content": [{"type": "image"}, {"type": "text", "text": text}]}]
-    return model.tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
+CHECKPOINT = "instructblipvideo"
 
 
 def clip(frames: int, width: int = 56, height: int = 40) -> list:
@@ -102,7 +93,7 @@ def test_a_pixel_lit_in_one_frame_moves_that_frames_tokens_alone(model, lit_fram
 
 
 def test_several_prompts_take_a_clip_each_every_clip_as_long(model):
-    prompts = [chat(model), chat(model, "Describe the picture.")]
+    prompts = [chat(model), chat(model, text="Describe the picture.")]
     with model.trace(prompts, images=[clip(2), clip(2, 30, 60)]):
         mask = model.vision.image_token_mask.save()
     assert mask.sum(-1).tolist() == [2 * model.vision.qformer.num_query_tokens] * 2

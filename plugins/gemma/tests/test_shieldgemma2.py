@@ -25,26 +25,19 @@ import transformers
 from safetensors.torch import save_file
 
 from vlreg import StandardizedTransformer
-from vlreg.testing import build
+from vlreg.testing import build, chat, load
 from vlreg.testing.conformance import image, lit
 from vlreg_gemma.wrappers import PromptedShieldGemma2Processor, prompted
 
 POLICY = "No violence: the image shall not show gratuitous violence."
 
 
-def load(path, **options) -> StandardizedTransformer:
-    return StandardizedTransformer(str(path), task="image-text-to-text", dispatch=True, device="cpu",
-                                   attn_implementation="eager", **options)
+CHECKPOINT = "shieldgemma2"
 
 
-@pytest.fixture(scope="module")
-def model():
-    return load(build("shieldgemma2"))
-
-
-def chat(model, policy: str = POLICY) -> str:
-    messages = [{"role": "user", "content": [{"type": "image"}, {"type": "text", "text": policy}]}]
-    return model.processor.apply_chat_template(messages, tokenize=False)
+def policy_prompt(model, policy: str = POLICY) -> str:
+    """The chat template over a policy: the template writes ShieldGemma 2's question itself."""
+    return chat(model, text=policy, generation=False)
 
 
 def _published(key: str) -> str:
@@ -117,10 +110,10 @@ def test_the_logits_are_the_classifiers_own(model):
     assert type(own) is transformers.ShieldGemma2Processor
     picture = image(112, 84)
     theirs = own(images=[picture], custom_policies={"mine": POLICY}, policies=["mine"], return_tensors="pt")
-    mine = model.processor(text=chat(model), images=[picture], return_tensors="pt")
+    mine = model.processor(text=policy_prompt(model), images=[picture], return_tensors="pt")
     for key in theirs:
         assert torch.equal(mine[key], theirs[key]), key
-    with model.trace(chat(model), images=[picture]):
+    with model.trace(policy_prompt(model), images=[picture]):
         logits = model.logits.save()
     with torch.no_grad():
         expected = classifier.model(**theirs).logits
@@ -142,16 +135,16 @@ def test_the_processor_encodes_the_text_it_is_given(model):
 
 @pytest.mark.parametrize("size", [(56, 56), (112, 84), (30, 200)])
 def test_a_lit_pixel_lands_in_the_patches_of_the_token_whose_box_holds_it(model, size):
-    (geometry,) = model.vision.geometry(chat(model), [image(*size)])
+    (geometry,) = model.vision.geometry(policy_prompt(model), [image(*size)])
     (grid,) = geometry.grids
     assert (grid.rows, grid.columns, grid.fold) == (2, 2, 2)
     patch = model.vision.patch_size
     for token in range(grid.tokens):
         x0, y0, x1, y1 = grid.boxes[token].tolist()
         probe = lit(*size, (x0 + x1) / 2, (y0 + y1) / 2)
-        pixels = model.processor(text=chat(model), images=[probe], return_tensors="pt")["pixel_values"][0, 0]
+        pixels = model.processor(text=policy_prompt(model), images=[probe], return_tensors="pt")["pixel_values"][0, 0]
         y, x = divmod(int(pixels.argmax()), pixels.shape[1])
         assert (y // patch // grid.fold, x // patch // grid.fold) == divmod(token, grid.columns), (size, token)
-    with model.trace(chat(model), images=[image(*size)]):
+    with model.trace(policy_prompt(model), images=[image(*size)]):
         mask = model.vision.image_token_mask.save()
     assert torch.equal(mask[0].nonzero().flatten(), geometry.positions)

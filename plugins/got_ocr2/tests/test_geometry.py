@@ -17,8 +17,7 @@ import pytest
 import torch
 from PIL import Image
 
-from vlreg import StandardizedTransformer
-from vlreg.testing import build
+from vlreg.testing import chat
 from vlreg.testing.conformance import image, lit
 from vlreg_got_ocr2.checkpoints import PATCH_SIZE, SIDE
 from vlreg_got_ocr2.geometry import receptive_field
@@ -27,30 +26,21 @@ PATCHES, SIDE_TOKENS = SIDE // PATCH_SIZE, 4
 SIZES = ((32, 32), (80, 60), (45, 150))
 
 
-@pytest.fixture(scope="module", params=("got_ocr2", "pp_chart2table"))
-def model(request):
-    return StandardizedTransformer(str(build(request.param)), task="image-text-to-text", dispatch=True, device="cpu",
-                                   attn_implementation="eager")
-
-
-def chat(model) -> str:
-    content = [{"type": "image"}, {"type": "text", "text": "OCR: "}]
-    return model.processor.apply_chat_template([{"role": "user", "content": content}], add_generation_prompt=True,
-                                               tokenize=False)
+CHECKPOINTS = ("got_ocr2", "pp_chart2table")
 
 
 def features(model, picture, **options) -> torch.Tensor:
-    with model.trace(chat(model), images=[picture], **options):
+    with model.trace(chat(model, text="OCR: "), images=[picture], **options):
         found = model.vision.image_features.save()
     return found
 
 
 @pytest.mark.parametrize("size", SIZES)
 def test_grids_count_the_image_tokens_and_tile_the_image(model, size):
-    (geometry,) = model.vision.geometry(chat(model), [image(*size)])
+    (geometry,) = model.vision.geometry(chat(model, text="OCR: "), [image(*size)])
     (grid,) = geometry.grids
     assert (grid.rows, grid.columns, grid.fold) == (SIDE_TOKENS, SIDE_TOKENS, 4) and grid.covered.all()
-    with model.trace(chat(model), images=[image(*size)]):
+    with model.trace(chat(model, text="OCR: "), images=[image(*size)]):
         mask = model.vision.image_token_mask.save()
     assert torch.equal(mask[0].nonzero().flatten(), geometry.positions)
     boxes = grid.boxes
@@ -65,7 +55,7 @@ def test_grids_count_the_image_tokens_and_tile_the_image(model, size):
 def test_a_lit_pixel_lands_on_the_token_whose_box_holds_it(model, size):
     width, height = size
     clean = features(model, Image.new("RGB", size, "black"))
-    (geometry,) = model.vision.geometry(chat(model), [Image.new("RGB", size, "black")])
+    (geometry,) = model.vision.geometry(chat(model, text="OCR: "), [Image.new("RGB", size, "black")])
     for token in (0, 3, 5, 10, 12, 15):
         row, column = divmod(token, SIDE_TOKENS)
         x, y = (4 * column + 0.5) * PATCH_SIZE * width / SIDE, (4 * row + 0.5) * PATCH_SIZE * height / SIDE
@@ -77,9 +67,9 @@ def test_a_lit_pixel_lands_on_the_token_whose_box_holds_it(model, size):
 @pytest.mark.parametrize("patch", [(0, 0), (5, 7), (6, 15), (8, 3), (15, 1)])
 def test_a_token_reads_exactly_its_receptive_field(model, patch):
     row, column = patch
-    with model.trace(chat(model), images=[image(80, 60)]):
+    with model.trace(chat(model, text="OCR: "), images=[image(80, 60)]):
         clean = model.vision.image_features.save()
-    with model.trace(chat(model), images=[image(80, 60)]):
+    with model.trace(chat(model, text="OCR: "), images=[image(80, 60)]):
         model.vision.tower_output[0, row * PATCHES + column] += 1
         edited = model.vision.image_features.save()
     moved = set((edited != clean).any(-1).nonzero().flatten().tolist())
@@ -91,11 +81,11 @@ def test_a_token_reads_exactly_its_receptive_field(model, patch):
 @pytest.mark.parametrize("model", ["got_ocr2"], indirect=True)  # PP-Chart2Table's image processor does not tile
 def test_tiles_then_the_thumbnail(model):
     picture, options = image(64, 32), {"crop_to_patches": True, "max_patches": 4}
-    (geometry,) = model.vision.geometry(chat(model), [picture], **options)
+    (geometry,) = model.vision.geometry(chat(model, text="OCR: "), [picture], **options)
     assert [grid.label for grid in geometry.grids] == ["tile 0,0", "tile 0,1", "thumbnail"]
-    crops = model.processor(text=chat(model), images=[picture], return_tensors="pt", **options)["pixel_values"]
+    crops = model.processor(text=chat(model, text="OCR: "), images=[picture], return_tensors="pt", **options)["pixel_values"]
     assert crops.shape[0] == 3 and geometry.tokens == 3 * SIDE_TOKENS**2
-    with model.trace(chat(model), images=[picture], **options):
+    with model.trace(chat(model, text="OCR: "), images=[picture], **options):
         projected = model.projector.output.save()
         found = model.vision.image_features.save()
     for index in range(3):

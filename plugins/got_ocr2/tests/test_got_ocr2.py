@@ -15,23 +15,14 @@ import pytest
 import torch
 from transformers import AutoModelForImageTextToText, GotOcr2Processor
 
-from vlreg import StandardizedTransformer, Unavailable
-from vlreg.testing import build
+from vlreg import Unavailable
+from vlreg.testing import build, chat
 from vlreg.testing.conformance import image
 
 TOKENS = 16  # 16 x 16 patches halved twice: 4 x 4
 
 
-@pytest.fixture(scope="module")
-def model():
-    return StandardizedTransformer(str(build("got_ocr2")), task="image-text-to-text", dispatch=True, device="cpu",
-                                   attn_implementation="eager")
-
-
-def chat(model) -> str:
-    content = [{"type": "image"}, {"type": "text", "text": "OCR: "}]
-    return model.processor.apply_chat_template([{"role": "user", "content": content}], add_generation_prompt=True,
-                                               tokenize=False)
+CHECKPOINT = "got_ocr2"
 
 
 def test_the_logits_are_transformers_own(model):
@@ -39,21 +30,21 @@ def test_the_logits_are_transformers_own(model):
     picture = image(80, 60)
     own = GotOcr2Processor.from_pretrained(path)
     assert own.num_image_tokens == 256 and model.processor.num_image_tokens == TOKENS  # the published crop's count
-    inputs = own(text=chat(model), images=[picture], num_image_tokens=TOKENS, return_tensors="pt")
-    assert torch.equal(inputs["input_ids"], model.processor(text=chat(model), images=[picture], return_tensors="pt")["input_ids"])
-    with model.trace(chat(model), images=[picture]):
+    inputs = own(text=chat(model, text="OCR: "), images=[picture], num_image_tokens=TOKENS, return_tensors="pt")
+    assert torch.equal(inputs["input_ids"], model.processor(text=chat(model, text="OCR: "), images=[picture], return_tensors="pt")["input_ids"])
+    with model.trace(chat(model, text="OCR: "), images=[picture]):
         logits = model.logits.save()
     transformers_model = AutoModelForImageTextToText.from_pretrained(path, attn_implementation="eager").eval()
     with torch.no_grad():
         expected = transformers_model(**inputs).logits
     torch.testing.assert_close(logits, expected, rtol=0, atol=0)
     with pytest.raises(ValueError, match="does not match|do not match"):  # a call's count still wins
-        with model.trace(chat(model), images=[picture], num_image_tokens=4):
+        with model.trace(chat(model, text="OCR: "), images=[picture], num_image_tokens=4):
             model.logits.save()
 
 
 def test_the_tower_values_are_the_towers_own(model):
-    with model.trace(chat(model), images=[image(80, 60)]):
+    with model.trace(chat(model, text="OCR: "), images=[image(80, 60)]):
         patches = model.vision.patch_embeddings.save()
         first = model.vision.layers[0].input.save()
         last = model.vision.layers[-1].layer_output.save()
@@ -70,7 +61,7 @@ def test_a_windowed_blocks_attention_output_is_read_over_the_grid(model):
     after the windows are put back together, a row per patch of the image, and a write there
     reaches the next block; its interior is refused, naming the global block."""
     assert model.vision.global_layers == [1] and model.vision.window_size == 6
-    prompt, pictures = chat(model), [image(80, 60)]
+    prompt, pictures = chat(model, text="OCR: "), [image(80, 60)]
     with model.trace(prompt, images=pictures):
         added = model.vision.layers[0].self_attn.attention_output.save()
     assert tuple(added.shape) == (1, 256, 32)

@@ -8,29 +8,19 @@ import pytest
 import torch
 from transformers import AutoModelForImageTextToText, PPChart2TableProcessor
 
-from vlreg import StandardizedTransformer
-from vlreg.testing import build
+from vlreg.testing import build, chat
 from vlreg.testing.conformance import image
 
 
-@pytest.fixture(scope="module")
-def model():
-    return StandardizedTransformer(str(build("pp_chart2table")), task="image-text-to-text", dispatch=True,
-                                   device="cpu", attn_implementation="eager")
-
-
-def chat(model, images: int = 1) -> str:
-    content = [{"type": "image"}] * images + [{"type": "text", "text": "Chart to table"}]
-    return model.processor.apply_chat_template([{"role": "user", "content": content}], add_generation_prompt=True,
-                                               tokenize=False)
+CHECKPOINT = "pp_chart2table"
 
 
 def test_the_logits_are_transformers_own(model):
     path = build("pp_chart2table")
     assert type(model.processor) is PPChart2TableProcessor
-    assert chat(model).count("<imgpad>") == 16  # written out by the template
-    inputs = PPChart2TableProcessor.from_pretrained(path)(text=chat(model), images=[image(80, 60)], return_tensors="pt")
-    with model.trace(chat(model), images=[image(80, 60)]):
+    assert chat(model, text="Chart to table").count("<imgpad>") == 16  # written out by the template
+    inputs = PPChart2TableProcessor.from_pretrained(path)(text=chat(model, text="Chart to table"), images=[image(80, 60)], return_tensors="pt")
+    with model.trace(chat(model, text="Chart to table"), images=[image(80, 60)]):
         logits = model.logits.save()
     with torch.no_grad():
         expected = AutoModelForImageTextToText.from_pretrained(path, attn_implementation="eager").eval()(**inputs).logits
@@ -39,8 +29,8 @@ def test_the_logits_are_transformers_own(model):
 
 def test_an_image_is_a_run_of_its_tokens(model):
     pictures = [image(80, 60), image(30, 50, seed=1)]
-    geometries = model.vision.geometry(chat(model, 2), pictures)
+    geometries = model.vision.geometry(chat(model, text="Chart to table", images=2), pictures)
     assert [geometry.tokens for geometry in geometries] == [16, 16]
     with pytest.raises(ValueError, match=r"holds 2 image placeholders \('<imgpad>'\), but 1 image was given"):
-        with model.trace(chat(model, 2), images=pictures[:1]):
+        with model.trace(chat(model, text="Chart to table", images=2), images=pictures[:1]):
             model.logits.save()

@@ -16,36 +16,24 @@ import pytest
 import torch
 from transformers import AutoModelForImageTextToText, AutoProcessor
 
-from vlreg import ReadOnly, StandardizedTransformer
-from vlreg.testing import build
+from vlreg import ReadOnly
+from vlreg.testing import build, chat
 from vlreg.testing.conformance import image, lit
 from vlreg_llava import plugin
 
 #: (width, height): squares, landscape and portrait past the crop, odd sides, small ones.
 SIZES = ((56, 56), (112, 84), (84, 112), (300, 57), (61, 59), (20, 30))
 
-
-@pytest.fixture(scope="module")
-def model():
-    return StandardizedTransformer(str(build("vipllava")), task="image-text-to-text", dispatch=True, device="cpu",
-                                   attn_implementation="eager")
-
-
-def chat(model, text: str = "What is this?") -> str:
-    messages = [{"role": "user", "content": [{"type": "image"}, {"type": "text", "text": text}]}]
-    return model.processor.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
+CHECKPOINT = "vipllava"
 
 
 def test_vlreg_llava_serves_the_wrapper_with_its_own_tower_and_text(model):
     assert model.family.plugins == {"wrapper": plugin, "text": plugin, "vision": plugin}
-    assert chat(model).endswith("questions.###Human: <image>\nWhat is this?###Assistant:")
+    assert chat(model).endswith("questions.###Human: <image>\nWhat is in this image?###Assistant:")
 
 
-def test_the_logits_are_transformers_own():
-    path = build("vipllava")
-    picture = image(112, 84)
-    model = StandardizedTransformer(str(path), task="image-text-to-text", dispatch=True, device="cpu",
-                                    attn_implementation="eager")
+def test_the_logits_are_transformers_own(model):
+    path, picture = build(CHECKPOINT), image(112, 84)
     with model.trace(chat(model), images=[picture]):
         logits = model.logits.save()
     own = AutoModelForImageTextToText.from_pretrained(path, attn_implementation="eager").eval()
@@ -90,8 +78,7 @@ def test_a_lit_pixel_lands_in_the_patch_of_the_token_whose_box_holds_it(model, s
 
 def test_each_images_grid_is_its_image_tokens(model):
     pictures = [image(112, 84), image(40, 150, seed=1)]
-    messages = [{"role": "user", "content": [{"type": "image"}, {"type": "image"}, {"type": "text", "text": "Two?"}]}]
-    prompt = model.processor.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
+    prompt = chat(model, text="Two?", images=2)
     geometries = model.vision.geometry(prompt, pictures)
     with model.trace(prompt, images=pictures):
         mask = model.vision.image_token_mask.save()
