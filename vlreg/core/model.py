@@ -33,17 +33,16 @@ from .loading import (
     IMAGE_TEXT,
     TEXT,
     built_for_real,
-    check_needs_images,
     check_preprocessors,
     check_task,
     check_weights,
     config_of,
     hub_checkpoint,
     lazily,
-    text_task_fallback,
     weights_to_check,
 )
 from .order import in_words
+from .tasks import check_needs_images, text_task_fallback
 from .reuse import cache
 from .serving.batching import Run, run_of
 

@@ -17,7 +17,7 @@ then place every key (checked by a save and load of each layout: the published o
 classifier's and the image-text-to-text class's, `plugins/gemma/tests/test_shieldgemma2.py`).
 A text-generation load is refused before loading: transformers has no text-only class for
 ``shieldgemma2``, so its pipeline would build the class the config names, the classifier,
-which does not generate (`vlreg.core.loading.text_task_fallback`); text prompts run on the
+which does not generate (`vlreg.core.tasks.text_task_fallback`); text prompts run on the
 image-text-to-text load.
 
 **Its processor.** ``ShieldGemma2Processor`` writes, for each image and each policy it is
