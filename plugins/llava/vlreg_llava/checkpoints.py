@@ -2,7 +2,7 @@
 
 Each tiny builder writes what a hub checkpoint holds: the config, random weights, a
 tokenizer with ``<image>``, the real processor class with its image processor, and a
-chat template (`templates`) in the prompt format of the checkpoints the shape stands for:
+chat template in the prompt format of the checkpoints the shape stands for:
 
 * ``llava_interleave``: a SigLIP tower (no CLS) on a Qwen2 text model, the last
   block's stream before ``post_layernorm`` projected whole (``vision_feature_layer``
@@ -11,10 +11,8 @@ chat template (`templates`) in the prompt format of the checkpoints the shape st
   projected without the CLS row (-2, "default");
 * ``llava_next``: LlavaNextForConditionalGeneration, a CLIP tower on a Mistral text
   model, each image cut into crops on a grid (anyres), unpadded, with newline rows;
-* ``vipllava``: VipLlavaForConditionalGeneration, vip-llava-7b's shape: a CLIP tower of
-  three blocks whose projector reads blocks 1 and 0 without their CLS rows
-  (``vision_feature_layer`` [-2, 1]: the last block runs for nothing, as the published
-  checkpoints' last does), on a Llama text model, in VipLLaVA's ``###Human:`` format;
+* ``vipllava``: vip-llava-7b's shape, ``llava_1_5``'s but for a projector reading blocks 1 and 0
+  (``vision_feature_layer`` [-2, 1]: the last block runs for nothing), in ``###Human:`` turns;
 * ``llava_onevision``: LlavaOnevisionForConditionalGeneration, a SigLIP tower on a Qwen2
   text model, crops on grids of up to 3 x 3 tiles, unpadded, shrunk past 4 tiles' worth
   of tokens (``anyres_max_4``; the real checkpoints allow 9 of 36), with newline rows;
@@ -48,11 +46,66 @@ from typing import Any
 
 from vlreg.testing import TINY_TEXT, TINY_VISION, from_source, tiny
 
-from .templates import (INTERLEAVE_TEMPLATE, LLAVA_1_5_TEMPLATE, LLAVA_NEXT_TEMPLATE, ONEVISION_TEMPLATE,
-                        PIXTRAL_TEMPLATE, VICUNA_VIDEO_TEMPLATE, VIPLLAVA_TEMPLATE)
-
 IMAGE = "<image>"
 
+#: llava-interleave's format (Qwen's im_start turns): a turn's images first, then each
+#: of its texts on a line of its own.
+INTERLEAVE_TEMPLATE = (
+    "{% for turn in messages %}"
+    "<|im_start|>{{ turn['role'] }}\n"
+    "{% if turn['content'] is string %}{{ '\\n' ~ turn['content'] }}{% else %}"
+    "{% for part in turn['content'] if part['type'] == 'image' %}<image>{% endfor %}"
+    "{% for part in turn['content'] if part['type'] == 'text' %}{{ '\\n' ~ part['text'] }}{% endfor %}"
+    "{% endif %}"
+    "<|im_end|>\n"
+    "{% endfor %}"
+    "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
+)
+
+#: Sets ``texts`` to a turn's texts, whether its content is a string or a list of parts.
+_TEXTS = (
+    "{% if turn['content'] is string %}{% set texts = [turn['content']] %}"
+    "{% else %}{% set texts = turn['content'] | selectattr('type', 'equalto', 'text') | map(attribute='text') | list %}"
+    "{% endif %}"
+)
+#: Each image part of a turn as "<image>" on a line of its own.
+_IMAGE_LINES = (
+    "{% if turn['content'] is not string %}"
+    "{% for part in turn['content'] if part['type'] == 'image' %}<image>\n{% endfor %}{% endif %}"
+)
+
+#: LLaVA-1.5's format: "USER: <image>\n<text> ASSISTANT: <answer></s>", a system turn's
+#: text with no role before it.
+LLAVA_1_5_TEMPLATE = (
+    "{{ bos_token }}{% for turn in messages %}" + _TEXTS
+    + "{% if turn['role'] != 'system' %}{{ turn['role'] | upper }}: {% endif %}" + _IMAGE_LINES
+    + "{{ texts | join(' ') }}{% if turn['role'] == 'assistant' %}{{ eos_token }}{% else %} {% endif %}"
+    "{% endfor %}{% if add_generation_prompt %}ASSISTANT:{% endif %}"
+)
+
+#: LLaVA-NeXT on Mistral's format: "[INST] <image>\n<text> [/INST] <answer></s>", a system
+#: turn's text opening the next user turn.
+LLAVA_NEXT_TEMPLATE = (
+    "{{ bos_token }}{% set held = namespace(system='') %}{% for turn in messages %}" + _TEXTS
+    + "{% if turn['role'] == 'system' %}{% set held.system = texts | join(' ') ~ '\\n\\n' %}"
+    "{% elif turn['role'] == 'user' %}[INST] {{ held.system }}{% set held.system = '' %}" + _IMAGE_LINES
+    + "{{ texts | join(' ') }} [/INST]"
+    "{% else %} {{ texts | join(' ') }}{{ eos_token }}{% endif %}"
+    "{% endfor %}"
+)
+
+#: LLaVA-OneVision's format (Qwen's turns, the role and a space, no newline after a
+#: turn's end): a turn's images, its videos, then each text on a line of its own.
+ONEVISION_TEMPLATE = (
+    "{% for message in messages %}{{'<|im_start|>' + message['role'] + ' '}}"
+    "{% for content in message['content'] | selectattr('type', 'equalto', 'image') %}{{ '<image>' }}{% endfor %}"
+    "{% for content in message['content'] | selectattr('type', 'equalto', 'video') %}{{ '<video>' }}{% endfor %}"
+    "{% if message['role'] != 'assistant' %}"
+    "{% for content in message['content'] | selectattr('type', 'equalto', 'text') %}{{ '\\n' + content['text'] }}{% endfor %}"
+    "{% else %}{% for content in message['content'] | selectattr('type', 'equalto', 'text') %}"
+    "{% generation %}{{ '\\n' + content['text'] }}{% endgeneration %}{% endfor %}{% endif %}"
+    "{{'<|im_end|>'}}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}"
+)
 
 QWEN_TOKENS = ("<|endoftext|>", "<|im_start|>", "<|im_end|>", IMAGE)
 VIDEO = "<video>"
@@ -113,9 +166,21 @@ def build_llava_1_5(path: Path, *, source: str | Path | None = None, **overrides
     return _clip_on_llama(path, LlavaConfig, LLAVA_1_5_TEMPLATE, overrides, **DEFAULT)
 
 
+#: VipLLaVA's format: a fixed system line (a system turn's text replaces it), then turns as
+#: "###Human: " or "###Assistant: ", a turn's images each "<image>" on a line before its text.
+VIPLLAVA_SYSTEM = ("A chat between a curious human and an artificial intelligence assistant. "
+                   "The assistant gives helpful, detailed, and polite answers to the human's questions.")
+VIPLLAVA_TEMPLATE = (
+    "{{ bos_token }}{% set system = namespace(text='" + VIPLLAVA_SYSTEM.replace("'", "\\'") + "') %}"
+    "{% for turn in messages if turn['role'] == 'system' %}" + _TEXTS + "{% set system.text = texts | join(' ') %}"
+    "{% endfor %}{{ system.text }}{% for turn in messages if turn['role'] != 'system' %}" + _TEXTS
+    + "{{ '###Human: ' if turn['role'] == 'user' else '###Assistant: ' }}" + _IMAGE_LINES
+    + "{{ texts | join(' ') }}{% endfor %}{% if add_generation_prompt %}###Assistant:{% endif %}"
+)
+
+
 def build_vipllava(path: Path, *, source: str | Path | None = None, **overrides: Any) -> Path:
-    """Write a VipLLaVA checkpoint: a CLIP tower (3 blocks) whose projector reads blocks 1
-    and 0, a Llama text model. ``overrides`` as for `build_llava_interleave`."""
+    """Write a VipLLaVA checkpoint (the module's ``vipllava``); ``overrides`` as for `build_llava_interleave`."""
     if source is not None:
         return real_geometry(path, source, **overrides)
     from transformers import VipLlavaConfig
@@ -124,8 +189,7 @@ def build_vipllava(path: Path, *, source: str | Path | None = None, **overrides:
 
 
 def _clip_on_llama(path: Path, config_class: type, template: str, overrides: dict, **fields: Any) -> Path:
-    """A CLIP tower (3 blocks, its CLS row dropped) on a Llama text model, through LLaVA's
-    processor over CLIP's resize and centre crop; ``fields``, the wrapper's own."""
+    """A CLIP tower (3 blocks, CLS dropped) on Llama through LLaVA's processor; ``fields``, the wrapper's own."""
     from transformers import CLIPImageProcessor, LlavaProcessor
 
     return tiny(
@@ -208,6 +272,22 @@ def _clip_image_processor(cls: type, **options: Any) -> Any:
 PIXTRAL_TOKENS = ("<unk>", "<s>", "</s>", "[IMG]", "[IMG_BREAK]", "[IMG_END]", "[INST]", "[/INST]", "<pad>")
 PIXTRAL_PATCH, PIXTRAL_LONGEST = 16, 64
 
+#: Pixtral-12B's format: "<s>[INST]" + the user's parts in order ("[IMG]" where an image
+#: goes) + "[/INST]", the assistant's reply + "</s>"; a system turn's text opens the next
+#: user turn, followed by a blank line.
+PIXTRAL_TEMPLATE = (
+    "{{ bos_token }}{% set held = namespace(system='') %}{% for turn in messages %}"
+    "{% if turn['content'] is string %}{% set parts = [{'type': 'text', 'text': turn['content']}] %}"
+    "{% else %}{% set parts = turn['content'] %}{% endif %}"
+    "{% if turn['role'] == 'system' %}"
+    "{% set held.system = parts | selectattr('type', 'equalto', 'text') | map(attribute='text') | join(' ') ~ '\\n\\n' %}"
+    "{% elif turn['role'] == 'user' %}[INST]{{ held.system }}{% set held.system = '' %}"
+    "{% for part in parts %}{% if part['type'] == 'image' %}[IMG]{% elif part['type'] == 'text' %}{{ part['text'] }}"
+    "{% endif %}{% endfor %}[/INST]"
+    "{% else %}{% for part in parts if part['type'] == 'text' %}{{ part['text'] }}{% endfor %}{{ eos_token }}{% endif %}"
+    "{% endfor %}"
+)
+
 
 def build_llava_pixtral(path: Path, *, source: str | Path | None = None, **overrides: Any) -> Path:
     """Write a Pixtral-12B-like checkpoint: LlavaForConditionalGeneration with a
@@ -232,6 +312,22 @@ def build_llava_pixtral(path: Path, *, source: str | Path | None = None, **overr
 
 
 LLAMA_VIDEO_TOKENS = ("<unk>", "<s>", "</s>", "<pad>", IMAGE, VIDEO)
+
+#: Vicuna's format as the LLaVA video lines use it: a system turn's text as it is, then each
+#: turn "ROLE: " with its images and videos one a line, then its texts each followed by a
+#: space (the assistant's marked for generation), and "ASSISTANT:" to answer.
+VICUNA_VIDEO_TEMPLATE = (
+    "{% for message in messages %}"
+    "{% if message['role'] == 'system' %}{{ message['content'][0]['text'] + ' ' }}"
+    "{% else %}{{ message['role'].upper() + ': ' }}"
+    "{% for content in message['content'] | selectattr('type', 'equalto', 'image') %}{{ '<image>\\n' }}{% endfor %}"
+    "{% for content in message['content'] | selectattr('type', 'equalto', 'video') %}{{ '<video>\\n' }}{% endfor %}"
+    "{% for content in message['content'] | selectattr('type', 'equalto', 'text') %}"
+    "{% if message['role'] == 'assistant' %}{% generation %}{{ content['text'] + ' ' }}{% endgeneration %}"
+    "{% else %}{{ content['text'] + ' ' }}{% endif %}{% endfor %}"
+    "{% endif %}{% endfor %}"
+    "{% if add_generation_prompt %}{{ 'ASSISTANT:' }}{% endif %}"
+)
 
 
 def _video_line(path: Path, config_class: type, processor: Any, overrides: dict, **fields: Any) -> Path:
