@@ -90,5 +90,6 @@ plugin = Plugin(
     Tower("gemma4_unified_vision", envoys=vision.embedder_envoys),
     Tower("gemma3n_vision", rename=vision.GEMMA3N_RENAME, envoys=vision.gemma3n_tower_envoys,
           declines=vision.gemma3n_refusal),
+    adapters={"sandwich": text.SANDWICH},
     checkpoints=builders,
 )
