@@ -47,10 +47,14 @@ def check_invokes(model: Any, invokes: list) -> None:
         _together(carrying, model.__dict__.get("vision"), "the invokes' images")
 
 
-def _token(model: Any, named: bool = False) -> str | None:
-    """The processor's image placeholder, as text; with ``named``, where the processor
-    names none, the tokenizer's name for the model's placeholder id (`_named`)."""
-    token = getattr(model.processor, "image_token", None) or (_named(model) if named else None)
+def placeholder_token(model: Any, named: bool = False) -> str | None:
+    """The processor's image placeholder as a prompt holds it: the token its chat template
+    writes where the processor expands it into others (Qianfan-OCR's ``<image>``,
+    ``image_placeholder_token``), else its ``image_token``; with ``named``, where the
+    processor names none, the tokenizer's name for the model's placeholder id (`_named`)."""
+    processor = model.processor
+    token = getattr(processor, "image_placeholder_token", None) or getattr(processor, "image_token", None)
+    token = token or (_named(model) if named else None)
     token = getattr(token, "content", token)  # BLIP-2's processor keeps an AddedToken
     return token if isinstance(token, str) and token else None
 
@@ -74,7 +78,7 @@ def _no_images(model: Any, prompts: Any, media: set) -> None:
     silently), or fail deep inside."""
     vision = model.__dict__.get("vision")
     runs = getattr(vision, "placeholder_runs", False)
-    token, texts = _token(model, named=runs or getattr(vision, "writes_placeholders", False)), _texts(prompts)
+    token, texts = placeholder_token(model, named=runs or getattr(vision, "writes_placeholders", False)), _texts(prompts)
     if token is None or texts is None:
         return
     held = sum(_count(prompt, token, runs) for prompt in texts)
@@ -99,7 +103,7 @@ def check_placeholders(model: Any, prompts: Any, images: Any) -> None:
     Prompts that are not text (an encoding) are not counted."""
     vision = model.__dict__.get("vision")
     writes, runs = getattr(vision, "writes_placeholders", False), getattr(vision, "placeholder_runs", False)
-    token, prompts = _token(model, named=writes or runs), _texts(prompts)
+    token, prompts = placeholder_token(model, named=writes or runs), _texts(prompts)
     if images is None or token is None or prompts is None:
         return
     counts = [_count(prompt, token, runs) for prompt in prompts]
