@@ -31,3 +31,19 @@ class TestInternVL35Moe(ExpertsConformance, TestInternVL):
 
     checkpoint = "internvl3_5_moe"
     unavailable = {"mlp.shared_expert_output": "no shared expert"}
+
+
+class TestQianfanOCR(TestInternVL):
+    """Qianfan-OCR: the InternViT under other names (its blocks at ``layers``) on Qwen3 (served
+    by vlreg-text's claim); its template writes ``<image>``, which the processor expands."""
+
+    checkpoint = "qianfan_ocr"
+    native = {
+        **{name: path for name, path in NATIVE.items() if not name.startswith("vision.")},
+        "vision.layers": "model.vision_tower.layers",
+        "vision.patch_embed": "model.vision_tower.embeddings.patch_embeddings.projection",
+        "vision.layers.0.self_attn": "model.vision_tower.layers.0.attention",
+        "vision.layers.0.mlp": "model.vision_tower.layers.0.mlp",
+        "vision.layers.0.input_layernorm": "model.vision_tower.layers.0.layernorm_before",
+        "vision.layers.0.post_attention_layernorm": "model.vision_tower.layers.0.layernorm_after",
+    }

@@ -135,7 +135,8 @@ def test_vision_feature_layer_other_than_the_last_makes_later_values_read_only(t
     assert not any(row.startswith("vision.layers.0.") for row in rows)
 
 
-CLAIMS = {Claim("wrapper", "internvl"), Claim("vision", "internvl_vision"), Claim("text", "qwen3_moe")}
+CLAIMS = {Claim("wrapper", "internvl"), Claim("vision", "internvl_vision"), Claim("text", "qwen3_moe"),
+          Claim("wrapper", "qianfan_ocr"), Claim("vision", "qianfan_ocr_vision")}
 
 
 def test_claims_are_held():

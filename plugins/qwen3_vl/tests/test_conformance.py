@@ -106,3 +106,10 @@ class TestCosmos3Omni(TestQwen3VL):
     its checkpoint saving a Qwen3VLProcessor (transformers maps none to cosmos3_omni)."""
 
     checkpoint = "cosmos3_omni"
+
+
+class TestCohereCompass(TestQwen3VL):
+    """Cohere's North: Qwen3-VL's classes under other names (DeepStack included), parallel
+    Cohere2 text blocks (a global block with no positions), logits scaled by ``logit_scale``."""
+
+    checkpoint = "cohere_compass"

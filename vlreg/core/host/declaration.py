@@ -57,7 +57,9 @@ class Wrapper(Declared):
     the text model at ``text`` (its `TEXT_MOUNTS` mounted), the tower at ``vision``, the
     projector at ``projector`` (paths from the root; ``None`` mounts none), the image written
     in by `SCATTER` (``entry``); ``text_only`` mounts the text-only class a text-generation
-    load builds (``"model"``). ``rename`` adds mounts, replacing one of the same name."""
+    load builds (``"model"``). ``rename`` adds mounts, replacing one of the same name.
+    ``image_grids`` and ``processor`` are functions of the part giving the grids function and
+    the processor's adaptation (`vlreg_processor`)."""
 
     kind: ClassVar[str] = "wrapper"
     text: str | None = "model.language_model"
@@ -68,6 +70,7 @@ class Wrapper(Declared):
     image_grids: Any = None
     load_options: Any = None
     suppressed_tokens: Any = None
+    processor: Any = None
 
     def answer(self, name: str, part: Part) -> Any:
         found = super().answer(name, part)
@@ -140,6 +143,7 @@ class Plugin:
     vlreg_image_grids = _answering("image_grids")
     vlreg_load_options = _answering("load_options")
     vlreg_suppressed_tokens = _answering("suppressed_tokens")
+    vlreg_processor = _answering("processor")
     vlreg_refuses = _answering("refuses")
 
     @hookimpl

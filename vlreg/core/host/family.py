@@ -32,6 +32,9 @@ class Family:
     unserved: dict[str, str] = {}  # the config's other parts no plugin claims: {field: model_type}
     load_options: dict[str, dict] = {}  # the wrapper's `vlreg_load_options`
     suppressed_tokens: tuple[int, ...] = ()  # the wrapper's `vlreg_suppressed_tokens`
+    #: The wrapper's `vlreg_processor`: ``adapt(processor)``, the processor prompts are
+    #: encoded with from the one transformers loaded, or None (that one, as it is).
+    processor: Callable | None = None
 
     @property
     def sentences(self) -> dict[str, str]:
@@ -126,5 +129,6 @@ def resolve(config: Any) -> Family:
         image_grids=wrapper("vlreg_image_grids") if "vision" in parts else None,
         unserved=unserved, load_options=dict(wrapper("vlreg_load_options") or {}),
         suppressed_tokens=tuple(wrapper("vlreg_suppressed_tokens") or ()),
+        processor=wrapper("vlreg_processor"),
     )
 

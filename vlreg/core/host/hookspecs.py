@@ -75,6 +75,14 @@ def vlreg_load_options(part: Part) -> dict[str, dict[str, Any]] | None:
 
 
 @hookspec(firstresult=True)
+def vlreg_processor(part: Part) -> Callable[[Any], Any] | None:
+    """Where the checkpoint's processor does not encode the prompt it is given (ShieldGemma
+    2's writes prompts of its own and drops the text): ``adapt(processor)``, giving the
+    processor ``model.processor`` becomes from the one transformers loaded; given one it
+    made, it gives it back. The wrapper's."""
+
+
+@hookspec(firstresult=True)
 def vlreg_suppressed_tokens(part: Part) -> Sequence[int] | None:
     """Ids whose logits the wrapper's forward sets lowest after ``lm_head`` (Chameleon's image
     codes): vlreg applies the same edit wherever it reads a stream out itself (the logit lens),
