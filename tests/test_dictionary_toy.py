@@ -11,7 +11,6 @@ figures are the same on every machine.
 
 from __future__ import annotations
 
-import json
 import random
 
 import pytest
@@ -50,11 +49,12 @@ def test_the_dictionary_is_shipped_and_reconstructs(model, dictionary, tmp_path,
     monkeypatch.setenv("VLREG_CACHE", str(tmp_path))
     path = trained.build(model)
     assert path == trained.path() == trained.SHIPPED and not any(tmp_path.iterdir())   # nothing trained
-    assert Dictionary.load(path, transposed=False).features == trained.RECIPE["features"] == dictionary.features
-    report = json.loads(path.with_suffix(".json").read_text())
-    print(f"dictionary: {report}")
+    assert Dictionary.load(path).features == trained.RECIPE["features"] == dictionary.features
+    report = trained.shipped_report()
+    print(f"dictionary: {report['evaluation']}, trained by {report['trainer']} in {report['train_seconds']} s")
     assert report["key"] == trained.key() and report["recipe"]["toy"] == toy.key() == toy.shipped_report()["key"]
-    assert report["variance_explained"] >= 0.99 and report["active_per_token"] <= 8
+    assert report["trainer"].startswith("sae-lens") and dictionary.architecture == trained.RECIPE["architecture"]
+    assert report["evaluation"]["explained_variance"] >= 0.99 and report["evaluation"]["l0"] <= 8
 
 
 def test_some_features_land_on_shapes_of_one_colour(read):
