@@ -73,7 +73,7 @@ def train(store: "Store | str | os.PathLike", value: str, out: "str | os.PathLik
           architecture: str = "topk", features: int | None = None, k: int = 32, l1: float = 1.0,
           steps: int | None = None, batch: int = 4096, lr: float = 3e-4, lr_decay: float = 0.2, seed: int = 0,
           checkpoint_every: int = 1000, buffer_mib: float = 256, device: str = "cpu", progress: bool = True,
-          log_every: int = 100, evaluate_rows: int = 65536) -> Trained:
+          log_every: int = 100, evaluate_rows: int = 65536, pause_after: int | None = None) -> "Trained | None":
     """Train a dictionary on ``value``'s rows of ``store`` (a `Store` or its folder) into ``out``.
 
     ``architecture``: ``"topk"`` (``k`` features active a row), ``"batchtopk"`` (``k`` on
@@ -84,7 +84,10 @@ def train(store: "Store | str | os.PathLike", value: str, out: "str | os.PathLik
     an activation is the size of its direction in the value. ``buffer_mib`` bounds the
     rows held to shuffle (`stream`). Refused before any work: a value the store lacks, an
     unknown architecture, a transcoder of values of different widths or of TopK, and an
-    ``out`` that holds a finished training or another run's checkpoints."""
+    ``out`` that holds a finished training or another run's checkpoints.
+
+    ``pause_after``: stop after that many steps of this run, with a checkpoint, and return
+    None (a job with a time limit); the next call with the same settings goes on."""
     store = store if isinstance(store, Store) else open_store(store)
     columns = [store[value]] + ([store[output]] if output else [])
     width = columns[0].shape[1]
@@ -109,11 +112,17 @@ def train(store: "Store | str | os.PathLike", value: str, out: "str | os.PathLik
     out.mkdir(parents=True, exist_ok=True)
     (out / SETTINGS).write_text(json.dumps(settings, indent=2) + "\n")
     block = stream.block_rows(sum(c.shape[1] for c in columns), buffer_mib, len(columns[0]))
-    trainer.data_provider = stream.batches(columns, batch, seed=seed, block=block, start=trainer.n_training_samples)
+    rows = stream.batches(columns, batch, seed=seed, block=block, start=trainer.n_training_samples)
+    trainer.data_provider = rows if pause_after is None else _pausing(rows, pause_after)
     first = trainer.n_training_steps
     started = time.perf_counter()
-    with _quiet_bar(progress):
-        trainer.fit()
+    try:
+        with _quiet_bar(progress):
+            trainer.fit()
+    except _Pause:
+        trainer.save_checkpoint(checkpoint_name=str(trainer.n_training_samples))
+        _say(progress, f"paused at step {trainer.n_training_steps} of {steps}, checkpoint in {out / CHECKPOINTS}")
+        return None
     seconds = time.perf_counter() - started
     _save(sae, settings, out)
     dictionary = Dictionary.load(out)
@@ -131,6 +140,16 @@ def train(store: "Store | str | os.PathLike", value: str, out: "str | os.PathLik
                    f"({report['activations_per_second']} activations/s): explained variance {ev['explained_variance']}, "
                    f"L0 {ev['l0']}, {ev['alive']} of {features} features fire on {ev['rows']} rows; in {out}")
     return Trained(out, report)
+
+
+class _Pause(Exception):
+    """Raised by the data stream to stop the trainer between two steps."""
+
+
+def _pausing(rows: Iterator, steps: int) -> Iterator:
+    for _ in range(steps):
+        yield next(rows)
+    raise _Pause
 
 
 def _settings(store, value, output, architecture, width, features, k, l1, steps, batch, lr, seed, columns,
