@@ -2,6 +2,7 @@
 #            and draw its pictures into $(DEMO_OUT) (the pictures of docs/seeing-into-the-image.md).
 # make test: install into .venv if needed, then run the tests (a worker per core) on the newest
 #            transformers pyproject.toml's range allows (a fresh .venv takes it).
+# make test-slow: the tests too slow for make test (training the toy from scratch: minutes).
 # make test-floor: the floor's smoke set, on the oldest transformers vlreg supports (README: Compatibility).
 # make test-remote (opt-in): a localhost NDIF server in .venv-remote, vlreg traces through it.
 PYTHON ?= python3
@@ -20,13 +21,18 @@ $(STAMP): pyproject.toml $(PLUGINS)
 	$(PY) -m pip install -q -e '.[test]' $(addprefix -e ,$(dir $(PLUGINS)))
 	touch $(STAMP)
 
-.PHONY: install test test-floor demo bench catalog clean test-remote
+.PHONY: install test test-slow test-floor demo bench catalog clean test-remote
 install: $(STAMP)
 
-# one worker per core, a test file to a worker (its module-scoped checkpoints built once), one
-# thread each: the workers share the cores, and the suite's figures do not depend on the split
+# one worker per core, a test module or class to a worker (its module- or class-scoped checkpoints
+# built once), in the order collected: the tests marked heavy first, so the workers finish
+# together; one thread each: the workers share the cores, and the suite's figures do not depend
+# on the split
 test: $(STAMP)
-	OMP_NUM_THREADS=1 $(PY) -m pytest -n auto --dist loadfile
+	OMP_NUM_THREADS=1 $(PY) -m pytest -n auto --dist loadscope --no-loadscope-reorder
+
+test-slow: $(STAMP)
+	OMP_NUM_THREADS=1 $(PY) -m pytest -m slow
 
 # The floor: .venv-floor borrows .venv's packages (vlreg and the plugins editable among them)
 # and pins transformers at FLOOR over them, so it costs one wheel, not a second stack. Its
@@ -81,7 +87,7 @@ test-remote: $(REMOTE_STAMP)
 
 # after changing a plugin's claims or adapters (its pyproject.toml's entry points)
 catalog: $(STAMP)
-	$(PY) -m vlreg.core.host.catalog .
+	$(PY) tests/test_catalog.py
 
 clean:
 	rm -rf $(VENV) $(REMOTE_VENV) $(FLOOR_VENV)

@@ -18,10 +18,10 @@ from vlreg_lfm2_vl.vision import PER_CROP
 
 from vlreg import StandardizedTransformer
 from vlreg.plugin import (
-    Attention, Claim, Layer, Mixer, Mlp, Part, PerCall, Plugin, Scatter, Standard, Text, Tower, Vision, Wrapper,
-    adapter, returned, value,
+    SCATTER, Attention, Claim, Layer, Mixer, Mlp, Part, PerCall, Plugin, Scatter, Standard, Text, Tower, Vision,
+    Wrapper, adapter, prefill_only, read_only, returned, tower_envoys, value,
 )
-from vlreg.testing import build, registered
+from vlreg.testing import build, chat, registered
 from vlreg.testing.conformance import image
 
 
@@ -34,37 +34,56 @@ def grids(encoding, images, processor):
 
 
 DECLARED = Plugin(
-    Wrapper("tiny_wrapper", rename={"model.language_model.layers": "layers"}, entry=Scatter("model", "op_0"),
-            image_grids=lambda part: grids, refuses={"videos": "frames are not served; pass them as images"}),
+    Wrapper("tiny_wrapper", text="model.text", vision=None, rename={"model.text.lm_head": "lm_head"},
+            entry=Scatter("model", "op_0"),
+            image_grids=lambda part: grids, refuses={"videos": "frames are not served; pass them as images",
+                                                     "vision.*": read_only(lambda envoy: None)}),
     Text(("tiny_text", "tinier_text"), rename=lambda part: {"attn": f"self_attn_of_{part.model_type}"},
          envoys=lambda part: {torch.nn.Linear: Layer}),
-    Tower("tiny_vision", overrides="someone", read_only={"tower_output": lambda vision: "the projector reads no tower"}),
+    Tower("tiny_vision", overrides="someone", refuses={"tower_output": read_only("the projector reads no tower")}),
     adapters={"tiny_tower": "published"},
     checkpoints=lambda: {"tiny": print},
 )
 
 
 def test_a_declaration_answers_every_hook_from_its_parts():
-    assert DECLARED.vlreg_plugin_api() == 2
     claims = DECLARED.vlreg_claims()
     assert [(claim.kind, claim.model_type) for claim in claims] == [
         ("wrapper", "tiny_wrapper"), ("text", "tiny_text"), ("text", "tinier_text"), ("vision", "tiny_vision")]
-    assert claims[0].refuses == {"videos": "frames are not served; pass them as images"}
+    assert claims[0].refuses == {"videos": "frames are not served; pass them as images"}  # its table's sentences
     assert claims[-1] == Claim("vision", "tiny_vision", overrides="someone")
     wrapper = part("wrapper", "tiny_wrapper")
-    assert DECLARED.vlreg_rename(wrapper) == {"model.language_model.layers": "layers"}
+    assert DECLARED.vlreg_rename(wrapper) == {
+        "model.text.layers": "layers", "model.text.embed_tokens": "embed_tokens", "model.text.norm": "norm",
+        "model.multi_modal_projector": "projector", "model.text.lm_head": "lm_head"}
     assert DECLARED.vlreg_entry(wrapper) == Scatter("model", "op_0")
     assert DECLARED.vlreg_image_grids(wrapper) is grids  # a function of the part, giving the grids
     # a field given as a function is asked with the part it serves
     assert DECLARED.vlreg_rename(part("text", "tinier_text")) == {"attn": "self_attn_of_tinier_text"}
     assert DECLARED.vlreg_envoys(part("text", "tiny_text")) == {torch.nn.Linear: Layer}
-    assert list(DECLARED.vlreg_read_only(part("vision", "tiny_vision"))) == ["tower_output"]
+    assert list(DECLARED.vlreg_refuses(part("vision", "tiny_vision"))) == ["tower_output"]
     # what a part does not declare, and a part the plugin does not declare, answer nothing
     assert DECLARED.vlreg_entry(part("text", "tiny_text")) is None
     assert DECLARED.vlreg_rename(part("vision", "tiny_vision")) is None
     assert DECLARED.vlreg_rename(part("wrapper", "another_wrapper")) is None
     assert DECLARED.vlreg_adapters() == {"tiny_tower": "published"}
     assert DECLARED.vlreg_checkpoints() == {"tiny": print}
+
+
+def test_a_wrapper_states_only_what_differs_from_transformers_composite_layout():
+    standard = Plugin(Wrapper("standard_vl"))
+    wrapper = part("wrapper", "standard_vl")
+    assert standard.vlreg_rename(wrapper) == {
+        "model.language_model.layers": "layers", "model.language_model.embed_tokens": "embed_tokens",
+        "model.language_model.norm": "norm", "model.vision_tower": "vision", "model.multi_modal_projector": "projector"}
+    assert standard.vlreg_entry(wrapper) == SCATTER == Scatter("model", "inputs_embeds_masked_scatter_0", 1)
+    # a mount the rename names elsewhere is replaced; a text-only class's mounts are added
+    other = Plugin(Wrapper("other_vl", rename={"model.language_model.final_norm": "norm"}, text_only="model",
+                           projector=None, entry=None))
+    renamed = other.vlreg_rename(part("wrapper", "other_vl"))
+    assert renamed["model.language_model.final_norm"] == "norm" and "model.language_model.norm" not in renamed
+    assert {renamed[f"model.{name}"] for name in ("layers", "embed_tokens", "norm")} == {"layers", "embed_tokens", "norm"}
+    assert "projector" not in renamed.values() and other.vlreg_entry(part("wrapper", "other_vl")) is None
 
 
 def test_a_part_declared_twice_or_something_else_is_refused_at_once():
@@ -79,14 +98,14 @@ def test_a_part_declared_twice_or_something_else_is_refused_at_once():
 def test_a_declaration_registers_as_a_plugin_and_a_subclass_adds_raw_hooks():
     from vlreg.plugin import hookimpl
 
-    class Refusing(Plugin):
+    class Declining(Plugin):
         @hookimpl
-        def vlreg_refusal(self, part):
-            return "refused by a hook of its own"
+        def vlreg_declines(self, part):
+            return "declined by a hook of its own"
 
-    declared = Refusing(Wrapper("tiny_wrapper"))
-    with registered(declared, name="refusing"):
-        assert declared.vlreg_refusal(part("wrapper", "tiny_wrapper")) == "refused by a hook of its own"
+    declared = Declining(Wrapper("tiny_wrapper"))
+    with registered(declared, name="declining"):
+        assert declared.vlreg_declines(part("wrapper", "tiny_wrapper")) == "declined by a hook of its own"
         from vlreg.core.host import plugins
 
         assert plugins.claimant("wrapper", "tiny_wrapper") is declared
@@ -109,8 +128,7 @@ class ShortConvolution(Standard):
 
     sourced = True
     call: ClassVar[str] = "causal_conv1d_fn_0"
-    prefill_only = ("conv_output",)
-    later_steps_run = ("the convolution's cached update", "the call", "the convolution")
+    refuses = {"conv_output": prefill_only("the convolution's cached update", "the call", "the convolution")}
 
     conv_output = value(
         lambda m: f"{m.path}.source.{m.call}.output", description="the convolution's output"
@@ -120,7 +138,7 @@ class ShortConvolution(Standard):
 
 class ShortConvolutionEveryStep(ShortConvolution):
     call = "causal_conv1d_forward_0"
-    prefill_only = ()
+    refuses = {"conv_output": ()}  # read at a call made at every step: served at every step
 
 
 class PerCrop(PerCall):
@@ -144,15 +162,6 @@ def text_envoys(part: Any) -> dict:
     return {lfm2.Lfm2DecoderLayer: Convolving, lfm2.Lfm2Attention: Attention, lfm2.Lfm2ShortConv: conv, lfm2.Lfm2MLP: Mlp}
 
 
-def tower_envoys(part: Any) -> dict:
-    from transformers.models.siglip2 import modeling_siglip2 as siglip2
-
-    siglip = adapter("siglip")  # vlreg-llava's SigLIP layout, published for towers like this one
-    envoys = siglip.envoys(siglip2.Siglip2VisionModel, siglip2.Siglip2EncoderLayer, siglip2.Siglip2Attention,
-                           siglip2.Siglip2MLP)
-    return {**envoys, siglip2.Siglip2VisionModel: NaFlex}
-
-
 def wrapper_envoys(part: Any) -> dict:
     """The projector per crop where the wrapper calls it so (vlreg-lfm2-vl says which)."""
     from transformers.models.lfm2_vl import modeling_lfm2_vl as lfm2_vl
@@ -161,13 +170,13 @@ def wrapper_envoys(part: Any) -> dict:
 
 
 OUTSIDE = Plugin(
-    Wrapper("lfm2_vl", envoys=wrapper_envoys, entry=Scatter("model", "inputs_embeds_masked_scatter_0"),
-            rename={"model.language_model.layers": "layers", "model.language_model.embed_tokens": "embed_tokens",
-                    "model.language_model.embedding_norm": "norm", "model.vision_tower": "vision",
-                    "model.multi_modal_projector": "projector"}),
+    # transformers' composite layout but for the final norm's name
+    Wrapper("lfm2_vl", envoys=wrapper_envoys, rename={"model.language_model.embedding_norm": "norm"}),
     Text("lfm2", rename={"feed_forward": "mlp"}, envoys=text_envoys),
+    # vlreg-llava's SigLIP names (published for towers like this one), SigLIP 2's four classes
     Tower("siglip2_vision_model", rename=lambda part: adapter("siglip").rename,
-          envoys=tower_envoys),
+          envoys=tower_envoys("siglip2", ("Siglip2VisionModel", "Siglip2EncoderLayer", "Siglip2Attention",
+                                          "Siglip2MLP"), vision=NaFlex)),
 )
 
 
@@ -179,17 +188,12 @@ def model():
                                       attn_implementation="eager")
 
 
-def chat(model: Any) -> str:
-    messages = [{"role": "user", "content": [{"type": "image"}, {"type": "text", "text": "What is in this image?"}]}]
-    return model.processor.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
-
-
 PICTURE = image(112, 84)
 
 
 def test_an_outside_plugin_declares_a_mixer_kind_its_blocks_hold(model):
     assert model.family.name == "outside"
-    kinds = [[mixer._label.rpartition(".")[2] for mixer in block.present_mixers()] for block in model.layers]
+    kinds = [[mixer.place.label.rpartition(".")[2] for mixer in block.present_mixers()] for block in model.layers]
     assert kinds == [["short_conv"], ["short_conv"], ["self_attn"]]
     rows = model.support()
     assert rows["layers.0-1.short_conv.conv_output"] is None and rows["layers.2.self_attn.attention_output"] is None

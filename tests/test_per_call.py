@@ -20,14 +20,10 @@ from vlreg.testing import build
 from vlreg.testing.conformance import image
 from vlreg.testing.conformance.trust import _calls
 
+CHECKPOINT = "lfm2_vl"
+
 per_crop = pytest.mark.skipif(not PER_CROP, reason="this transformers calls LFM2-VL's projector once, on every crop "
                               "packed (5.24 on): it is no module called per crop there")
-
-
-@pytest.fixture(scope="module")
-def model():
-    return StandardizedTransformer(str(build("lfm2_vl")), task="image-text-to-text", dispatch=True, device="cpu",
-                                   attn_implementation="eager")
 
 
 def prompt(model) -> str:

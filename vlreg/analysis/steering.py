@@ -13,6 +13,7 @@ from typing import Any, Sequence
 
 import torch
 
+from ..core.errors import Unavailable
 from ..core.images.geometry import ImageGeometry
 from .tokens import in_stream
 
@@ -142,7 +143,7 @@ def skip_layers(model: Any, start: int, end: int) -> None:
     for layer in skipped:
         reason = model.layers[layer].why_not_skipped(skipped)
         if reason:
-            raise ValueError(f"layers[{layer}] cannot be skipped: {reason}")
+            raise Unavailable(f"skip_layers is unavailable for layers[{layer}], which cannot be skipped: {reason}")
     for layer in skipped:
         block = model.layers[layer]
         block.skip(block.skipped_output())

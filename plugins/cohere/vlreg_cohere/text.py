@@ -36,12 +36,13 @@ def _call(attention: Any) -> str:
 class CohereAttention(Attention):
     """A Cohere2 block's attention: rope on sliding-window blocks only."""
 
+    refuses = {"attention_queries": eager_only, "attention_keys": eager_only}
     attention_queries = argument(
-        1, _call, unavailable=eager_only,
+        1, _call,
         description="the queries: rotated on sliding-window blocks, as projected on full-attention blocks (no rope)",
     )
     attention_keys = argument(
-        2, _call, unavailable=eager_only,
+        2, _call,
         description="the keys: rotated on sliding-window blocks, as projected on full-attention blocks (no rope)",
     )
 

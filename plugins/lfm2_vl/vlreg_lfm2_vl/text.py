@@ -25,7 +25,7 @@ from __future__ import annotations
 import sys
 from typing import Any, ClassVar
 
-from vlreg.plugin import Attention, Layer, Mixer, Mlp, Standard, returned, value
+from vlreg.plugin import Attention, Gate, Layer, Mixer, Mlp, Standard, prefill_only, returned, value
 
 #: The norms keep their names (``operator_norm``, ``ffn_norm``): SigLIP's blocks, in the same model, are
 #: the ones served as ``input_layernorm`` and ``post_attention_layernorm``.
@@ -41,6 +41,12 @@ class Lfm2Layer(Layer):
 
 def _call(mixer: Any) -> str:
     return f"{mixer.path}.source.{mixer.convolution_call}"
+
+
+_LATER_STEPS = prefill_only("the convolution's cached update", "the call", "the convolution")
+#: The prefill's values, refused at a cached generation's later steps where the forward calls
+#: the convolution only at the prefill (5.23, 5.24); not where it calls it at every step (5.25).
+PREFILL = Gate(lambda asked: None if asked.envoy.one_call else _LATER_STEPS(asked))
 
 
 def _columns(tensor: Any) -> Any:
@@ -74,7 +80,7 @@ class ShortConv(Standard):
     #: nnsight's name for the split of ``in_proj``'s output in the module's forward.
     split_call: ClassVar[str] = "BCx_chunk_0"
     order = ("gates", "conv_input", "conv_output", "attention_output")
-    later_steps_run = ("the convolution's cached update", "the call", "the convolution")
+    refuses = dict.fromkeys(("conv_input", "conv_output"), PREFILL)
 
     @property
     def one_call(self) -> bool:
@@ -86,10 +92,6 @@ class ShortConv(Standard):
     def convolution_call(self) -> str:
         """nnsight's name for the call to the causal convolution in the module's forward."""
         return "causal_conv1d_forward_0" if self.one_call else "causal_conv1d_fn_0"
-
-    @property
-    def prefill_only(self) -> tuple[str, ...]:
-        return () if self.one_call else ("conv_input", "conv_output")
 
     gates = value(
         lambda m: f"{m.path}.source.{m.split_call}.output",

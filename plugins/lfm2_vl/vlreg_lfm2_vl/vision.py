@@ -32,14 +32,13 @@ from typing import Any
 import transformers
 from packaging.version import Version
 
-from vlreg.plugin import PerCall, Unavailable, Vision, adapter
+from vlreg.plugin import PerCall, Unavailable, Vision, adapter, tower_envoys
 
 #: Whether the wrapper calls the projector once per crop (transformers before 5.24), not
 #: once on all crops' slots packed: nothing in the model's structure says which.
 PER_CROP = Version(transformers.__version__) < Version("5.24")
 
-SIGLIP = adapter("siglip")
-RENAME = SIGLIP.rename
+RENAME = adapter("siglip").rename
 
 
 def _no_fixed_size(vision: Vision) -> int:
@@ -55,6 +54,26 @@ class NaFlexVision(Vision):
     padded_patches = True
     image_size = property(_no_fixed_size)
 
+    def image_refusal(self, width: int, height: int) -> str | None:
+        """An image so far from square that the processor's resize (whole tokens along the
+        shorter side, the pixel budget over both) makes more patches than the length every
+        crop is padded to, which the tower cannot take."""
+        image_processor = getattr(self.root.processor, "image_processor", None)
+        if not hasattr(image_processor, "smart_resize"):
+            return None
+        ip = image_processor
+        patch, factor = ip.encoder_patch_size, ip.downsample_factor
+        resized = ip.smart_resize(height=height, width=width, downsample_factor=factor,
+                                  min_image_tokens=ip.min_image_tokens, max_image_tokens=ip.max_image_tokens,
+                                  encoder_patch_size=patch)
+        splitting = ip.do_image_splitting and not ip.min_tiles == ip.max_tiles == 1
+        padded = max(ip.max_image_tokens * factor**2, (ip.tile_size // patch) ** 2 if splitting else 0)
+        patches = (resized[0] // patch) * (resized[1] // patch)
+        if patches <= padded:
+            return None
+        return (f"the processor resizes it (or its thumbnail) to {resized[0]} x {resized[1]} pixels, {patches} patches of "
+                f"{patch}, past the {padded} every crop is padded to: pass an image closer to square (pad it)")
+
 
 class Projector(PerCall):
     """LFM2-VL's projector: called once per crop, in crop order (each image's tiles, then
@@ -67,13 +86,9 @@ class Projector(PerCall):
         return 0 if pixels is None else int(pixels.shape[0])
 
 
-def envoys(part: Any) -> dict[type, type]:
-    """SigLIP 2's classes onto the adapter's envoys, the tower onto `NaFlexVision`."""
-    from transformers.models.siglip2 import modeling_siglip2 as siglip2
-
-    standard = SIGLIP.envoys(siglip2.Siglip2VisionModel, siglip2.Siglip2EncoderLayer, siglip2.Siglip2Attention,
-                             siglip2.Siglip2MLP)
-    return {**standard, siglip2.Siglip2VisionModel: NaFlexVision}
+#: SigLIP 2's classes onto the standard envoys, the tower onto `NaFlexVision`.
+envoys = tower_envoys("siglip2", ("Siglip2VisionModel", "Siglip2EncoderLayer", "Siglip2Attention", "Siglip2MLP"),
+                      vision=NaFlexVision)
 
 
 def wrapper_envoys(part: Any) -> dict[type, type]:

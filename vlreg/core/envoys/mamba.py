@@ -37,7 +37,7 @@ transformers 5.23 and 5.24 call the convolution (``causal_conv1d_fn``) and the c
 scan (``mamba2_chunk_scan``) in the mixer's forward, and the prefill's values are read
 there: a generation's later steps run each token through the recurrent update (another
 call, with the convolution's own update), so all but ``gates`` and ``attention_output``
-are refused there (`Mamba.refuse`), unless the generation runs without a cache
+are refused there (`Mamba.refuses`), unless the generation runs without a cache
 (``use_cache=False``), which runs the scan over the whole sequence at every step.
 transformers 5.25 moves both into functions the forward calls at every step
 (``causal_conv1d_forward``, ``mamba2_scan_forward``: the cache's update, then the chunked
@@ -55,6 +55,7 @@ import importlib.util
 import sys
 from typing import Any, ClassVar
 
+from ..serving.refusals import Gate, prefill_only, read_only
 from ..serving.values import argument, returned, value
 from .standard import Standard
 from .text import _size
@@ -144,6 +145,13 @@ def _state_is_read_nowhere(mixer: Any) -> str:
     )
 
 
+_LATER_STEPS = prefill_only("the mixer's recurrent update", "the convolution and chunked scan", "the scan")
+#: Values of calls the prefill makes and a cached generation's later steps do not: the
+#: convolution and the chunked scan, where the forward calls them itself (5.23, 5.24); not
+#: where each runs through its one function at every step (5.25).
+PREFILL = Gate(lambda asked: None if asked.envoy.one_call else _LATER_STEPS(asked))
+
+
 def _scan_input(which: str, shape: str, description: str) -> value:
     """``which`` of the scan's inputs (``x``, ``B`` or ``C``), ``[batch, seq, *shape]``.
     Views of one split: torch refuses in-place edits of them, so served as copies written
@@ -158,7 +166,7 @@ def _scan_input(which: str, shape: str, description: str) -> value:
         (args, kwargs), index = raw, mixer.scan_arguments[which]
         return (*args[:index], new.reshape(args[index].shape), *args[index + 1 :]), kwargs
 
-    served = value(lambda m: f"{_call(m, 'scan')}.input", unavailable=_fused, description=description)(read)
+    served = value(lambda m: f"{_call(m, 'scan')}.input", description=description)(read)
     return served.writes(rebuild).transform(lambda mixer, view, raw: rebuild(mixer, raw, view))
 
 
@@ -170,6 +178,17 @@ class Mamba(Standard):
 
     sourced = True
     scan_through: ClassVar[tuple[str, ...]] = ("implementation_0",)
+    #: The prefill's values are refused at a cached generation's later steps (`PREFILL`); all
+    #: but the steps and decays where a fused kernel runs the mixer, those two where a kernel
+    #: runs the scan; the state where the cache takes it, and nothing reads the one it returns.
+    refuses = {
+        **dict.fromkeys(("conv_output", "attention_values", "attention_keys", "attention_queries",
+                         "attention_head_outputs"), (_fused, PREFILL)),
+        "time_steps": (_kernel, PREFILL),
+        "decays": (_kernel, PREFILL),
+        "state_output": (_state_in_the_cache, PREFILL, read_only(_state_is_read_nowhere)),
+        "gates": _fused,
+    }
 
     @property
     def one_call(self) -> bool:
@@ -194,46 +213,36 @@ class Mamba(Standard):
              "attention_head_outputs", "state_output", "gates", "attention_output")
 
     conv_output = value(
-        lambda m: f"{_call(m, 'conv')}.output", unavailable=_fused,
+        lambda m: f"{_call(m, 'conv')}.output",
         description="the causal convolution's output after its activation (x, B and C side by side), [batch, seq, conv_dim]",
     )(lambda m, raw: raw.transpose(1, 2)).writes(lambda m, raw, new: new.transpose(1, 2))
     attention_values = _scan_input("x", "num_heads", "x, what each head writes into its state, [batch, seq, heads, head_dim]")
     attention_keys = _scan_input("B", "num_groups", "B, where each token writes in the state, [batch, seq, groups, state_size]")
     attention_queries = _scan_input("C", "num_groups", "C, what each token reads from the state, [batch, seq, groups, state_size]")
     time_steps = returned(
-        _inside_scan("torch_clamp_0.output"), unavailable=_kernel,
+        _inside_scan("torch_clamp_0.output"),
         description="each token's step per head, after the bias, softplus and clamp, [batch, seq, heads]",
     )
     decays = returned(
-        _inside_scan("A_0.output"), unavailable=_kernel,
+        _inside_scan("A_0.output"),
         description="each token's decay per head in log space (step times A), [batch, seq, heads]",
     )
     attention_head_outputs = value(
-        lambda m: f"{_call(m, 'scan')}.output", unavailable=_fused,
+        lambda m: f"{_call(m, 'scan')}.output",
         description="the scan's output per head (D skip added), before the gate, [batch, seq, heads, head_dim]",
     )(lambda m, raw: _heads(m, raw[0] if isinstance(raw, tuple) else raw)).writes(
         lambda m, raw, new: (new.reshape(raw[0].shape), *raw[1:]) if isinstance(raw, tuple) else new.reshape(raw.shape)
     )
     state_output = value(
-        lambda m: f"{_call(m, 'scan')}.output", unavailable=_state_in_the_cache, read_only=_state_is_read_nowhere,
+        lambda m: f"{_call(m, 'scan')}.output",
         description="the state after the prompt, [batch, heads, head_dim, state_size]",
     )(lambda m, raw: raw[1] if isinstance(raw, tuple) else None)
     gates = argument(
-        1, lambda m: f"{m.path}.norm.input", copy=True, unavailable=_fused,
+        1, lambda m: f"{m.path}.norm.input", copy=True,
         description="z, whose silu gates the scan's output in the gated norm, [batch, seq, heads * head_dim]",
     )
     attention_output = returned(description="what the mixer adds to the stream")
 
-    @property
-    def prefill_only(self) -> tuple[str, ...]:
-        """Values of calls the prefill makes and later steps do not: the convolution and the
-        chunked scan where the forward calls them itself (5.23, 5.24); none where each runs
-        through its one function at every step (5.25)."""
-        if self.one_call:
-            return ()
-        return ("conv_output", "attention_values", "attention_keys", "attention_queries", "time_steps", "decays",
-                "attention_head_outputs", "state_output")
-    later_steps_run = ("the mixer's recurrent update", "the convolution and chunked scan", "the scan")
 
     @property
     def num_heads(self) -> int:

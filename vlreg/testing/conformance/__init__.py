@@ -16,9 +16,10 @@ from .experts import ExpertsConformance
 from .helpers import image, lit
 from .linear import LinearAttentionConformance
 from .mamba import MambaConformance
+from .published import PublishedWidths
 from .remote import RemoteConformance
 from .text import TextConformance
 from .vision import VisionConformance
 
 __all__ = ["TextConformance", "VisionConformance", "ExpertsConformance", "LinearAttentionConformance", "MambaConformance",
-           "CrossAttentionConformance", "AnalysisConformance", "RemoteConformance", "image", "lit"]
+           "CrossAttentionConformance", "AnalysisConformance", "RemoteConformance", "PublishedWidths", "image", "lit"]

@@ -154,7 +154,7 @@ class TextTrust:
                         with pytest.raises(Unavailable, match="differ"):
                             getattr(root, name)
                     elif sizes:
-                        assert getattr(root, name) == sizes.pop(), f"{root._label or 'model'}.{name}"
+                        assert getattr(root, name) == sizes.pop(), f"{root.place.label or 'model'}.{name}"
 
     def test_queries_and_keys_are_qk_head_dim_wide(self, model):
         """Every attention, text and tower, serves ``qk_head_dim``: the width of its
@@ -181,7 +181,7 @@ class TextTrust:
             if calls < 2:
                 continue
             served = getattr(type(envoy), "output", None)
-            assert isinstance(served, value) and served.calls is not None, (
+            assert isinstance(served, value) and served.at.calls is not None, (
                 f"{envoy.path} runs {calls} times in one forward and serves only its first call: declare it "
                 f"per call (vlreg.plugin.PerCall)"
             )
@@ -238,7 +238,7 @@ def _near_ends(model: Any) -> list:
         if envoy.block_index is None:
             chosen.append((envoy, name))
         elif layout not in ("batch", "tower"):
-            key = envoy._tower is not None
+            key = envoy.place.tower is not None
             blocks.setdefault(key, envoy.block_index)
             if blocks[key] == envoy.block_index:
                 chosen.append((envoy, name))
@@ -247,7 +247,7 @@ def _near_ends(model: Any) -> list:
 
 def _calls(model: Any, args: tuple, kwargs: dict) -> dict:
     """How many times one forward of the input calls each standard envoy's module."""
-    from ...core.envoys.standard import tree
+    from ...core.envoys.tree import tree
 
     envoys = {id(envoy._module): envoy for envoy in (visit.envoy for visit in tree(model)) if envoy is not model}
     for name in ("projector", "embed_tokens", "norm", "lm_head"):
