@@ -23,11 +23,7 @@ from vlreg.testing import toy
 pytestmark = pytest.mark.heavy  # the dictionary over many scenes: started first under make test
 
 N = 100
-
-
-@pytest.fixture(scope="module")
-def model():
-    return trained.load_model()
+CHECKPOINT = toy.build()  # the shipped toy's folder
 
 
 @pytest.fixture(scope="module")

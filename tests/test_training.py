@@ -15,22 +15,22 @@ import torch
 from vlreg.cli import main
 from vlreg.collect import collect, open_store
 from vlreg.dictionaries import Dictionary, train
-from vlreg.testing import dictionary as trained
 from vlreg.testing import toy
 
 sae_lens = pytest.importorskip("sae_lens", reason="sae-lens is not installed (pip install 'vlreg[train]')")
 VALUE, INPUT, OUTPUT = "layers[0].layer_output", "layers[1].input", "layers[1].mlp.mlp_output"
 SMALL = {"features": 32, "batch": 64, "lr": 3e-3, "progress": False}
+CHECKPOINT = toy.build()  # the shipped toy's folder
 
 
 @pytest.fixture(scope="module")
-def store(tmp_path_factory):
+def store(model, tmp_path_factory):
     """12 scenes' image tokens (432 rows), three values, shards of 4 images."""
     folder = tmp_path_factory.mktemp("store")
     scenes = toy.scenes(12, seed=5)
     names = [f"scene-{i}" for i in range(len(scenes))]
     prompts = dict(zip(names, (s.prompt for s in scenes)))
-    collect(trained.load_model(), [VALUE, INPUT, OUTPUT], dict(zip(names, (s.image for s in scenes))), folder,
+    collect(model, [VALUE, INPUT, OUTPUT], dict(zip(names, (s.image for s in scenes))), folder,
             prompt=lambda record: prompts[record["image"]], batch=4, shard_images=4, progress=False)
     return open_store(folder)
 

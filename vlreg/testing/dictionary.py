@@ -1,4 +1,4 @@
-"""A dictionary whose features we can check: a small ReLU sparse autoencoder trained on
+"""A dictionary whose features we can check: a small TopK sparse autoencoder trained on
 the toy model's (`vlreg.testing.toy`) block output at image tokens, with sae-lens' trainer
 through `vlreg.dictionaries.train`.
 
@@ -14,9 +14,9 @@ recipe is trained into the cache once, under a file lock, keyed by a hash of the
 
 Training reads activations `vlreg.collect` wrote into a store (the path a dictionary
 trainer takes over a dataset), from scenes the toy's tests never use (a seed stream of
-their own), on one thread by default, seeded: sae-lens' standard (ReLU) SAE, its L1
-penalty weighted by the decoder rows' norms, saved with unit-norm decoder rows; about
-twenty seconds on a quiet machine.
+their own), on one thread by default, seeded: sae-lens' TopK SAE (`RECIPE`'s ``k``
+features active a token), saved with unit-norm decoder rows; about twenty seconds on a
+quiet machine.
 
 `label`, `purity` and `zero_effects` are the known-answer check of docs and tests: which
 shape (and colour) each image token holds, how purely a feature's strongest tokens are
@@ -80,10 +80,10 @@ def shipped_report() -> dict:
 
 
 def load_model() -> Any:
-    from .. import StandardizedTransformer
+    """The shipped toy, loaded as the test kit loads a checkpoint (`vlreg.testing.load`)."""
+    from .kit import load
 
-    return StandardizedTransformer(str(toy.build()), task="image-text-to-text", dispatch=True,
-                                   attn_implementation="eager", device="cpu")
+    return load(toy.build())
 
 
 def build(model: Any = None, recipe: dict | None = None) -> Path:
