@@ -1,7 +1,10 @@
 # make demo: install into .venv if needed, then trace the toy model (shipped in vlreg/testing/shipped)
 #            and draw its pictures into $(DEMO_OUT) (the pictures of docs/seeing-into-the-image.md).
 # make test: install into .venv if needed, then run the tests (a worker per core) on the newest
-#            transformers pyproject.toml's range allows (a fresh .venv takes it).
+#            transformers pyproject.toml's range allows (a fresh .venv takes it). The tests that
+#            train a dictionary need sae-lens (pip install -e '.[train]') and the feature browser's
+#            test Chromium (apt-get install chromium); without them they skip, saying so (.ci/run
+#            installs both).
 # make test-slow: the tests too slow for make test (training the toy from scratch: minutes).
 # make test-floor: the floor's smoke set, on the oldest transformers vlreg supports (README: Compatibility).
 # make test-remote (opt-in): a localhost NDIF server in .venv-remote, vlreg traces through it.

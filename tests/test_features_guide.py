@@ -1,11 +1,14 @@
 """docs/features.md: its blocks run in order as written (the ``sh`` blocks' ``vlreg``
 commands in this process, tests/doc_blocks.py), and the site its three commands make shows
-the toy's shapes and colours; in headless Chromium (where it is installed) each page
-shows the crops and boxes the store's index holds and asks for nothing outside the site;
-docs/images' pictures of the toy's site are what Chromium shows now."""
+the toy's shapes and colours (where sae-lens, which trains, is installed). In headless
+Chromium (where it is installed), the docs' site of the toy (its shipped dictionary over
+the guide's scenes) shows on each page the crops and boxes the store's index holds and
+asks for nothing outside the site, and docs/images' pictures of it are what Chromium
+shows now."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import sys
 from pathlib import Path
@@ -24,12 +27,17 @@ from doc_blocks import IMAGES, in_order, mismatches, run, run_shell  # noqa: E40
 GUIDE = (IMAGES.parent / "features.md").read_text()
 CHROMIUM = pytest.mark.skipif(browser.executable() is None,
                               reason="Chromium is not installed (apt-get install chromium): the site is not opened")
+TRAINER = importlib.util.find_spec("sae_lens") is not None
+NO_TRAINER = "sae-lens is not installed (pip install 'vlreg[train]'): the guide's `vlreg train` cannot run"
 
 
 @pytest.fixture(scope="module")
 def guide(tmp_path_factory):
     """The guide's blocks run in a scratch folder: its printed output, and the folder."""
     import os
+
+    if not TRAINER:
+        pytest.skip(NO_TRAINER)
 
     folder = tmp_path_factory.mktemp("guide")
     here = os.getcwd()
@@ -76,6 +84,17 @@ def test_the_toys_site_shows_its_shapes_and_colours(guide):
             assert (record.image, record.token, list(record.box)) == (example["image"], example["token"], example["box"])
 
 
+@pytest.fixture(scope="module")
+def toy_site(request, tmp_path_factory) -> tuple[Path, Path]:
+    """The docs' pictures' site and its store: the shipped dictionary over the guide's
+    store and scenes where the guide ran, else over the same scenes collected here."""
+    work = tmp_path_factory.mktemp("toy-site")
+    if not TRAINER:
+        return pictures.toy_site(work), work / "acts"
+    folder = request.getfixturevalue("guide")["folder"]
+    return pictures.toy_site(work, store=folder / "acts", scenes=folder / "scenes"), folder / "acts"
+
+
 def _dom(page) -> dict:
     return page.evaluate("""JSON.stringify({
         crops: Array.from(document.querySelectorAll('figure.crop')).map(f => ({
@@ -96,12 +115,11 @@ def _boxes_are_the_index(crops: list, store, site: Path) -> None:
 
 
 @CHROMIUM
-def test_in_chromium_each_feature_shows_its_crops_and_boxes_and_nothing_leaves_the_site(guide):
+def test_in_chromium_each_feature_shows_its_crops_and_boxes_and_nothing_leaves_the_site(toy_site):
     """The index: every feature's top four crops, each box where the store's index puts
     its row; the search box. Six features' pages (a spread of them, for time): their 16
     crops in order, the overlay's 36 tokens, the histogram's bars."""
-    site = (guide["folder"] / "site").resolve()
-    store = open_store(guide["folder"] / "acts")
+    site, store = toy_site[0].resolve(), open_store(toy_site[1])
     data = json.loads((site / "data.json").read_text())
     live = [f for f in data["features"] if f["page"]]
     with browser.Chromium(timeout=60) as chromium:
@@ -144,9 +162,8 @@ def unlike(expected: Path, drawn: Path, share: float = 0.01) -> str | None:
 
 
 @CHROMIUM
-def test_the_docs_pictures_are_what_chromium_shows_of_the_toys_site(guide, tmp_path):
-    site = pictures.toy_site(tmp_path, store=guide["folder"] / "acts", scenes=guide["folder"] / "scenes")
-    drawn = pictures.draw(tmp_path / "pictures", site)
+def test_the_docs_pictures_are_what_chromium_shows_of_the_toys_site(toy_site, tmp_path):
+    drawn = pictures.draw(tmp_path / "pictures", toy_site[0])
     assert [path.name for path in drawn] == list(pictures.PICTURES)
     for path in drawn:
         assert f"](images/{path.name})" in GUIDE

@@ -7,6 +7,7 @@ tests/test_features_guide.py); nothing here trains long."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 
 import pytest
@@ -17,10 +18,19 @@ from vlreg.collect import collect, open_store
 from vlreg.dictionaries import Dictionary, train
 from vlreg.testing import toy
 
-sae_lens = pytest.importorskip("sae_lens", reason="sae-lens is not installed (pip install 'vlreg[train]')")
+# found, not imported: sae-lens imports in seconds, and every pytest-xdist worker collects this module
+pytestmark = pytest.mark.skipif(importlib.util.find_spec("sae_lens") is None,
+                                reason="sae-lens is not installed (pip install 'vlreg[train]'): nothing to train with")
 VALUE, INPUT, OUTPUT = "layers[0].layer_output", "layers[1].input", "layers[1].mlp.mlp_output"
 SMALL = {"features": 32, "batch": 64, "lr": 3e-3, "progress": False}
 CHECKPOINT = toy.build()  # the shipped toy's folder
+
+
+@pytest.fixture(scope="module")
+def sae_lens():
+    import sae_lens
+
+    return sae_lens
 
 
 @pytest.fixture(scope="module")
@@ -35,7 +45,7 @@ def store(model, tmp_path_factory):
     return open_store(folder)
 
 
-def test_a_topk_dictionary_loads_in_sae_lens_and_vlreg_alike(store, tmp_path):
+def test_a_topk_dictionary_loads_in_sae_lens_and_vlreg_alike(store, sae_lens, tmp_path):
     done = train(store, VALUE, tmp_path / "sae", architecture="topk", k=4, steps=6, log_every=3, **SMALL)
     report = json.loads((tmp_path / "sae" / "training.json").read_text())
     assert report == json.loads(json.dumps(done.report)) and report["trainer"] == f"sae-lens {sae_lens.__version__}"
@@ -73,7 +83,7 @@ def test_a_paused_run_resumes_where_an_uninterrupted_one_ends(store, tmp_path):
         train(store, VALUE, tmp_path / "paused", **options)
 
 
-def test_a_transcoder_reads_one_value_and_reconstructs_another(store, tmp_path):
+def test_a_transcoder_reads_one_value_and_reconstructs_another(store, sae_lens, tmp_path):
     done = train(store, INPUT, tmp_path / "transcoder", output=OUTPUT, architecture="batchtopk", k=4, steps=5, **SMALL)
     sae = sae_lens.SAE.load_from_disk(tmp_path / "transcoder")
     dictionary = Dictionary.load(tmp_path / "transcoder")
