@@ -67,6 +67,8 @@ demo: $(STAMP)
 bench: $(STAMP)
 	$(PY) benchmarks/run.py
 	$(PY) benchmarks/collect.py
+	if $(PY) -c "import sae_lens" 2>/dev/null; then $(PY) benchmarks/training.py; \
+	else echo "benchmarks/training.py not run: it trains with sae-lens (pip install -e '.[train]')"; fi
 
 # The NDIF server's own venv, so .venv and make test never see it. ndif 0.1.2 says
 # Python >= 3.12, but its sources run on 3.11 beside this stack (pip check is clean);
