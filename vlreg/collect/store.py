@@ -330,7 +330,6 @@ class Store:
         for start in range(0, len(order), size):
             yield column[order[start : start + size]]
 
-
     def examples(self, name: str, size: int, *, shuffle: bool = False, seed: int = 0, labels: Any = None) -> Iterator:
         """`batches` whose rows carry their index entries and labels (`supervised.examples`)."""
         from .supervised import examples
