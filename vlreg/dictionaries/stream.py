@@ -47,21 +47,42 @@ def _pieces(rows: int, block: int, seed: int, skip: int) -> Iterator[tuple[int, 
         epoch += 1
 
 
+def _read(columns: Sequence, rows: torch.Tensor, chunk_mib: float = 4) -> torch.Tensor:
+    """The columns' ``rows`` side by side, float32, gathered from the mapped shards
+    ``chunk_mib`` at a time into one tensor (so the block is held once, not once more in passing)."""
+    width = sum(column.shape[1] for column in columns)
+    part, chunk = torch.empty(len(rows), width), block_rows(width, chunk_mib, len(rows))
+    for at in range(0, len(rows), chunk):
+        chosen, left = rows[at : at + chunk], 0
+        for column in columns:
+            part[at : at + len(chosen), left : left + column.shape[1]] = column[chosen]
+            left += column.shape[1]
+    return part
+
+
 def batches(columns: Sequence, size: int, *, seed: int = 0, block: int, start: int = 0) -> Iterator[torch.Tensor]:
     """Batches of ``size`` rows, float32, forever: each row the columns' rows side by side
     (``[size, sum of widths]``; one column for a dictionary, an input and an output for a
-    transcoder), from sample ``start`` of the stream on."""
+    transcoder), from sample ``start`` of the stream on.
+
+    Memory: one block is held (read in small chunks, `_read`), and let go before the next
+    is read; a batch is its own tensor (a copy), so one the trainer still holds keeps no
+    block alive (benchmarks/training.py measures the peak)."""
     rows = len(columns[0])
     if rows == 0:
         raise ValueError("the store holds no rows to train on")
-    held: list[torch.Tensor] = []
-    waiting = 0
+    rest = None  # the rows of the last block that did not fill a batch
     for epoch, number, first, stop, offset in _pieces(rows, block, seed, start):
-        order = _order(stop - first, seed, epoch, number, 1)[offset:]
-        part = torch.cat([column[first:stop].float() for column in columns], dim=1)[order]
-        held.append(part)
-        waiting += len(part)
-        while waiting >= size:
-            joined = torch.cat(held) if len(held) > 1 else held[0]
-            yield joined[:size]
-            held, waiting = [joined[size:]], waiting - size
+        part = _read(columns, first + _order(stop - first, seed, epoch, number, 1)[offset:])
+        if rest is not None:
+            if len(rest) + len(part) < size:
+                rest, part = torch.cat([rest, part]), None
+                continue
+            need = size - len(rest)
+            yield torch.cat([rest, part[:need]])
+            part = part[need:]
+        full = len(part) - len(part) % size
+        for at in range(0, full, size):
+            yield part[at : at + size].clone()
+        rest = part[full:].clone() if full < len(part) else None
+        part = None
