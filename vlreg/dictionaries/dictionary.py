@@ -165,7 +165,8 @@ class Dictionary:
         ``b_dec`` and (JumpReLU) ``threshold``, and from its ``cfg`` the architecture and
         ``apply_b_dec_to_input``. Read duck-typed: sae-lens is an optional extra
         (``pip install vlreg[sae]``), never imported here. Architectures other than
-        standard (ReLU) and JumpReLU are refused, as are activations normalised by the SAE."""
+        standard (ReLU), JumpReLU and TopK (``cfg.k``) are refused, as are activations
+        normalised by the SAE."""
         cfg = getattr(sae, "cfg", None)
         architecture = getattr(cfg, "architecture", "standard")
         architecture = architecture() if callable(architecture) else architecture
