@@ -38,7 +38,7 @@ import torch
 from attrs import frozen
 
 from ..collect.store import Store, open_store
-from . import stream
+from .stream import batches, block_rows
 from .dictionary import Dictionary
 
 ARCHITECTURES = ("relu", "topk", "batchtopk")
@@ -111,8 +111,8 @@ def train(store: "Store | str | os.PathLike", value: str, out: "str | os.PathLik
         _say(progress, f"resuming from {latest} (step {trainer.n_training_steps} of {steps})")
     out.mkdir(parents=True, exist_ok=True)
     (out / SETTINGS).write_text(json.dumps(settings, indent=2) + "\n")
-    block = stream.block_rows(sum(c.shape[1] for c in columns), buffer_mib, len(columns[0]))
-    rows = stream.batches(columns, batch, seed=seed, block=block, start=trainer.n_training_samples)
+    block = block_rows(sum(c.shape[1] for c in columns), buffer_mib, len(columns[0]))
+    rows = batches(columns, batch, seed=seed, block=block, start=trainer.n_training_samples)
     trainer.data_provider = rows if pause_after is None else _pausing(rows, pause_after)
     first = trainer.n_training_steps
     started = time.perf_counter()
