@@ -24,6 +24,8 @@ from vlreg.testing.scenes import held
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from doc_blocks import IMAGES, in_order, mismatches, run, run_shell  # noqa: E402
 
+pytestmark = pytest.mark.heavy  # the guide collects 300 scenes and trains: started first under make test
+
 GUIDE = (IMAGES.parent / "features.md").read_text()
 CHROMIUM = pytest.mark.skipif(browser.executable() is None,
                               reason="Chromium is not installed (apt-get install chromium): the site is not opened")
