@@ -12,7 +12,7 @@ image is read whole (its rows are consecutive), for the activation over all its 
 
 from __future__ import annotations
 
-from typing import Any, Callable, Sequence
+from typing import Any, Callable
 
 import torch
 from attrs import frozen
