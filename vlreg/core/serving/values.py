@@ -23,6 +23,7 @@ one read before it and the order the forward computes them in.
 from __future__ import annotations
 
 import contextlib
+import functools
 from typing import Any, Callable, Iterator
 
 import torch
@@ -34,6 +35,12 @@ from ..errors import OutOfOrder, ReadOnly
 from .batching import select, splice
 
 Predicate = Callable[[Any], "str | None"]
+
+#: What every served value passes through on its way to the user, ``hook(envoy, label,
+#: served, raw) -> served`` (``raw``: what the location held, which the preprocess viewed):
+#: `vlreg.core.serving.gradients` marks there where ``.grad`` finds the tensor the model goes
+#: on to use (the one place a served value meets gradients).
+serve_hooks: list[Callable[[Any, str, Any, Any], Any]] = []
 
 
 class value(eproperty):
@@ -95,10 +102,11 @@ class value(eproperty):
         self.calls = calls
         self.layout = layout
         self._views: Callable[[Any, Any, Any], bool] | None = None
+        self._raw: Any = None  # what the preprocess last viewed, for serve_hooks
 
     def __call__(self, preprocess: Callable) -> "value":
         key = self.key
-        super().__call__(preprocess)
+        super().__call__(_keeping_raw(self, preprocess))
         self.key = key  # the location is ``at``, never the stub's name
         if self.description is None and preprocess.__doc__:
             self.description = preprocess.__doc__.strip().splitlines()[0]
@@ -174,7 +182,10 @@ class value(eproperty):
             served = select(self.layout_on(obj), served, group, obj.run)
         reason = obj.why_read_only(self.name)
         if reason is not None and isinstance(served, torch.Tensor):
-            return read_only_view(served, f"{label} cannot be written: {reason}")
+            served = read_only_view(served, f"{label} cannot be written: {reason}")
+        raw, self._raw = self._raw, None
+        for hook in serve_hooks:  # gradients: see serve_hooks
+            served = hook(obj, label, served, raw)
         return served
 
     def _as_view(self, obj: Any) -> Any:
@@ -213,6 +224,17 @@ class value(eproperty):
         """The value's batch layout on ``obj`` (see ``layout``)."""
         layout = self.layout(obj) if callable(self.layout) else self.layout
         return layout or ("tower" if obj._tower is not None else "batch")
+
+
+def _keeping_raw(served: value, preprocess: Callable) -> Callable:
+    """``preprocess``, keeping on ``served`` the raw value it views, for `serve_hooks`."""
+
+    @functools.wraps(preprocess)
+    def view(envoy: Any, raw: Any) -> Any:
+        served._raw = raw
+        return preprocess(envoy, raw)
+
+    return view
 
 
 @contextlib.contextmanager

@@ -13,6 +13,7 @@ Every ``test_*`` method then runs against that family's checkpoint, loaded throu
 from .analysis import AnalysisConformance
 from .cross import CrossAttentionConformance
 from .experts import ExpertsConformance
+from .gradients import GradientConformance
 from .helpers import image, lit
 from .linear import LinearAttentionConformance
 from .mamba import MambaConformance
@@ -21,4 +22,5 @@ from .text import TextConformance
 from .vision import VisionConformance
 
 __all__ = ["TextConformance", "VisionConformance", "ExpertsConformance", "LinearAttentionConformance", "MambaConformance",
-           "CrossAttentionConformance", "AnalysisConformance", "RemoteConformance", "image", "lit"]
+           "CrossAttentionConformance", "AnalysisConformance", "RemoteConformance",
+           "GradientConformance", "image", "lit"]

@@ -15,6 +15,7 @@ from ...core.envoys.text import Attention, Layer, Mlp
 from ...core.errors import ReadOnly, Unavailable
 from ...core.model import StandardizedTransformer
 from ..checkpoints import build
+from .gradients import GradientConformance
 from .helpers import attention_blocks, image, sublayer_output, sublayers, text_rows, write_value, written
 from .remote import RemoteConformance
 from .trust import TextTrust
@@ -29,7 +30,7 @@ INTERIOR = (
 )
 
 
-class TextConformance(TextTrust, RemoteConformance):
+class TextConformance(TextTrust, RemoteConformance, GradientConformance):
     """What every family's text model promises. Subclass it in a ``Test*`` class and set:
 
     * ``checkpoint``: the name of a checkpoint builder (`vlreg_checkpoints`);
