@@ -26,7 +26,7 @@ from torch.autograd import forward_ad
 from torch.autograd.graph import get_gradient_edge
 
 from ...core.errors import Unavailable
-from ...core.serving.gradients import GradientOutOfOrder
+from ...core.serving.backward import GradientOutOfOrder
 from ...core.serving.values import value
 
 SEED_VARIABLE = "VLREG_GRADIENT_SEED"

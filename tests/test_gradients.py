@@ -1,0 +1,190 @@
+"""Gradients of served values (`vlreg.core.serving.gradients`): the issue's snippet, the
+geometry of views inside a batch, edits, and every refusal, in vlreg's words.
+
+`GradientConformance` checks every family's values against plain autograd; these are the
+behaviours a user meets on one family (Qwen2-VL, a tiny checkpoint)."""
+
+import pytest
+import torch
+
+from vlreg import OutOfOrder, ReadOnly, StandardizedTransformer, Unavailable
+from vlreg.testing import build
+from vlreg.testing.conformance import image
+
+
+@pytest.fixture(scope="module")
+def model():
+    return StandardizedTransformer(str(build("qwen2_vl")), task="image-text-to-text", dispatch=True, device="cpu",
+                                   attn_implementation="eager")
+
+
+def chat(model, text="What is in this image?"):
+    messages = [{"role": "user", "content": [{"type": "image"}, {"type": "text", "text": text}]}]
+    return model.processor.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
+
+
+def native_features_gradient(model, prompt, images, answer):
+    """The features' gradient by plain torch: a forward hook on the merger keeps its output's."""
+    kept = []
+
+    def keep(module, inputs, output):
+        output.retain_grad()
+        kept.append(output)
+
+    handle = model._module.model.visual.merger.register_forward_hook(keep)
+    try:
+        inputs = model.processor(text=prompt, images=images, return_tensors="pt")
+        model._module(**inputs).logits[0, -1, answer].backward()
+    finally:
+        handle.remove()
+        model._module.zero_grad(set_to_none=True)
+    return kept[0].grad
+
+
+def test_the_issues_snippet_gives_autograds_gradient_of_the_features(model):
+    prompt, images = chat(model), [image(112, 84)]
+    with model.trace(prompt, images=images):
+        features = model.vision.image_features
+        with model.logits[0, -1, 5].backward():
+            g = features.grad.save()
+    model._module.zero_grad(set_to_none=True)
+    torch.testing.assert_close(g, native_features_gradient(model, prompt, images, 5))
+
+
+def test_inputs_takes_served_values_and_no_weight_gets_a_gradient(model):
+    prompt, images = chat(model), [image(112, 84)]
+    with model.trace(prompt, images=images):
+        features = model.vision.image_features
+        stream = model.layers[1].layer_output
+        with model.logits[0, -1, 5].backward(inputs=[features, stream]):
+            g = features.grad.save()
+    assert all(parameter.grad is None for parameter in model._module.parameters())
+    torch.testing.assert_close(g, native_features_gradient(model, prompt, images, 5))
+
+
+def test_gradients_read_in_any_order_and_views_of_values_by_their_geometry(model):
+    """Two invokes: each reads its own rows (a select of the batch's features); a view the
+    user makes of a value (one token's row) reads that row of its gradient."""
+    prompts, images = [chat(model), chat(model, "Describe it.")], [image(112, 84, seed=1), image(112, 84, seed=2)]
+    grads = []
+    with model.trace() as tracer:
+        for prompt, picture in zip(prompts, images):
+            with tracer.invoke(prompt, images=[picture]):
+                features = model.vision.image_features
+                row = features[3]
+                stream = model.layers[0].input
+                with model.logits[0, -1, 5].backward(retain_graph=True):  # the invokes share one graph
+                    grads.append((features.grad.save(), row.grad.save(), stream.grad.save()))
+    for (features, row, stream), prompt, picture in zip(grads, prompts, images):
+        expected = native_features_gradient(model, prompt, [picture], 5)
+        torch.testing.assert_close(features, expected)
+        torch.testing.assert_close(row, expected[3])
+        assert stream.shape[0] == 1
+
+
+def test_an_edit_of_a_gradient_flows_on_and_an_in_place_edit_lands(model):
+    prompt, images = chat(model), [image(112, 84)]
+    runs = []
+    for edit in (None, "assign", "in place"):
+        with model.trace(prompt, images=images):
+            features = model.vision.image_features
+            stream = model.layers[0].input
+            with model.logits[0, -1, 5].backward():
+                kept = stream.grad.clone().save()
+                if edit == "assign":
+                    stream.grad = stream.grad * 2
+                elif edit == "in place":
+                    stream.grad[...] *= 2
+                runs.append((kept, features.grad.save()))
+    (clean, features), (_, assigned), (_, in_place) = runs
+    torch.testing.assert_close(assigned, 2 * features)
+    torch.testing.assert_close(in_place, 2 * features)
+
+
+def test_an_edit_after_the_backward_passed_the_value_is_refused_in_vlregs_names(model):
+    prompt, images = chat(model), [image(112, 84)]
+    with pytest.raises(OutOfOrder) as caught:
+        with model.trace(prompt, images=images):
+            features = model.vision.image_features
+            stream = model.layers[1].layer_output
+            with model.logits[0, -1, 5].backward():
+                features.grad
+                stream.grad = stream.grad * 2
+    message = str(caught.value)
+    assert "layers[1].layer_output.grad was assigned after vision.image_features.grad was asked for" in message
+    assert "reverse of the forward order" in message and "0x" not in message
+
+
+def test_a_gradient_read_after_the_backward_passed_it_refuses_edits_in_place(model):
+    prompt, images = chat(model), [image(112, 84)]
+    with pytest.raises(ReadOnly, match="layers.1..layer_output.grad was read after the backward had moved past"):
+        with model.trace(prompt, images=images):
+            features = model.vision.image_features
+            stream = model.layers[1].layer_output
+            with model.logits[0, -1, 5].backward():
+                features.grad
+                stream.grad[...] = 0
+
+
+def test_a_value_the_metric_does_not_depend_on_says_so(model):
+    prompt, images = chat(model), [image(112, 84)]
+    with pytest.raises(OutOfOrder, match=r"layers\[1\].layer_output.grad never arrived: .* does not depend on it"):
+        with model.trace(prompt, images=images):
+            stream = model.layers[0].layer_output
+            later = model.layers[1].layer_output
+            with stream.sum().backward():
+                later.grad
+
+
+def test_a_forward_value_read_inside_the_backward_is_refused(model):
+    prompt, images = chat(model), [image(112, 84)]
+    with pytest.raises(OutOfOrder, match="inside `with metric.backward\\(\\):` only gradients are served"):
+        with model.trace(prompt, images=images):
+            metric = model.logits[0, -1, 5]
+            with metric.backward():
+                model.layers[0].input.grad
+
+
+def test_discrete_values_refuse_their_gradient(model):
+    prompt, images = chat(model), [image(112, 84)]
+    with pytest.raises(Unavailable, match="vision.image_token_mask.grad is unavailable: it holds bool values .* discrete"):
+        with model.trace(prompt, images=images):
+            mask = model.vision.image_token_mask
+            with model.logits[0, -1, 5].backward():
+                mask.grad
+
+
+def test_a_trace_without_gradients_refuses_before_the_backward_runs(model):
+    prompt, images = chat(model), [image(112, 84)]
+    with pytest.raises(Unavailable, match="the metric has no gradient.*under torch.no_grad"):
+        with torch.no_grad(), model.trace(prompt, images=images):
+            features = model.vision.image_features
+            with model.logits[0, -1, 5].backward():
+                features.grad
+    with pytest.raises(Unavailable, match="vision.image_features.grad is unavailable: it was computed without gradient"):
+        with model.trace(prompt, images=images):
+            with torch.no_grad():
+                features = model.vision.image_features
+            stream = model.layers[0].input
+            with model.logits[0, -1, 5].backward():
+                features.grad
+
+
+def test_a_generate_trace_refuses_gradients(model):
+    prompt, images = chat(model), [image(112, 84)]
+    with pytest.raises(Unavailable, match="generate trace runs without gradients"):
+        with model.generate(prompt, images=images, max_new_tokens=1):
+            metric = model.logits[0, -1, 5]
+            with metric.backward():
+                pass
+
+
+def test_a_replayed_tower_cache_refuses_the_gradients_it_cannot_give(model):
+    prompt, images = chat(model), [image(112, 84)]
+    cache = model.vision.cache(prompt, images)
+    with pytest.raises(Unavailable, match="vision.image_features.grad is unavailable: this trace replays the tower"):
+        with model.trace(prompt, images=images):
+            cache.replay()
+            features = model.vision.image_features
+            with model.logits[0, -1, 5].backward():
+                features.grad
