@@ -14,9 +14,12 @@ helper takes one prompt, or a list of prompts, with its images, as ``model.trace
 * `project_on_vocab`, `top_tokens`, `next_token_probs` (`lens`): the readout of any
   stream value, the likeliest tokens, the next token's distribution;
 * `steer`, `skip_layers` (`steering`): edits to call inside a trace or a generation;
-* `compare_streams` (`compare`): two models' streams block by block on the same text.
+* `compare_streams` (`compare`): two models' streams block by block on the same text;
+* `attribution_patching` (`attribution`): the first-order effect of patching every token of
+  every block from a corrupt run, from one backward (AtP, with AtP*'s keys and queries).
 """
 
+from .attribution import Attribution, attribution_patching
 from .attention import ImageAttention, TowerPatterns, attention_to_images, tower_patterns
 from .compare import compare_streams
 from .edits import Ablation, Occlusion, Patching, ablate_image, occlusion, patch_image
@@ -44,4 +47,6 @@ __all__ = [
     "steer",
     "skip_layers",
     "compare_streams",
+    "Attribution",
+    "attribution_patching",
 ]

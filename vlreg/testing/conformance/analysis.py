@@ -83,6 +83,12 @@ class AnalysisConformance:
             similarity = analysis.compare_streams(model, model, "The quick brown fox")
             return torch.allclose(similarity, torch.ones(model.num_layers, dtype=similarity.dtype))
 
+        def attribution_patching() -> bool:
+            found = analysis.attribution_patching(model, prompt, images, [other])
+            effects = found.of_image(0)
+            return effects.shape == (len(model.prompt_layers), tokens) and bool(effects.isfinite().all()) \
+                and bool(found.effects["layer_output"].any())
+
         batch = max(1, (tokens + 1) // 2)
         return {
             "logit_lens": lambda: analysis.logit_lens(model, prompt, images, top=2).top_ids[0].shape[1] == tokens,
@@ -101,4 +107,5 @@ class AnalysisConformance:
                                                                    positions="image")),
             "skip_layers": lambda: changes_logits(lambda: analysis.skip_layers(model, 1, 1)),
             "compare_streams": compare_streams,
+            "attribution_patching": attribution_patching,
         }
