@@ -16,10 +16,13 @@ helper takes one prompt, or a list of prompts, with its images, as ``model.trace
 * `steer`, `skip_layers` (`steering`): edits to call inside a trace or a generation;
 * `compare_streams` (`compare`): two models' streams block by block on the same text;
 * `attribution_patching` (`attribution`): the first-order effect of patching every token of
-  every block from a corrupt run, from one backward (AtP, with AtP*'s keys and queries).
+  every block from a corrupt run, from one backward (AtP, with AtP*'s keys and queries);
+* `saliency`, `integrated_gradients` (`saliency`): gradient x input and integrated gradients
+  at the image tokens and at the pixels of the image as given.
 """
 
 from .attribution import Attribution, attribution_patching
+from .saliency import IntegratedGradients, Saliency, integrated_gradients, saliency
 from .attention import ImageAttention, TowerPatterns, attention_to_images, tower_patterns
 from .compare import compare_streams
 from .edits import Ablation, Occlusion, Patching, ablate_image, occlusion, patch_image
@@ -49,4 +52,8 @@ __all__ = [
     "compare_streams",
     "Attribution",
     "attribution_patching",
+    "Saliency",
+    "saliency",
+    "IntegratedGradients",
+    "integrated_gradients",
 ]

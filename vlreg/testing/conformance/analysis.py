@@ -89,6 +89,18 @@ class AnalysisConformance:
             return effects.shape == (len(model.prompt_layers), tokens) and bool(effects.isfinite().all()) \
                 and bool(found.effects["layer_output"].any())
 
+        pixels = model.vision.takes_arrays and getattr(model.processor.image_processor, "backend", "") == "torchvision"
+
+        def saliency() -> bool:
+            found = analysis.saliency(model, prompt, images, pixels=pixels)
+            sized = not pixels or found.pixels[0].shape == (images[0].size[1], images[0].size[0])
+            return found.tokens[0].shape == (tokens,) and sized and bool(found.tokens[0].isfinite().all())
+
+        def integrated_gradients() -> bool:
+            found = analysis.integrated_gradients(model, prompt, images, at="pixels" if pixels else "tokens", steps=8)
+            change = abs(found.metric - found.baseline_metric)
+            return found.per_token(0).shape == (tokens,) and abs(found.completeness) <= 0.05 * change + 1e-4
+
         batch = max(1, (tokens + 1) // 2)
         return {
             "logit_lens": lambda: analysis.logit_lens(model, prompt, images, top=2).top_ids[0].shape[1] == tokens,
@@ -108,4 +120,6 @@ class AnalysisConformance:
             "skip_layers": lambda: changes_logits(lambda: analysis.skip_layers(model, 1, 1)),
             "compare_streams": compare_streams,
             "attribution_patching": attribution_patching,
+            "saliency": saliency,
+            "integrated_gradients": integrated_gradients,
         }
