@@ -1,6 +1,9 @@
 # make demo: install into .venv if needed, then trace the toy model (shipped in vlreg/testing/shipped)
 #            and draw its pictures into $(DEMO_OUT) (the pictures of docs/seeing-into-the-image.md).
-# make test: install into .venv if needed, then run the tests (a worker per core).
+# make test: install into .venv if needed, then run the tests (a worker per core) on the newest
+#            transformers pyproject.toml's range allows (a fresh .venv takes it).
+# make test-slow: the tests too slow for make test (training the toy from scratch: minutes).
+# make test-floor: the floor's smoke set, on the oldest transformers vlreg supports (README: Compatibility).
 # make test-remote (opt-in): a localhost NDIF server in .venv-remote, vlreg traces through it.
 PYTHON ?= python3
 VENV := .venv
@@ -18,13 +21,42 @@ $(STAMP): pyproject.toml $(PLUGINS)
 	$(PY) -m pip install -q -e '.[test]' $(addprefix -e ,$(dir $(PLUGINS)))
 	touch $(STAMP)
 
-.PHONY: install test demo bench catalog clean test-remote
+.PHONY: install test test-slow test-floor demo bench catalog clean test-remote
 install: $(STAMP)
 
-# one worker per core, a test file to a worker (its module-scoped checkpoints built once), one
-# thread each: the workers share the cores, and the suite's figures do not depend on the split
+# one worker per core, a test module or class to a worker (its module- or class-scoped checkpoints
+# built once), in the order collected: the tests marked heavy first, so the workers finish
+# together; one thread each: the workers share the cores, and the suite's figures do not depend
+# on the split
 test: $(STAMP)
-	OMP_NUM_THREADS=1 $(PY) -m pytest -n auto --dist loadfile
+	OMP_NUM_THREADS=1 $(PY) -m pytest -n auto --dist loadscope --no-loadscope-reorder
+
+test-slow: $(STAMP)
+	OMP_NUM_THREADS=1 $(PY) -m pytest -m slow
+
+# The floor: .venv-floor borrows .venv's packages (vlreg and the plugins editable among them)
+# and pins transformers at FLOOR over them, so it costs one wheel, not a second stack. Its
+# smoke set is the families whose code reads a difference between the releases (the cache's
+# keyword, the logit scale, the Mamba and short-convolution calls, the packed projectors)
+# and a family of each kind of entry; make test runs everything on the newest release.
+FLOOR ?= 5.23.0
+FLOOR_VENV := .venv-floor
+FLOOR_PY := $(FLOOR_VENV)/bin/python
+FLOOR_STAMP := $(FLOOR_VENV)/.transformers-$(FLOOR)
+FLOOR_SMOKE := tests/test_compat.py tests/test_per_call.py tests/test_declaration.py \
+	plugins/qwen2_vl/tests/test_conformance.py plugins/lfm2_vl/tests plugins/nemotron/tests/test_nemotron.py \
+	plugins/nemotron/tests/test_nemotron_h.py plugins/cohere/tests/test_conformance.py \
+	plugins/llama4/tests/test_llama4.py plugins/chameleon/tests/test_conformance.py plugins/mllama/tests/test_conformance.py
+$(FLOOR_STAMP): $(STAMP)
+	rm -rf $(FLOOR_VENV)
+	$(PYTHON) -m venv $(FLOOR_VENV)
+	echo "import site; site.addsitedir('$$($(PY) -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')')" \
+		> "$$($(FLOOR_PY) -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')/zz_borrow_venv.pth"
+	$(FLOOR_PY) -m pip install -q --no-deps transformers==$(FLOOR)
+	touch $(FLOOR_STAMP)
+
+test-floor: $(FLOOR_STAMP)
+	OMP_NUM_THREADS=1 $(FLOOR_PY) -m pytest -n auto --dist loadfile $(FLOOR_SMOKE)
 
 demo: $(STAMP)
 	$(PY) -m vlreg demo --out $(DEMO_OUT)
@@ -55,7 +87,7 @@ test-remote: $(REMOTE_STAMP)
 
 # after changing a plugin's claims or adapters (its pyproject.toml's entry points)
 catalog: $(STAMP)
-	$(PY) -m vlreg.core.host.catalog .
+	$(PY) tests/test_catalog.py
 
 clean:
-	rm -rf $(VENV) $(REMOTE_VENV)
+	rm -rf $(VENV) $(REMOTE_VENV) $(FLOOR_VENV)

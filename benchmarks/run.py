@@ -11,11 +11,17 @@ writes JSON.
 
     python benchmarks/run.py                 # the full run (minutes)
     python benchmarks/run.py --smoke         # a tiny geometry, a few rounds: checks the script
+
+A smoke run's figures mean nothing, so it runs what a full run runs in fresh processes
+(imports, builds, peak memory) in its own process instead: the same code, seconds not a
+minute. `make demo`'s time is always measured in a fresh process.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import io
 import json
 import os
 import platform
@@ -39,6 +45,8 @@ TARGETS = {"vlreg / nnsight": 1.03, "vlreg / transformers": 1.10, "build (s over
 
 
 DEVICE, DTYPE = "cpu", torch.float32
+#: A smoke run (--smoke): `python` runs its code in this process.
+SMOKE = False
 
 
 def load(path: Path, runners=("transformers", "nnsight", "vlreg")) -> dict:
@@ -130,13 +138,19 @@ def study(models: dict, path: Path, size: int, rounds: int, batch: int) -> dict:
     return found
 
 
+def python(code: str) -> str:
+    """What ``code`` prints, run in a new process (in this one on a smoke run)."""
+    if SMOKE:
+        printed = io.StringIO()
+        with contextlib.redirect_stdout(printed):
+            exec(compile(code, "<benchmark code>", "exec"), {"__name__": "__main__"})
+        return printed.getvalue()
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+
+
 def in_fresh_process(code: str, repeats: int) -> list[float]:
     """Seconds ``code`` reports (it prints one float), run ``repeats`` times, each in a new process."""
-    found = []
-    for _ in range(repeats):
-        done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-        found.append(float(done.stdout.strip().splitlines()[-1]))
-    return found
+    return [float(python(code).strip().splitlines()[-1]) for _ in range(repeats)]
 
 
 IMPORT_STACK = "import time; t = time.perf_counter(); import nnsight, transformers; print(time.perf_counter() - t)"
@@ -205,8 +219,7 @@ def large_builds(repeats: int) -> dict:
                 "vlreg": ("vlreg", "StandardizedTransformer", ""),
             }.items():
                 code = BUILD_MEMORY.format(module=module, cls=cls, path=str(folder), extra=extra)
-                done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-                runs[runner].append(tuple(map(float, done.stdout.split()[-2:])))
+                runs[runner].append(tuple(map(float, python(code).split()[-2:])))
         found[name] = {f"{runner} build (s)": statistics.median(t for t, _ in measured) for runner, measured in runs.items()}
         found[name].update({f"{runner} memory (MiB)": statistics.median(m for _, m in measured) / 2**20
                             for runner, measured in runs.items()})
@@ -280,8 +293,7 @@ def peak_memory(path: Path, size: int, calls: dict | None = None) -> dict:
     found = {}
     for runner, call in calls.items():
         code = MEMORY.format(here=str(HERE), path=str(path), size=size, call=call, runner=runner)
-        done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-        peak, saved = map(int, done.stdout.split()[-2:])
+        peak, saved = map(int, python(code).split()[-2:])
         found[runner] = {"peak_added_bytes": peak, "saved_bytes": saved}
     return found
 
@@ -350,8 +362,8 @@ def main(argv=None) -> int:
     parser.add_argument("--dtype", default="float32", help="the weights' dtype (bfloat16 on a GPU)")
     parser.add_argument("--sweep-batch", type=int, default=16, help="copies per occlusion batch")
     arguments = parser.parse_args(argv)
-    global DEVICE, DTYPE
-    DEVICE, DTYPE = arguments.device, getattr(torch, arguments.dtype)
+    global DEVICE, DTYPE, SMOKE
+    DEVICE, DTYPE, SMOKE = arguments.device, getattr(torch, arguments.dtype), arguments.smoke
     if DEVICE.startswith("cuda") and not torch.cuda.is_available():
         print(f"--device {DEVICE}: no CUDA device on this machine (torch {torch.__version__} sees none); "
               f"nothing was measured. Run on the CPU (the default), or on a machine with a GPU.")

@@ -7,29 +7,10 @@ import pytest
 import torch
 
 from vlreg import StandardizedTransformer, Unavailable, analysis
-from vlreg.testing import build
+from vlreg.testing import build, chat
 from vlreg.testing.conformance import image
 
 FAMILIES = ("qwen2_vl", "qwen2_5_vl", "llava_interleave", "llava_1_5", "llava_next")
-
-
-@pytest.fixture(scope="module")
-def loaded():
-    cache: dict[tuple[str, str], StandardizedTransformer] = {}
-
-    def get(name: str, attn_implementation: str = "eager") -> StandardizedTransformer:
-        if (name, attn_implementation) not in cache:
-            cache[name, attn_implementation] = StandardizedTransformer(
-                str(build(name)), task="image-text-to-text", dispatch=True, attn_implementation=attn_implementation, device="cpu"
-            )
-        return cache[name, attn_implementation]
-
-    return get
-
-
-def chat(model, images: int = 1) -> str:
-    content = [{"type": "image"}] * images + [{"type": "text", "text": "What is in this image?"}]
-    return model.processor.apply_chat_template([{"role": "user", "content": content}], add_generation_prompt=True, tokenize=False)
 
 
 PICTURE, OTHER = image(112, 84), image(112, 84, seed=7)
@@ -137,7 +118,7 @@ def test_attention_to_images_is_the_patterns_row(loaded, name):
 
 
 def test_attention_to_images_needs_eager(loaded):
-    model = loaded("qwen2_vl", "sdpa")
+    model = loaded("qwen2_vl", attn_implementation="sdpa")
     with pytest.raises(Unavailable, match="attn_implementation='eager'"):
         analysis.attention_to_images(model, chat(model), [PICTURE])
 
@@ -214,7 +195,7 @@ def test_a_packed_tower_serves_a_pattern_per_image_and_tower_patterns_draws_each
     model = StandardizedTransformer(str(build("mistral3")), task="image-text-to-text", dispatch=True,
                                     attn_implementation="eager", device="cpu")
     pictures = [image(112, 84), image(64, 128, seed=1)]  # 6 x 8 and 8 x 4 patches
-    prompt = chat(model, 2)
+    prompt = chat(model, images=2)
     with model.trace(prompt, images=pictures):
         scores = model.vision.layers[0].self_attn.attention_scores.save()
         pattern = model.vision.layers[0].self_attn.attention_probabilities.save()

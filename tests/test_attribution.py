@@ -5,19 +5,9 @@ queries against the pattern recomputed by hand."""
 import pytest
 import torch
 
-from vlreg import StandardizedTransformer, Unavailable, analysis
-from vlreg.testing import build
+from vlreg import Unavailable, analysis
+from vlreg.testing import chat
 from vlreg.testing.conformance import image
-
-
-def load(name, **options):
-    return StandardizedTransformer(str(build(name)), task="image-text-to-text", dispatch=True, device="cpu",
-                                   **{"attn_implementation": "eager", **options})
-
-
-def chat(model):
-    messages = [{"role": "user", "content": [{"type": "image"}, {"type": "text", "text": "What is in this image?"}]}]
-    return model.processor.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
 
 
 def by_hand(model, prompt, clean, corrupt, token):
@@ -46,8 +36,8 @@ def by_hand(model, prompt, clean, corrupt, token):
 
 
 @pytest.mark.parametrize("family", ["qwen2_vl", "llava_interleave", "gemma3"])
-def test_attribution_patching_is_the_first_order_formula_by_hand(family):
-    model = load(family)
+def test_attribution_patching_is_the_first_order_formula_by_hand(loaded, family):
+    model = loaded(family)
     prompt, clean, corrupt = chat(model), [image(112, 84, seed=1)], [image(112, 84, seed=2)]
     found = analysis.attribution_patching(model, prompt, clean, corrupt, target=5)
     torch.testing.assert_close(found.effects["layer_output"], by_hand(model, prompt, clean, corrupt, 5))
@@ -55,8 +45,8 @@ def test_attribution_patching_is_the_first_order_formula_by_hand(family):
     assert all(parameter.grad is None for parameter in model._module.parameters())
 
 
-def test_atp_keys_and_queries_are_the_pattern_recomputed_by_hand():
-    model = load("qwen2_vl")
+def test_atp_keys_and_queries_are_the_pattern_recomputed_by_hand(loaded):
+    model = loaded("qwen2_vl")
     prompt, clean, corrupt = chat(model), [image(112, 84, seed=1)], [image(112, 84, seed=2)]
     found = analysis.attribution_patching(model, prompt, clean, corrupt, target=5, layers=[1])
     attention = model.layers[1].self_attn
@@ -81,8 +71,8 @@ def test_atp_keys_and_queries_are_the_pattern_recomputed_by_hand():
         torch.testing.assert_close(found.queries[0, :, t], query, atol=1e-6, rtol=1e-4)
 
 
-def test_atp_keys_are_refused_where_the_pattern_is_not_served():
-    model = load("qwen2_vl", attn_implementation="sdpa")
+def test_atp_keys_are_refused_where_the_pattern_is_not_served(loaded):
+    model = loaded("qwen2_vl", attn_implementation="sdpa")
     prompt, clean, corrupt = chat(model), [image(112, 84, seed=1)], [image(112, 84, seed=2)]
     with pytest.raises(Unavailable, match="keys and queries .AtP\\*. are unavailable: the attention runs as 'sdpa'"):
         analysis.attribution_patching(model, prompt, clean, corrupt, attention=True)

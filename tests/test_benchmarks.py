@@ -1,20 +1,22 @@
-"""``make bench`` still runs: a smoke run at tiny size (no timing is asserted)."""
+"""``make bench`` still runs: a smoke run at tiny size (no timing is asserted), in this
+process as ``python benchmarks/run.py --smoke`` runs it (`make demo` in a fresh one)."""
 
 import json
-import subprocess
-
-import pytest
 import sys
 from pathlib import Path
 
-SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "run.py"
+import pytest
+
+pytestmark = pytest.mark.heavy  # the benchmark script, which starts a dozen processes: started first under make test
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+import run  # noqa: E402
 
 
-def test_the_benchmark_script_runs_and_reports_every_row(tmp_path):
+def test_the_benchmark_script_runs_and_reports_every_row(tmp_path, capsys):
     out = tmp_path / "results.json"
-    done = subprocess.run([sys.executable, str(SCRIPT), "--smoke", "--out", str(out)],
-                          capture_output=True, text=True, timeout=900)
-    assert done.returncode == 0, done.stderr[-3000:]
+    assert run.main(["--smoke", "--out", str(out)]) == 0
+    done = capsys.readouterr()
     results = json.loads(out.read_text())
     workloads = [row["workload"] for row in results["geometries"]["tiny"]["workloads"]]
     assert workloads == ["logits", "all blocks + logits", "image_features + edit", "attention pattern (eager)"]
@@ -24,24 +26,23 @@ def test_the_benchmark_script_runs_and_reports_every_row(tmp_path):
                                        "build nnsight, meta (s)", "build vlreg, meta (s)"}
     assert set(results["memory"]["tiny"]) == {"transformers", "nnsight", "vlreg"}
     for workload in workloads:
-        assert f"| tiny | {workload} |" in done.stdout
-    assert "import:" in done.stdout and "build on meta" in done.stdout and "peak memory" in done.stdout
+        assert f"| tiny | {workload} |" in done.out
+    assert "import:" in done.out and "build on meta" in done.out and "peak memory" in done.out
     study = results["studies"]["tiny"]
     for measured in ("occlusion, vlreg (tower once)", "occlusion, tower every batch", "occlusion, floor (transformers)",
                      "everything, vlreg", "everything, hooks"):
         assert study[measured] > 0, measured
     assert study["occlusion / floor"] > 0 and study["everything / hooks"] > 0
     assert set(results["everything memory"]["tiny"]) == {"transformers", "vlreg"}
-    assert "occlusion sweep over every image token (tiny)" in done.stdout and "cache everything (tiny)" in done.stdout
-    assert results["demo"]["wall (s)"] > 0 and results["demo"]["cpu (s)"] > 0 and "make demo (vlreg demo" in done.stdout
+    assert "occlusion sweep over every image token (tiny)" in done.out and "cache everything (tiny)" in done.out
+    assert results["demo"]["wall (s)"] > 0 and results["demo"]["cpu (s)"] > 0 and "make demo (vlreg demo" in done.out
 
 
-def test_a_gpu_run_says_plainly_when_there_is_no_gpu(tmp_path):
+def test_a_gpu_run_says_plainly_when_there_is_no_gpu(tmp_path, capsys):
     import torch
 
     if torch.cuda.is_available():
         pytest.skip("a GPU is present here: the message for a machine without one does not apply")
-    done = subprocess.run([sys.executable, str(SCRIPT), "--smoke", "--device", "cuda", "--dtype", "bfloat16",
-                           "--out", str(tmp_path / "gpu.json")], capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0 and "no CUDA device on this machine" in done.stdout
+    assert run.main(["--smoke", "--device", "cuda", "--dtype", "bfloat16", "--out", str(tmp_path / "gpu.json")]) == 0
+    assert "no CUDA device on this machine" in capsys.readouterr().out
     assert not (tmp_path / "gpu.json").exists()

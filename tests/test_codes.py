@@ -12,18 +12,16 @@ import pytest
 import torch
 import transformers
 
-from vlreg import OutOfOrder, StandardizedTransformer, Unavailable
+from vlreg import OutOfOrder, Unavailable
 from vlreg.core.host.family import parts_of
 from vlreg.core.images.inputs import for_processor
 from vlreg.plugin import ImageCodes
-from vlreg.testing import build
+from vlreg.testing import load
 from vlreg.testing.conformance import image
 
+CHECKPOINTS = ("emu3", "chameleon")
+
 PICTURE = image(112, 84)
-
-
-def load(name: str) -> StandardizedTransformer:
-    return StandardizedTransformer(str(build(name)), task="image-text-to-text", dispatch=True, device="cpu")
 
 
 def prompt(model) -> str:
@@ -32,11 +30,6 @@ def prompt(model) -> str:
     content = [{"type": "image"}, {"type": "text", "text": "What is in this image?"}]
     return model.processor.apply_chat_template([{"role": "user", "content": content}], add_generation_prompt=True,
                                                tokenize=False)
-
-
-@pytest.fixture(scope="module", params=["emu3", "chameleon"])
-def model(request):
-    return load(request.param)
 
 
 def clean(model) -> dict:

@@ -5,21 +5,14 @@ the model runs."""
 import pytest
 import torch
 from PIL import Image
-
-from vlreg import StandardizedTransformer
 from vlreg.cli import main
 from vlreg.collect import collect, open_store
-from vlreg.testing import build
+from vlreg.testing import build, load
 from vlreg.testing.server import ServerBackend
 
 #: Qwen2-VL's tiny processor gives these sizes 4, 6, 12 and 16 image tokens, so a batch pads.
 SIZES = [(56, 56), (84, 56), (112, 84), (112, 112), (56, 56)]
 QUESTION = "What is in this image?"
-
-
-def load(name):
-    return StandardizedTransformer(str(build(name)), task="image-text-to-text", dispatch=True,
-                                   attn_implementation="eager", device="cpu")
 
 
 @pytest.fixture(scope="module")
@@ -152,6 +145,28 @@ def test_store_dtype_halves_the_disk(qwen, folder, tmp_path):
     assert open_store(tmp_path / "half").manifest["dtype"] == "bfloat16"
 
 
+def test_a_float16_store_refuses_what_float16_cannot_hold(folder, tmp_path):
+    """A residual stream with a massive activation (real checkpoints reach 1e5) is finite
+    in the model and past float16's largest value: a float16 store refuses it, naming the
+    value and what to pass, and writes nothing; bfloat16 (common spellings taken) stores it."""
+    model = load("qwen2_vl")
+    with torch.no_grad():
+        model.embed_tokens.weight[:] *= 2e6
+    with torch.no_grad(), model.trace(full(model), images=[pictures(folder)["photo0.png"]]):
+        stream = model.layers[0].input.save()
+    assert stream.isfinite().all() and stream.abs().max() > 65504
+    with pytest.raises(ValueError, match=r"layers\[0\].input reaches .* past float16's largest value .*'bfloat16'"):
+        collect(model, ["layers[0].input"], folder, tmp_path / "half", prompt=QUESTION, at="text", dtype="fp16",
+                progress=False)
+    assert not list((tmp_path / "half" / "shards").glob("*.safetensors"))
+    collect(model, ["layers[0].input"], folder, tmp_path / "wide", prompt=QUESTION, at="text", dtype="bf16",
+            progress=False)
+    stored = open_store(tmp_path / "wide")
+    assert stored.manifest["dtype"] == "bfloat16" and stored["layers[0].input"][:].isfinite().all()
+    with pytest.raises(ValueError, match=r"dtype='int8' is not a floating-point dtype .*'bfloat16' \('bf16'\)"):
+        collect(model, ["layers[0].input"], folder, tmp_path / "ints", dtype="int8", progress=False)
+
+
 def test_a_dataset_with_a_key_and_a_prompt_column(qwen, folder, tmp_path):
     datasets = pytest.importorskip("datasets", reason="the datasets input needs `pip install vlreg[datasets]`")
     named = pictures(folder)
@@ -230,6 +245,24 @@ def test_an_unreadable_image_stops_or_is_skipped_as_asked(qwen, folder, tmp_path
                    progress=False).images == 1
     # in a shard of its own, after the shard that began before it
     assert open_store(tmp_path / "store").images == ["photo0.png", "photo1.png", "photo3.png", "photo4.png", "photo2.png"]
+
+
+def test_an_image_the_model_refuses_stops_or_is_skipped_as_asked(folder, tmp_path):
+    """An image the family cannot run (Idefics2 splits images into crops of half their
+    sides: a side of 1 pixel has none) is named before any work where it is a file, when its
+    batch loads where it is in memory; skipped and named under on_error='skip'."""
+    model = load("idefics2")
+    thin = tmp_path / "thin"
+    thin.mkdir()
+    for path in sorted(folder.glob("*.png"))[:2]:
+        (thin / path.name).write_bytes(path.read_bytes())
+    Image.new("RGB", (40, 1)).save(thin / "line.png")
+    refused(model, tmp_path, r"image line.png is 40 x 1 pixels, too small or too thin .*at least 2 x 2", images=thin)
+    summary = collect(model, ["vision.image_features"], thin, tmp_path / "store", on_error="skip", progress=False)
+    assert [name for name, _ in summary.skipped] == ["line.png"] and summary.images == 2
+    in_memory = {"line": Image.new("RGB", (40, 1)), **pictures(folder)}
+    with pytest.raises(ValueError, match=r"image line is 40 x 1 pixels, too small or too thin"):
+        collect(model, ["vision.image_features"], in_memory, tmp_path / "memory", progress=False)
 
 
 def test_a_store_made_otherwise_is_refused_naming_the_difference(qwen, llava, folder, tmp_path):

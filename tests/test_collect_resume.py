@@ -15,6 +15,8 @@ from vlreg import StandardizedTransformer
 from vlreg.collect import collect, open_store
 from vlreg.testing import build
 
+pytestmark = pytest.mark.heavy  # collection runs in processes, under torchrun: started first under make test
+
 SIZES = [(56, 56), (84, 56), (112, 84), (112, 112)]
 VALUES = ["vision.image_features", "layers[1].layer_output"]
 OPTIONS = {"prompt": "What is in this image?", "batch": 2, "shard_images": 2}
@@ -106,4 +108,27 @@ def test_two_processes_under_torchrun_make_the_clean_store(checkpoint, folder, c
     assert done.returncode == 0, done.stderr[-3000:]
     assert "rank 0 of 2: collected 6 images" in done.stderr and "rank 1 of 2: collected 6 images" in done.stderr
     assert f"now holds {IMAGES} images" in done.stderr
+    assert_same(out, clean)
+
+
+def test_a_store_made_in_memory_resumes_offloaded(checkpoint, folder, clean, tmp_path):
+    """The same checkpoint with its tower and a text block on disk (offloaded weights sit
+    on the meta device, their values where accelerate keeps them) is the same model: it
+    resumes a store made in memory, and the rows it adds are the clean run's."""
+    import shutil
+    import warnings
+
+    out = tmp_path / "store"
+    shutil.copytree(clean, out)
+    for name in shards(out)[2:]:
+        (out / "shards" / name).unlink()
+    on_disk = {"model.visual": "disk", "model.language_model.layers.1": "disk", "model.language_model.embed_tokens": "cpu",
+               "model.language_model.layers.0": "cpu", "model.language_model.norm": "cpu",
+               "model.language_model.rotary_emb": "cpu", "lm_head": "cpu"}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # accelerate's note that some weights are on the meta device
+        offloaded = StandardizedTransformer(checkpoint, task="image-text-to-text", dispatch=True, device_map=on_disk,
+                                            offload_folder=str(tmp_path / "offload"))
+    summary = collect(offloaded, VALUES, folder, out, progress=False, **OPTIONS)
+    assert summary.already == 4 and summary.images == IMAGES - 4
     assert_same(out, clean)

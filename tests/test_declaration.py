@@ -14,13 +14,14 @@ from typing import Any, ClassVar
 import pytest
 import torch
 from vlreg_lfm2_vl import plugin as lfm2_vl
+from vlreg_lfm2_vl.vision import PER_CROP
 
 from vlreg import StandardizedTransformer
 from vlreg.plugin import (
-    Attention, Claim, Layer, Mixer, Mlp, Part, PerCall, Plugin, Scatter, Standard, Text, Tower, Vision, Wrapper,
-    adapter, returned, value,
+    SCATTER, Attention, Claim, Layer, Mixer, Mlp, Part, PerCall, Plugin, Scatter, Standard, Text, Tower, Vision,
+    Wrapper, adapter, prefill_only, read_only, returned, tower_envoys, value,
 )
-from vlreg.testing import build, registered
+from vlreg.testing import build, chat, registered
 from vlreg.testing.conformance import image
 
 
@@ -33,37 +34,56 @@ def grids(encoding, images, processor):
 
 
 DECLARED = Plugin(
-    Wrapper("tiny_wrapper", rename={"model.language_model.layers": "layers"}, entry=Scatter("model", "op_0"),
-            image_grids=lambda part: grids, refuses={"videos": "frames are not served; pass them as images"}),
+    Wrapper("tiny_wrapper", text="model.text", vision=None, rename={"model.text.lm_head": "lm_head"},
+            entry=Scatter("model", "op_0"),
+            image_grids=lambda part: grids, refuses={"videos": "frames are not served; pass them as images",
+                                                     "vision.*": read_only(lambda envoy: None)}),
     Text(("tiny_text", "tinier_text"), rename=lambda part: {"attn": f"self_attn_of_{part.model_type}"},
          envoys=lambda part: {torch.nn.Linear: Layer}),
-    Tower("tiny_vision", overrides="someone", read_only={"tower_output": lambda vision: "the projector reads no tower"}),
+    Tower("tiny_vision", overrides="someone", refuses={"tower_output": read_only("the projector reads no tower")}),
     adapters={"tiny_tower": "published"},
     checkpoints=lambda: {"tiny": print},
 )
 
 
 def test_a_declaration_answers_every_hook_from_its_parts():
-    assert DECLARED.vlreg_plugin_api() == 2
     claims = DECLARED.vlreg_claims()
     assert [(claim.kind, claim.model_type) for claim in claims] == [
         ("wrapper", "tiny_wrapper"), ("text", "tiny_text"), ("text", "tinier_text"), ("vision", "tiny_vision")]
-    assert claims[0].refuses == {"videos": "frames are not served; pass them as images"}
+    assert claims[0].refuses == {"videos": "frames are not served; pass them as images"}  # its table's sentences
     assert claims[-1] == Claim("vision", "tiny_vision", overrides="someone")
     wrapper = part("wrapper", "tiny_wrapper")
-    assert DECLARED.vlreg_rename(wrapper) == {"model.language_model.layers": "layers"}
+    assert DECLARED.vlreg_rename(wrapper) == {
+        "model.text.layers": "layers", "model.text.embed_tokens": "embed_tokens", "model.text.norm": "norm",
+        "model.multi_modal_projector": "projector", "model.text.lm_head": "lm_head"}
     assert DECLARED.vlreg_entry(wrapper) == Scatter("model", "op_0")
     assert DECLARED.vlreg_image_grids(wrapper) is grids  # a function of the part, giving the grids
     # a field given as a function is asked with the part it serves
     assert DECLARED.vlreg_rename(part("text", "tinier_text")) == {"attn": "self_attn_of_tinier_text"}
     assert DECLARED.vlreg_envoys(part("text", "tiny_text")) == {torch.nn.Linear: Layer}
-    assert list(DECLARED.vlreg_read_only(part("vision", "tiny_vision"))) == ["tower_output"]
+    assert list(DECLARED.vlreg_refuses(part("vision", "tiny_vision"))) == ["tower_output"]
     # what a part does not declare, and a part the plugin does not declare, answer nothing
     assert DECLARED.vlreg_entry(part("text", "tiny_text")) is None
     assert DECLARED.vlreg_rename(part("vision", "tiny_vision")) is None
     assert DECLARED.vlreg_rename(part("wrapper", "another_wrapper")) is None
     assert DECLARED.vlreg_adapters() == {"tiny_tower": "published"}
     assert DECLARED.vlreg_checkpoints() == {"tiny": print}
+
+
+def test_a_wrapper_states_only_what_differs_from_transformers_composite_layout():
+    standard = Plugin(Wrapper("standard_vl"))
+    wrapper = part("wrapper", "standard_vl")
+    assert standard.vlreg_rename(wrapper) == {
+        "model.language_model.layers": "layers", "model.language_model.embed_tokens": "embed_tokens",
+        "model.language_model.norm": "norm", "model.vision_tower": "vision", "model.multi_modal_projector": "projector"}
+    assert standard.vlreg_entry(wrapper) == SCATTER == Scatter("model", "inputs_embeds_masked_scatter_0", 1)
+    # a mount the rename names elsewhere is replaced; a text-only class's mounts are added
+    other = Plugin(Wrapper("other_vl", rename={"model.language_model.final_norm": "norm"}, text_only="model",
+                           projector=None, entry=None))
+    renamed = other.vlreg_rename(part("wrapper", "other_vl"))
+    assert renamed["model.language_model.final_norm"] == "norm" and "model.language_model.norm" not in renamed
+    assert {renamed[f"model.{name}"] for name in ("layers", "embed_tokens", "norm")} == {"layers", "embed_tokens", "norm"}
+    assert "projector" not in renamed.values() and other.vlreg_entry(part("wrapper", "other_vl")) is None
 
 
 def test_a_part_declared_twice_or_something_else_is_refused_at_once():
@@ -78,14 +98,14 @@ def test_a_part_declared_twice_or_something_else_is_refused_at_once():
 def test_a_declaration_registers_as_a_plugin_and_a_subclass_adds_raw_hooks():
     from vlreg.plugin import hookimpl
 
-    class Refusing(Plugin):
+    class Declining(Plugin):
         @hookimpl
-        def vlreg_refusal(self, part):
-            return "refused by a hook of its own"
+        def vlreg_declines(self, part):
+            return "declined by a hook of its own"
 
-    declared = Refusing(Wrapper("tiny_wrapper"))
-    with registered(declared, name="refusing"):
-        assert declared.vlreg_refusal(part("wrapper", "tiny_wrapper")) == "refused by a hook of its own"
+    declared = Declining(Wrapper("tiny_wrapper"))
+    with registered(declared, name="declining"):
+        assert declared.vlreg_declines(part("wrapper", "tiny_wrapper")) == "declined by a hook of its own"
         from vlreg.core.host import plugins
 
         assert plugins.claimant("wrapper", "tiny_wrapper") is declared
@@ -102,16 +122,23 @@ class Convolving(Layer):
 
 
 class ShortConvolution(Standard):
-    """LFM2's gated short convolution: ``out_proj(C * conv(B * x))``."""
+    """LFM2's gated short convolution: ``out_proj(C * conv(B * x))``, read at the call to the
+    convolution inside the module's forward (``causal_conv1d_fn``, at the prefill; from
+    transformers 5.25, ``causal_conv1d_forward`` at every step: the subclass below)."""
 
-    sourced = True  # read at the call to the convolution inside the module's forward
-    prefill_only = ("conv_output",)
-    later_steps_run = ("the convolution's cached update", "the call", "the convolution")
+    sourced = True
+    call: ClassVar[str] = "causal_conv1d_fn_0"
+    refuses = {"conv_output": prefill_only("the convolution's cached update", "the call", "the convolution")}
 
     conv_output = value(
-        lambda m: f"{m.path}.source.causal_conv1d_fn_0.output", description="the convolution's output"
+        lambda m: f"{m.path}.source.{m.call}.output", description="the convolution's output"
     )(lambda m, raw: raw.transpose(1, 2)).writes(lambda m, raw, new: new.transpose(1, 2).reshape(raw.shape))
     attention_output = returned(description="what the mixer adds to the stream")
+
+
+class ShortConvolutionEveryStep(ShortConvolution):
+    call = "causal_conv1d_forward_0"
+    refuses = {"conv_output": ()}  # read at a call made at every step: served at every step
 
 
 class PerCrop(PerCall):
@@ -131,33 +158,25 @@ class NaFlex(Vision):
 def text_envoys(part: Any) -> dict:
     from transformers.models.lfm2 import modeling_lfm2 as lfm2
 
-    return {lfm2.Lfm2DecoderLayer: Convolving, lfm2.Lfm2Attention: Attention, lfm2.Lfm2ShortConv: ShortConvolution,
-            lfm2.Lfm2MLP: Mlp}
-
-
-def tower_envoys(part: Any) -> dict:
-    from transformers.models.siglip2 import modeling_siglip2 as siglip2
-
-    siglip = adapter("siglip")  # vlreg-llava's SigLIP layout, published for towers like this one
-    envoys = siglip.envoys(siglip2.Siglip2VisionModel, siglip2.Siglip2EncoderLayer, siglip2.Siglip2Attention,
-                           siglip2.Siglip2MLP)
-    return {**envoys, siglip2.Siglip2VisionModel: NaFlex}
+    conv = ShortConvolutionEveryStep if hasattr(lfm2, "causal_conv1d_forward") else ShortConvolution
+    return {lfm2.Lfm2DecoderLayer: Convolving, lfm2.Lfm2Attention: Attention, lfm2.Lfm2ShortConv: conv, lfm2.Lfm2MLP: Mlp}
 
 
 def wrapper_envoys(part: Any) -> dict:
+    """The projector per crop where the wrapper calls it so (vlreg-lfm2-vl says which)."""
     from transformers.models.lfm2_vl import modeling_lfm2_vl as lfm2_vl
 
-    return {lfm2_vl.Lfm2VlMultiModalProjector: PerCrop}
+    return {lfm2_vl.Lfm2VlMultiModalProjector: PerCrop} if PER_CROP else {}
 
 
 OUTSIDE = Plugin(
-    Wrapper("lfm2_vl", envoys=wrapper_envoys, entry=Scatter("model", "inputs_embeds_masked_scatter_0"),
-            rename={"model.language_model.layers": "layers", "model.language_model.embed_tokens": "embed_tokens",
-                    "model.language_model.embedding_norm": "norm", "model.vision_tower": "vision",
-                    "model.multi_modal_projector": "projector"}),
+    # transformers' composite layout but for the final norm's name
+    Wrapper("lfm2_vl", envoys=wrapper_envoys, rename={"model.language_model.embedding_norm": "norm"}),
     Text("lfm2", rename={"feed_forward": "mlp"}, envoys=text_envoys),
+    # vlreg-llava's SigLIP names (published for towers like this one), SigLIP 2's four classes
     Tower("siglip2_vision_model", rename=lambda part: adapter("siglip").rename,
-          envoys=tower_envoys),
+          envoys=tower_envoys("siglip2", ("Siglip2VisionModel", "Siglip2EncoderLayer", "Siglip2Attention",
+                                          "Siglip2MLP"), vision=NaFlex)),
 )
 
 
@@ -169,17 +188,12 @@ def model():
                                       attn_implementation="eager")
 
 
-def chat(model: Any) -> str:
-    messages = [{"role": "user", "content": [{"type": "image"}, {"type": "text", "text": "What is in this image?"}]}]
-    return model.processor.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
-
-
 PICTURE = image(112, 84)
 
 
 def test_an_outside_plugin_declares_a_mixer_kind_its_blocks_hold(model):
     assert model.family.name == "outside"
-    kinds = [[mixer._label.rpartition(".")[2] for mixer in block.present_mixers()] for block in model.layers]
+    kinds = [[mixer.place.label.rpartition(".")[2] for mixer in block.present_mixers()] for block in model.layers]
     assert kinds == [["short_conv"], ["short_conv"], ["self_attn"]]
     rows = model.support()
     assert rows["layers.0-1.short_conv.conv_output"] is None and rows["layers.2.self_attn.attention_output"] is None
@@ -198,9 +212,15 @@ def test_an_outside_plugin_declares_a_mixer_kind_its_blocks_hold(model):
 
 
 def test_an_outside_plugin_serves_a_projector_called_once_per_crop(model):
+    """Per crop where the wrapper calls it so; from transformers 5.24 one call on every
+    crop packed, whose rows hold the features."""
     with model.trace(chat(model), images=[PICTURE]):
         outputs = model.projector.output.save()
         features = model.vision.image_features.save()
+    if not PER_CROP:
+        rows = outputs.reshape(-1, outputs.shape[-1])
+        assert rows.shape[0] > features.shape[0] and (features[:, None] == rows[None]).all(-1).any(-1).all()
+        return
     assert isinstance(outputs, list) and len(outputs) > 1  # the image is cut into crops
     assert torch.equal(torch.cat([out.reshape(-1, out.shape[-1]) for out in outputs]), features)
 

@@ -9,11 +9,15 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from vlreg.cli import main
 from vlreg.demo import demo_scene
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from doc_blocks import IMAGES, different  # noqa: E402
+
+pytestmark = pytest.mark.heavy  # the demo, in a process and here: started first under make test
 
 PICTURES = ["occlusion.png", "logit-lens.png", "patching.png", "attention.png", "tower.png", "dictionary.png"]
 

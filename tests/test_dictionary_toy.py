@@ -21,6 +21,8 @@ from vlreg.dictionaries import Dictionary, feature_maps
 from vlreg.testing import dictionary as trained
 from vlreg.testing import toy
 
+pytestmark = pytest.mark.heavy  # the dictionary over many scenes: started first under make test
+
 N = 100
 
 

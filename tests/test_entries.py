@@ -8,19 +8,13 @@ served as a view of that (`Entry.views_features`, `value.viewable`). Here Qwen2-
 is handed such a tensor by the trace itself (its native call's inputs swapped), so the copy
 case runs on the cheapest family, alone and in a batch of invokes."""
 
-import pytest
 import torch
 
-from vlreg import StandardizedTransformer
-from vlreg.testing import build
 from vlreg.testing.conformance import image
 
+CHECKPOINT = "qwen2_vl"
+
 SCATTER = "inputs_embeds_masked_scatter_0"
-
-
-@pytest.fixture(scope="module")
-def model():
-    return StandardizedTransformer(str(build("qwen2_vl")), task="image-text-to-text", dispatch=True, device="cpu")
 
 
 def prompt(model):

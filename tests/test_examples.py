@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.heavy  # pip, the CLI and pytest, each in a process: started first under make test
+
 pytest.importorskip("vlreg_llava", reason="the VipLLaVA example reuses vlreg-llava's CLIP tower and Llama text (plugins/llava)")
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "vipllava"
@@ -36,24 +38,48 @@ def run(env, *command, **options):
     return done.stdout
 
 
-def vlreg(env, *arguments):
-    return run(env, sys.executable, "-m", "vlreg", *arguments)
+#: Commands of the CLI, run in one process where the example is installed (`vlreg.cli.main`
+#: is what ``vlreg`` runs): a list ``["build", name, folder]`` builds a checkpoint instead.
+CLI = """
+import contextlib, io, json, sys
+from vlreg.cli import main
+from vlreg.testing import build
+said = {}
+for command in json.loads(sys.argv[1]):
+    if command[0] == "build":
+        build(command[1], command[2])
+        continue
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert main(command) == 0, command
+    said[" ".join(command)] = out.getvalue()
+print(json.dumps(said))
+"""
 
 
-def test_it_is_listed_with_its_distribution(env):
-    rows = {row["name"]: row for row in json.loads(vlreg(env, "plugins", "--all", "--json"))}
+@pytest.fixture(scope="module")
+def vlreg(env, tmp_path_factory):
+    """What ``vlreg <command>`` prints, for the commands these tests read, in a process
+    where the example is installed; ``vlreg("checkpoint")`` is the VipLLaVA checkpoint built there."""
+    checkpoint = str(tmp_path_factory.mktemp("vipllava") / "vipllava")
+    commands = [["plugins", "--all", "--json"], ["plugins"], ["plugins", "--coverage"], ["build", "vipllava", checkpoint],
+                ["inspect", checkpoint, "--json"]]
+    said = json.loads(run(env, sys.executable, "-c", CLI, json.dumps(commands)).strip().splitlines()[-1])
+    return lambda *command: checkpoint if command == ("checkpoint",) else said[" ".join(command)]
+
+
+def test_it_is_listed_with_its_distribution(vlreg):
+    rows = {row["name"]: row for row in json.loads(vlreg("plugins", "--all", "--json"))}
     example = rows["vipllava"]
     assert (example["distribution"], example["version"], example["families"]) == (DISTRIBUTION, "0.1.0", ["vipllava"])
     assert example["parts"] == {"wrapper": ["vipllava"], "text": [], "vision": []}
     assert "clip_vision_model" in rows["llava"]["parts"]["vision"] and "llama" in rows["llava"]["parts"]["text"]
-    assert f"vipllava ({DISTRIBUTION} 0.1.0): families vipllava" in vlreg(env, "plugins")
-    assert "plugin 'vipllava'" in vlreg(env, "plugins", "--coverage")
+    assert f"vipllava ({DISTRIBUTION} 0.1.0): families vipllava" in vlreg("plugins")
+    assert "plugin 'vipllava'" in vlreg("plugins", "--coverage")
 
 
-def test_it_serves_vipllava_with_the_llava_plugins_tower_and_text(env, tmp_path):
-    checkpoint = tmp_path / "vipllava"
-    run(env, sys.executable, "-c", f"from vlreg.testing import build; build('vipllava', {str(checkpoint)!r})")
-    report = json.loads(vlreg(env, "inspect", str(checkpoint), "--json"))
+def test_it_serves_vipllava_with_the_llava_plugins_tower_and_text(vlreg):
+    report = json.loads(vlreg("inspect", vlreg("checkpoint"), "--json"))
     assert report["family"] == "vipllava" and report["class"] == "VipLlavaForConditionalGeneration"
     parts = report["parts"]
     assert (parts["wrapper"]["model_type"], parts["text"]["model_type"], parts["vision"]["model_type"]) == (

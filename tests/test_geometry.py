@@ -9,30 +9,11 @@ import torch
 from PIL import Image
 
 from vlreg import StandardizedTransformer, Unavailable
-from vlreg.testing import build, shared_checkpoint
+from vlreg.testing import build, chat, shared_checkpoint
 from vlreg.testing.conformance import image
 
 FAMILIES = ("qwen2_vl", "qwen2_5_vl", "llava_interleave", "llava_1_5", "llava_next")
 SIZES = ((112, 84), (60, 150))
-
-
-@pytest.fixture(scope="module")
-def loaded():
-    cache: dict[str, StandardizedTransformer] = {}
-
-    def get(name: str) -> StandardizedTransformer:
-        if name not in cache:
-            cache[name] = StandardizedTransformer(
-                str(build(name)), task="image-text-to-text", dispatch=True, attn_implementation="eager", device="cpu"
-            )
-        return cache[name]
-
-    return get
-
-
-def chat(model, images: int = 1) -> str:
-    content = [{"type": "image"}] * images + [{"type": "text", "text": "What is in this image?"}]
-    return model.processor.apply_chat_template([{"role": "user", "content": content}], add_generation_prompt=True, tokenize=False)
 
 
 def pictures() -> list:

@@ -7,20 +7,11 @@ behaviours a user meets on one family (Qwen2-VL, a tiny checkpoint)."""
 import pytest
 import torch
 
-from vlreg import OutOfOrder, ReadOnly, StandardizedTransformer, Unavailable
-from vlreg.testing import build
+from vlreg import OutOfOrder, ReadOnly, Unavailable
+from vlreg.testing import chat
 from vlreg.testing.conformance import image
 
-
-@pytest.fixture(scope="module")
-def model():
-    return StandardizedTransformer(str(build("qwen2_vl")), task="image-text-to-text", dispatch=True, device="cpu",
-                                   attn_implementation="eager")
-
-
-def chat(model, text="What is in this image?"):
-    messages = [{"role": "user", "content": [{"type": "image"}, {"type": "text", "text": text}]}]
-    return model.processor.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
+CHECKPOINT = "qwen2_vl"
 
 
 def native_features_gradient(model, prompt, images, answer):
@@ -65,7 +56,7 @@ def test_inputs_takes_served_values_and_no_weight_gets_a_gradient(model):
 def test_gradients_read_in_any_order_and_views_of_values_by_their_geometry(model):
     """Two invokes: each reads its own rows (a select of the batch's features); a view the
     user makes of a value (one token's row) reads that row of its gradient."""
-    prompts, images = [chat(model), chat(model, "Describe it.")], [image(112, 84, seed=1), image(112, 84, seed=2)]
+    prompts, images = [chat(model), chat(model, text="Describe it.")], [image(112, 84, seed=1), image(112, 84, seed=2)]
     grads = []
     with model.trace() as tracer:
         for prompt, picture in zip(prompts, images):

@@ -11,8 +11,8 @@ from PIL import Image
 from vlreg_qwen2_vl import plugin as qwen2_vl
 from vlreg import OutOfOrder, ReadOnly, StandardizedTransformer, Unavailable, analysis, hookimpl
 from vlreg.core.host import hookspecs, plugins
-from vlreg.plugin import ImageGrid, Layer, value
-from vlreg.testing import build, builders, registered
+from vlreg.plugin import ImageGrid, Layer, read_only, value
+from vlreg.testing import build, builders, load, registered
 from vlreg.testing.conformance import image
 
 
@@ -39,10 +39,6 @@ class Qwen2VLAgain:
     @hookimpl
     def vlreg_entry(self, part):
         return qwen2_vl.vlreg_entry(part)
-
-
-def load(path, **options):
-    return StandardizedTransformer(path, task="image-text-to-text", dispatch=True, device="cpu", **options)
 
 
 def prompt(model):
@@ -131,40 +127,6 @@ def test_vlreg_entry(path):
                 model.vision.image_features.save()
 
 
-def test_vlreg_scatter(path):
-    """A plugin written for plugin API 1 names the entry `vlreg_scatter`, and still loads."""
-
-    class ApiOne:
-        @hookimpl
-        def vlreg_plugin_api(self):
-            return 1
-
-        @hookimpl
-        def vlreg_claims(self):
-            return qwen2_vl.vlreg_claims()
-
-        @hookimpl
-        def vlreg_rename(self, part):
-            return qwen2_vl.vlreg_rename(part)
-
-        @hookimpl
-        def vlreg_envoys(self, part):
-            return qwen2_vl.vlreg_envoys(part)
-
-        @hookimpl
-        def vlreg_scatter(self, part):
-            return qwen2_vl.vlreg_entry(part)
-
-    with registered(ApiOne(), name="api-one", replacing=[qwen2_vl]):
-        model = load(path)
-        assert model.family.name == "api-one"
-        with model.trace(prompt(model), images=[Image.new("RGB", (56, 56), "red")]):
-            mask = model.vision.image_token_mask.save()
-            features = model.vision.image_features.save()
-            first = model.layers[0].input.save()
-        torch.testing.assert_close(first[mask], features)
-
-
 def test_vlreg_image_grids(path):
     def one_row(encoding, images, processor):
         """Every image as one row of tokens, each over a vertical strip of the image."""
@@ -251,13 +213,13 @@ def test_vlreg_suppressed_tokens(path):
     assert model.family.suppressed_tokens == () and type(model).logits.location(model) == f"{model.lm_head.path}.output"
 
 
-def test_vlreg_unavailable(path):
+def test_vlreg_refuses(path):
     def second_block_only(envoy):
-        return "this block is out of service; read layers[0] instead" if envoy._label.startswith("layers[1]") else None
+        return "this block is out of service; read layers[0] instead" if envoy.place.label.startswith("layers[1]") else None
 
     class Limited(Qwen2VLAgain):
         @hookimpl
-        def vlreg_unavailable(self, part):
+        def vlreg_refuses(self, part):
             return {"mlp.mlp_output": second_block_only} if part.kind == "text" else None
 
     with registered(Limited(), name="limited", replacing=[qwen2_vl]):
@@ -276,18 +238,19 @@ def test_vlreg_unavailable(path):
 
 
 def test_a_value_pinned_to_its_blocks_call_in_a_parents_forward(path):
-    """`value(inside=..., occurrence=...)`: the text model calls its blocks from one call
+    """`value(At(..., inside=..., occurrence=...))`: the text model calls its blocks from one call
     site in a loop, so block k's call is occurrence k of one operation in the text model's
     forward, which is instrumented at build. Read there, it is each block's input."""
-    from vlreg.plugin import argument
+    from vlreg.plugin import At, argument
 
     def text_model(layer):
         return layer.parent.parent
 
     class CalledLayer(Layer):
         called_with = argument(
-            0, lambda layer: f"{text_model(layer).path}.source.decoder_layer_0.input",
-            inside=text_model, occurrence=lambda layer: layer.block_index, description="what the loop passes the block",
+            0, At(lambda layer: f"{text_model(layer).path}.source.decoder_layer_0.input",
+                  inside=text_model, occurrence=lambda layer: layer.block_index),
+            description="what the loop passes the block",
         )
 
     class Pinned(Qwen2VLAgain):
@@ -314,14 +277,14 @@ def test_a_value_pinned_to_its_blocks_call_in_a_parents_forward(path):
                 model.layers[0].called_with.save()
 
 
-def test_vlreg_read_only(path):
+def test_vlreg_refuses_read_only(path):
     def frozen_second_block(envoy):
         return "layers[1] is frozen; edit layers[0]" if envoy.block_index == 1 else None
 
     class Frozen(Qwen2VLAgain):
         @hookimpl
-        def vlreg_read_only(self, part):
-            return {"mlp.*": frozen_second_block} if part.kind == "text" else None
+        def vlreg_refuses(self, part):
+            return {"mlp.*": read_only(frozen_second_block)} if part.kind == "text" else None
 
     with registered(Frozen(), name="frozen", replacing=[qwen2_vl]):
         model = load(path)
@@ -342,14 +305,14 @@ def test_vlreg_read_only(path):
         assert bool((read == 1).all())
 
 
-def test_vlreg_refusal(path):
-    """A plugin's refusal names the plugin and its reason, before any weight is read; its
-    other checkpoints load as before."""
+def test_vlreg_declines(path):
+    """A plugin that declines a checkpoint is named with its reason, before any weight is
+    read; its other checkpoints load as before."""
     from vlreg.core.errors import NoFamily
 
     class Picky(Qwen2VLAgain):
         @hookimpl
-        def vlreg_refusal(self, part):
+        def vlreg_declines(self, part):
             if part.kind == "text" and part.config.num_hidden_layers == 2:
                 return "two text blocks are too few for this plugin"
             return None
@@ -367,7 +330,8 @@ def test_vlreg_adapters():
 
     qwen_vit = adapter("qwen_vit")  # what Qwen2.5-VL (and Qwen3-VL) build on
     assert qwen_vit.Vision is QwenVision and qwen_vit.Attention is QwenVisionAttention
-    assert qwen_vit.tower_rename["blocks"] == "layers" and qwen_vit.scatter.operation == "inputs_embeds_masked_scatter_0"
+    assert qwen_vit.tower_rename["blocks"] == "layers" and qwen_vit.mounts == {"vision": "model.visual",
+                                                                               "projector": "model.visual.merger"}
     siglip = adapter("siglip")  # what towers laid out as SigLIP's under other classes build on
     assert siglip.rename["encoder.layers"] == "layers" and siglip.rename["post_layernorm"] == "norm"
     with pytest.raises(LookupError, match="no installed vlreg plugin publishes the adapter 'no_such_tower'"):
@@ -402,26 +366,6 @@ def test_vlreg_checkpoints(tmp_path):
         assert written == [(tmp_path / "out", {"depth": 3})]
     with pytest.raises(KeyError, match="no plugin builds a checkpoint named 'nothing'"):
         build("nothing")
-
-
-def test_vlreg_plugin_api():
-    class Future:
-        @hookimpl
-        def vlreg_plugin_api(self):
-            return hookspecs.PLUGIN_API + 1
-
-    class Current:
-        @hookimpl
-        def vlreg_plugin_api(self):
-            return hookspecs.PLUGIN_API
-
-    future = Future()
-    with pytest.raises(ValueError, match=f"written for vlreg plugin API {hookspecs.PLUGIN_API + 1}"):
-        with registered(future, name="future"):
-            pass
-    assert not plugins.plugin_manager().is_registered(future)
-    with registered(Current(), name="current"):
-        assert plugins.plugin_manager().get_plugin("current") is not None
 
 
 def test_every_hookspec_states_what_it_takes_and_returns():

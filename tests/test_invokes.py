@@ -11,12 +11,12 @@ from __future__ import annotations
 import pytest
 import torch
 
-from vlreg import StandardizedTransformer, Unavailable
-from vlreg.testing import build
+from vlreg import Unavailable
+from vlreg.testing import chat
 from vlreg.testing.conformance import image
 
 # PaliGemma is served too, with its own test (its processor refuses the text-only case here).
-FAMILIES = ("qwen2_vl", "qwen2_5_vl", "qwen3_vl", "qwen3_vl_moe", "qwen3_5", "llava_interleave", "llava_1_5", "llava_next",
+CHECKPOINTS = ("qwen2_vl", "qwen2_5_vl", "qwen3_vl", "qwen3_vl_moe", "qwen3_5", "llava_interleave", "llava_1_5", "llava_next",
             "llava_onevision", "internvl", "qwen3_5_moe", "gemma3", "gemma4", "gemma4_unified", "idefics2", "idefics3", "smolvlm", "aria",
             "nemotron_h_omni", "mistral3")
 TOLERANCE = 1e-4
@@ -29,24 +29,12 @@ def close(value, want):
     torch.testing.assert_close(value, want, atol=TOLERANCE * scale, rtol=TOLERANCE)
 
 
-@pytest.fixture(scope="module", params=FAMILIES)
-def model(request):
-    return StandardizedTransformer(str(build(request.param)), task="image-text-to-text", dispatch=True,
-                                   attn_implementation="eager", device="cpu")
-
-
-def chat(model, text, images):
-    content = [{"type": "image"}] * images + [{"type": "text", "text": text}]
-    return model.processor.apply_chat_template([{"role": "user", "content": content}], add_generation_prompt=True,
-                                               tokenize=False)
-
-
 def cases(model):
     """Different image sizes, prompt lengths and image counts, and a prompt with none."""
     return [
-        (chat(model, "What is in this image?", 1), [image(112, 84)]),
-        (chat(model, "The quick brown fox jumps over the lazy dog.", 0), []),
-        (chat(model, "Describe the picture.", 2), [image(56, 112, seed=1), image(84, 84, seed=2)]),
+        (chat(model), [image(112, 84)]),
+        (chat(model, images=0, text="The quick brown fox jumps over the lazy dog."), []),
+        (chat(model, images=2, text="Describe the picture."), [image(56, 112, seed=1), image(84, 84, seed=2)]),
     ]
 
 

@@ -1,6 +1,12 @@
 """Which plugins load, in a fresh process: the allow and block lists, and a host that
-survives a plugin that cannot be imported."""
+survives a plugin that cannot be imported.
 
+A process per setting of the environment, shared by the tests that read it: each reports
+what loaded, what was skipped and why, what was warned, and what loading the checkpoints
+it is given did (traced, or the error). vlreg-internvl checks it works alone in its own
+tests (its text part another family's plugin serves)."""
+
+import functools
 import json
 import os
 import subprocess
@@ -9,40 +15,69 @@ import textwrap
 
 import pytest
 
+pytestmark = pytest.mark.heavy  # a process per plugin setting: started first under make test
+
 REPORT = textwrap.dedent(
     """
-    import json, warnings
+    import json, os, sys, warnings
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         from vlreg.core.host import plugins
         manager = plugins.plugin_manager()
-    print(json.dumps({
+    report = {
         "loaded": sorted(name for name, _ in manager.list_name_plugin()),
         "skipped": plugins.skipped,
         "warnings": [str(w.message) for w in caught if "vlreg" in str(w.message)],
-    }))
+        "checkpoints": {},
+    }
+    for name in sys.argv[1:]:  # each built here (or a folder), loaded and traced: what serves it, or the error loading it
+        import torch
+        from PIL import Image
+        from vlreg import StandardizedTransformer
+        from vlreg.testing import build, chat
+
+        try:
+            path = name if os.path.isdir(name) else str(build(name))
+            model = StandardizedTransformer(path, task="image-text-to-text", dispatch=True, device="cpu")
+        except Exception as error:
+            report["checkpoints"][name] = f"{type(error).__name__}: {error}"
+            continue
+        with model.trace(chat(model), images=[Image.new("RGB", (64, 64), "red")]):
+            mask = model.vision.image_token_mask.save()
+            features = model.vision.image_features.save()
+            first = model.layers[0].input.save()
+        assert torch.equal(first[mask], features)
+        report["checkpoints"][name] = f"served by {model.family.name}"
+    print(json.dumps(report))
     """
 )
 
 
-def run(tmp_path=None, **environment):
-    env = {**os.environ, **environment}
-    if tmp_path is not None:
-        env["PYTHONPATH"] = os.pathsep.join([str(tmp_path), env.get("PYTHONPATH", "")])
-    done = subprocess.run([sys.executable, "-c", REPORT], env=env, capture_output=True, text=True, timeout=300)
+@functools.cache
+def run(path: str = "", checkpoints: tuple = (), **environment: str):
+    """The report of a process with ``environment`` (beside this one's, no other ``VLREG_``
+    variable) and ``path`` on ``PYTHONPATH``, loading ``checkpoints`` (builders' names, or
+    folders); the finished process
+    where it failed."""
+    env = {key: value for key, value in os.environ.items() if not key.startswith("VLREG_")}
+    env.update(environment)
+    if path:
+        env["PYTHONPATH"] = os.pathsep.join([path, env.get("PYTHONPATH", "")])
+    done = subprocess.run([sys.executable, "-c", REPORT, *checkpoints], env=env, capture_output=True, text=True, timeout=600)
     if done.returncode != 0:
         return done
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-@pytest.fixture
-def broken(tmp_path):
+@pytest.fixture(scope="module")
+def broken(tmp_path_factory):
     """A distribution whose ``vlreg`` entry point names a module that does not exist."""
-    info = tmp_path / "vlreg_broken_example-0.1.dist-info"
+    folder = tmp_path_factory.mktemp("broken")
+    info = folder / "vlreg_broken_example-0.1.dist-info"
     info.mkdir()
     (info / "METADATA").write_text("Metadata-Version: 2.1\nName: vlreg-broken-example\nVersion: 0.1\n")
     (info / "entry_points.txt").write_text("[vlreg]\nbroken = vlreg_module_that_is_not_there\n")
-    return tmp_path
+    return str(folder)
 
 
 def test_a_plugin_that_fails_to_import_is_named_once_and_the_rest_load(broken):
@@ -61,33 +96,33 @@ def test_strict_loading_makes_the_failure_an_error(broken):
 
 
 def test_the_allowlist_loads_only_what_it_names():
-    assert run(VLREG_LOAD_PLUGINS="qwen2_vl")["loaded"] == ["qwen2_vl"]
+    assert run(checkpoints=("qwen2_vl",), VLREG_LOAD_PLUGINS="qwen2_vl")["loaded"] == ["qwen2_vl"]
     report = run(VLREG_LOAD_PLUGINS="")
     assert report["loaded"] == []
     assert report["skipped"]["qwen2_vl"] == "not in VLREG_LOAD_PLUGINS"
 
 
 def test_the_blocklist_leaves_out_what_it_names():
-    report = run(VLREG_DISABLE_PLUGINS="qwen2_vl")
-    assert "qwen2_vl" not in report["loaded"]
+    from vlreg.testing import build
+
+    report = run(checkpoints=(str(build("qwen2_vl")),), VLREG_DISABLE_PLUGINS="qwen2_vl,qwen2_5_vl")
+    assert "qwen2_vl" not in report["loaded"] and "qwen2_5_vl" not in report["loaded"]
     assert report["skipped"]["qwen2_vl"] == "disabled by VLREG_DISABLE_PLUGINS"
 
 
 @pytest.mark.parametrize(
-    "variable, value, why",
-    [("VLREG_DISABLE_PLUGINS", "qwen2_vl,qwen2_5_vl", "disabled by VLREG_DISABLE_PLUGINS"),
-     ("VLREG_LOAD_PLUGINS", "llava", "not in VLREG_LOAD_PLUGINS")],
+    "variable, value, checkpoints, why",
+    [("VLREG_DISABLE_PLUGINS", "qwen2_vl,qwen2_5_vl", (), "disabled by VLREG_DISABLE_PLUGINS"),
+     ("VLREG_LOAD_PLUGINS", "llava", ("llava_interleave",), "not in VLREG_LOAD_PLUGINS")],
 )
-def test_a_disabled_plugin_is_named_as_installed_and_disabled(variable, value, why):
+def test_a_disabled_plugin_is_named_as_installed_and_disabled(variable, value, checkpoints, why):
     from vlreg.testing import build
 
-    code = f"from vlreg import StandardizedTransformer\nStandardizedTransformer({str(build('qwen2_vl'))!r}, task='image-text-to-text')"
-    env = {key: item for key, item in os.environ.items() if not key.startswith("VLREG_")}
-    done = subprocess.run([sys.executable, "-c", code], env={**env, variable: value}, capture_output=True, text=True, timeout=300)
-    assert done.returncode != 0
-    assert "NoFamily: No loaded vlreg plugin serves model_type 'qwen2_vl'" in done.stderr
-    assert f"was not loaded: 'qwen2_vl' ({why})" in done.stderr
-    assert "pip install" not in done.stderr
+    folder = str(build("qwen2_vl"))  # here: the process the test starts has no plugin that builds it
+    said = run(checkpoints=(*checkpoints, folder), **{variable: value})["checkpoints"][folder]
+    assert said.startswith("NoFamily: No loaded vlreg plugin serves model_type 'qwen2_vl'")
+    assert f"was not loaded: 'qwen2_vl' ({why})" in said
+    assert "pip install" not in said
 
 
 def test_a_name_no_plugin_has_is_warned_about():
@@ -97,34 +132,15 @@ def test_a_name_no_plugin_has_is_warned_about():
     assert "qwen2_vl" in report["loaded"]
 
 
-ALONE = textwrap.dedent(
-    """
-    import torch
-    from PIL import Image
-    from vlreg import StandardizedTransformer
-    from vlreg.core.host import plugins
-    from vlreg.testing import build
-
-    assert [name for name, _ in plugins.plugin_manager().list_name_plugin()] == [{plugin!r}]
-    model = StandardizedTransformer(str(build({checkpoint!r})), task="image-text-to-text", dispatch=True, device="cpu")
-    messages = [{{"role": "user", "content": [{{"type": "image"}}, {{"type": "text", "text": "What is in this image?"}}]}}]
-    prompt = model.processor.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
-    with model.trace(prompt, images=[Image.new("RGB", (64, 64), "red")]):
-        mask = model.vision.image_token_mask.save()
-        features = model.vision.image_features.save()
-        first = model.layers[0].input.save()
-    assert torch.equal(first[mask], features)
-    print("served by", model.family.name)
-    """
-)
-
-
 @pytest.mark.parametrize(
-    "plugin, checkpoint", [("qwen2_vl", "qwen2_vl"), ("qwen2_5_vl", "qwen2_5_vl"), ("llava", "llava_interleave")]
+    "plugin, checkpoints", [("qwen2_vl", ("qwen2_vl",)), ("qwen2_5_vl", ("qwen2_5_vl",)), ("llava", ("llava_interleave",))]
 )
-def test_each_builtin_family_works_alone(plugin, checkpoint):
-    env = {**os.environ, "VLREG_LOAD_PLUGINS": plugin}
-    code = ALONE.format(plugin=plugin, checkpoint=checkpoint)
-    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=600)
-    assert done.returncode == 0, done.stderr[-2000:]
-    assert f"served by {plugin}" in done.stdout
+def test_each_builtin_family_works_alone(plugin, checkpoints):
+    """Its checkpoint built, loaded and traced with only its plugin loaded."""
+    if plugin == "llava":  # the process the disabled-plugin test starts
+        from vlreg.testing import build
+
+        checkpoints = (*checkpoints, str(build("qwen2_vl")))
+    report = run(checkpoints=checkpoints, VLREG_LOAD_PLUGINS=plugin)
+    assert report["loaded"] == [plugin]
+    assert report["checkpoints"][checkpoints[0]] == f"served by {plugin}"

@@ -1,23 +1,17 @@
 """Partial coverage: a claim declares what of its part it does not serve (`Claim.refuses`),
 and the host says so everywhere a user looks: `support()`, the value's refusal, the
-video-only trace's refusal, `vlreg plugins --coverage`, and the entry-point metadata it
-checks against the hooks."""
+video-only trace's refusal and `vlreg plugins --coverage`."""
 
 import json
-import os
-import subprocess
-import sys
-import textwrap
 
 import numpy
 import pytest
 
 from vlreg_qwen2_vl import VIDEOS, plugin as qwen2_vl
-from vlreg import StandardizedTransformer, Unavailable, hookimpl
+from vlreg import Unavailable, hookimpl
 from vlreg.cli import main, partial
-from vlreg.core.host import plugins
 from vlreg.plugin import Claim
-from vlreg.testing import build, registered
+from vlreg.testing import build, chat, load, registered
 from vlreg.testing.conformance import image
 
 PATCHES = "the patch embedding is not served by this patched build; read vision.layers[0].input"
@@ -46,19 +40,9 @@ class Patched:
         return qwen2_vl.vlreg_entry(part)
 
 
-def load(path):
-    return StandardizedTransformer(path, task="image-text-to-text", dispatch=True, device="cpu")
-
-
 @pytest.fixture(scope="module")
 def path():
     return str(build("qwen2_vl"))
-
-
-def chat(model, kind):
-    content = [{"type": kind}, {"type": "text", "text": "What is this?"}]
-    return model.processor.apply_chat_template([{"role": "user", "content": content}], add_generation_prompt=True,
-                                               tokenize=False)
 
 
 def test_a_claim_takes_reasons_only():
@@ -71,12 +55,12 @@ def test_a_declared_refusal_is_a_row_of_support_and_the_video_only_traces_refusa
     model = load(path)
     rows = model.support()
     assert rows["videos"] == VIDEOS and list(rows)[-1] == "logits"
-    assert model.family.refuses == {"videos": VIDEOS}
+    assert model.family.sentences == {"videos": VIDEOS}
     video = [numpy.random.default_rng(0).integers(0, 255, (4, 56, 56, 3), dtype=numpy.uint8)]
     with pytest.raises(Unavailable, match="no images, only videos: a video's frames reach the model"):
-        with model.trace(chat(model, "video"), videos=video):
+        with model.trace(chat(model, "video", text="What is this?"), videos=video):
             model.vision.image_features.save()
-    with model.trace(chat(model, "image"), images=[image(56, 56)]):
+    with model.trace(chat(model, "image", text="What is this?"), images=[image(56, 56)]):
         features = model.vision.image_features.save()  # images are served whole
     assert features.shape[0] > 0
 
@@ -94,7 +78,7 @@ def test_a_refused_row_refuses_reads_and_names_without_values_sit_with_their_par
         assert names[names.index("audio") + 1:] in (["uncapped_logits", "logits"], ["logits"])  # before the readout
         assert model.vision.support()["high_resolution"] == SECOND_TOWER
         with pytest.raises(Unavailable, match="not served by this patched build"):
-            with model.trace(chat(model, "image"), images=[image(56, 56)]):
+            with model.trace(chat(model, "image", text="What is this?"), images=[image(56, 56)]):
                 model.vision.patch_embeddings.save()
         assert partial()["qwen2_vl"] == Patched().vlreg_claims()[0].refuses
     assert partial()["qwen2_vl"] == {"videos": VIDEOS}
@@ -138,57 +122,3 @@ def test_coverage_marks_a_partial_type_with_its_reasons(capsys):
     rows = json.loads(capsys.readouterr().out)
     assert rows["qwen2_vl"]["refuses"] == {"videos": VIDEOS}
     assert rows["kosmos-2"] == {"plugin": None, "refuses": {}}
-
-
-DRIFTED = """
-from vlreg import hookimpl
-from vlreg.plugin import Claim
-
-@hookimpl
-def vlreg_claims():
-    return [Claim("wrapper", "partly_vl", refuses={"videos": "not served"})]
-"""
-REPORT = """
-import warnings
-with warnings.catch_warnings(record=True) as caught:
-    warnings.simplefilter("always")
-    from vlreg.core.host import plugins
-    plugins.plugin_manager()
-print(" | ".join(str(w.message) for w in caught if "metadata" in str(w.message)))
-"""
-
-
-def test_metadata_that_disagrees_with_the_claims_refusals_is_warned_about(tmp_path):
-    (tmp_path / "drifted_partly.py").write_text(DRIFTED)
-    info = tmp_path / "vlreg_drifted_partly-0.1.dist-info"
-    info.mkdir()
-    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: vlreg-drifted-partly\nVersion: 0.1\n")
-    (info / "entry_points.txt").write_text(textwrap.dedent("""
-        [vlreg]
-        drifted_partly = drifted_partly
-        [vlreg.claims]
-        wrapper:partly_vl = drifted_partly
-        [vlreg.refuses]
-        wrapper:partly_vl:audio = drifted_partly
-    """))
-    env = {key: value for key, value in os.environ.items() if not key.startswith("VLREG_")}
-    env.update(PYTHONPATH=str(tmp_path), VLREG_LOAD_PLUGINS="drifted_partly")
-    done = subprocess.run([sys.executable, "-c", REPORT], env=env, capture_output=True, text=True, timeout=600)
-    assert done.returncode == 0, done.stderr[-3000:]
-    warned = done.stdout.strip()
-    assert "refusals missing from vlreg.refuses: wrapper:partly_vl:videos" in warned
-    assert "vlreg.refuses its claims do not make: wrapper:partly_vl:audio" in warned
-    assert "claims missing" not in warned
-
-
-def test_every_builtin_plugins_metadata_repeats_its_claims_refusals():
-    from vlreg.core.host import catalog
-
-    for entry_point in plugins._entry_points():
-        declared = catalog.declared(entry_point)
-        plugin = plugins.plugin_manager().get_plugin(entry_point.name)
-        if declared is None or plugin is None:
-            continue
-        made = {(claim.kind, claim.model_type, name) for claim in plugins.call(plugin, "vlreg_claims") or []
-                for name in claim.refuses}
-        assert declared["refuses"] == made, entry_point.name

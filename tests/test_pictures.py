@@ -118,21 +118,35 @@ def test_a_picture_shows_itself_in_a_notebook(processors):
 
 
 def test_the_top_score_is_painted_in_the_ramps_top_colour_over_the_image(processors):
+    """Over a grey copy of the image by default (``grey=False``: over its colours)."""
     picture = scene(448, 336)
     geometry = geometry_of(processors["qwen2_vl"], picture)
     scores = torch.zeros(geometry.tokens)
     hot = geometry.token_at(100, 200)
     scores[hot] = 1.0
-    drawn = overlay(picture, geometry, scores, alpha=0.5, lines=False, bar=False)
     x0, y0, x1, y1 = (round(float(v)) for v in geometry.boxes[hot])
     inside = ((x0 + x1) // 2, (y0 + y1) // 2)
-    original = torch.tensor(picture.getpixel(inside), dtype=torch.float32)
-    expected = (original * 0.5 + torch.tensor(RAMP[-1], dtype=torch.float32) * 0.5).round()
-    assert torch.equal(torch.tensor(drawn.getpixel(inside), dtype=torch.float32), expected)
     cold = geometry.boxes[geometry.token_at(400, 30)]
     cold_pixel = (int(cold[0]) + 5, int(cold[1]) + 5)
-    low = (torch.tensor(picture.getpixel(cold_pixel), dtype=torch.float32) * 0.5 + torch.tensor(RAMP[0]) * 0.5).round()
-    assert torch.equal(torch.tensor(drawn.getpixel(cold_pixel), dtype=torch.float32), low)
+    for grey, under in ((True, picture.convert("L").convert("RGB")), (False, picture)):
+        drawn = overlay(picture, geometry, scores, alpha=0.5, lines=False, bar=False, grey=grey)
+        original = torch.tensor(under.getpixel(inside), dtype=torch.float32)
+        expected = (original * 0.5 + torch.tensor(RAMP[-1], dtype=torch.float32) * 0.5).round()
+        assert torch.equal(torch.tensor(drawn.getpixel(inside), dtype=torch.float32), expected)
+        low = (torch.tensor(under.getpixel(cold_pixel), dtype=torch.float32) * 0.5 + torch.tensor(RAMP[0]) * 0.5).round()
+        assert torch.equal(torch.tensor(drawn.getpixel(cold_pixel), dtype=torch.float32), low)
+
+
+def test_the_scenes_colours_do_not_tint_the_scores(processors):
+    """A purple shape and a grey one of the same brightness under one score are painted the
+    same colour: the score's, never a mix with the shape's hue (a purple read as pink)."""
+    purple, grey = Image.new("RGB", (224, 224), (128, 0, 128)), Image.new("RGB", (224, 224), (128, 0, 128))
+    grey = grey.convert("L").convert("RGB")
+    geometry = geometry_of(processors["qwen2_vl"], purple)
+    scores = torch.linspace(0, 1, geometry.tokens)
+    assert (pixels(overlay(purple, geometry, scores, bar=False)) == pixels(overlay(grey, geometry, scores, bar=False))).all()
+    tinted = overlay(purple, geometry, scores, bar=False, grey=False)
+    assert (pixels(tinted) != pixels(overlay(grey, geometry, scores, bar=False, grey=False))).any()
 
 
 def test_grid_lines_fall_on_the_boxes_edges(processors):

@@ -11,18 +11,13 @@ import pytest
 import torch
 from PIL import Image
 
-from vlreg import StandardizedTransformer, analysis
+from vlreg import analysis
 from vlreg.demo import scene
 from vlreg.pictures import caption, number
-from vlreg.testing import build
+
+CHECKPOINT = "qwen2_vl"
 
 plots = pytest.importorskip("vlreg.plots", reason="matplotlib is not installed (pip install 'vlreg[plots]')")
-
-
-@pytest.fixture(scope="module")
-def model():
-    return StandardizedTransformer(str(build("qwen2_vl")), task="image-text-to-text", dispatch=True,
-                                   attn_implementation="eager", device="cpu")
 
 
 @pytest.fixture(scope="module")

@@ -11,28 +11,15 @@ import pytest
 import torch
 
 from vlreg import NoFamily, OutOfOrder, ReadOnly, StandardizedTransformer, Unavailable
-from vlreg.testing import build
+from vlreg.testing import build, chat, load
 from vlreg.testing.conformance import image
 
-
-def load(name, **options):
-    options = {"task": "image-text-to-text", "dispatch": True, "device": "cpu", "attn_implementation": "eager", **options}
-    return StandardizedTransformer(str(build(name)), **options)
-
-
-@pytest.fixture(scope="module")
-def model():
-    return load("qwen2_vl")
+CHECKPOINT = "qwen2_vl"
 
 
 @pytest.fixture(scope="module")
 def llava():
     return load("llava_interleave")
-
-
-def chat(model, images=1, text="What is in this image?"):
-    content = [{"type": "image"}] * images + [{"type": "text", "text": text}]
-    return model.processor.apply_chat_template([{"role": "user", "content": content}], add_generation_prompt=True, tokenize=False)
 
 
 def logits(model, prompt, images):
@@ -207,13 +194,15 @@ def test_image_values_on_a_video_prompt_are_refused_as_videos_not_served(model):
         (["red.png"], TypeError, r"images\[0\] is str, not an image"),
         ([numpy.full((84, 112, 3), 0.5, dtype=numpy.float32)], ValueError, r"values in \[0, 1\]"),
         ([torch.rand(3, 84, 112)], ValueError, r"values in \[0, 1\]"),
+        ([numpy.zeros((3, 84, 112), dtype=numpy.uint8)], ValueError, r"channels last .*array.transpose\(1, 2, 0\)"),
+        ([torch.zeros(84, 112, 3, dtype=torch.uint8)], ValueError, r"channels first .*tensor.permute\(2, 0, 1\)"),
     ],
 )
 def test_images_that_would_fail_deep_inside_or_be_misread_are_refused(model, images, error, fragment):
     with pytest.raises(error, match=fragment) as caught:
         with model.trace(chat(model), images=images):
             model.logits.save()
-    assert "images= takes" in str(caught.value) or "uint8" in str(caught.value)
+    assert "images= takes" in str(caught.value) or "uint8" in str(caught.value) or "vlreg takes" in str(caught.value)
 
 
 def test_float_pixels_in_0_255_and_uint8_arrays_are_taken(model):
@@ -221,6 +210,41 @@ def test_float_pixels_in_0_255_and_uint8_arrays_are_taken(model):
     expected = logits(model, chat(model), [image(112, 84)])
     assert torch.equal(logits(model, chat(model), [pixels]), expected)
     assert torch.allclose(logits(model, chat(model), [pixels.astype(numpy.float32)]), expected, atol=1e-4)
+
+
+@pytest.mark.parametrize("size", [(40, 3), (40, 4), (40, 1)])
+def test_a_thin_array_is_read_with_its_channels_last(model, size):
+    """A height x width x 3 array 1, 3 or 4 rows tall, which transformers' processors take
+    for channels first, is the same image as PIL: the same values and geometry."""
+    picture = image(*size)
+    expected = logits(model, chat(model), [picture])
+    pixels = numpy.asarray(picture)
+    for given in (pixels, torch.from_numpy(pixels.copy()).permute(2, 0, 1)):
+        assert torch.equal(logits(model, chat(model), [given]), expected)
+        (geometry,) = model.vision.geometry(chat(model), [given])
+        assert geometry.size == size
+
+
+def test_placeholders_and_images_must_meet(model):
+    """A prompt holding placeholders with no images (or only videos) would read them as
+    text; one with images and no placeholder has nowhere to put them: both are refused
+    before the model runs, saying how to write the prompt. A placeholder without the
+    markers the chat template writes around an image runs, with a warning."""
+    before = unchanged(model)
+    video = [numpy.zeros((4, 56, 56, 3), dtype=numpy.uint8)]
+    for given in ({}, {"videos": video}):
+        with pytest.raises(ValueError, match="holds 1 image placeholder .* and (no images=|only videos=) was given"):
+            with model.trace(chat(model), **given):
+                model.logits.save()
+    with pytest.raises(ValueError, match=r"holds no image placeholder .*\{'type': 'image'\}"):
+        with model.trace("What is in this image?", images=[image(112, 84)]):
+            model.logits.save()
+    with pytest.warns(UserWarning, match=r"stands without the markers .*<\|vision_start\|><\|image_pad\|><\|vision_end\|>"):
+        logits(model, "<|image_pad|>What is in this image?", [image(112, 84)])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        logits(model, chat(model), [image(112, 84)])  # the chat template's prompt: no warning
+    assert all(torch.equal(tensor, before[name]) for name, tensor in model._module.state_dict().items())
 
 
 # -- 8. checkpoints that cannot load say so at once -----------------------------------------

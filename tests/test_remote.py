@@ -20,25 +20,11 @@ from nnsight.modeling.mixins.remotable import Remotable
 from vlreg import LocalOnly, StandardizedTransformer, Unavailable, analysis
 from vlreg.core.envoys.text import Attention, Layer
 from vlreg.core.envoys.standard import Standard
-from vlreg.testing import build
+from vlreg.testing import build, chat, load
 from vlreg.testing.conformance import image
 from vlreg.testing.server import ServerBackend
 
-
-def load(name: str, **options):
-    options = {"task": "image-text-to-text", "dispatch": True, "device": "cpu", "attn_implementation": "eager", **options}
-    return StandardizedTransformer(str(build(name)), **options)
-
-
-@pytest.fixture(scope="module")
-def model():
-    return load("qwen2_vl")
-
-
-def prompt_of(model, images=1):
-    content = [{"type": "image"}] * images + [{"type": "text", "text": "What is in this image?"}]
-    return model.processor.apply_chat_template([{"role": "user", "content": content}], add_generation_prompt=True,
-                                               tokenize=False)
+CHECKPOINT = "qwen2_vl"
 
 
 def arrive(model):
@@ -47,7 +33,7 @@ def arrive(model):
 
 
 def test_the_model_arrives_with_a_lock_family_and_maps_of_its_own(model):
-    with model.trace(prompt_of(model), images=[image(112, 84)]):
+    with model.trace(chat(model), images=[image(112, 84)]):
         model.logits.save()  # leaves this process's last batch on the model
     arrived = arrive(model)
     assert isinstance(arrived._lock, type(threading.RLock())) and arrived._lock is not model._lock
@@ -67,7 +53,7 @@ def test_value_descriptors_travel_by_reference():
 
 
 def test_a_trace_under_remote_local_reads_what_a_local_trace_reads(model):
-    prompt, images = prompt_of(model), [image(112, 84)]
+    prompt, images = chat(model), [image(112, 84)]
 
     def run(remote):
         with model.trace(prompt, images=images, remote=remote):
@@ -86,7 +72,7 @@ def test_envoy_classes_a_plugin_makes_at_import_travel_by_reference():
     model = load("gemma3")
     attention = model.layers[0].self_attn
     assert type(attention).__module__ == "vlreg_gemma.text"
-    prompt, images = prompt_of(model), [image(112, 84)]
+    prompt, images = chat(model), [image(112, 84)]
 
     def run(remote):
         with model.trace(prompt, images=images, remote=remote):
@@ -126,7 +112,7 @@ def ways(model):
 
 
 def test_a_remote_session_carries_a_value_from_one_trace_to_the_next(model):
-    prompt, images = prompt_of(model), [image(112, 84)]
+    prompt, images = chat(model), [image(112, 84)]
 
     def run(how):
         with model.session(**how):
@@ -143,7 +129,7 @@ def test_a_remote_session_carries_a_value_from_one_trace_to_the_next(model):
 
 
 def test_every_analysis_helper_that_runs_traces_takes_remote(model):
-    prompt, images = prompt_of(model), [image(112, 84)]
+    prompt, images = chat(model), [image(112, 84)]
     other = [image(112, 84, seed=5)]
     calls = {
         "logit_lens": lambda **how: analysis.logit_lens(model, prompt, images, top=2, **how).top_ids,
@@ -174,7 +160,7 @@ def test_dictionary_helpers_take_remote_and_a_dictionary_attaches_again_where_it
     tensors = {"W_enc": torch.randn(width, features, generator=generator), "b_enc": torch.zeros(features),
                "W_dec": torch.randn(features, width, generator=generator), "b_dec": torch.zeros(width)}
     dictionary = Dictionary.from_tensors(tensors).attach(model, "layers[0].layer_output")
-    prompt, images = prompt_of(model), [image(112, 84)]
+    prompt, images = chat(model), [image(112, 84)]
     maps, chosen = feature_maps(dictionary, prompt, images), selectivity(dictionary, prompt, images)
     for remote in ways(model):
         assert torch.equal(feature_maps(dictionary, prompt, images, remote=remote).activations[0], maps.activations[0])
@@ -193,7 +179,7 @@ def test_dictionary_helpers_take_remote_and_a_dictionary_attaches_again_where_it
 
 
 def test_a_trace_replaying_this_process_s_tower_is_refused_before_it_is_sent(model):
-    prompt, images = prompt_of(model), [image(112, 84)]
+    prompt, images = chat(model), [image(112, 84)]
     cache = model.vision.cache(prompt, images)
     # An address nothing listens on: the refusal comes from serializing, not from a server.
     for remote in ("http://127.0.0.1:9", "local"):
@@ -232,7 +218,7 @@ def test_ndif_multi_gpu_placement_kwargs_bind_the_same_names(model, dispatch):
     names = lambda m: {name: (type(envoy), envoy.path) for name, envoy in m.named_modules() if isinstance(envoy, Standard)}  # noqa: E731
     assert names(placed) == names(model) and placed.support() == model.support()
     if dispatch:
-        prompt, images = prompt_of(model), [image(112, 84)]
+        prompt, images = chat(model), [image(112, 84)]
         with placed.trace(prompt, images=images):
             logits = placed.logits.save()
         with model.trace(prompt, images=images):

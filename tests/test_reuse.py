@@ -5,24 +5,12 @@ from __future__ import annotations
 import pytest
 import torch
 
-from vlreg import StandardizedTransformer, Unavailable, analysis
-from vlreg.testing import build
+from vlreg import Unavailable, analysis
+from vlreg.testing import chat
 from vlreg.testing.conformance import image
 
-FAMILIES = ("qwen2_vl", "qwen2_5_vl", "qwen3_vl", "llava_interleave", "llava_1_5", "llava_next", "mistral3", "llama4",
+CHECKPOINTS = ("qwen2_vl", "qwen2_5_vl", "qwen3_vl", "llava_interleave", "llava_1_5", "llava_next", "mistral3", "llama4",
             "nemotron_h_omni")
-
-
-@pytest.fixture(scope="module", params=FAMILIES)
-def model(request):
-    return StandardizedTransformer(str(build(request.param)), task="image-text-to-text", dispatch=True,
-                                   attn_implementation="eager", device="cpu")
-
-
-def chat(model):
-    content = [{"type": "image"}, {"type": "text", "text": "What is in this image?"}]
-    return model.processor.apply_chat_template([{"role": "user", "content": content}], add_generation_prompt=True,
-                                               tokenize=False)
 
 
 PICTURES = [image(112, 84)]

@@ -46,10 +46,18 @@ def in_memory():
                                        attn_implementation="eager", device="cpu"))
 
 
-@pytest.mark.parametrize("placement", ["device_map", "max_memory"])
+#: the tower on disk, named first (the map's first device is where transformers' pipeline
+#: runs inputs); then the first parameter offloaded (the model's first parameter is on meta)
+TOWER_FIRST = {"model.visual": "disk", "model.language_model": "cpu", "lm_head": "cpu"}
+FIRST_PARAMETER = {"model.visual.patch_embed": "disk", "model.visual.rotary_pos_emb": "cpu", "model.visual.blocks": "cpu",
+                   "model.visual.merger": "cpu", "model.language_model": "cpu", "lm_head": "cpu"}
+
+
+@pytest.mark.parametrize("placement", ["device_map", "max_memory", "tower first", "first parameter"])
 def test_an_offloaded_model_serves_and_edits_what_it_does_in_memory(in_memory, placement, tmp_path):
-    options = ({"device_map": ON_DISK} if placement == "device_map"
-               else {"device_map": "auto", "max_memory": {"cpu": "300KB"}})
+    maps = {"device_map": ON_DISK, "tower first": TOWER_FIRST, "first parameter": FIRST_PARAMETER}
+    options = ({"device_map": "auto", "max_memory": {"cpu": "300KB"}} if placement == "max_memory"
+               else {"device_map": maps[placement]})
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         model = StandardizedTransformer(str(build("qwen2_vl")), task="image-text-to-text", dispatch=True,
@@ -57,6 +65,12 @@ def test_an_offloaded_model_serves_and_edits_what_it_does_in_memory(in_memory, p
     assert "disk" in set(model._module.hf_device_map.values())
     for offloaded, expected in zip(run(model), in_memory):
         assert torch.equal(offloaded, expected)
+
+
+def test_a_map_with_every_module_on_disk_is_refused_saying_what_to_map(tmp_path):
+    with pytest.raises(ValueError, match="puts every module on disk, so nothing says where to compute"):
+        StandardizedTransformer(str(build("qwen2_vl")), task="image-text-to-text", dispatch=True,
+                                device_map={"": "disk"}, offload_folder=str(tmp_path))
 
 
 def test_the_largest_qwen_geometries_build_on_meta_with_no_weights(tmp_path):

@@ -13,8 +13,10 @@ import torch
 
 from vlreg import StandardizedTransformer
 from vlreg.core import loading
-from vlreg.testing import build
+from vlreg.testing import build, chat
 from vlreg.testing.conformance import image
+
+CHECKPOINT = "qwen2_vl"
 
 IMAGE = image(112, 84)
 
@@ -25,16 +27,6 @@ NOT_WEIGHTS = ("model.safetensors",)
 def load(path, **options):
     options = {"task": "image-text-to-text", "dispatch": True, "device": "cpu", **options}
     return StandardizedTransformer(str(path), **options)
-
-
-@pytest.fixture(scope="module")
-def model():
-    return load(build("qwen2_vl"))
-
-
-def chat(model):
-    content = [{"type": "image"}, {"type": "text", "text": "What is in this image?"}]
-    return model.processor.apply_chat_template([{"role": "user", "content": content}], add_generation_prompt=True, tokenize=False)
 
 
 # -- block indices -------------------------------------------------------------------
@@ -117,6 +109,32 @@ def test_a_folder_without_weights_builds_on_meta_and_refuses_at_dispatch(no_weig
     with pytest.raises(FileNotFoundError, match="holds a config but no weights"):
         lazy.dispatch()
     assert not lazy.dispatched
+
+
+@pytest.mark.parametrize("task, lacks", [
+    ("image-text-to-text", r"a tokenizer \(tokenizer.json or .*\); an image processor \(processor_config.json or "
+                           r"preprocessor_config.json\)"),
+    ("text-generation", r"a tokenizer \(tokenizer.json or "),
+])
+def test_a_folder_without_processor_files_names_them(tmp_path, task, lacks):
+    """transformers would name one file, or ask for sentencepiece under text generation."""
+    folder = tmp_path / "checkpoint"
+    shutil.copytree(build("qwen2_vl"), folder, ignore=shutil.ignore_patterns("tokenizer*", "processor_config.json",
+                                                                             "chat_template*"))
+    with pytest.raises(FileNotFoundError, match=rf"holds a config but not what task='{task}' loads .*lacks {lacks}"):
+        load(folder, task=task)
+
+
+@pytest.mark.parametrize("spelling, dtype", [("bf16", torch.bfloat16), ("torch.float16", torch.float16),
+                                             ("half", torch.float16), (torch.float32, torch.float32)])
+def test_a_dtype_in_its_common_spellings(spelling, dtype):
+    assert load(build("qwen2_vl"), dtype=spelling).dtype == dtype
+
+
+def test_a_dtype_that_is_no_float_is_refused_naming_the_spellings():
+    for given in ("bfloat", "int8"):
+        with pytest.raises(ValueError, match=rf"dtype='{given}' is not a floating-point dtype .*'bfloat16' \('bf16'\)"):
+            load(build("qwen2_vl"), dtype=given)
 
 
 def test_an_index_whose_shards_are_missing_names_them(no_weights):

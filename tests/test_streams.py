@@ -14,6 +14,7 @@ import torch
 
 from vlreg.core.envoys.streams import StreamsLayer
 from vlreg.core.serving.batching import Run, select, splice
+from vlreg.testing import chat, load
 
 
 def test_the_streams_layout_cuts_an_invokes_rows_of_every_stream():
@@ -27,24 +28,16 @@ def test_the_streams_layout_cuts_an_invokes_rows_of_every_stream():
 
 @pytest.fixture(scope="module")
 def model():
+    """Gemma 3n, where vlreg-gemma is installed (the layout above needs no model)."""
     pytest.importorskip("vlreg_gemma", reason="the blocks of several streams served today are Gemma 3n's: "
                                               "install plugins/gemma")
     pytest.importorskip("timm", reason="Gemma 3n's tower is a timm model: install plugins/gemma's dependencies")
-    from vlreg import StandardizedTransformer
-    from vlreg.testing import build
-
-    return StandardizedTransformer(str(build("gemma3n")), task="image-text-to-text", dispatch=True, device="cpu",
-                                   attn_implementation="eager")
-
-
-def chat(model, text="What is in this image?"):
-    return model.processor.apply_chat_template([{"role": "user", "content": [{"type": "text", "text": text}]}],
-                                               add_generation_prompt=True, tokenize=False)
+    return load("gemma3n")
 
 
 def test_input_and_layer_output_are_the_active_stream_of_what_the_block_takes_and_returns(model):
     rows = []
-    with model.trace(chat(model)):
+    with model.trace(chat(model, images=0)):
         for block in model.layers:
             rows.append((block.input.save(), block.input_streams.save(), block.layer_output.save(),
                          block.layer_streams.save(), block.output.save()))
@@ -57,7 +50,7 @@ def test_input_and_layer_output_are_the_active_stream_of_what_the_block_takes_an
 
 
 def test_an_edit_of_the_active_stream_leaves_the_others(model):
-    prompt, active = chat(model), model.layers[0].active_stream
+    prompt, active = chat(model, images=0), model.layers[0].active_stream
     with model.trace(prompt):
         plain = model.layers[1].input_streams.save()
     with model.trace(prompt):
@@ -72,7 +65,7 @@ def test_an_edit_of_the_active_stream_leaves_the_others(model):
 
 
 def test_each_invoke_gets_its_rows_of_every_stream(model):
-    prompts = [chat(model), chat(model, "Say something short, and then something a good deal longer.")]
+    prompts = [chat(model, images=0), chat(model, images=0, text="Say something short, and then something a good deal longer.")]
     alone = []
     for prompt in prompts:
         with model.trace(prompt):
@@ -93,7 +86,7 @@ def test_each_invoke_gets_its_rows_of_every_stream(model):
 def test_a_skipped_block_hands_on_every_stream(model):
     from vlreg import analysis
 
-    with model.trace(chat(model)):
+    with model.trace(chat(model, images=0)):
         taken = model.layers[2].input_streams.save()
         analysis.skip_layers(model, 2, 2)
         handed = model.layers[3].input_streams.save()

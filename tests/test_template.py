@@ -1,8 +1,9 @@
 """``vlreg new-plugin`` writes a plugin that installs and passes its own generated test.
 
-End to end, once: installed with pip, listed by ``vlreg plugins``, its own pytest run in
-a fresh process. `tests/test_template_sources.py` proves skeletons of every real config
-load and trace, in-process."""
+End to end, once: written with vlreg-llava taken out (as ``VLREG_DISABLE_PLUGINS=llava``
+leaves it), installed with pip, listed by ``vlreg plugins`` and its own pytest run, each in a
+fresh process. `tests/test_template_sources.py` proves skeletons of every real config load
+and trace, in-process."""
 
 import os
 import subprocess
@@ -10,20 +11,22 @@ import sys
 
 import pytest
 
-from vlreg.testing import build
+from vlreg.cli import main
+from vlreg.core.host import plugins
+from vlreg.testing import build, registered
+
+pytestmark = pytest.mark.heavy  # pip, the CLI and pytest, each in a process: started first under make test
 
 pytest.importorskip("vlreg_llava", reason="the template is proven on a LLaVA checkpoint: install plugins/llava")
 
 
-def test_a_generated_plugin_installs_and_passes_its_own_test(tmp_path):
+def test_a_generated_plugin_installs_and_passes_its_own_test(tmp_path, capsys):
     source = build("llava_interleave")
-    env = {**os.environ, "VLREG_DISABLE_PLUGINS": "llava"}  # the family the new plugin will serve
+    with registered(None, replacing=[plugins.plugin_manager().get_plugin("llava")]):  # the family it will serve
+        assert main(["new-plugin", "llava_copy", "--from", str(source), "--out", str(tmp_path)]) == 0
+    assert "the skeleton serves nothing" not in capsys.readouterr().out
+    env = {**os.environ, "VLREG_DISABLE_PLUGINS": "llava"}
     vlreg = [sys.executable, "-m", "vlreg"]
-    written = subprocess.run(
-        [*vlreg, "new-plugin", "llava_copy", "--from", str(source), "--out", str(tmp_path)],
-        env=env, capture_output=True, text=True, timeout=600,
-    )
-    assert written.returncode == 0, written.stderr
     folder = tmp_path / "vlreg-llava-copy"
     assert (folder / "pyproject.toml").exists() and (folder / "vlreg_llava_copy" / "__init__.py").exists()
     # laid out as the built-in plugins are, the family one declaration

@@ -4,27 +4,14 @@ Qwen2-VL and a LLaVA checkpoint."""
 
 from __future__ import annotations
 
-import pytest
 import torch
 
-from vlreg import StandardizedTransformer, analysis
-from vlreg.testing import build
+from vlreg import analysis
+from vlreg.testing import chat
 from vlreg.testing.conformance import image
 
-FAMILIES = ("qwen2_vl", "llava_interleave")
+CHECKPOINTS = ("qwen2_vl", "llava_interleave")
 PICTURE = image(112, 84)
-
-
-@pytest.fixture(scope="module", params=FAMILIES)
-def model(request):
-    return StandardizedTransformer(str(build(request.param)), task="image-text-to-text", dispatch=True,
-                                   attn_implementation="eager", device="cpu")
-
-
-def chat(model, text="What is in this image?", images=1):
-    content = [{"type": "image"}] * images + [{"type": "text", "text": text}]
-    return model.processor.apply_chat_template([{"role": "user", "content": content}], add_generation_prompt=True,
-                                               tokenize=False)
 
 
 def logits(model, prompt, images=(PICTURE,)):
@@ -34,7 +21,7 @@ def logits(model, prompt, images=(PICTURE,)):
 
 
 def test_input_ids_are_the_prompts_and_assigning_others_runs_them(model):
-    prompt = chat(model, "What is in this image?")
+    prompt = chat(model)
     encoding = model.processor(text=prompt, images=[PICTURE], return_tensors="pt")
     ids = encoding["input_ids"]
     word = next(i for i in range(ids.shape[1]) if ids[0, i] not in model.tokenizer.all_special_ids)

@@ -1,7 +1,8 @@
 """Pictures of per-image-token scores, drawn on the image the user passed in (pillow only).
 
 `overlay` paints each token's box of an `ImageGeometry` in the colour of its score,
-blended over the original image, outlines the token grid where the boxes are, outlines
+blended over a grey copy of the original image (the scene's own colours would tint the
+score's: a purple shape under a red score reads pink), outlines the token grid where the boxes are, outlines
 the tokens in ``mark`` (a query token), and frames the result: a title above, a colour
 bar labelled with what the score is to the right, a caption (`caption`: the model and
 the prompt) below, all outside the image, so none of them hides a pixel of it. Parts of
@@ -100,8 +101,9 @@ def _range(values: torch.Tensor, low: float | None, high: float | None) -> tuple
     return low, high
 
 
-def _paint(image, geometry, scores, *, grid, alpha, low, high, lines, zoom, mark) -> Image.Image:
-    """The image times ``zoom`` with the scores painted over their boxes: no frame."""
+def _paint(image, geometry, scores, *, grid, alpha, low, high, lines, zoom, mark, grey=True) -> Image.Image:
+    """The image times ``zoom`` (a grey copy, with ``grey``) with the scores painted over
+    their boxes: no frame."""
     if tuple(image.size) != tuple(geometry.size):
         raise ValueError(f"the image is {image.size}, but the geometry is of a {geometry.size} image")
     boxes, scores = _grid_scores(geometry, scores, grid)
@@ -115,7 +117,7 @@ def _paint(image, geometry, scores, *, grid, alpha, low, high, lines, zoom, mark
     scaled = (scores - low) / (high - low) if high > low else torch.full_like(scores, 0.5)
     paint = colours(scaled)
 
-    base = torch.from_numpy(np.asarray(image.convert("RGB")).copy()).float()
+    base = torch.from_numpy(np.asarray((image.convert("L") if grey else image).convert("RGB")).copy()).float()
     heat = torch.zeros_like(base)
     weight = torch.zeros(base.shape[:2])
     covered = torch.zeros(base.shape[:2], dtype=torch.bool)
@@ -247,9 +249,11 @@ def overlay(
     caption: str | None = None,
     mark: "int | Sequence[int] | None" = None,
     zoom: int = 1,
+    grey: bool = True,
 ) -> Image.Image:
     """``image`` (the original, as passed to the processor) with ``scores`` painted over
-    the boxes of ``geometry.grids[grid]``, at the image's size times ``zoom`` (a small
+    the boxes of ``geometry.grids[grid]``, on a grey copy of it (``grey=False``: over its
+    colours, which then tint the scores'), at the image's size times ``zoom`` (a small
     image enlarged pixel for pixel), framed by ``title``, the colour bar (``bar``, its
     ``label`` saying what the score is and its unit) and ``caption``, all outside it;
     with none of the three, the painted image alone.
@@ -262,7 +266,8 @@ def overlay(
     tokens of the grid drawn in `MARK` (a query token)."""
     values = _grid_scores(geometry, scores, grid)[1]
     low, high = _range(values, low, high)
-    body = _paint(image, geometry, scores, grid=grid, alpha=alpha, low=low, high=high, lines=lines, zoom=zoom, mark=mark)
+    body = _paint(image, geometry, scores, grid=grid, alpha=alpha, low=low, high=high, lines=lines, zoom=zoom, mark=mark,
+                  grey=grey)
     if not (title or caption or bar):
         body.info["origin"] = (0, 0)
         return body
@@ -293,10 +298,10 @@ def overlay_grid(
     heads, ...), on one colour scale, ``columns`` to a row, each at ``scale`` times the
     image's size (times ``zoom``), ``titles`` above each panel (``"layer 3"``), one colour
     bar for all (``label``), ``title`` above and ``caption`` below the sheet. Other
-    options (``grid``, ``alpha``, ``lines``, ``mark``) are `overlay`'s, for every panel."""
-    unknown = set(options) - {"grid", "alpha", "lines", "mark"}
+    options (``grid``, ``alpha``, ``lines``, ``mark``, ``grey``) are `overlay`'s, for every panel."""
+    unknown = set(options) - {"grid", "alpha", "lines", "mark", "grey"}
     if unknown:
-        raise TypeError(f"overlay_grid got unexpected options {sorted(unknown)}: it takes grid, alpha, lines and mark")
+        raise TypeError(f"overlay_grid got unexpected options {sorted(unknown)}: it takes grid, alpha, lines, mark and grey")
     rows = [torch.as_tensor(row, dtype=torch.float32).detach() for row in scores]
     low, high = _range(torch.cat([row.reshape(-1) for row in rows]), low, high)
     width, height = max(1, round(image.width * zoom * scale)), max(1, round(image.height * zoom * scale))
@@ -309,7 +314,8 @@ def overlay_grid(
     boxes = []
     for i, row in enumerate(rows):
         panel = _paint(image, geometry, row, low=low, high=high, zoom=zoom, grid=options.get("grid", -1),
-                       alpha=options.get("alpha", 0.55), lines=options.get("lines", True), mark=options.get("mark"))
+                       alpha=options.get("alpha", 0.55), lines=options.get("lines", True), mark=options.get("mark"),
+                       grey=options.get("grey", True))
         if panel.size != (width, height):
             panel = panel.resize((width, height), Image.Resampling.LANCZOS)
         x, y = (i % across) * (width + gap), (i // across) * (head + height + gap)

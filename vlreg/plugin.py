@@ -5,6 +5,8 @@ through the ``vlreg`` entry-point group (``qwen2_vl = "vlreg_qwen2_vl:plugin"``)
 declarations it is made of are below: the image's entries (`Scatter`, `QueryTokens`,
 `ImageCodes`, `CrossAttention`), the standard envoy classes a family maps its modules
 onto, the value descriptors a family serves a value from elsewhere with, and image grids.
+A `Wrapper` states only what differs from transformers' composite layout (`SCATTER` is its
+entry); `tower_envoys` and `FEATURE_LAYER_READ_ONLY` are what many families declare alike.
 A module of hook functions (`hookimpl`, `vlreg.core.host.hookspecs`) registers too: the
 escape hatch.
 
@@ -12,6 +14,9 @@ What vlreg promises plugins is this module and `vlreg.testing` (checkpoint build
 helpers, the tiny widths, plugins registered for a test, and the conformance suite a
 family's tests subclass); nothing else in vlreg is a promise.
 """
+
+from importlib import import_module
+from typing import Any, Callable
 
 from .core.envoys.calls import PerCall
 from .core.envoys.codes import CodeEmbedding, CodesVision
@@ -37,18 +42,24 @@ from .core.envoys.vision import (
     variable_resolution,
 )
 from .core.errors import ReadOnly, Unavailable
-from .core.host.declaration import Other, Plugin, Text, Tower, Wrapper
+from .core.host.declaration import SCATTER, Other, Plugin, Text, Tower, Wrapper
 from .core.host.hookspecs import hookimpl
 from .core.host.parts import Claim, Part
 from .core.host.plugins import adapter
 from .core.images.codes import ImageCodes
-from .core.images.entries import CrossAttention, Entry, QueryTokens, Scatter
+from .core.images.cross_attention import CrossAttention
+from .core.images.entries import Entry, QueryTokens, Scatter
 from .core.images.geometry import ImageGrid, box_grid, clip_boxes
+from .core.serving.refusals import IMAGES, Gate, prefill_only, read_only
+from .core.serving.sites import At, Site
 from .core.serving.values import argument, copied, first, returned, value, with_first
 
 __all__ = [
     "Plugin",
     "Wrapper",
+    "SCATTER",
+    "tower_envoys",
+    "FEATURE_LAYER_READ_ONLY",
     "Text",
     "Tower",
     "Other",
@@ -90,15 +101,43 @@ __all__ = [
     "variable_resolution",
     "hidden_states_read_only",
     "value",
+    "At",
+    "Site",
     "argument",
     "returned",
     "copied",
     "first",
     "with_first",
     "eager_only",
+    "read_only",
+    "prefill_only",
+    "IMAGES",
+    "Gate",
     "Unavailable",
     "ReadOnly",
     "ImageGrid",
     "box_grid",
     "clip_boxes",
 ]
+
+
+def tower_envoys(module: str, names: tuple[str, str, str, str], *, vision: type = Vision, layer: type = VisionLayer,
+                 attention: type = VisionAttention, mlp: type = VisionMlp) -> Callable[[Any], dict[type, type]]:
+    """``envoys=`` for a tower of four classes, named in transformers' ``modeling_<module>``:
+    the tower, its block, the block's attention and its MLP (``("SiglipVisionModel",
+    "SiglipEncoderLayer", "SiglipAttention", "SiglipMLP")``), onto `Vision`, `VisionLayer`,
+    `VisionAttention` and `VisionMlp` or the subclasses given. The module is imported when a
+    checkpoint resolves, not with the plugin."""
+
+    def envoys(part: Any) -> dict[type, type]:
+        modeling = import_module(f"transformers.models.{module}.modeling_{module}")
+        return {getattr(modeling, name): envoy for name, envoy in zip(names, (vision, layer, attention, mlp))}
+
+    return envoys
+
+
+#: The refusal table of a wrapper whose projector reads ``hidden_states[vision_feature_layer]``
+#: of the tower (LLaVA's layout): the tower's output and the blocks after the one read take no
+#: write (`hidden_states_read_only`, read off the checkpoint when asked; nothing where the
+#: config names no ``vision_feature_layer``).
+FEATURE_LAYER_READ_ONLY = hidden_states_read_only()

@@ -17,32 +17,20 @@ import urllib.request
 import pytest
 import torch
 
-from vlreg import StandardizedTransformer
-from vlreg.testing import build
+from vlreg.testing import chat
 from vlreg.testing.conformance import image
+
+LOAD_OPTIONS = {"dtype": torch.float32}
 
 URL = os.environ.get("VLREG_NDIF_URL")
 pytestmark = pytest.mark.skipif(URL is None, reason="needs make test-remote's server (VLREG_NDIF_URL unset)")
 
-FAMILIES = ("qwen2_vl", "llava_interleave")
-
-
-@pytest.fixture(scope="module", params=FAMILIES)
-def model(request):
-    return StandardizedTransformer(
-        str(build(request.param)), task="image-text-to-text", dispatch=True,
-        attn_implementation="eager", device="cpu", dtype=torch.float32,
-    )
-
-
-def prompt_of(model) -> str:
-    messages = [{"role": "user", "content": [{"type": "image"}, {"type": "text", "text": "What is in this image?"}]}]
-    return model.processor.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
+CHECKPOINTS = ("qwen2_vl", "llava_interleave")
 
 
 def reads(model, remote) -> dict:
     """Image values, a block's value and its attention pattern, the logits."""
-    with model.trace(prompt_of(model), images=[image(112, 84)], remote=remote):
+    with model.trace(chat(model), images=[image(112, 84)], remote=remote):
         mask = model.vision.image_token_mask.save()
         patches = model.vision.patch_embeddings.save()
         features = model.vision.image_features.save()
@@ -57,7 +45,7 @@ def reads(model, remote) -> dict:
 
 def ablated(model, remote) -> torch.Tensor:
     """The logits with the image ablated as the text model receives it."""
-    with model.trace(prompt_of(model), images=[image(112, 84)], remote=remote):
+    with model.trace(chat(model), images=[image(112, 84)], remote=remote):
         model.vision.image_features[:] = 0
         logits = model.logits.save()
     return logits

@@ -56,7 +56,7 @@ def attention_to_images(
     layers = _layers(model, attending if layers is None else layers, blocks)
     if set(layers) - set(attending):
         others = sorted(set(layers) - set(attending))
-        kinds = sorted({mixer._label.rpartition(".")[2] for index in others for mixer in blocks[index].present_mixers()})
+        kinds = sorted({mixer.place.label.rpartition(".")[2] for index in others for mixer in blocks[index].present_mixers()})
         how = f"they mix tokens by {' or '.join(kinds)}, or hold only an MLP" if kinds else "they hold only an MLP"
         raise Unavailable(
             f"attention_to_images is unavailable at layers {others}: those blocks have no self_attn ({how}); "

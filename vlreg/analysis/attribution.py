@@ -152,7 +152,7 @@ _PATTERN = ("self_attn.attention_queries", "self_attn.attention_keys", "self_att
 def _names(values: Sequence[str], attending: bool, block: Any) -> list[str]:
     """The values read at each block, in the order the forward computes them."""
     wanted = list(dict.fromkeys([*values, *(_PATTERN if attending else ())]))
-    order = [envoy.label(name).removeprefix(block._label + ".") for envoy, name in block.walk()]
+    order = [envoy.label(name).removeprefix(block.place.label + ".") for envoy, name in block.walk()]
     unknown = [name for name in wanted if name not in order]
     if unknown:
         raise Unavailable(f"attribution_patching is unavailable for {unknown}: a block here serves {order}")

@@ -6,6 +6,7 @@ from typing import Any
 
 import torch
 
+from ..core.errors import Unavailable
 from ..core.remote import remotely
 
 
@@ -17,6 +18,10 @@ def compare_streams(model_a: Any, model_b: Any, prompt: str, *, remote: Any = Fa
     read where that model is served (a request per model)."""
     if model_a.num_layers != model_b.num_layers:
         raise ValueError(f"the models have {model_a.num_layers} and {model_b.num_layers} blocks")
+    for model in (model_a, model_b):
+        reason = _no_text_alone(model, prompt)
+        if reason:
+            raise Unavailable(f"compare_streams is unavailable: {reason}")
     streams = [_streams(model, prompt, remote=remote) for model in (model_a, model_b)]
     if streams[0].shape != streams[1].shape:
         raise ValueError(
@@ -24,6 +29,24 @@ def compare_streams(model_a: Any, model_b: Any, prompt: str, *, remote: Any = Fa
             "compare them on text both tokenize alike"
         )
     return torch.nn.functional.cosine_similarity(streams[0], streams[1], dim=-1).mean(-1)
+
+
+def _no_text_alone(model: Any, prompt: str) -> str | None:
+    """Why ``model`` runs no prompt without an image (``None``: it does), asked before any
+    trace: its wrapper runs the tower on every forward, or its processor takes no text alone."""
+    entry = model.family.entry
+    if entry is not None and entry.needs_images:
+        return (f"the {model.family.name!r} family's {type(model._module).__name__} runs its vision tower on every "
+                f"forward, so it runs no prompt without an image")
+    processor = model.processor
+    if processor is None or getattr(processor, "image_processor", None) is None:
+        return None
+    try:
+        processor(text=[prompt])
+    except ValueError as error:
+        return (f"the {model.family.name!r} family's processor takes no prompt without an image ({error}); "
+                f"load it with task='text-generation', which reads the prompt with its tokenizer alone")
+    return None
 
 
 @remotely()

@@ -116,13 +116,24 @@ def _nested(images: Any, flat: list) -> Any:
     return rebuild(images)
 
 
-def _takes_pixels(model: Any) -> None:
+def pixel_refusal(model: Any) -> str | None:
+    """Why no gradient reaches this model's pixels (``None``: it does): `saliency` with
+    ``pixels`` and `integrated_gradients` at the pixels refuse with it before running."""
+    if "image_codes" in type(model.vision).values() and model.vision.why_unavailable("image_codes") is None:
+        return ("this family reads the image as discrete codes (vision.image_codes), through which no gradient "
+                "flows")
     processor = getattr(model.processor, "image_processor", None)
-    if not model.vision.takes_arrays or getattr(processor, "backend", "torchvision") != "torchvision":
-        raise Unavailable(
-            "gradients at the pixels are unavailable: this family's image processor runs on PIL, outside torch, "
-            "so no gradient reaches the picture; read them at the image tokens (pixels=False, at='tokens')"
-        )
+    if not model.vision.takes_arrays or getattr(processor, "backend", None) != "torchvision":
+        return ("this family's image processor is no torchvision one (it converts to PIL or numpy), so no gradient "
+                "reaches the picture")
+    return None
+
+
+def _takes_pixels(model: Any) -> None:
+    reason = pixel_refusal(model)
+    if reason is not None:
+        raise Unavailable(f"gradients at the pixels are unavailable: {reason}; read them at the image tokens "
+                          f"(pixels=False, at='tokens')")
 
 
 def _metric(model: Any, logits: torch.Tensor, metric: Metric | None, target: Any) -> tuple[torch.Tensor, int | None]:
@@ -198,8 +209,10 @@ def integrated_gradients(
     """Integrated gradients of ``metric`` (as `saliency` takes it; the ``target`` is fixed on
     the input) from ``baseline`` to the input, ``at`` the pixels (``baseline``: ``"black"``,
     the default, ``"blur"`` or images as given) or the image ``"tokens"`` (``baseline``:
-    ``"zero"``, the default, or a ``[hidden_size]`` or ``[image_tokens, hidden_size]`` tensor). ``steps`` points along the
-    path, ``batch`` of them a forward as copies of the prompt."""
+    ``"zero"``, the default, a ``[hidden_size]`` or ``[image_tokens, hidden_size]`` tensor, or images as given,
+    whose features are the baseline: they must give as many tokens). ``steps`` points along the path, ``batch`` of
+    them a forward as copies of the prompt. A baseline the metric jumps from (zero features where the text model
+    normalizes them, black pixels) needs many steps to pass `completeness`; another image needs few."""
     in_stream(model, "integrated_gradients")
     warn_if_turn_ended(model, prompt, position, "integrated_gradients")
     if not isinstance(prompt, str):
@@ -288,6 +301,8 @@ def _pixel_metrics(model, prompt, images, runs, wanted, position) -> list[float]
 def _token_path(model, prompt, images, geometry, baseline, steps, batch, metric, target, position):
     with torch.no_grad(), model.trace(prompt, images=images):
         features = model.vision.image_features.detach().clone().save()
+    if not isinstance(baseline, (str, torch.Tensor)):
+        baseline = _features_of(model, prompt, baseline)
     base = _token_baseline(baseline, features)
     wanted = _fixed_target(model, prompt, images, metric, target, position, geometry[0].row)
     cache = model.vision.cache(prompt, images)
@@ -309,11 +324,21 @@ def _token_path(model, prompt, images, geometry, baseline, steps, batch, metric,
                                metric=ends[0], baseline_metric=ends[1], geometry=geometry)
 
 
+def _features_of(model: Any, prompt: str, images: Any) -> torch.Tensor:
+    """The features ``images`` give in ``prompt`` (a token path's baseline)."""
+    with torch.no_grad(), model.trace(prompt, images=_images(images)):
+        features = model.vision.image_features.detach().clone().save()
+    return features
+
+
 def _token_baseline(baseline: Any, features: torch.Tensor) -> torch.Tensor:
     if isinstance(baseline, str):
         if baseline == "zero":
             return torch.zeros_like(features)
-        raise ValueError(f"a token baseline is 'zero' or a tensor, not {baseline!r}")
+        raise ValueError(f"a token baseline is 'zero', a tensor or images, not {baseline!r}")
+    if baseline.shape[-1] != features.shape[-1] or baseline.dim() > 1 and baseline.shape != features.shape:
+        raise ValueError(f"a token baseline is [{features.shape[-1]}] or {list(features.shape)} (the features' "
+                         f"shape), not {list(baseline.shape)}: baseline images must give as many image tokens")
     return baseline.to(features).expand_as(features).clone()
 
 

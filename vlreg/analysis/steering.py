@@ -13,6 +13,7 @@ from typing import Any, Sequence
 
 import torch
 
+from ..core.errors import Unavailable
 from ..core.images.geometry import ImageGeometry
 from .tokens import in_stream
 
@@ -103,7 +104,7 @@ def computed_positions(model: Any, prompt: bool = False) -> tuple[int, int]:
         mask = kwargs.get("attention_mask")
     if isinstance(mask, torch.Tensor) and mask.dim() == 2:
         return mask.shape[-1] - computed, mask.shape[-1]
-    cache = kwargs.get("past_key_values")
+    cache = kwargs.get("cache", kwargs.get("past_key_values"))  # transformers 5.25 renamed past_key_values
     past = int(cache.get_seq_length()) if hasattr(cache, "get_seq_length") else 0
     return past, past + computed
 
@@ -126,7 +127,7 @@ def _in_cache(cached: torch.Tensor, first: int, total: int) -> None:
         f"sequence positions {cached.tolist()} are in the cache at this generation step: it computes "
         f"position{'s' if total - first > 1 else ''} {first}{f'..{total - 1}' if total - first > 1 else ''} "
         f"(the new token{'s' if total - first > 1 else ''}), and the earlier ones' keys and values are read "
-        f"from the cache (past_key_values), computed at the step that made them. Steer them at that step "
+        f"from the cache, computed at the step that made them. Steer them at that step "
         f"(the prompt's at the first, before the steps after it), or steer positions from {first} on"
     )
 
@@ -142,7 +143,7 @@ def skip_layers(model: Any, start: int, end: int) -> None:
     for layer in skipped:
         reason = model.layers[layer].why_not_skipped(skipped)
         if reason:
-            raise ValueError(f"layers[{layer}] cannot be skipped: {reason}")
+            raise Unavailable(f"skip_layers is unavailable for layers[{layer}], which cannot be skipped: {reason}")
     for layer in skipped:
         block = model.layers[layer]
         block.skip(block.skipped_output())

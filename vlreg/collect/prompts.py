@@ -2,9 +2,12 @@
 
 A prompt that holds any of the tokenizer's special tokens (``<|im_start|>``, the image
 token ``<|image_pad|>`` or ``<image>``) is a full prompt, used as it is, as ``model.trace``
-takes it. Plain text is the user's turn: the processor's chat template places the image
-before it (the text may be empty: the image alone), as the README's first trace writes
-it. A prompt must then hold exactly one image, since `collect` gives each prompt one.
+takes it. Plain text is the user's turn: the processor's chat template (or, where the
+processor keeps none, the tokenizer's: BLIP-2's) places the image before it (the text may
+be empty: the image alone), as the README's first trace writes it. A prompt must then hold
+exactly one image, since `collect` gives each prompt one. Where the processor writes each
+image's placeholders itself (`Vision.writes_placeholders`: Florence-2, BLIP-2), a prompt
+holds none: a task token (``"<CAPTION>"``) or plain text is the whole prompt.
 """
 
 from __future__ import annotations
@@ -42,7 +45,9 @@ class Prompts:
     def __init__(self, model: Any, at: str) -> None:
         self.model = model
         self.at = at
-        self.token = getattr(model.processor, "image_token", None)
+        token = getattr(model.processor, "image_token", None)
+        self.token = getattr(token, "content", token)  # BLIP-2's processor keeps an AddedToken
+        self.writes = getattr(model.__dict__.get("vision"), "writes_placeholders", False)
         tokenizer = getattr(model.processor, "tokenizer", None)
         special = set(getattr(tokenizer, "all_special_tokens", ()))
         special |= {added.content for added in getattr(tokenizer, "added_tokens_decoder", {}).values() if added.special}
@@ -57,18 +62,27 @@ class Prompts:
     def _wrap(self, text: str) -> str:
         if any(token in text for token in self.special):
             return text
-        processor = self.model.processor
-        if not getattr(processor, "chat_template", None):
+        templated = next((part for part in (self.model.processor, getattr(self.model.processor, "tokenizer", None))
+                          if getattr(part, "chat_template", None)), None)
+        if templated is None:
+            if self.writes:
+                return text  # the processor puts the image before it
             raise ValueError(f"the processor has no chat template to place the image before {text!r}: pass a full "
                              f"prompt that holds the image token ({self.token})")
         content = [{"type": "image"}] + ([{"type": "text", "text": text}] if text else [])
-        return processor.apply_chat_template([{"role": "user", "content": content}], add_generation_prompt=True,
+        return templated.apply_chat_template([{"role": "user", "content": content}], add_generation_prompt=True,
                                              tokenize=False)
 
     def _check(self, full: str, text: str) -> str:
-        if self.token is None:
+        if not self.token:
             return full
         count = full.count(self.token)
+        if self.writes:
+            if count:
+                raise ValueError(f"the prompt {full!r} holds the image placeholder {self.token}, but this processor "
+                                 f"writes each image's placeholders itself, before the prompt: leave it out (a task "
+                                 f"token such as '<CAPTION>', or plain text, is the whole prompt)")
+            return full
         if count == 0:
             what = ("at='image' reads the image's tokens, but" if self.at == "image"
                     else "the image would never reach the model:")

@@ -16,6 +16,17 @@ the trace's saved list; the geometry and everything after the trace run here.
 Boxes come from ``model.vision.geometry`` of the prompt with the image alone, kept per
 (prompt, image size): an image's tokens and their boxes depend on its size, not its
 pixels, so a folder of same-size images asks the processor for its geometry once.
+
+A processor that pads a batch's pixels to its largest image (Emu3's, LLaVA-NeXT's crops,
+Perception LM's tiles, which it cannot stack at all) would show the tower the padding, so
+an image's values would depend on its batch neighbours. Each image's pixel tensors alone
+(their shapes, kept per prompt and size, like the geometry) say whether a batch needs
+padding: where they agree past the leading axis the batch is their concatenation, as a
+trace of each alone gives; where they do not, the batch runs as groups of one shape.
+
+Where the image reaches the text model by cross-attention (Mllama), its rows are the
+positions of the states the cross-attention blocks read (`ImageGeometry.positions`), not
+tokens of the text.
 """
 
 from __future__ import annotations
@@ -27,7 +38,9 @@ import nnsight
 import torch
 from attrs import frozen
 
-from .sites import Site, picked, read
+from ..core.images.inputs import for_processor
+from ..core.images.processing import encode
+from .sites import Site, _not_in_stream, picked, read
 
 
 @frozen(eq=False)
@@ -48,11 +61,22 @@ class Batches:
         self.remote = remote
         self.kind = sites[0].kind if all(site.kind == "tower" for site in sites) else "tokens"
         self.alone = False  # tower values whose batch layout is not one entry per image
+        self.grouped = False  # a batch split by its images' pixel shapes (a processor that pads pixels)
+        self.cross = _not_in_stream(model) is not None
         self._geometry: dict = {}
+        self._shapes: dict = {}
 
     def run(self, images: Sequence[Any], prompts: Sequence[str]) -> list[Rows]:
-        if self.alone and len(images) > 1:
+        if len(images) > 1 and self.alone:
             return [rows for image, prompt in zip(images, prompts) for rows in self.run([image], [prompt])]
+        groups = self._groups(images, prompts) if len(images) > 1 else [list(range(len(images)))]
+        if len(groups) > 1:
+            self.grouped = True
+            found: list = [None] * len(images)
+            for group in groups:
+                for index, rows in zip(group, self.run([images[i] for i in group], [prompts[i] for i in group])):
+                    found[index] = rows
+            return found
         one = len(images) == 1
         text, pictures = (prompts[0], [images[0]]) if one else (list(prompts), [[image] for image in images])
         model, sites, at, dtype = self.model, self.sites, self.at, self.dtype  # what a remote trace carries
@@ -60,11 +84,57 @@ class Batches:
             saved = nnsight.save(read(model, sites, at, dtype))
             tracer.stop()  # nothing after the last value is needed: the blocks past it and the logits do not run
         mask, image_mask, *saved = [tensor.cpu() for tensor in saved]
+        if dtype is not None:
+            saved = self._in_range(saved)
         if self.kind == "tower":
             return self._tower(images, prompts, saved)
+        if self.cross:
+            return self._cross(images, prompts, saved)
         return self._tokens(images, prompts, mask.bool(), image_mask, saved)
 
+    def _in_range(self, saved: list) -> list:
+        """The values as stored, after refusing one the store's dtype cannot hold: a finite
+        value past its largest (float16's 65504; real checkpoints' massive activations
+        reach 1e5) would be stored as inf."""
+        values, peaks = saved[: len(self.sites)], saved[len(self.sites):]
+        largest = torch.finfo(self.dtype).max
+        for site, peak in zip(self.sites, peaks):
+            if float(peak) > largest:
+                raise ValueError(
+                    f"{site.name} reaches {float(peak):.4g} in this batch, past {str(self.dtype).removeprefix('torch.')}'s "
+                    f"largest value ({largest:.6g}), so the store would hold inf where the model computed a finite "
+                    f"value: collect with dtype='bfloat16' (float32's range, in as little disk) or 'float32', into "
+                    f"another folder (the shards written so far are kept)")
+        return values
+
+    def _groups(self, images: Sequence[Any], prompts: Sequence[str]) -> list[list[int]]:
+        """The batch's images as groups whose pixels one batch holds as each alone gives
+        them: one group where every image's pixel tensors agree past their leading axis
+        (stacked or packed, no padding), else one group per shape, in order."""
+        shapes = [self.pixel_shapes(prompt, image) for image, prompt in zip(images, prompts)]
+        if all(len({shape[key][1:] for shape in shapes}) == 1 for key in shapes[0]):
+            return [list(range(len(images)))]
+        groups: dict = {}
+        for index, shape in enumerate(shapes):
+            groups.setdefault(tuple(sorted(shape.items())), []).append(index)
+        return list(groups.values())
+
+    def pixel_shapes(self, prompt: str, image: Any) -> dict:
+        """The shapes of the floating-point tensors (pixels) the processor makes of the
+        prompt with the image alone, kept per (prompt, image size)."""
+        key = (prompt, tuple(image.size))
+        if key not in self._shapes:
+            processor = self.model.processor
+            encoding = encode(processor, prompt, for_processor([image], processor))
+            self._shapes[key] = {name: tuple(value.shape) for name, value in encoding.items()
+                                 if isinstance(value, torch.Tensor) and value.is_floating_point()}
+        return self._shapes[key]
+
     def geometry(self, prompt: str, image: Any) -> Any:
+        """The image's geometry, kept per (prompt, size); ``None`` where the family declares
+        no image grids (a new plugin's skeleton): its rows' boxes are then NaN."""
+        if self.model.family.image_grids is None:
+            return None
         key = (prompt, tuple(image.size))
         if key not in self._geometry:
             (self._geometry[key],) = self.model.vision.geometry(prompt, [image])
@@ -88,8 +158,9 @@ class Batches:
             else:
                 token = positions[row][where[row]]
             box = torch.full((count, 4), math.nan, dtype=torch.float32)
-            if at in ("image", "all"):
-                boxes = self.geometry(prompt, image).boxes.float()
+            geometry = self.geometry(prompt, image) if at in ("image", "all") else None
+            if geometry is not None:
+                boxes = geometry.boxes.float()
                 lit = image_mask[row][where[row]]
                 if int(lit.sum()) != len(boxes):
                     raise RuntimeError(
@@ -97,6 +168,16 @@ class Batches:
                         f"gives {len(boxes)}: the processor encodes it differently in a batch; collect with batch=1")
                 box[lit] = boxes
             found.append(Rows({site.name: parts[row] for site, parts in zip(self.sites, per_site)}, token, box))
+        return found
+
+    def _cross(self, images, prompts, saved) -> list[Rows]:
+        """Each image's rows on a cross-attention family: the states at its positions
+        (``vision.image_features``, the one value collected at the image there)."""
+        found = []
+        for row, (image, prompt) in enumerate(zip(images, prompts)):
+            geometry = self.geometry(prompt, image)
+            values = {site.name: tensor[row, geometry.positions] for site, tensor in zip(self.sites, saved)}
+            found.append(Rows(values, torch.arange(geometry.tokens), geometry.boxes.float()))
         return found
 
     def _features(self, tensor, images, prompts, image_mask) -> list[torch.Tensor]:
@@ -135,7 +216,7 @@ class Batches:
         blocks, or tokens resampled from the patches)."""
         unknown = torch.full((length, 4), math.nan, dtype=torch.float32)
         geometry = self.geometry(prompt, image)
-        if len(geometry.grids) != 1 or geometry.grids[0].resampled:
+        if geometry is None or len(geometry.grids) != 1 or geometry.grids[0].resampled:
             return unknown
         grid = geometry.grids[0]
         side = grid.fold

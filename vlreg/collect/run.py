@@ -23,12 +23,13 @@ from typing import Any, Sequence
 import torch
 from attrs import field, frozen
 
+from .identity import identity
 from .prompts import Prompts, prompt_id, text_of
 from .prompts import source as prompt_source
 from .rows import Batches, Rows
 from .sites import Site, resolve
 from .sources import items as image_items
-from .sources import load, unreadable
+from .sources import load, too_small, unreadable
 from .store import (
     FORMAT,
     MANIFEST,
@@ -138,7 +139,8 @@ def collect(
     items = image_items(images, image_column=image_column, key_column=key_column)
     chosen = Prompts(model, at)
     full = {item.name: chosen.full(text_of(item, prompt, prompt_column)) for item in items}
-    skipped = _unreadable(items, on_error)
+    refusal = getattr(model.__dict__.get("vision"), "image_refusal", None)
+    skipped = _unreadable(items, on_error, refusal)
     readable = [item for item in items if item.name not in dict(skipped)]
     folder = Path(out)
     manifest = _manifest(model, sites, at, prompt_source(prompt, prompt_column), store_dtype, shard_images,
@@ -150,7 +152,7 @@ def collect(
     bar = _bar(sum(len(group) for group in mine), progress and rank == 0, rank, world_size)
     try:
         for group in mine:
-            done, failed = _group(batches, group, full, batch, on_error, bar)
+            done, failed = _group(batches, group, full, batch, on_error, bar, refusal)
             skipped += failed
             if done:
                 _write(folder, done, full)
@@ -163,11 +165,21 @@ def collect(
     after = shards(folder)
     summary = Summary(folder, added_images, added_rows, tuple(skipped), already, time.perf_counter() - started,
                       sum(len(s.images) for s in after), sum(s.rows for s in after), rank, world_size,
-                      ("tower values ran one image a forward: the tower's batch is not one entry per image here",)
-                      if batches.alone else ())
+                      _notes(batches))
     if progress:
         print(summary, file=sys.stderr)
     return summary
+
+
+def _notes(batches: Batches) -> tuple[str, ...]:
+    """What the summary says about how the batches ran, where it is not as asked."""
+    notes = []
+    if batches.alone:
+        notes.append("tower values ran one image a forward: the tower's batch is not one entry per image here")
+    if batches.grouped:
+        notes.append("batches ran in groups of images of one pixel shape: this processor pads a batch's pixels to "
+                     "its largest image, which the tower would see")
+    return tuple(notes)
 
 
 def _check(model: Any, on_error: str, batch: Any) -> None:
@@ -179,16 +191,18 @@ def _check(model: Any, on_error: str, batch: Any) -> None:
         raise ValueError("collect runs images through the model: load it with task='image-text-to-text'")
 
 
-def _unreadable(items: list, on_error: str) -> list:
-    """The image files whose headers do not read, as ``(name, why)``: refused under
-    ``on_error="stop"``, before any work."""
+def _unreadable(items: list, on_error: str, refusal: Any = None) -> list:
+    """The image files whose headers do not read, or whose size the model refuses
+    (`Vision.image_refusal`), as ``(name, why)``: refused under ``on_error="stop"``, before
+    any work."""
     skipped = []
     for item in items:
-        why = unreadable(item)
+        why = unreadable(item, refusal)
         if why is not None:
             if on_error == "stop":
-                raise ValueError(f"image {item.name} cannot be read ({why}): fix or remove it, or pass "
-                                 f"on_error='skip' (--on-error skip) to leave it out")
+                what = f"is {why}:" if "too small or too thin" in why else f"cannot be read ({why}): fix or"
+                raise ValueError(f"image {item.name} {what} remove it, or pass on_error='skip' (--on-error skip) to "
+                                 f"leave it out")
             skipped.append((item.name, why))
     return skipped
 
@@ -207,23 +221,34 @@ def _share_of(items: list, readable: list, held: dict, shard: int, rank: int, wo
     return mine, already
 
 
-def _group(batches: Batches, group: list, full: dict, size: int, on_error: str, bar: Any) -> tuple[list, list]:
+def _group(batches: Batches, group: list, full: dict, size: int, on_error: str, bar: Any,
+           refusal: Any = None) -> tuple[list, list]:
     """Every image of ``group`` through the model, ``size`` at a time: ``(position, item,
-    Rows)`` in order, and the images that failed to load (under ``on_error="skip"``)."""
+    Rows)`` in order, and the images that failed to load or that the model refuses (under
+    ``on_error="skip"``)."""
     done: list[tuple[int, Any, Rows]] = []
     failed: list = []
     for start in range(0, len(group), size):
         chunk, pictures = [], []
         for position, item in group[start : start + size]:
             try:
-                pictures.append(load(item))
-                chunk.append((position, item))
+                picture = load(item)
             except Exception as error:  # PIL's decode errors are of several kinds
                 if on_error == "stop":
                     raise ValueError(f"image {item.name} cannot be read ({type(error).__name__}: {error}): fix or "
                                      f"remove it and run again (the shards written so far are kept), or pass "
                                      f"on_error='skip'") from error
                 failed.append((item.name, f"{type(error).__name__}: {error}"))
+                continue
+            why = too_small(refusal, *picture.size)
+            if why and on_error == "stop":
+                raise ValueError(f"image {item.name} is {why}; remove it, or pass on_error='skip' to leave it out "
+                                 f"(the shards written so far are kept)")
+            if why:
+                failed.append((item.name, why))
+                continue
+            pictures.append(picture)
+            chunk.append((position, item))
         if chunk:
             found = batches.run(pictures, [full[item.name] for _, item in chunk])
             done += [(position, item, rows) for (position, item), rows in zip(chunk, found)]
@@ -305,28 +330,6 @@ def _manifest(model: Any, sites: list[Site], at: str, prompt: str, dtype: Any, s
     }
 
 
-def identity(model: Any, local: bool = True) -> dict:
-    """The model as a store records it: its path, a hash of its config, a fingerprint of
-    its weights (every tensor's name, shape, dtype and, where the weights are here, first
-    and last few values: two random builds of one config differ), and the weights' dtype.
-    A model traced remotely is not loaded here for this: its fingerprint has no values."""
-    if local and not model.dispatched:
-        model.dispatch()
-    config = {k: v for k, v in model.config.to_dict().items() if k not in ("_name_or_path", "transformers_version", "dtype")}
-    weights = hashlib.sha256()
-    for name, tensor in model.named_parameters():
-        weights.update(f"{name}{tuple(tensor.shape)}{tensor.dtype}".encode())
-        if local and tensor.device.type != "meta" and tensor.numel():
-            flat = tensor.detach().reshape(-1)
-            weights.update(torch.cat([flat[:8], flat[-8:]]).float().cpu().numpy().tobytes())
-    return {
-        "path": str(model.config._name_or_path),
-        "config": hashlib.sha256(json.dumps(config, sort_keys=True, default=str).encode()).hexdigest()[:16],
-        "weights": weights.hexdigest()[:16],
-        "dtype": str(model.dtype).removeprefix("torch."),
-    }
-
-
 def _shard_size(model: Any, sites: list[Site], at: str, items: list, full: dict, batch: int, dtype: Any) -> int:
     """Images per shard for about `SHARD_BYTES` of rows, from the first image's geometry
     and the values' widths (an estimate: a shard's size only bounds memory and what a
@@ -352,12 +355,10 @@ def _shard_size(model: Any, sites: list[Site], at: str, items: list, full: dict,
 
 
 def _dtype(dtype: Any) -> torch.dtype | None:
-    if dtype is None or isinstance(dtype, torch.dtype):
-        return dtype
-    found = getattr(torch, str(dtype).removeprefix("torch."), None)
-    if not isinstance(found, torch.dtype) or not found.is_floating_point:
-        raise ValueError(f"dtype={dtype!r}: the store keeps floats: float32, bfloat16 or float16")
-    return found
+    """The store's dtype: ``None`` (the model's), or a float in any common spelling."""
+    from ..core.devices import dtype_of
+
+    return dtype_of(dtype, auto=False)
 
 
 def _share(rank: int | None, world_size: int | None) -> tuple[int, int]:

@@ -7,6 +7,8 @@ be a row of the model's `support()` that this load serves. Three kinds:
 * **stream** values, ``[batch, seq, width]`` along the text sequence (a block's
   ``input``/``output``/``layer_output``, ``self_attn.attention_output``,
   ``mlp.mlp_output``, ``token_embeddings``, ``logits``): a row per position ``at`` picks;
+  on an encoder-decoder (Florence-2) the prompt's blocks are the encoder's
+  (``encoder.layers[i]``, ``encoder.input_embeddings``), and the decoder's are refused;
 * **features**, ``vision.image_features``: a row per image token (``at="image"`` only);
 * **tower** values (``vision.patch_embeddings``, ``vision.tower_output``, a tower block's
   stream values): a row per position of the tower's own sequence for the image (its
@@ -75,7 +77,12 @@ def _site(model: Any, given: str, walk: dict) -> Site:
     envoy = model
     for part in path:
         match = PART.match(part)
-        child = getattr(envoy, match.group(1), None) if match else None
+        try:
+            child = getattr(envoy, match.group(1)) if match else None
+        except AttributeError as error:  # a standard child the family refuses says why (FastVLM's vision.layers)
+            if match.group(1) in getattr(envoy, "standard_children", ()):
+                raise ValueError(f"{given!r} cannot be collected: {error}") from None
+            child = None
         if child is not None and match.group(2) is not None:
             try:
                 child = child[int(match.group(2))]
@@ -96,8 +103,13 @@ def _site(model: Any, given: str, walk: dict) -> Site:
         kind = "features"
     elif tower and (value in TOWER or (path[1:2] and path[1].startswith("layers[") and value in STREAM)):
         kind = "tower"
-    elif not tower and (name in ROOT or (path[:1] and path[0].startswith("layers[") and value in STREAM)):
+    elif not tower and (name in ROOT or name == "encoder.input_embeddings" or (_blocks(path) and value in STREAM)):
         kind = "stream"
+        if model.__dict__.get("encoder") is not None and not name.startswith("encoder.") and name != "token_embeddings":
+            raise ValueError(
+                f"{given!r} is the decoder's: on this encoder-decoder, layers and logits run over the output so far, "
+                f"not the prompt, so they have no row at the prompt's tokens; collect the encoder's "
+                f"(encoder.layers[i].layer_output, encoder.input_embeddings) or token_embeddings")
     else:
         raise ValueError(
             f"{given!r} is not one vector per token: collect stores rows of the residual stream and what adds to it "
@@ -109,6 +121,12 @@ def _site(model: Any, given: str, walk: dict) -> Site:
                          f"patches, or frames padded to a batch's largest), so not every row is the image: collect "
                          f"vision.image_features or a text value")
     return Site(name, kind, envoy, value, walk[(id(envoy), value)])
+
+
+def _blocks(path: list) -> bool:
+    """Whether ``path`` names a text block: ``layers[i]``, or an encoder's ``encoder.layers[i]``."""
+    return bool(path[:1] and path[0].startswith("layers[")) or bool(
+        path[:2] and path[0] == "encoder" and path[1].startswith("layers["))
 
 
 def _check_at(model: Any, site: Site, at: str) -> None:
@@ -126,19 +144,24 @@ def _unknown(model: Any, given: str) -> str:
     rows = [row for row, reason in model.support().items() if reason is None]
     close = difflib.get_close_matches(re.sub(r"\[-?\d+\]|\.\d+(?=\.)", "", str(given)), rows, n=3)
     hint = f"; did you mean {' or '.join(close)}?" if close else ""
-    return (f"{given!r} is not a value of this model: name one as in a trace (layers[0].layer_output, "
-            f"vision.image_features, vision.layers[0].layer_output); model.support() lists the rows it serves "
-            f"({', '.join(rows[:12])}{', ...' if len(rows) > 12 else ''}){hint}")
+    vision = model.__dict__.get("vision")
+    examples = ["layers[0].layer_output", *(["vision.image_features"] if "vision.image_features" in rows else []),
+                *(["vision.layers[0].layer_output"] if vision is not None and "layers" in vision.__dict__ else [])]
+    return (f"{given!r} is not a value of this model: name one as in a trace ({', '.join(examples)}); "
+            f"model.support() lists the rows it serves ({', '.join(rows[:12])}{', ...' if len(rows) > 12 else ''})"
+            f"{hint}")
 
 
 def read(model: Any, sites: Sequence[Site], at: str, dtype: Any) -> list:
     """Inside a trace: the attention mask, the image-token mask and each site's rows: a
     stream value at the positions ``at`` picks (``[rows, width]``, rows in batch-row then
-    position order), the features whole, a tower value whole (split per image after).
-    Save the list (``nnsight.save``): a remote trace sends back saved names only."""
+    position order), the features whole, a tower value whole (split per image after);
+    with ``dtype``, each value in it, then each value's largest finite magnitude (what
+    the store's dtype must hold). Save the list (``nnsight.save``): a remote trace sends
+    back saved names only."""
     mask = model.attention_mask
     image = model.vision.image_token_mask
-    found = [mask, image]
+    found, peaks = [mask, image], []
     where = picked(mask.bool(), image, at)
     for site in sites:
         value = getattr(site.envoy, site.value)
@@ -146,8 +169,13 @@ def read(model: Any, sites: Sequence[Site], at: str, dtype: Any) -> list:
             value = value[where]
         elif value.dim() == 2 and site.kind == "tower":
             value = value[None]  # a packed tower's native [patches, hidden]
-        found.append(value.detach() if dtype is None else value.detach().to(dtype))
-    return found
+        value = value.detach()
+        if dtype is not None:
+            magnitude = value.abs().float()
+            peaks.append(magnitude.where(magnitude.isfinite(), 0).amax() if value.numel() else magnitude.sum())
+            value = value.to(dtype)
+        found.append(value)
+    return found + peaks
 
 
 def picked(real: Any, image: Any, at: str) -> Any:

@@ -58,19 +58,28 @@ def items(images: Any, *, image_column: str = "image", key_column: str | None = 
     return found
 
 
-def unreadable(item: Item) -> str | None:
-    """Why ``item``'s file cannot be read as an image (its header), or ``None``; images in
-    memory and dataset rows are decoded when their batch runs."""
+def unreadable(item: Item, refusal: Callable[[int, int], "str | None"] | None = None) -> str | None:
+    """Why ``item``'s file cannot be read as an image (its header), or cannot run on the
+    model (``refusal`` of its size, as the EXIF orientation turns it: `Vision.image_refusal`),
+    or ``None``; images in memory and dataset rows are decoded when their batch runs."""
     if item.file is None:
         return None
     from PIL import Image
 
     try:
         with Image.open(item.file) as image:
-            image.size  # noqa: B018 - the header is read by open
+            width, height = image.size  # the header is read by open
+            if image.getexif().get(0x0112) in (5, 6, 7, 8):  # turned a quarter: as load() will have it
+                width, height = height, width
     except Exception as error:  # PIL raises OSError, SyntaxError, ValueError, DecompressionBombError
         return f"{type(error).__name__}: {error}"
-    return None
+    return too_small(refusal, width, height)
+
+
+def too_small(refusal: Callable[[int, int], "str | None"] | None, width: int, height: int) -> str | None:
+    """Why an image of this size cannot run on the model, in a store's words, or ``None``."""
+    why = refusal(width, height) if refusal is not None else None
+    return f"{width} x {height} pixels, too small or too thin for this model: {why}" if why else None
 
 
 def load(item: Item) -> Any:

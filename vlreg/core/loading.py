@@ -67,6 +67,31 @@ def config_of(checkpoint: Any, kwargs: dict) -> Any:
     return AutoConfig.from_pretrained(checkpoint, **options)
 
 
+#: Files a tokenizer loads from (any one of them), and an image processor's configs.
+TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "tokenizer.model", "vocab.json", "vocab.txt",
+                   "spiece.model", "tekken.json")
+PROCESSOR_FILES = ("processor_config.json", "preprocessor_config.json")
+
+
+def check_preprocessors(checkpoint: Any, task: str, kwargs: dict) -> None:
+    """A local folder holds what the task loads besides the weights: a tokenizer, and for
+    images an image processor's config. Raises `FileNotFoundError` naming the files
+    transformers looks for (its own error names one file, or under text generation asks
+    for sentencepiece), unless the load is given them (``processor=``, ``tokenizer=``)."""
+    folder = local_folder(checkpoint)
+    if folder is None or kwargs.get("processor") is not None or kwargs.get("tokenizer") is not None:
+        return
+    needed = [("a tokenizer", TOKENIZER_FILES)] + ([("an image processor", PROCESSOR_FILES)] if task == IMAGE_TEXT else [])
+    missing = [(what, files) for what, files in needed if not any((folder / name).is_file() for name in files)]
+    if missing:
+        lacks = "; ".join(f"{what} ({' or '.join(files)})" for what, files in missing)
+        raise FileNotFoundError(
+            f"{folder} holds a config but not what task={task!r} loads beside the weights: it lacks {lacks}. Save the "
+            f"processor into the folder (AutoProcessor.from_pretrained(<the checkpoint it came from>)"
+            f".save_pretrained(folder)), or copy its files from the checkpoint's source"
+        )
+
+
 def local_folder(checkpoint: Any) -> Path | None:
     """The folder ``checkpoint`` names, or ``None`` for a hub id.
 
@@ -225,7 +250,7 @@ def check_folder(folder: Path, trust_remote_code: bool = False) -> None:
         raise NoFamily(
             f"{config_file} names model_type {model_type!r}, which transformers {__version__} does "
             f"not know, so no vlreg plugin can serve it: check the config, or use a transformers "
-            f"that has the model (vlreg is pinned to {__version__})"
+            f"that has the model (vlreg supports the releases its requirement allows)"
         )
     for weights in sorted(folder.glob("*.safetensors")):
         problem = _safetensors_problem(weights)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import threading
-from typing import Any, Iterator
+from typing import Any
 
 import torch
 from nnsight import TransformersModel
@@ -18,7 +18,8 @@ from .envoys.blocks import Blocks
 from .envoys.cross import CrossAttentionLayer
 from .envoys.seq2seq import ends_normed
 from .envoys.sizes import TextSizes
-from .envoys.standard import Standard, tree
+from .envoys.standard import Standard
+from .envoys.tree import Place, entered, joined
 from .envoys.vision import Vision
 from .host import plugins
 from .host.family import Family, resolve
@@ -27,11 +28,13 @@ from .images.inputs import check_invokes, for_processor, in_weights_dtype
 from .images.invokes import combine
 from .images.options import encode_invoke, processing, refuse_unknown, route, same_options, split
 from .images.processing import MEDIA, configured
+from .devices import dtype_of, execution_device, placement
 from .loading import (
     IMAGE_TEXT,
     TEXT,
     built_for_real,
     check_needs_images,
+    check_preprocessors,
     check_task,
     check_weights,
     config_of,
@@ -107,6 +110,7 @@ class StandardizedTransformer(TextSizes, TransformersModel):
         config = config_of(checkpoint, kwargs)
         self.family: Family = resolve(config)
         check_needs_images(self.family, task)
+        check_preprocessors(checkpoint, task, kwargs)
         self._weights_source = weights_to_check(checkpoint, kwargs)
         if dispatch:
             self._check_weights()
@@ -117,8 +121,9 @@ class StandardizedTransformer(TextSizes, TransformersModel):
             if "device_map" in kwargs:
                 raise ValueError("pass either device= or device_map=, not both")
             kwargs["device_map"] = device
+        placement(kwargs)
         if dtype is not None:
-            kwargs["dtype"] = dtype
+            kwargs["dtype"] = dtype_of(dtype)
         if attn_implementation is not None:
             kwargs["attn_implementation"] = attn_implementation
         for name, option in self.family.load_options.get(task, {}).items():
@@ -137,6 +142,13 @@ class StandardizedTransformer(TextSizes, TransformersModel):
                 **kwargs,
             )
         self._standardize()
+
+    @property
+    def device(self) -> torch.device | None:
+        """Where the model computes, which nnsight moves a trace's inputs to: the device of
+        its first parameter, or where that parameter is offloaded (on the meta device),
+        accelerate's execution device."""
+        return execution_device(self._module) or super().device
 
     # -- sizes ----------------------------------------------------------------
 
@@ -244,26 +256,6 @@ class StandardizedTransformer(TextSizes, TransformersModel):
         """`Vision.cache`, which asks the model (a cache runs a trace of it)."""
         return cache(self, prompt, images, **options)
 
-    def no_images_in_this_run(self, group: Any = None) -> str | None:
-        """Inside a trace whose input carries no image (or ``group``'s rows hold none),
-        why the tower's values and the features are absent; else ``None``. Decided from
-        the input, before the model runs."""
-        if self.run.images_in(group) is False:
-            where = "this invoke's prompts carry" if group is not None else "this trace's input carries"
-            if self.run.inputs.get("pixel_values_videos") is not None:
-                if "videos" in self.family.refuses:
-                    return f"{where} no images, only videos: {self.family.refuses['videos']}"
-                return (
-                    f"{where} no images, only videos: the tower's and the features' values are served "
-                    f"for images (a video's frames run through the tower in calls of their own, which "
-                    f"vlreg does not serve yet); pass the frames as images=[...] to read them"
-                )
-            return (
-                f"{where} no images, so the tower does not run for them and no features are "
-                f"scattered; pass images=[...] with a prompt that has the image placeholder"
-            )
-        return None
-
     # -- remote ---------------------------------------------------------------
 
     def __getstate__(self) -> dict:
@@ -307,28 +299,27 @@ class StandardizedTransformer(TextSizes, TransformersModel):
         if self.family.entry is not None:
             self.family.entry.mount(self)
             self.order = _root_order(self.family.entry)
-        tower = None
-        for visit in _entered(self):
-            envoy = visit.envoy
-            envoy._row, envoy._label, envoy.block_index = visit.row, visit.label, visit.block
-            for attribute in envoy.standard_children:
-                if isinstance(blocks := envoy.__dict__.get(attribute), Blocks):
-                    blocks._label = f"{visit.label}.{attribute}" if visit.label else attribute
-            if isinstance(envoy, Vision):
-                tower = envoy
-            if visit.row.startswith("vision."):
-                envoy._tower = tower
+        self._place()
+        self._instrument()
+
+    def _place(self) -> None:
+        """Give every standard envoy its `Place`, from the one walk over the standard tree:
+        its row, label and block, and the tower, the module run once a generation and the
+        block run only on images it is part of."""
+        entry = self.family.entry
+        for visit in entered(self):
+            tower = next((envoy for envoy in (*visit.within, visit.envoy) if isinstance(envoy, Vision)), None)
+            once = next((envoy for envoy in (*visit.within, visit.envoy) if envoy.runs_once), None)
+            block = next((envoy for envoy in (*visit.within, visit.envoy) if isinstance(envoy, CrossAttentionLayer)),
+                         None)
+            visit.envoy.place = Place(visit.row, visit.label, visit.block, visit.stack, tower, once, block, entry)
+            for attribute in visit.envoy.standard_children:
+                if isinstance(blocks := visit.envoy.__dict__.get(attribute), Blocks):
+                    blocks._label = joined(visit.label, attribute)
         for mount in ("projector", "embed_tokens"):
             envoy = self.__dict__.get(mount)
             if isinstance(envoy, Standard):  # a module called per call (`PerCall`): a projector per crop, an embedding of codes
-                envoy._row, envoy._label = f"{mount}.", mount
-        for stack in [visit.envoy for visit in _entered(self) if visit.envoy.runs_once]:
-            for visit in _entered(stack):
-                visit.envoy._once = stack
-        for block in self.cross_attention_layers:
-            for visit in _entered(self.layers[block]):
-                visit.envoy._image_block = self.layers[block]
-        self._instrument()
+                envoy.place = Place(f"{mount}.", mount, entry=entry)
 
     def _instrument(self) -> None:
         """Source-instrument every forward a value is read inside of.
@@ -337,19 +328,14 @@ class StandardizedTransformer(TextSizes, TransformersModel):
         inside a forward that is already running when it is first asked for (the
         scatter, in the forward the tower runs in) would otherwise never be served.
         """
-        for envoy in (visit.envoy for visit in _entered(self)):
+        for envoy in (visit.envoy for visit in entered(self)):
             if envoy.sourced:
                 install_source(envoy)
             for name in type(envoy).values():
-                inside = getattr(type(envoy), name).inside
+                inside = getattr(type(envoy), name).at.inside
                 host = inside(envoy) if inside is not None and envoy.why_unavailable(name) is None else None
                 if host is not None:
                     install_source(host)
-
-
-def _entered(envoy: Standard) -> Iterator[Any]:
-    """The walk's visits that enter an envoy (`tree`): every standard envoy under ``envoy``."""
-    return (visit for visit in tree(envoy) if visit.name is None)
 
 
 class _Serialized:

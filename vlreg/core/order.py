@@ -36,11 +36,11 @@ def in_words(model: Any) -> str:
 def _stage(model: Any, envoy: Any, name: str) -> str | None:
     """The stage a value is told within (``None``: told by its own name, as the mask, the
     features and what the entry tells between the projector and them are)."""
-    if envoy._tower is not None and name not in ("image_token_mask", "image_features", *model.family.entry.told):
+    if envoy.place.tower is not None and name not in ("image_token_mask", "image_features", *model.family.entry.told):
         return "vision"
     if envoy.block_index is not None:
-        return envoy._label.partition("[")[0]  # "layers", "encoder.layers"
-    if envoy is not model and envoy._label == "encoder":
+        return envoy.place.label.partition("[")[0]  # "layers", "encoder.layers"
+    if envoy is not model and envoy.place.label == "encoder":
         return "encoder"
     return None
 
@@ -50,7 +50,7 @@ def _named(model: Any, envoy: Any, name: str, label: str) -> str:
         return f"{label} (off the inputs)"
     if name == "image_features":
         return f"{label} ({model.family.entry.words})"
-    if envoy._tower is not None and name in model.family.entry.told:
+    if envoy.place.tower is not None and name in model.family.entry.told:
         return f"{label} ({model.family.entry.told[name]})"
     return label
 
@@ -83,7 +83,7 @@ def _compact(values: list) -> list[str]:
         if envoy.block_index is None:
             told.append(envoy.label(name))
             continue
-        stack = envoy._label.partition("[")[0]
+        stack = envoy.place.label.partition("[")[0]
         if stack not in stacks:
             stacks[stack] = []
             told.append(stack)
@@ -95,7 +95,7 @@ def _compact(values: list) -> list[str]:
 def _within(envoy: Any, name: str) -> str:
     """How a block's value is told inside "each as ...": the block's own values by name, a
     sublayer's as its values (``self_attn's values``) or its one output (``mlp.mlp_output``)."""
-    label = envoy._label
+    label = envoy.place.label
     inner = label[label.index("]") + 1:].lstrip(".") if "]" in label else ""
     if not inner:
         return name

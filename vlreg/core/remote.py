@@ -37,7 +37,7 @@ def travelling(state: dict) -> dict:
 def arrived(model: Any) -> None:
     """Make what `travelling` left behind, on the side the model arrived on: a lock of its
     own, no last batch, and the family the installed plugins give its module's config,
-    whose maps every envoy of the tree takes."""
+    whose maps every envoy of the tree takes and whose entry every envoy's place names."""
     from .errors import NoFamily
     from .host.family import resolve
     from .serving.batching import Run
@@ -56,6 +56,7 @@ def arrived(model: Any) -> None:
     for envoy in model.modules():
         envoy._rename = model.family.rename
         envoy._envoys = model.family.envoys
+    model._place()
 
 
 def model_key(model: Any, key: Any) -> str:

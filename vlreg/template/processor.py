@@ -73,13 +73,12 @@ def _parts(config: Any) -> tuple:
 def _builders(model_type: str) -> Iterator[tuple[str, Any]]:
     """Builders of installed plugins that claim the wrapper ``model_type``, loaded or
     not: one named after the family first."""
-    from ..core.host.plugins import _as_claim
+    from ..core.host import plugins
 
     for described, plugin in _plugins():
-        claims = {(claim.kind, claim.model_type) for claim in map(_as_claim, _call(plugin, "vlreg_claims") or [])}
-        if ("wrapper", model_type) not in claims:
+        if ("wrapper", model_type) not in {(claim.kind, claim.model_type) for claim in plugins.claims_of(plugin)}:
             continue
-        builders = _call(plugin, "vlreg_checkpoints") or {}
+        builders = plugins.ask(plugin, "vlreg_checkpoints") or {}
         for name in sorted(builders, key=lambda name: name != model_type):
             yield f"the tiny checkpoint {name!r} of {described}", builders[name]
 
@@ -96,11 +95,6 @@ def _plugins() -> list[tuple[str, Any]]:
         dist = f"{entry_point.dist.name} {entry_point.dist.version}" if entry_point.dist else "registered by hand"
         found.setdefault(id(module), (f"plugin {entry_point.name!r} ({dist})", module))
     return list(found.values())
-
-
-def _call(plugin: Any, hook: str) -> Any:
-    function = getattr(plugin, hook, None)
-    return function() if callable(function) else None
 
 
 def takes_turns(folder: str | Path) -> bool:

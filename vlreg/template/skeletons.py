@@ -32,10 +32,6 @@ dependencies = ["vlreg"]
 [project.entry-points.vlreg]
 {entry} = "{package}:plugin"
 
-# What the plugin claims, read by the host while it is not loaded: keep equal to the parts
-# the plugin declares (plugin.vlreg_claims()).
-[project.entry-points."vlreg.claims"]
-{claims}
 [tool.setuptools.packages.find]
 include = ["{package}*"]
 """
@@ -46,7 +42,7 @@ READ_ONLY = '''
 #: silently wrong answer, so it is declared read-only until checked: delete the row if
 #: the conformance suite shows that writing vision.tower_output moves the logits.
 READ_ONLY = {
-    "vision.tower_output": lambda vision: (
+    "vision.tower_output": read_only(
         "this plugin has not checked that the projector reads the tower's output; "
         "edit vision.image_features, what the text model receives"
     ),
@@ -54,13 +50,10 @@ READ_ONLY = {
 '''
 
 FEATURE_LAYER = '''
-
-def read_only(part):
-    """The projector reads a block's stream out of the tower's hidden states
-    (config.vision_feature_layer), so the tower's output and every block after the last
-    one read reach nothing: declared read-only, each naming the value to edit instead."""
-    config = part.config
-    return hidden_states_read_only(config.vision_feature_layer, config.vision_config.{depth})
+#: The projector reads a block's stream out of the tower's hidden states
+#: (config.vision_feature_layer), so the tower's output and every block after the last
+#: one read reach nothing: declared read-only, each naming the value to edit instead.
+READ_ONLY = hidden_states_read_only(depth="{depth}")
 '''
 
 CLASS_TOKEN_VISION = '''
@@ -77,9 +70,9 @@ class GatedAttention(Attention):
     o_proj receives them, after the gate, so o_proj(attention_head_outputs) ==
     attention_output holds as on any block."""
 
+    refuses = {"attention_head_outputs": eager_only}
     attention_head_outputs = value(
         lambda attention: f"{attention.o_proj.path}.input",
-        unavailable=eager_only,
         description="each head's output as o_proj receives it, after the gate",
     )(lambda attention, raw: raw[0][0].unflatten(-1, (-1, attention.head_dim))).writes(
         lambda attention, raw, new: ((new.flatten(-2), *raw[0][1:]), raw[1])

@@ -219,7 +219,7 @@ def _text_only(config: Any, wrapper: type, notes: list[str]) -> tuple[str, dict[
     try:
         text = find_submodel(model, config.get_text_config().model_type)
     except ValueError:
-        _note(notes, f"a text-generation load builds {type(model).__name__}: name its mounts in WRAPPER_RENAME")
+        _note(notes, f"a text-generation load builds {type(model).__name__}: name its mounts in the Wrapper's rename=")
         return None
     module = model.get_submodule(text)
     layers = find_blocks(module)

@@ -106,8 +106,8 @@ def projector(model: torch.nn.Module, host: str, text: str, vision: str, tower_l
     if beside:
         return beside[0]
     if tower_layers is None:
-        _note(notes, "no projector found beside the tower: name the last module before the scatter 'projector' in "
-                     "WRAPPER_RENAME")
+        _note(notes, "no projector found beside the tower: name the last module before the scatter the Wrapper's "
+                     "projector=")
         return None
     tower = model.get_submodule(vision)
     children = list(tower.named_children())
@@ -120,5 +120,5 @@ def projector(model: torch.nn.Module, host: str, text: str, vision: str, tower_l
                      f"that it is the last module before the scatter")
         return f"{vision}.{found[0]}"
     _note(notes, "no projector found beside the tower or after its blocks: name the last module before the scatter "
-                 "'projector' in WRAPPER_RENAME")
+                 "the Wrapper's projector=")
     return None

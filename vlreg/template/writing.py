@@ -17,10 +17,17 @@ import textwrap
 from pathlib import Path
 from typing import Any
 
+from ..plugin import SCATTER as STANDARD_SCATTER
+from ..plugin import Wrapper
 from ..testing.shrink import has_processor
 from .skeletons import (ADAPTER_GRIDS, BASE_PROMPTS, BUILD, BUILDERS, CHECKPOINTS, FEATURE_LAYER, IMAGE_GRIDS_TODO, OWN,
                         PARTS, PYPROJECT, READ_ONLY, TEST_TODO)
 from .survey import Survey, survey
+
+#: transformers' composite layout, which a `Wrapper` takes unless told otherwise: its mounts
+#: and the image's entry, as the survey reports them.
+LAYOUT = {key: getattr(Wrapper.__attrs_attrs__, key).default for key in ("text", "vision", "projector")}
+SCATTER = (STANDARD_SCATTER.host, STANDARD_SCATTER.operation, STANDARD_SCATTER.argument)
 
 #: What each tower adapter is, for the generated module, and the rows its tests expect
 #: to be unavailable (a fragment of each reason).
@@ -78,9 +85,8 @@ def write(name: str, folder: Path, package: str, found: Survey, source: Path, bo
     (folder / package).mkdir(parents=True)
     (folder / "tests").mkdir()
     data = f'\n[tool.setuptools.package-data]\n{package} = ["processor/*"]\n' if borrowed is not None else ""
-    claims = "".join(f'"{kind}:{found.parts[kind]}" = "{package}:plugin"\n' for kind in claimed)
     (folder / "pyproject.toml").write_text(
-        PYPROJECT.format(name=name.replace("_", "-"), entry=name, package=package, claims=claims) + data
+        PYPROJECT.format(name=name.replace("_", "-"), entry=name, package=package) + data
     )
     (folder / package / "__init__.py").write_text(module(name, found, claimed, elsewhere, source))
     if "text" in claimed:
@@ -102,14 +108,14 @@ def module(name: str, found: Survey, claimed: list[str], elsewhere: dict[str, st
     # the adapter is the tower's: vision.py holds it where the skeleton claims the tower
     adapter = f"vision.{alias}" if alias and "vision" in claimed else alias
     imports = {"Plugin"} | {declaration for kind, declaration in PARTS.items() if kind in claimed}
-    if "wrapper" in claimed and found.scatter:
-        imports.add("Scatter")
-    elif "wrapper" in claimed and found.cross:
-        imports.add("CrossAttention")
+    if "wrapper" in claimed and found.vision is not None:
+        entry = _wrapper_fields(found).get("entry", "")
+        imports |= {name for name in ("Scatter", "CrossAttention") if entry.startswith(name)}
+        if not alias:
+            imports.add(("FEATURE_LAYER_READ_ONLY" if found.feature_layer == "num_hidden_layers"
+                         else "hidden_states_read_only") if found.feature_layer else "read_only")
     if alias and adapter == alias:
         imports.add("adapter")
-    if "wrapper" in claimed and found.feature_layer and not alias and found.vision is not None:
-        imports.add("hidden_states_read_only")
     host = found.scatter[0] if found.scatter else found.text.rpartition(".")[0]
     surveyed = textwrap.fill(
         f"Written by `vlreg new-plugin` from a survey of {found.architecture}'s module tree, built on the meta "
@@ -131,64 +137,85 @@ def module(name: str, found: Survey, claimed: list[str], elsewhere: dict[str, st
     return "\n\n".join(parts)
 
 
-def _wrapper(found: Survey, adapter: str | None) -> str:
-    rename = {f"{found.text}.{found.layers}": "layers", f"{found.text}.{found.embed_tokens}": "embed_tokens"}
-    if found.norm:
-        rename[f"{found.text}.{found.norm}"] = "norm"
-    rename[found.lm_head] = "lm_head"
-    if found.vision:
-        rename[found.vision] = "vision"
-    if found.projector:
-        rename[found.projector] = "projector"
-    text = _notes(found.notes["wrapper"]) + f"#: From the model root: the standard mounts.\nWRAPPER_RENAME = {_dict(rename)}\n\n"
+def _wrapper_fields(found: Survey) -> dict[str, str]:
+    """The `Wrapper` fields that differ from transformers' composite layout (`LAYOUT`), as code."""
+    fields = {key: _code(getattr(found, key)) for key, path in LAYOUT.items() if getattr(found, key) != path}
+    rename = {f"{found.text}.{child}": name for name in ("layers", "embed_tokens", "norm")
+              if (child := getattr(found, name)) and child != name}
+    if found.lm_head != "lm_head":
+        rename[found.lm_head] = "lm_head"
     if found.text_only:
-        loaded, mounts = found.text_only
-        text += (_comment(textwrap.fill(f"A text-generation load builds transformers' text-only {loaded}: its "
-                                        f"mounts, beside the wrapper's (a key binds only where it resolves).", 86), "#: ")
-                 + f"TEXT_ONLY_RENAME = {_dict(mounts)}\n\n")
-    if found.cross is not None:
-        text += "#: The image reaches the text model (host) as an argument its cross-attention blocks read.\n"
-    else:
-        text += ("#: Where the wrapper writes the image features into the embeddings: nnsight's name for the\n"
-                 "#: call in the forward of `host`, and the features' argument (a position, or a keyword's name).\n")
+        mounts = {path: name for path, name in found.text_only[1].items() if name != "lm_head" or path != "lm_head"}
+        prefixes = {path.rpartition(".")[0] for path in mounts}
+        if len(prefixes) == 1 and all(path.rpartition(".")[2] == name for path, name in mounts.items()):
+            fields["text_only"] = _code(prefixes.pop())
+        else:  # a text-only class laid out otherwise: every text mount named
+            fields["text"] = "None"
+            rename = {f"{found.text}.{getattr(found, name)}": name for name in ("layers", "embed_tokens", "norm")
+                      if getattr(found, name)} | rename | mounts
+    if rename:
+        fields["rename"] = _dict(rename, 4)
     if found.cross is not None:
         host, argument = found.cross
-        text += f'SCATTER = CrossAttention(host="{host}", argument={argument!r})\n'
+        fields["entry"] = f'CrossAttention(host="{host}", argument={argument!r})'
     elif found.scatter is None:
-        text += "SCATTER = None  # TODO: no image reaches the text model until this is set\n"
-    else:
+        fields["entry"] = "None  # TODO: no image reaches the text model until this is set"
+    elif found.scatter != SCATTER:
         host, operation, argument = found.scatter
-        text += f'SCATTER = Scatter(host="{host}", operation="{operation}", argument={argument!r})\n'
+        fields["entry"] = f'Scatter(host="{host}", operation="{operation}", argument={argument!r})'
+    return fields
+
+
+def _wrapper(found: Survey, adapter: str | None) -> str:
+    """What the survey found of the wrapper, said in a comment, and what its `Wrapper` needs
+    beyond the fields (the read-only rows, the image grids)."""
+    children = ", ".join(name for name in (found.layers, found.embed_tokens, found.norm) if name)
+    where = f"the text model at {found.text} ({children}), the tower at {found.vision}, the projector at {found.projector}"
+    if found.cross is not None:
+        where += f", the image reaching the text model as its argument {found.cross[1]!r}"
+    elif found.scatter is not None:
+        where += (f", the image written in at model.{found.scatter[0] + '.' if found.scatter[0] else ''}"
+                  f"source.{found.scatter[1]} (the features its argument {found.scatter[2]!r})")
+    if found.text_only:
+        where += f"; a text-generation load builds transformers' text-only {found.text_only[0]}"
+    said = textwrap.fill(f"The survey found {where}. The Wrapper states what differs from transformers' composite "
+                         f"layout (vlreg.plugin.Wrapper's defaults).", width=88)
+    text = _notes(found.notes["wrapper"]) + _comment(said, "# ")
     if found.vision is None:
         return text
     if adapter:
         return (text + f"\n#: Values a write to would not reach the text model, refused with a reason.\n"
-                f"READ_ONLY = {adapter}.read_only\n" + ADAPTER_GRIDS.format(adapter=adapter))
-    if found.feature_layer:
+                f"READ_ONLY = {adapter}.refuses\n" + ADAPTER_GRIDS.format(adapter=adapter))
+    if found.feature_layer and found.feature_layer != "num_hidden_layers":
         return text + FEATURE_LAYER.format(depth=found.feature_layer)
-    return text + READ_ONLY
+    return text if found.feature_layer else text + READ_ONLY
 
 
 def _declaration(name: str, found: Survey, claimed: list[str], adapter: str | None) -> str:
     """The builders and the `Plugin` declaration: one part per claimed kind."""
     declared = []
     if "wrapper" in claimed:
-        rename = "{**WRAPPER_RENAME, **TEXT_ONLY_RENAME}" if found.text_only else "WRAPPER_RENAME"
-        fields = [f'"{found.parts["wrapper"]}"', f"rename={rename}"]
+        fields = {**_wrapper_fields(found)}
         if found.vision is not None:
-            read_only = "read_only" if found.feature_layer and not adapter else "READ_ONLY"
-            fields += ["entry=SCATTER", f"read_only={read_only}"]
+            fields["refuses"] = ("FEATURE_LAYER_READ_ONLY" if found.feature_layer == "num_hidden_layers" and not adapter
+                                 else "READ_ONLY")
             if adapter:
-                fields.append("image_grids=image_grids")
-        declared.append(f"Wrapper({', '.join(fields)})")
+                fields["image_grids"] = "image_grids"
+        else:  # the image part is discrete codes: its entry waits for the declaration that serves them
+            fields["entry"] = "None"
+        line = f'Wrapper({", ".join([_code(found.parts["wrapper"]), *(f"{k}={v}" for k, v in fields.items())])})'
+        listed = "".join(f"        {key}={value},\n" for key, value in fields.items())
+        declared.append(line if len(line) <= 96 and "\n" not in line and "#" not in line
+                        else f'Wrapper(\n        "{found.parts["wrapper"]}",\n{listed}    )')
     if "text" in claimed:
         declared.append(f'Text("{found.parts["text"]}", rename=text.TEXT_RENAME, envoys=text.envoys)')
     if "vision" in claimed:
         declared.append(f'Tower("{found.parts["vision"]}", rename=vision.TOWER_RENAME, envoys=vision.envoys)')
     text = ""
     if "wrapper" in claimed and found.vision is None:
-        text += ("# The config has no vision part, so the host asks no entry: SCATTER waits for the declaration\n"
-                 "# that serves the image part (see the TODO above it), and the Wrapper declares none.\n\n\n")
+        text += ("# The config has no vision part, so the host asks no entry: the image's entry (an ImageCodes at\n"
+                 "# the call found above) waits for the declaration that serves the image part (see the TODO\n"
+                 "# above), and the Wrapper declares none.\n\n\n")
     elif "wrapper" in claimed and not adapter:
         text += IMAGE_GRIDS_TODO + "\n\n\n"
     text += BUILDERS.format(name=name)
@@ -278,6 +305,11 @@ def test(name: str, found: Survey, turns: bool = True) -> str:
 def _import(module: str, names: list[str]) -> str:
     line = f"from {module} import {', '.join(names)}\n"
     return line if len(line) <= 100 else f"from {module} import (\n" + "".join(f"    {n},\n" for n in names) + ")\n"
+
+
+def _code(value: str | None) -> str:
+    """A path as the generated code writes it."""
+    return "None" if value is None else f'"{value}"'
 
 
 def _aliases(modules: set[str]) -> dict[str, str]:

@@ -5,22 +5,13 @@ import pytest
 import torch
 from PIL import Image
 
-from vlreg import ReadOnly, StandardizedTransformer
-from vlreg.testing import build
+from vlreg import ReadOnly
+from vlreg.testing import chat
 from vlreg.testing.conformance import image
 from vlreg_llava import plugin as llava
 from vlreg_vipllava import plugin
 
-
-@pytest.fixture(scope="module")
-def model():
-    return StandardizedTransformer(str(build("vipllava")), task="image-text-to-text", dispatch=True, device="cpu",
-                                   attn_implementation="eager")
-
-
-def prompt(model, words="What is this?"):
-    messages = [{"role": "user", "content": [{"type": "image"}, {"type": "text", "text": words}]}]
-    return model.processor.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
+CHECKPOINT = "vipllava"
 
 
 def test_only_the_wrapper_is_this_plugins(model):
@@ -28,11 +19,11 @@ def test_only_the_wrapper_is_this_plugins(model):
 
 
 def test_the_chat_template_writes_vipllavas_turns(model):
-    assert prompt(model).endswith("questions.###Human: <image>\nWhat is this?###Assistant:")
+    assert chat(model).endswith("questions.###Human: <image>\nWhat is in this image?###Assistant:")
 
 
 def test_the_projector_reads_two_blocks_without_their_class_tokens(model):
-    with model.trace(prompt(model), images=[image(90, 60)]):
+    with model.trace(chat(model), images=[image(90, 60)]):
         first = model.vision.layers[0].layer_output.save()
         second = model.vision.layers[1].layer_output.save()
         fed = model.projector.input.save()
@@ -42,7 +33,7 @@ def test_the_projector_reads_two_blocks_without_their_class_tokens(model):
 def test_what_the_projector_does_not_read_refuses_writes(model):
     assert "edit vision.layers[1].layer_output" in model.read_only()["vision.tower_output"]
     with pytest.raises(ReadOnly, match="nothing a later block computes reaches the text model"):
-        with model.trace(prompt(model), images=[image(90, 60)]):
+        with model.trace(chat(model), images=[image(90, 60)]):
             model.vision.layers[2].layer_output[:] = 0
 
 
@@ -53,10 +44,10 @@ def test_each_tokens_box_is_the_pixels_its_patch_holds(model, size):
     width, height = size
     x, y = np.meshgrid((np.arange(width) + 0.5) / width, (np.arange(height) + 0.5) / height)
     picture = Image.fromarray((np.stack([x, y, np.zeros_like(x)], -1) * 255).round().astype("uint8"))
-    (geometry,) = model.vision.geometry(prompt(model), [picture])
+    (geometry,) = model.vision.geometry(chat(model), [picture])
     (grid,) = geometry.grids
     vision = model.processor.image_processor
-    pixels = model.processor(text=prompt(model), images=[picture], return_tensors="pt")["pixel_values"][0]
+    pixels = model.processor(text=chat(model), images=[picture], return_tensors="pt")["pixel_values"][0]
     pixels = pixels * torch.tensor(vision.image_std)[:, None, None] + torch.tensor(vision.image_mean)[:, None, None]
     patch = model.vision.patch_size
     held = pixels[:2].reshape(2, grid.rows, patch, grid.columns, patch).mean((2, 4)).permute(1, 2, 0).reshape(-1, 2)

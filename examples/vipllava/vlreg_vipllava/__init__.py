@@ -6,7 +6,8 @@ the ``vlreg`` entry point names (``vipllava = "vlreg_vipllava:plugin"``).
 
 VipLlavaForConditionalGeneration has three parts, and this plugin claims one:
 
-* the ``vipllava`` wrapper: the text model at ``model.language_model``, the CLIP tower at
+* the ``vipllava`` wrapper, transformers' composite layout (the declaration states nothing
+  of it): the text model at ``model.language_model``, the CLIP tower at
   ``model.vision_tower`` and ``model.multi_modal_projector``, which takes the streams of
   several tower blocks (``vision_feature_layer``: -2, -5, -8, -11 and 6 on the real
   checkpoints), drops each one's class token, concatenates them and projects them; the
@@ -17,32 +18,13 @@ VipLlavaForConditionalGeneration has three parts, and this plugin claims one:
 
 What the projector does not read cannot be edited to any effect, so the tower's output
 and every block after the last one it reads are declared read-only
-(`hidden_states_read_only`). `geometry` lays out each image's tokens over CLIP's centre
+(`FEATURE_LAYER_READ_ONLY`). `geometry` lays out each image's tokens over CLIP's centre
 crop; `checkpoints` builds the tiny checkpoint its tests load.
 """
 
-from vlreg.plugin import Plugin, Scatter, Wrapper, hidden_states_read_only
+from vlreg.plugin import FEATURE_LAYER_READ_ONLY, Plugin, Wrapper
 
 from .geometry import image_grids
-
-#: Standard mounts, from the model root.
-WRAPPER_RENAME = {
-    "model.language_model.layers": "layers",
-    "model.language_model.embed_tokens": "embed_tokens",
-    "model.language_model.norm": "norm",
-    "model.vision_tower": "vision",
-    "model.multi_modal_projector": "projector",
-}
-
-#: The one masked_scatter in VipLlavaModel.forward; the projected features are its
-#: second argument.
-SCATTER = Scatter(host="model", operation="inputs_embeds_masked_scatter_0", argument=1)
-
-
-def read_only(part):
-    """The tower's output and the blocks after the last one the projector reads."""
-    config = part.config
-    return hidden_states_read_only(config.vision_feature_layer, config.vision_config.num_hidden_layers)
 
 
 def builders():
@@ -53,7 +35,6 @@ def builders():
 
 
 plugin = Plugin(
-    Wrapper("vipllava", rename=WRAPPER_RENAME, entry=SCATTER, read_only=read_only,
-            image_grids=lambda part: image_grids(part.config)),
+    Wrapper("vipllava", refuses=FEATURE_LAYER_READ_ONLY, image_grids=lambda part: image_grids(part.config)),
     checkpoints=builders,
 )

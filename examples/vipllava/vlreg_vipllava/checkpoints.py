@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from vlreg.testing import TINY_TEXT, TINY_VISION, save, tokenizer
+from vlreg.testing import TINY_TEXT, TINY_VISION, tiny
 
 TOKENS = ("<unk>", "<s>", "</s>", "<pad>", "<image>")
 
@@ -38,29 +38,19 @@ def build_vipllava(path: Path, **overrides: Any) -> Path:
     [-2, 1]: the last block runs for nothing, as the real checkpoints' last does), a Llama
     text model 64 wide. ``overrides``: ``text_config`` and ``vision_config`` dicts, other
     fields of the top-level config."""
-    from transformers import CLIPImageProcessor, GenerationConfig, LlavaProcessor, VipLlavaConfig
+    from transformers import CLIPImageProcessor, LlavaProcessor, VipLlavaConfig
 
-    tok = tokenizer(TOKENS, unk_token="<unk>", bos_token="<s>", eos_token="</s>", pad_token="<pad>")
-    ids = dict(zip(TOKENS, tok.convert_tokens_to_ids(list(TOKENS))))
-    processor = LlavaProcessor(
-        image_processor=CLIPImageProcessor(size={"shortest_edge": IMAGE_SIZE},
-                                           crop_size={"height": IMAGE_SIZE, "width": IMAGE_SIZE}),
-        tokenizer=tok,
-        patch_size=PATCH_SIZE,
-        vision_feature_select_strategy="default",
-        num_additional_image_tokens=1,
-        chat_template=CHAT_TEMPLATE,
+    images = CLIPImageProcessor(size={"shortest_edge": IMAGE_SIZE}, crop_size={"height": IMAGE_SIZE, "width": IMAGE_SIZE})
+    return tiny(
+        path, VipLlavaConfig,
+        lambda tok: LlavaProcessor(image_processor=images, tokenizer=tok, patch_size=PATCH_SIZE,
+                                   vision_feature_select_strategy="default", num_additional_image_tokens=1,
+                                   chat_template=CHAT_TEMPLATE),
+        tokens=TOKENS, roles={"unk_token": "<unk>", "bos_token": "<s>", "eos_token": "</s>", "pad_token": "<pad>"},
+        text={"model_type": "llama", **TINY_TEXT},
+        vision={"model_type": "clip_vision_model", **TINY_VISION, "num_hidden_layers": 3, "num_attention_heads": 4,
+                "image_size": IMAGE_SIZE, "patch_size": PATCH_SIZE},
+        ids={"image_token_index": "<image>"},
+        fields={"image_seq_length": (IMAGE_SIZE // PATCH_SIZE) ** 2, "vision_feature_layer": [-2, 1]},
+        overrides=overrides, special_at_root=True,
     )
-    special = {"bos_token_id": ids["<s>"], "eos_token_id": ids["</s>"], "pad_token_id": ids["<pad>"]}
-    config = VipLlavaConfig(
-        text_config={"model_type": "llama", "vocab_size": len(tok), **TINY_TEXT, **special,
-                     **overrides.pop("text_config", {})},
-        vision_config={"model_type": "clip_vision_model", **TINY_VISION, "num_hidden_layers": 3, "num_attention_heads": 4,
-                       "image_size": IMAGE_SIZE, "patch_size": PATCH_SIZE, **overrides.pop("vision_config", {})},
-        image_token_index=ids["<image>"],
-        image_seq_length=(IMAGE_SIZE // PATCH_SIZE) ** 2,
-        vision_feature_layer=[-2, 1],
-        **special,
-        **overrides,
-    )
-    return save(path, config, processor, GenerationConfig(**special))

@@ -6,23 +6,13 @@ from __future__ import annotations
 import pytest
 import torch
 
-from vlreg import ReadOnly, StandardizedTransformer
-from vlreg.testing import build
+from vlreg import ReadOnly
+from vlreg.testing import chat
 from vlreg.testing.conformance import image
 
+CHECKPOINT = "aria"
+
 PICTURE = image(112, 84)
-
-
-@pytest.fixture(scope="module")
-def model():
-    return StandardizedTransformer(str(build("aria")), task="image-text-to-text", dispatch=True,
-                                   attn_implementation="eager", device="cpu")
-
-
-def chat(model) -> str:
-    content = [{"type": "image"}, {"type": "text", "text": "What is in this image?"}]
-    return model.processor.apply_chat_template([{"role": "user", "content": content}], add_generation_prompt=True,
-                                               tokenize=False)
 
 
 def test_the_queries_read_the_last_blocks_stream_not_the_towers_output(model):

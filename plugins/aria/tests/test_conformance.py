@@ -4,7 +4,6 @@ The default image (112 x 84) is one 980-pixel frame of 14 x 14 patches, read by 
 queries: 8 image tokens. The text model's MLPs are experts beside shared experts.
 """
 
-from vlreg import Unavailable
 from vlreg.testing.conformance import AnalysisConformance, ExpertsConformance, VisionConformance
 
 NATIVE = {
@@ -29,4 +28,4 @@ class TestAria(ExpertsConformance, AnalysisConformance, VisionConformance):
     native = NATIVE
     down_proj_transposed = True  # each expert's down projection is [intermediate, hidden]
     processor_options = {"max_image_size": 490}  # a 490-pixel frame: 4 queries, not 8
-    analysis_refuses = {"tower_patterns": (Unavailable, "resampler")}
+    analysis_refuses = {"tower_patterns": "resampler"}

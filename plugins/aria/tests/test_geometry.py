@@ -11,27 +11,16 @@ import pytest
 import torch
 from PIL import Image
 
-from vlreg import StandardizedTransformer
-from vlreg.testing import build
+from vlreg.testing import chat
 from vlreg.testing.conformance import image
+
+CHECKPOINT = "aria"
 
 #: (width, height): squares, strips, sides either side of a frame (490) and of two.
 SIZES = ((1, 1), (7, 7), (40, 17), (112, 84), (84, 112), (300, 299), (489, 490), (490, 490), (491, 490), (600, 200),
          (200, 600), (980, 490), (990, 500), (1000, 1000), (1500, 400), (400, 1500), (2000, 300), (333, 250),
          (250, 333), (1200, 900), (77, 1300), (1300, 77))
 SETTINGS = ({}, {"split_image": True}, {"max_image_size": 490}, {"max_image_size": 490, "split_image": True})
-
-
-@pytest.fixture(scope="module")
-def model():
-    return StandardizedTransformer(str(build("aria")), task="image-text-to-text", dispatch=True,
-                                   attn_implementation="eager", device="cpu")
-
-
-def chat(model) -> str:
-    content = [{"type": "image"}, {"type": "text", "text": "What is in this image?"}]
-    return model.processor.apply_chat_template([{"role": "user", "content": content}], add_generation_prompt=True,
-                                               tokenize=False)
 
 
 @pytest.mark.parametrize("settings", SETTINGS)

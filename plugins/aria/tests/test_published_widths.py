@@ -19,49 +19,28 @@ import pytest
 import transformers
 from transformers import AutoProcessor
 
-from vlreg import StandardizedTransformer
-from vlreg.cli import main
-from vlreg.testing import build
-from vlreg.testing.conformance import image
+from vlreg.testing import build, chat, load
+from vlreg.testing.conformance import PublishedWidths, image
 
 
-def defaults(folder, **fields) -> str:
-    """A folder with Aria's default config (``fields`` over it) and the tiny checkpoint's
-    processor (nothing is processed on meta)."""
-    transformers.AriaConfig(**fields).save_pretrained(folder)
-    AutoProcessor.from_pretrained(build("aria")).save_pretrained(folder)
-    return str(folder)
+class TestAriaDefaults(PublishedWidths):
+    config = transformers.AriaConfig
+    checkpoint = "aria"
+    family = "aria"
+    parts = {"vision": ("idefics3_vision", "vlreg-idefics"), "text": ("aria_text", "vlreg-aria")}
+    published = {
+        "num_layers": 32, "hidden_size": 4096, "num_heads": 32, "num_kv_heads": 32, "head_dim": 128,
+        "layers.0.mlp.num_experts": 8, "layers.0.mlp.top_k": 2, "layers.0.mlp.intermediate_size": 4096,
+        "layers.0.mlp.experts.down_proj.shape": (8, 4096, 4096),
+        "layers.0.mlp.shared_experts.gate_proj.weight.shape": (2 * 4096, 4096),
+        "vision.num_layers": 12, "vision.vision_hidden_size": 1152, "vision.num_heads": 16, "vision.head_dim": 72,
+        "projector.query.shape": (256, 1152),  # the most queries a frame takes
+        "projector.feed_forward.linear_out.weight.shape": (4096, 4096),
+    }
 
-
-def lazy(folder: str) -> StandardizedTransformer:
-    return StandardizedTransformer(folder, task="image-text-to-text", dispatch=False, attn_implementation="eager")
-
-
-def test_the_default_widths_at_full_depth(tmp_path):
-    model = lazy(defaults(tmp_path))
-    assert not model.dispatched and model.family.name == "aria"
-    assert (model.num_layers, model.hidden_size, model.num_heads, model.num_kv_heads, model.head_dim) == (32, 4096, 32, 32, 128)
-    mlp = model.layers[0].mlp
-    assert (mlp.num_experts, mlp.top_k, mlp.intermediate_size) == (8, 2, 4096)
-    assert tuple(mlp.experts.down_proj.shape) == (8, 4096, 4096) and tuple(mlp.shared_experts.gate_proj.weight.shape) == (
-        2 * 4096, 4096)
-    vision = model.vision
-    assert (vision.num_layers, vision.vision_hidden_size, vision.num_heads, vision.head_dim) == (12, 1152, 16, 72)
-    assert tuple(model.projector.query.shape) == (256, 1152)  # the most queries a frame takes
-    assert tuple(model.projector.feed_forward.linear_out.weight.shape) == (4096, 4096)
-    rows = model.support()
-    assert all(reason is None for reason in rows.values()), {row: why for row, why in rows.items() if why}
-    # the projector reads the last block's stream before post_layernorm (vision_feature_layer=-1)
-    assert [row for row in model.read_only() if row.startswith("vision.")] == ["vision.image_token_mask", "vision.tower_output"]
-
-
-def test_inspect_reads_the_default_config(tmp_path, capsys):
-    assert main(["inspect", defaults(tmp_path), "--json"]) == 0
-    report = json.loads(capsys.readouterr().out)
-    assert report["family"] == "aria" and report["class"] == "AriaForConditionalGeneration"
-    assert report["parts"]["vision"]["model_type"] == "idefics3_vision" and "vlreg-idefics" in report["parts"]["vision"]["plugin"]
-    assert report["parts"]["text"]["model_type"] == "aria_text" and "vlreg-aria" in report["parts"]["text"]["plugin"]
-    assert report["vision sizes"]["vision_hidden_size"] == 1152 and report["sizes"]["num_layers"] == 32
+    def test_the_projector_reads_the_last_blocks_stream(self, model):
+        """``vision_feature_layer=-1``: the last block's stream before post_layernorm."""
+        assert [row for row in model.read_only() if row.startswith("vision.")] == ["vision.image_token_mask", "vision.tower_output"]
 
 
 #: (width, height, processor options) -> the crops' boxes, worked out by hand: unsplit, the
@@ -88,10 +67,8 @@ def test_geometry_at_the_default_processors_resolution(tmp_path, key):
         image_token_index=processor.image_token_id, vision_config={"image_size": 980, "patch_size": 14},
         text_config={"num_hidden_layers": 1, "vocab_size": len(processor.tokenizer)},
     ).save_pretrained(folder)
-    model = lazy(str(folder))
-    content = [{"type": "image"}, {"type": "text", "text": "What is in this image?"}]
-    prompt = processor.apply_chat_template([{"role": "user", "content": content}], add_generation_prompt=True, tokenize=False)
-    (geometry,) = model.vision.geometry(prompt, [image(width, height)], **options)  # checks the tokens against the encoding
+    model = load(folder, dispatch=False)
+    (geometry,) = model.vision.geometry(chat(model), [image(width, height)], **options)  # checks the tokens against the encoding
     queries = 128 if options.get("max_image_size") == 490 else 256
     assert all(g.resampled and g.tokens == queries for g in geometry.grids)
     assert [g.boxes[0].tolist() for g in geometry.grids] == CROPS[key]

@@ -14,25 +14,10 @@ block's stream, before the tower's ``post_layernorm``), so a write to
 read-only, naming the block to edit instead.
 """
 
-from vlreg.plugin import Plugin, Scatter, Text, Wrapper, hidden_states_read_only
+from vlreg.plugin import FEATURE_LAYER_READ_ONLY, Plugin, Text, Wrapper
 
 from . import text
 from .geometry import aria_image_grids
-
-WRAPPER_RENAME = {
-    "model.language_model.embed_tokens": "embed_tokens",
-    "model.language_model.layers": "layers",
-    "model.language_model.norm": "norm",
-    "model.vision_tower": "vision",
-    "model.multi_modal_projector": "projector",
-}
-SCATTER = Scatter(host="model", operation="inputs_embeds_masked_scatter_0", argument=1)
-
-
-def read_only(part):
-    """The tower's output and the blocks after the one ``vision_feature_layer`` reads."""
-    config = part.config
-    return hidden_states_read_only(config.vision_feature_layer, config.vision_config.num_hidden_layers)
 
 
 def builders():
@@ -43,8 +28,7 @@ def builders():
 
 
 plugin = Plugin(
-    Wrapper("aria", rename=WRAPPER_RENAME, entry=SCATTER, read_only=read_only,
-            image_grids=lambda part: aria_image_grids(part.config)),
+    Wrapper("aria", refuses=FEATURE_LAYER_READ_ONLY, image_grids=lambda part: aria_image_grids(part.config)),
     Text(text.MODEL_TYPES, envoys=text.envoys),
     checkpoints=builders,
 )

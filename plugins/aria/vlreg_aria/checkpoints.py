@@ -17,19 +17,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from vlreg.testing import TINY_TEXT, TINY_VISION, save, tokenizer
+from vlreg.testing import TINY_TEXT, TINY_VISION, chat_template, tiny
 
 IMAGE, PREFIX, SUFFIX = "<|img|>", "<fim_prefix>", "<fim_suffix>"
 TURN, END = "<|im_start|>", "<|im_end|>"
 #: Aria's prompt format: each turn "<|im_start|>role\n...<|im_end|>\n", an image as
 #: "<fim_prefix><|img|><fim_suffix>", the assistant's turn opened by the generation prompt.
-TEMPLATE = (
-    "{% for message in messages %}<|im_start|>{{ message['role'] }}\n"
-    "{% if message['content'] is string %}{{ message['content'] }}{% else %}{% for item in message['content'] %}"
-    "{% if item['type'] == 'text' %}{{ item['text'] }}{% elif item['type'] == 'image' %}"
-    "<fim_prefix><|img|><fim_suffix>{% endif %}{% endfor %}{% endif %}<|im_end|>\n{% endfor %}"
-    "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
-)
+TEMPLATE = chat_template(f"{TURN}{{role}}\n", f"{END}\n", PREFIX + IMAGE + SUFFIX)
 
 PATCH = 70
 #: frame side -> learned queries a frame
@@ -44,21 +38,19 @@ def aria(path: Path, **overrides: Any) -> Path:
     """Write a tiny random-weight aria checkpoint to ``path`` (see the module).
     ``overrides``: ``text_config`` and ``vision_config`` dicts, other fields of the
     top-level config."""
-    from transformers import AriaConfig, AriaImageProcessor, AriaProcessor, GenerationConfig
+    from transformers import AriaConfig, AriaImageProcessor, AriaProcessor
 
-    tokens = ("<unk>", "<s>", "</s>", TURN, END, PREFIX, SUFFIX, IMAGE)
-    tok = tokenizer(tokens, vocab_size=320, unk_token="<unk>", bos_token="<s>", eos_token=END, pad_token="<unk>",
-                    image_token=IMAGE)
-    ids = dict(zip(tokens, tok.convert_tokens_to_ids(list(tokens))))
-    images = AriaImageProcessor(min_image_size=PATCH)
-    processor = AriaProcessor(image_processor=images, tokenizer=tok, chat_template=TEMPLATE, size_conversion=QUERIES)
-    special = {"bos_token_id": ids["<s>"], "eos_token_id": ids[END], "pad_token_id": ids["<unk>"]}
-    text = {"vocab_size": len(tok), **TEXT, **special, **overrides.pop("text_config", {})}
-    vision = {**TOWER, **overrides.pop("vision_config", {})}
-    queries = {(side // vision["patch_size"]) ** 2: count for side, count in QUERIES.items()}
-    config = AriaConfig(text_config=text, vision_config=vision, image_token_index=ids[IMAGE],
-                        projector_patch_to_query_dict=queries, **overrides)
-    return save(path, config, processor, GenerationConfig(**special))
+    patch = overrides.get("vision_config", {}).get("patch_size", PATCH)
+    return tiny(
+        path, AriaConfig,
+        lambda tok: AriaProcessor(image_processor=AriaImageProcessor(min_image_size=PATCH), tokenizer=tok,
+                                  chat_template=TEMPLATE, size_conversion=QUERIES),
+        tokens=("<unk>", "<s>", "</s>", TURN, END, PREFIX, SUFFIX, IMAGE),
+        roles={"unk_token": "<unk>", "bos_token": "<s>", "eos_token": END, "pad_token": "<unk>", "image_token": IMAGE},
+        text=TEXT, vision=TOWER, ids={"image_token_index": IMAGE},
+        fields={"projector_patch_to_query_dict": {(side // patch) ** 2: count for side, count in QUERIES.items()}},
+        overrides=overrides,
+    )
 
 
 BUILDERS = {"aria": aria}

@@ -5,19 +5,10 @@ import pytest
 import torch
 
 from vlreg import StandardizedTransformer, Unavailable
-from vlreg.testing import build
+from vlreg.testing import build, chat
 from vlreg.testing.conformance import image
 
-
-def chat(model, text="What is in this image?") -> str:
-    messages = [{"role": "user", "content": [{"type": "image"}, {"type": "text", "text": text}]}]
-    return model.tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
-
-
-@pytest.fixture(scope="module")
-def model():
-    return StandardizedTransformer(str(build("blip-2")), task="image-text-to-text", dispatch=True, device="cpu",
-                                   attn_implementation="eager")
+CHECKPOINT = "blip-2"
 
 
 @pytest.mark.parametrize("text, match", [

@@ -15,22 +15,13 @@ token's box the whole image (`QueryTokens.query_grids`). What is checked:
 import pytest
 import torch
 
-from vlreg import StandardizedTransformer
-from vlreg.testing import build
+from vlreg.testing import chat
 from vlreg.testing.conformance import image, lit
 
+CHECKPOINTS = ("blip-2", "instructblip")
+BUILD_OPTIONS = {"num_query_tokens": 5}
+
 SIZES = ((28, 28), (112, 84), (40, 150), (17, 21))
-
-
-@pytest.fixture(scope="module", params=["blip-2", "instructblip"])
-def model(request):
-    return StandardizedTransformer(str(build(request.param, num_query_tokens=5)), task="image-text-to-text",
-                                   dispatch=True, device="cpu", attn_implementation="eager")
-
-
-def chat(model) -> str:
-    messages = [{"role": "user", "content": [{"type": "image"}, {"type": "text", "text": "What is in this image?"}]}]
-    return model.tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
 
 
 def _black(width, height):

@@ -9,65 +9,51 @@ name no image token, so the tiny tokenizer's ``<image>`` is given. The processor
 published one's: 224-pixel images, 32 queries an image.
 """
 
-import json
-
-import pytest
 import transformers
 
-from vlreg import StandardizedTransformer
-from vlreg.cli import main
 from vlreg.testing import build
-from vlreg.testing.conformance import image
+from vlreg.testing.conformance import PublishedWidths, image
 
-CONFIGS = {"blip-2": (transformers.Blip2Config, transformers.Blip2Processor),
-           "instructblip": (transformers.InstructBlipConfig, transformers.InstructBlipProcessor)}
+class TestBlip2(PublishedWidths):
+    config = transformers.Blip2Config
+    processor_class = transformers.Blip2Processor
+    checkpoint = "blip-2"
+    family = "blip"
+    parts = {"text": ("opt", "vlreg-blip"), "vision": ("blip_2_vision_model", "vlreg-blip")}
+    published = {
+        "num_layers": 12, "hidden_size": 768, "num_heads": 12, "num_kv_heads": 12, "head_dim": 64,
+        "intermediate_size": 3072,  # fc2's input, OPT's ffn_dim
+        "vision.num_layers": 39, "vision.vision_hidden_size": 1408, "vision.num_heads": 16, "vision.head_dim": 88,
+        "vision.intermediate_size": 6144, "vision.image_size": 224, "vision.patch_size": 14, "vision.class_tokens": 1,
+        "vision.qformer.num_layers": 12, "vision.qformer.qformer_hidden_size": 768, "vision.qformer.num_query_tokens": 32,
+        "vision.qformer.cross_attention_layers": [0, 2, 4, 6, 8, 10],
+        "projector.weight.shape": (768, 768),  # the Q-Former's width to the text model's
+        "_module.query_tokens.shape": (1, 32, 768),
+    }
+    read_only = ["vision.image_token_mask"]
+    aliases = {"model": {"projector": "language_projection"}}
 
+    def published_config(self, tokenizer=None):
+        """The defaults name no image token: the tiny tokenizer's ``<image>``."""
+        token = {"image_token_index": tokenizer.convert_tokens_to_ids("<image>")} if tokenizer is not None else {}
+        return self.config(**token)
 
-@pytest.fixture(scope="module", params=sorted(CONFIGS))
-def published(request, tmp_path_factory):
-    family, folder = request.param, tmp_path_factory.mktemp(request.param)
-    config_class, processor_class = CONFIGS[family]
-    tiny = transformers.AutoProcessor.from_pretrained(build(family))
-    parts = {"qformer_tokenizer": tiny.qformer_tokenizer} if family == "instructblip" else {}
-    images = transformers.BlipImageProcessor(size={"height": 224, "width": 224})
-    processor_class(image_processor=images, tokenizer=tiny.tokenizer, num_query_tokens=32, **parts).save_pretrained(folder)
-    config = config_class(image_token_index=tiny.tokenizer.convert_tokens_to_ids("<image>"))
-    config.save_pretrained(folder)
-    return family, folder
+    def published_processor(self, tokenizer):
+        """The published processor: 224-pixel images, 32 queries an image."""
+        tiny = transformers.AutoProcessor.from_pretrained(build(self.checkpoint))
+        parts = {"qformer_tokenizer": tiny.qformer_tokenizer} if hasattr(tiny, "qformer_tokenizer") else {}
+        images = transformers.BlipImageProcessor(size={"height": 224, "width": 224})
+        return self.processor_class(image_processor=images, tokenizer=tiny.tokenizer, num_query_tokens=32, **parts)
 
-
-def test_the_published_widths_on_meta(published):
-    family, folder = published
-    model = StandardizedTransformer(str(folder), task="image-text-to-text", dispatch=False, attn_implementation="eager")
-    assert not model.dispatched and model.family.name == "blip"
-    assert (model.num_layers, model.hidden_size, model.num_heads, model.num_kv_heads, model.head_dim) == (12, 768, 12, 12, 64)
-    assert model.intermediate_size == 3072  # fc2's input, OPT's ffn_dim
-    vision = model.vision
-    assert (vision.num_layers, vision.vision_hidden_size, vision.num_heads, vision.head_dim, vision.intermediate_size) == (
-        39, 1408, 16, 88, 6144)
-    assert (vision.image_size, vision.patch_size, vision.class_tokens) == (224, 14, 1)
-    qformer = vision.qformer
-    assert (qformer.num_layers, qformer.qformer_hidden_size, qformer.num_query_tokens) == (12, 768, 32)
-    assert qformer.cross_attention_layers == [0, 2, 4, 6, 8, 10]
-    assert tuple(model.projector.weight.shape) == (768, 768)  # the Q-Former's width to the text model's
-    assert tuple(model._module.query_tokens.shape) == (1, 32, 768)
-    rows = model.support()
-    assert all(reason is None for reason in rows.values()), {row: why for row, why in rows.items() if why}
-    assert list(model.read_only()) == ["vision.image_token_mask"]
-
-    # the published processor: 32 query tokens an image, each box the whole image, whatever its size
-    for size in ((1024, 768), (224, 224), (300, 2000)):
-        (geometry,) = vision.geometry("Question: what is this? Answer:", [image(*size)])
-        (grid,) = geometry.grids
-        assert (grid.rows, grid.columns) == (1, 32) and grid.boxes.tolist() == [[0.0, 0.0, *size]] * 32
+    def test_32_query_tokens_an_image_each_box_the_whole_image(self, model):
+        for size in ((1024, 768), (224, 224), (300, 2000)):
+            (geometry,) = model.vision.geometry("Question: what is this? Answer:", [image(*size)])
+            (grid,) = geometry.grids
+            assert (grid.rows, grid.columns) == (1, 32) and grid.boxes.tolist() == [[0.0, 0.0, *size]] * 32
 
 
-def test_inspect_reads_the_config_alone(published, tmp_path, capsys):
-    family, _ = published
-    CONFIGS[family][0]().save_pretrained(tmp_path)
-    assert main(["inspect", str(tmp_path), "--json"]) == 0
-    report = json.loads(capsys.readouterr().out)
-    assert report["family"] == "blip" and report["parts"]["text"]["model_type"] == "opt"
-    assert "vlreg-blip" in report["parts"]["vision"]["plugin"]
-    assert report["aliases"]["model"]["projector"] == "language_projection"
-    assert report["sizes"]["num_layers"] == 12
+class TestInstructBlip(TestBlip2):
+    config = transformers.InstructBlipConfig
+    processor_class = transformers.InstructBlipProcessor
+    checkpoint = "instructblip"
+    parts = {"text": ("opt", "vlreg-blip"), "vision": ("instructblip_vision_model", "vlreg-blip")}

@@ -29,8 +29,8 @@ def builders():
 
 
 plugin = Plugin(
-    Wrapper(("blip-2", "instructblip"), rename=wrappers.rename, entry=wrappers.entry, refusal=wrappers.refusal,
-            image_grids=wrappers.image_grids),
+    Wrapper(("blip-2", "instructblip"), text=None, vision="vision_model", projector="language_projection",
+            rename=wrappers.rename, entry=wrappers.entry, declines=wrappers.declines, image_grids=wrappers.image_grids),
     Text("opt", rename=text.rename, envoys=text.envoys),
     Tower(("blip_2_vision_model", "instructblip_vision_model"), rename=vision.RENAME, envoys=vision.envoys),
     Other(("blip_2_qformer", "instructblip_qformer"), field="qformer_config", envoys=vision.qformer_envoys),

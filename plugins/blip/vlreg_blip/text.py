@@ -15,7 +15,7 @@ in the block (no MLP module), and the add. So:
   block, so ``layers[0].input`` is not the embeddings as the scatter left them
   (`Scatter.embeddings_to`: `prompt_entry` reads them where the text model is called).
 
-Post-norm OPT (``do_layer_norm_before`` false) is not served (`wrappers.refusal`).
+Post-norm OPT (``do_layer_norm_before`` false) is not served (`wrappers.declines`).
 """
 
 from __future__ import annotations
@@ -34,11 +34,11 @@ def _call(attention: Any) -> str:
 class OptAttention(Attention):
     """An OPT block's attention: no rotary embedding, the queries scaled before the call."""
 
+    refuses = {"attention_queries": eager_only, "attention_keys": eager_only}
     attention_queries = argument(
-        1, _call, unavailable=eager_only,
-        description="the queries, scaled by head_dim ** -0.5 (OPT scales them before the attention call)",
+        1, _call, description="the queries, scaled by head_dim ** -0.5 (OPT scales them before the attention call)",
     )
-    attention_keys = argument(2, _call, unavailable=eager_only, description="the keys (OPT has no rotary embedding)")
+    attention_keys = argument(2, _call, description="the keys (OPT has no rotary embedding)")
 
 
 def _stream(mlp: Any, raw: torch.Tensor) -> torch.Tensor:

@@ -16,7 +16,7 @@ features are the projector's output there (``generation``), each step calls the 
 not the root (``steps``), and the root's inputs (the image-token mask) are never reached.
 Every forward takes ``pixel_values``: a prompt without an image cannot run (``needs_images``).
 
-Not served, and refused by name before loading (`refusal`): a T5 text model (the
+Not served, and declined by name before loading (`declines`): a T5 text model (the
 ``flan-t5`` checkpoints: ``use_decoder_only_language_model`` false, an encoder-decoder),
 and OPT's variants no BLIP checkpoint uses (post-norm blocks, or a narrower embedding
 projected in and out: OPT-350m's).
@@ -41,12 +41,7 @@ TEXT_RENAME = {
         "language_model.model.norm": "norm",
     },
 }
-RENAME = {
-    "vision_model": "vision",
-    "language_projection": "projector",
-    "language_model.lm_head": "lm_head",
-    "qformer.encoder.layer": "qformer.layers",
-}
+RENAME = {"language_model.lm_head": "lm_head", "qformer.encoder.layer": "qformer.layers"}
 
 #: nnsight's name for the scatter in each root's forward: BLIP-2 chains it on a ``.to(...)``.
 OPERATION = {"blip-2": "masked_scatter_0", "instructblip": "inputs_embeds_masked_scatter_0"}
@@ -60,12 +55,13 @@ def entry(part: Any) -> QueryTokens:
 
 
 def rename(part: Any) -> dict[str, str]:
-    """The wrapper's mounts, with the text model's (by its ``model_type``: OPT or Llama)."""
+    """The wrapper's mounts beside the tower and projector, with the text model's (by its
+    ``model_type``: OPT or Llama)."""
     return {**RENAME, **TEXT_RENAME.get(part.config.text_config.model_type, {})}
 
 
-def refusal(part: Any) -> str | None:
-    """Why this BLIP checkpoint is not served (``None``: it is)."""
+def declines(part: Any) -> str | None:
+    """Why vlreg-blip declines this BLIP checkpoint (``None``: it serves it)."""
     config = part.config
     text = config.text_config
     if not config.use_decoder_only_language_model:

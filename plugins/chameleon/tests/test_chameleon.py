@@ -9,25 +9,17 @@ import pytest
 import torch
 
 import vlreg_chameleon
-from vlreg import StandardizedTransformer, Unavailable, analysis
-from vlreg.testing import build
+from vlreg import Unavailable, analysis
+from vlreg.testing import load
 from vlreg.testing.conformance import image
 from vlreg_chameleon.checkpoints import BOI, BOS, EOI, IMAGE, SEP
 from vlreg_chameleon.wrappers import CHAMELEON_ENTRY
 
+CHECKPOINT = "chameleon"
+
 PICTURE = image(112, 84)  # resized to 42 x 32, its centre 32 x 32 cropped: 4 x 4 codes
 SIDE = 4
 PROMPT = "What is in this image?" + IMAGE
-
-
-def load(name: str = "chameleon") -> StandardizedTransformer:
-    return StandardizedTransformer(str(build(name)), task="image-text-to-text", dispatch=True, device="cpu",
-                                   attn_implementation="eager")
-
-
-@pytest.fixture(scope="module")
-def model():
-    return load()
 
 
 def test_the_prompt_and_the_image_expansion(model):

@@ -13,25 +13,16 @@ import transformers
 
 import vlreg_chameleon
 from vlreg import StandardizedTransformer, Unavailable
-from vlreg.testing import build
+from vlreg.testing import build, chat
 from vlreg.testing.conformance import image
 from vlreg_chameleon.checkpoints import EMU3_BOS, EOF, EOL, IMAGE, IMAGE_END, IMAGE_START, IMAGE_WRAPPER
 from vlreg_chameleon.wrappers import EMU3_ENTRY
 
+CHECKPOINT = "emu3"
+
 PICTURE = image(112, 84)  # resized to 72 x 48: 9 x 6 codes
 ROWS, COLUMNS = 6, 9
 TOKENS = ROWS * (COLUMNS + 1)
-
-
-@pytest.fixture(scope="module")
-def model():
-    return StandardizedTransformer(str(build("emu3")), task="image-text-to-text", dispatch=True, device="cpu")
-
-
-def chat(model, text: str = "What is in this image?") -> str:
-    content = [{"type": "image"}, {"type": "text", "text": text}]
-    return model.processor.apply_chat_template([{"role": "user", "content": content}], add_generation_prompt=True,
-                                               tokenize=False)
 
 
 def codes(model, prompt, images) -> torch.Tensor:
@@ -103,12 +94,12 @@ def test_two_invokes_each_get_their_own_codes(model):
     other, small, longer = image(112, 84, seed=3), image(40, 32, seed=4), "What is in this image? Describe the picture."
     for first, second in ((other, PICTURE), (small, PICTURE)):
         alone = codes(model, chat(model), [first])
-        expected = codes(model, chat(model, longer), [second])
+        expected = codes(model, chat(model, text=longer), [second])
         saved = []  # made outside the trace: names first bound inside one do not leave it
         with model.trace() as tracer:
             with tracer.invoke(chat(model), images=[first]):
                 saved.append(model.vision.image_codes.save())
-            with tracer.invoke(chat(model, longer), images=[second]):
+            with tracer.invoke(chat(model, text=longer), images=[second]):
                 saved.append(model.vision.image_codes.save())
         assert saved[0].shape == alone.shape and torch.equal(saved[1], expected)
         if first is other:

@@ -11,23 +11,18 @@ processed image, 8 x 8 pixels on the tiny VQ encoders.
 
 from __future__ import annotations
 
-import pytest
 import torch
 from PIL import Image
 
-from vlreg import StandardizedTransformer
-from vlreg.testing import build
 from vlreg.testing.conformance import lit
+
 
 CELL = 8
 #: Wide, tall, square, odd, below Emu3's minimum pixels, above its maximum, a narrow strip.
 SIZES = ((112, 84), (84, 112), (64, 64), (45, 46), (10, 12), (300, 200), (57, 130))
 PROMPTS = {"emu3": None, "chameleon": "Where is it?<image>"}
-
-
-@pytest.fixture(scope="module", params=sorted(PROMPTS))
-def model(request):
-    return StandardizedTransformer(str(build(request.param)), task="image-text-to-text", dispatch=False)
+CHECKPOINTS = tuple(sorted(PROMPTS))
+LOAD_OPTIONS = {"dispatch": False}
 
 
 def prompt(model) -> str:

@@ -19,81 +19,70 @@ The published configs' ``vocabulary_map`` (the whole tokenizer's) is the tiny to
 here, from which only the image token's id (and Chameleon's image codes' ids) are read.
 """
 
-import json
-
-import pytest
 import transformers
 
-from vlreg import StandardizedTransformer
-from vlreg.cli import main
-from vlreg.testing import build
-from vlreg.testing.conformance import image
+from vlreg.testing import build, chat
+from vlreg.testing.conformance import PublishedWidths, image
 
-FAMILIES = {
-    "chameleon": (transformers.ChameleonConfig, lambda tiny: transformers.ChameleonProcessor(
-        image_processor=transformers.ChameleonImageProcessor(), tokenizer=tiny.tokenizer)),
-    "emu3": (transformers.Emu3Config, lambda tiny: transformers.Emu3Processor(
-        image_processor=transformers.Emu3ImageProcessor(), tokenizer=tiny.tokenizer, chat_template=tiny.chat_template)),
-}
-#: model type -> (blocks, width, heads, key/value heads, head width, MLP, vocabulary)
-TEXT = {"chameleon": (32, 4096, 32, 32, 128, 11008, 65536), "emu3": (32, 4096, 32, 8, 128, 14336, 184622)}
-#: model type -> (latent width, cell, codes)
-VQ = {"chameleon": (256, 16, 8192), "emu3": (4, 8, 32768)}
 #: model type -> {(width, height): (rows, code columns)} at the published processor's settings
 GRIDS = {
     "chameleon": {(1024, 768): (32, 32), (512, 512): (32, 32), (100, 700): (32, 32)},
     "emu3": {(1024, 768): (96, 128), (512, 512): (64, 64), (100, 700): (170, 25), (2000, 1000): (90, 181)},
 }
+NO_PATCHES = {"vision.patch_embeddings": "no patch embedding"}
 
 
-def configured(family: str):
-    tiny = transformers.AutoProcessor.from_pretrained(build(family))
-    config_class, processor = FAMILIES[family]
-    return config_class(vocabulary_map=tiny.tokenizer.get_vocab()), processor(tiny)
+class TestChameleon7B(PublishedWidths):
+    config = transformers.ChameleonConfig
+    checkpoint = "chameleon"
+    family = "chameleon"
+    parts = {"vision": ("chameleon_vqgan", "vlreg-chameleon")}
+    published = {
+        "num_layers": 32, "hidden_size": 4096, "num_heads": 32, "num_kv_heads": 32, "head_dim": 128,
+        "intermediate_size": 11008, "vocab_size": 65536,
+        "vision.num_layers": 0, "vision.vision_hidden_size": 256, "vision.patch_size": 16, "vision.codebook_size": 8192,
+        "projector.embedding.weight.shape": (8192, 256),
+    }
+    refused = NO_PATCHES
+    read_only = ["vision.image_token_mask"]
+    aliases = {"model": {"vision": "model.vqmodel.encoder", "projector": "model.vqmodel.quantize"}}
+
+    def published_config(self, tokenizer=None):
+        """The published ``vocabulary_map`` is the whole tokenizer's: the tiny one's here."""
+        tokenizer = tokenizer or transformers.AutoProcessor.from_pretrained(build(self.checkpoint)).tokenizer
+        return self.config(vocabulary_map=tokenizer.get_vocab())
+
+    def published_processor(self, tokenizer):
+        return transformers.ChameleonProcessor(image_processor=transformers.ChameleonImageProcessor(), tokenizer=tokenizer)
+
+    def prompt(self, model):
+        return "What is in this image?<image>"
+
+    def test_the_codes_at_the_published_processors_settings(self, model):
+        line_end = int(self.checkpoint == "emu3")  # Emu3 ends each row of codes with an end-of-line id
+        for size, (rows, columns) in GRIDS[self.checkpoint].items():
+            (geometry,) = model.vision.geometry(self.prompt(model), [image(*size)])  # checked against the encoding
+            (grid,) = geometry.grids
+            assert (grid.rows, grid.columns) == (rows, columns + line_end), size
+            assert int(grid.covered.sum()) == rows * columns, size
 
 
-@pytest.fixture(scope="module", params=sorted(FAMILIES))
-def published(request, tmp_path_factory):
-    folder = tmp_path_factory.mktemp(request.param)
-    config, processor = configured(request.param)
-    processor.save_pretrained(folder)
-    config.save_pretrained(folder)
-    return request.param, folder
+class TestEmu3Chat(TestChameleon7B):
+    config = transformers.Emu3Config
+    checkpoint = "emu3"
+    parts = {"vision": ("emu3_vqgan", "vlreg-chameleon")}
+    published = {
+        "num_layers": 32, "hidden_size": 4096, "num_heads": 32, "num_kv_heads": 8, "head_dim": 128,
+        "intermediate_size": 14336, "vocab_size": 184622,
+        "vision.num_layers": 0, "vision.vision_hidden_size": 4, "vision.patch_size": 8, "vision.codebook_size": 32768,
+        "projector.embedding.weight.shape": (32768, 4),
+    }
+    refused = {**NO_PATCHES, "vision.decoder": "back into pixels"}  # Emu3's image-generation decoder, by name
 
+    def published_processor(self, tokenizer):
+        tiny = transformers.AutoProcessor.from_pretrained(build(self.checkpoint))
+        return transformers.Emu3Processor(image_processor=transformers.Emu3ImageProcessor(), tokenizer=tokenizer,
+                                          chat_template=tiny.chat_template)
 
-def test_the_published_widths_on_meta(published):
-    family, folder = published
-    model = StandardizedTransformer(str(folder), task="image-text-to-text", dispatch=False, attn_implementation="eager")
-    assert not model.dispatched and model.family.name == "chameleon"
-    sizes = (model.num_layers, model.hidden_size, model.num_heads, model.num_kv_heads, model.head_dim,
-             model.intermediate_size, model.vocab_size)
-    assert sizes == TEXT[family]
-    vision = model.vision
-    assert (vision.num_layers, vision.vision_hidden_size, vision.patch_size, vision.codebook_size) == (0, *VQ[family])
-    assert tuple(model.projector.embedding.weight.shape) == (VQ[family][2], model._module.config.vq_config.embed_dim)
-    rows = model.support()
-    refused = ["vision.patch_embeddings", "vision.decoder"] if family == "emu3" else ["vision.patch_embeddings"]
-    assert [row for row, why in rows.items() if why] == refused  # Emu3's image-generation decoder, by name
-    assert list(model.read_only()) == ["vision.image_token_mask"]
-    prompt = "What is in this image?<image>" if family == "chameleon" else model.processor.apply_chat_template(
-        [{"role": "user", "content": [{"type": "image"}, {"type": "text", "text": "What is in this image?"}]}],
-        add_generation_prompt=True, tokenize=False)
-    for size, (rows_, columns) in GRIDS[family].items():
-        (geometry,) = vision.geometry(prompt, [image(*size)])  # the host checks the count against the encoding
-        (grid,) = geometry.grids
-        line_end = int(family == "emu3")
-        assert (grid.rows, grid.columns) == (rows_, columns + line_end), size
-        assert int(grid.covered.sum()) == rows_ * columns, size
-
-
-@pytest.mark.parametrize("family", sorted(FAMILIES))
-def test_inspect_reads_the_config_alone(family, tmp_path, capsys):
-    configured(family)[0].save_pretrained(tmp_path)
-    assert main(["inspect", str(tmp_path), "--json"]) == 0
-    report = json.loads(capsys.readouterr().out)
-    assert report["family"] == "chameleon" and report["parts"]["vision"]["model_type"] == f"{family}_vqgan"
-    assert "vlreg-chameleon" in report["parts"]["vision"]["plugin"]
-    assert report["aliases"]["model"]["vision"] == "model.vqmodel.encoder"
-    assert report["aliases"]["model"]["projector"] == "model.vqmodel.quantize"
-    assert "no patch embedding" in report["support"]["vision.patch_embeddings"]
-    assert report["support"]["vision.image_codes"] is None
+    def prompt(self, model):
+        return chat(model)

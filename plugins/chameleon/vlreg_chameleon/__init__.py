@@ -36,10 +36,12 @@ def builders():
 
 
 plugin = Plugin(
-    Wrapper("chameleon", rename=wrappers.CHAMELEON_RENAME, entry=wrappers.CHAMELEON_ENTRY,
+    Wrapper("chameleon", text="model", **wrappers.VQ, entry=wrappers.CHAMELEON_ENTRY,
             suppressed_tokens=wrappers.image_code_ids, image_grids=lambda part: chameleon_image_grids(part.config)),
-    Wrapper("emu3", rename=wrappers.EMU3_RENAME, entry=wrappers.EMU3_ENTRY, load_options=wrappers.EMU3_LOAD_OPTIONS,
-            refuses=wrappers.EMU3_REFUSES, image_grids=lambda part: emu3_image_grids(part.config)),
+    # a text-generation load is Emu3ForCausalLM, the text model at `model`
+    Wrapper("emu3", text="model.text_model", text_only="model", **wrappers.VQ, entry=wrappers.EMU3_ENTRY,
+            load_options=wrappers.EMU3_LOAD_OPTIONS, refuses=wrappers.EMU3_REFUSES,
+            image_grids=lambda part: emu3_image_grids(part.config)),
     Text(("chameleon", "emu3_text_model"), envoys=text.envoys),
     Tower(("chameleon_vqgan", "emu3_vqgan"), envoys=vision.envoys),
     checkpoints=builders,

@@ -38,10 +38,6 @@ NO_PATCHES = (
 )
 
 
-def _no_patches(vision: Any) -> str:
-    return NO_PATCHES
-
-
 def _refused(name: str) -> property:
     def refuse(vision: Any) -> int:
         raise Unavailable(f"vision.{name} is unavailable: {NO_BLOCKS}")
@@ -53,16 +49,11 @@ class VqEncoder(CodesVision):
     """A VQ encoder as a vision part with no blocks: its latents, then the codes."""
 
     standard_children: dict = {}
+    refuses = {"patch_embeddings": NO_PATCHES, "layers": NO_BLOCKS}
 
-    patch_embeddings = value("output", unavailable=_no_patches, description="refused: the VQ encoder embeds no patches")(
+    patch_embeddings = value("output", description="refused: the VQ encoder embeds no patches")(
         lambda vision, raw: raw
     )
-
-    def _unknown(self, name: str) -> str:
-        return f"model.vision.layers is not served: {NO_BLOCKS}" if name == "layers" else super()._unknown(name)
-
-    def without_blocks(self) -> str:
-        return NO_BLOCKS
 
     @property
     def _vision_config(self) -> Any:

@@ -32,26 +32,10 @@ from vlreg.plugin import ImageCodes
 #: The scatter in ``model``'s forward, as both wrappers write it.
 SCATTER = {"host": "model", "operation": "inputs_embeds_masked_scatter_0", "argument": 1}
 
-CHAMELEON_RENAME = {
-    "model.embed_tokens": "embed_tokens",
-    "model.layers": "layers",
-    "model.norm": "norm",
-    "model.vqmodel.encoder": "vision",
-    "model.vqmodel.quantize": "projector",
-}
+#: Both wrappers' tower (the VQ encoder) and projector (its quantizer).
+VQ = {"vision": "model.vqmodel.encoder", "projector": "model.vqmodel.quantize"}
 CHAMELEON_ENTRY = ImageCodes(**SCATTER, embedder="model.embed_tokens")
 
-EMU3_RENAME = {
-    "model.text_model.embed_tokens": "embed_tokens",
-    "model.text_model.layers": "layers",
-    "model.text_model.norm": "norm",
-    "model.vqmodel.encoder": "vision",
-    "model.vqmodel.quantize": "projector",
-    # a text-generation load: Emu3ForCausalLM, the text model at `model`
-    "model.embed_tokens": "embed_tokens",
-    "model.layers": "layers",
-    "model.norm": "norm",
-}
 EMU3_ENTRY = ImageCodes(**SCATTER, embedder="model.text_model.embed_tokens")
 
 #: Where Emu3ForCausalLM finds the text weights of a checkpoint of the whole model, which

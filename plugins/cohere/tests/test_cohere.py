@@ -8,26 +8,16 @@ from __future__ import annotations
 import pytest
 import torch
 
-from vlreg import ReadOnly, StandardizedTransformer
+from vlreg import ReadOnly
 from vlreg.core.host import plugins
-from vlreg.testing import build
+from vlreg.testing import chat
 from vlreg.testing.conformance import image
 from vlreg_cohere import plugin
 from vlreg_cohere.checkpoints import TOKENS_PER_TILE, WINDOW
 
+
 PICTURE = image(112, 84)  # 2 x 2 tiles and the thumbnail: 5 crops of 16 tokens
-FAMILIES = ("aya_vision", "cohere2_vision")
-
-
-@pytest.fixture(scope="module", params=FAMILIES)
-def model(request):
-    return StandardizedTransformer(str(build(request.param)), task="image-text-to-text", dispatch=True, device="cpu",
-                                   attn_implementation="eager")
-
-
-def chat(model, images: int = 1, text: str = "What is in this image?") -> str:
-    content = [{"type": "image"}] * images + [{"type": "text", "text": text}]
-    return model.processor.apply_chat_template([{"role": "user", "content": content}], add_generation_prompt=True, tokenize=False)
+CHECKPOINTS = ("aya_vision", "cohere2_vision")
 
 
 def tokens(model, prompt: str, images: list) -> list[str]:

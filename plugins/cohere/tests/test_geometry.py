@@ -14,10 +14,10 @@ from __future__ import annotations
 import pytest
 import torch
 
-from vlreg import StandardizedTransformer
-from vlreg.testing import build
+from vlreg.testing import chat
 from vlreg.testing.conformance import image, lit
 from vlreg_cohere.checkpoints import TILE
+
 
 #: (width, height) -> the tiles' (columns, rows) each processor picks (1 x 1: no thumbnail).
 SIZES = {
@@ -26,16 +26,7 @@ SIZES = {
     "cohere2_vision": {(56, 56): (1, 1), (112, 56): (2, 1), (56, 112): (1, 2), (168, 60): (3, 1), (40, 150): (1, 3),
                        (112, 84): (2, 2), (201, 48): (4, 1), (17, 21): (1, 1)},
 }
-
-
-@pytest.fixture(scope="module", params=sorted(SIZES))
-def model(request):
-    return StandardizedTransformer(str(build(request.param)), task="image-text-to-text", dispatch=True, device="cpu")
-
-
-def chat(model) -> str:
-    content = [{"type": "image"}, {"type": "text", "text": "What is in this image?"}]
-    return model.processor.apply_chat_template([{"role": "user", "content": content}], add_generation_prompt=True, tokenize=False)
+CHECKPOINTS = tuple(sorted(SIZES))
 
 
 def crops(model, picture) -> torch.Tensor:

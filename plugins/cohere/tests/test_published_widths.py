@@ -13,15 +13,9 @@ relies only on what follows from them (sizes read off the modules, 13 x 13 and 1
 tokens a crop), not on their being exact.
 """
 
-import json
-
-import pytest
 import transformers
 
-from vlreg import StandardizedTransformer
-from vlreg.cli import main
-from vlreg.testing import build
-from vlreg.testing.conformance import image
+from vlreg.testing.conformance import PublishedWidths, image
 
 SIGLIP2 = {"model_type": "siglip_vision_model", "hidden_size": 1152, "intermediate_size": 4304, "num_hidden_layers": 27,
            "num_attention_heads": 16}
@@ -39,69 +33,63 @@ PUBLISHED = {
         "alignment_intermediate_size": 36864, "downsample_factor": 2,
     },
 }
-CONFIGS = {"aya_vision": transformers.AyaVisionConfig, "cohere2_vision": transformers.Cohere2VisionConfig}
-#: text (layers, width, heads, kv heads, head width), tower side in patches, tokens a side of a crop
-EXPECTED = {"aya_vision": ((32, 4096, 32, 8, 128), 26, 13), "cohere2_vision": ((64, 12288, 96, 8, 128), 32, 16)}
 
 
-def processor(family: str, tok):
-    """The published processor settings on a tiny tokenizer: Aya's 364-pixel crops (tokens
-    of 28 pixels) up to 12 tiles, Command A's 512-pixel crops up to 12 tiles (its image
-    processor's defaults)."""
-    if family == "aya_vision":
+class TestAyaVision8B(PublishedWidths):
+    config = transformers.AyaVisionConfig
+    fields = PUBLISHED["aya_vision"]
+    checkpoint = "aya_vision"
+    family = "cohere"
+    parts = {"text": ("cohere2", "vlreg-cohere"), "vision": ("siglip_vision_model", "vlreg-llava")}
+    published = {
+        "num_layers": 32, "hidden_size": 4096, "num_heads": 32, "num_kv_heads": 8, "head_dim": 128,
+        "vision.num_layers": 27, "vision.vision_hidden_size": 1152, "vision.num_heads": 16, "vision.head_dim": 72,
+        "vision.intermediate_size": 4304, "vision.image_size": 364, "vision.patch_size": 14,
+        "projector.linear_1.weight.shape": (28672, 1152 * 2**2),  # 2 x 2 patches a token
+        "projector.linear_2.weight.shape": (4096, 28672 // 2),  # SwiGLU halves
+        "layers.3.self_attn._module.sliding_window": None, "layers.0.self_attn._module.sliding_window": 4096,
+    }
+    read_only = ["vision.image_token_mask", "vision.tower_output"]
+    aliases = {"model": {"projector": "model.multi_modal_projector"}}
+    token_key, prompt, tokens = "image_token_index", "<image>", 13
+
+    def published_config(self, tokenizer=None):
+        """The image token id the tiny tokenizer's."""
+        token = {self.token_key: tokenizer.convert_tokens_to_ids("<|IMG_PATCH|>")} if tokenizer is not None else {}
+        return self.config(**self.fields, **token)
+
+    def published_processor(self, tokenizer):
+        """Aya's 364-pixel crops (tokens of 28 pixels), up to 12 tiles."""
         images = transformers.GotOcr2ImageProcessor(size={"height": 364, "width": 364}, crop_to_patches=True, min_patches=1,
                                                     max_patches=12)
-        return transformers.AyaVisionProcessor(image_processor=images, tokenizer=tok)
-    return transformers.Cohere2VisionProcessor(image_processor=transformers.Cohere2VisionImageProcessor(),
-                                               tokenizer=tok)
+        return transformers.AyaVisionProcessor(image_processor=images, tokenizer=tokenizer)
+
+    def test_every_crop_is_a_square_of_tokens_at_the_published_resolution(self, model):
+        """13 x 13 (Aya) or 16 x 16 (Command A) tokens of 2 x 2 patches a crop."""
+        assert model.vision.image_size // model.vision.patch_size == 2 * self.tokens
+        for size in ((1024, 768), (300, 2000), (364, 364)):
+            (geometry,) = model.vision.geometry(self.prompt, [image(*size)])  # checked against the encoding's tokens
+            crops = model.processor(text=self.prompt, images=[image(*size)], return_tensors="pt")["pixel_values"].shape[0]
+            assert len(geometry.grids) == crops and geometry.tokens == crops * self.tokens**2, size
+            assert all((g.rows, g.columns, g.fold) == (self.tokens, self.tokens, 2) for g in geometry.grids)
 
 
-@pytest.fixture(scope="module", params=sorted(PUBLISHED))
-def published(request, tmp_path_factory):
-    """``(family, folder)``: the published config, the tiny tokenizer with the published processor
-    settings, the image token id the tiny tokenizer's."""
-    family, folder = request.param, tmp_path_factory.mktemp(request.param)
-    tok = transformers.AutoProcessor.from_pretrained(build(family)).tokenizer
-    processor(family, tok).save_pretrained(folder)
-    token = {"image_token_index" if family == "aya_vision" else "image_token_id": tok.convert_tokens_to_ids("<|IMG_PATCH|>")}
-    CONFIGS[family](**PUBLISHED[family], **token).save_pretrained(folder)
-    return family, folder
+class TestCommandAVision(TestAyaVision8B):
+    config = transformers.Cohere2VisionConfig
+    fields = PUBLISHED["cohere2_vision"]
+    checkpoint = "cohere2_vision"
+    published = {
+        "num_layers": 64, "hidden_size": 12288, "num_heads": 96, "num_kv_heads": 8, "head_dim": 128,
+        "vision.num_layers": 27, "vision.vision_hidden_size": 1152, "vision.num_heads": 16, "vision.head_dim": 72,
+        "vision.intermediate_size": 4304, "vision.image_size": 512, "vision.patch_size": 16,
+        "projector.linear_1.weight.shape": (36864, 1152 * 2**2),
+        "projector.linear_2.weight.shape": (12288, 36864 // 2),
+        "layers.3.self_attn._module.sliding_window": None, "layers.0.self_attn._module.sliding_window": 4096,
+    }
+    read_only = ["vision.image_token_mask"]
+    token_key, prompt, tokens = "image_token_id", "<|IMG_PATCH|>", 16
 
-
-def test_the_published_widths_on_meta(published):
-    family, folder = published
-    model = StandardizedTransformer(str(folder), task="image-text-to-text", dispatch=False, attn_implementation="eager")
-    assert not model.dispatched and model.family.name == "cohere"
-    text, side, tokens = EXPECTED[family]
-    assert (model.num_layers, model.hidden_size, model.num_heads, model.num_kv_heads, model.head_dim) == text
-    vision = model.vision
-    assert (vision.num_layers, vision.vision_hidden_size, vision.num_heads, vision.head_dim, vision.intermediate_size) == (
-        27, 1152, 16, 72, 4304)
-    assert vision.image_size // vision.patch_size == side == 2 * tokens
-    config = model._module.config
-    assert tuple(model.projector.linear_1.weight.shape) == (config.alignment_intermediate_size, 1152 * 2**2)  # 2 x 2 patches a token
-    assert tuple(model.projector.linear_2.weight.shape) == (model.hidden_size, config.alignment_intermediate_size // 2)  # SwiGLU halves
-    assert model.layers[3].self_attn._module.sliding_window is None and model.layers[0].self_attn._module.sliding_window == 4096
-    rows = model.support()
-    assert all(reason is None for reason in rows.values()), {row: why for row, why in rows.items() if why}
-    expected = ["vision.image_token_mask", "vision.tower_output"] if family == "aya_vision" else ["vision.image_token_mask"]
-    assert list(model.read_only()) == expected
-
-    # the published resolution: every crop 13 x 13 (Aya) or 16 x 16 (Command A) tokens of 2 x 2 patches
-    for size in ((1024, 768), (300, 2000), (364, 364)):
-        prompt = "<image>" if family == "aya_vision" else "<|IMG_PATCH|>"
-        (geometry,) = vision.geometry(prompt, [image(*size)])  # the host checks the grids against the encoding's tokens
-        crops = model.processor(text=prompt, images=[image(*size)], return_tensors="pt")["pixel_values"].shape[0]
-        assert len(geometry.grids) == crops and geometry.tokens == crops * tokens**2, size
-        assert all((g.rows, g.columns, g.fold) == (tokens, tokens, 2) for g in geometry.grids)
-
-
-def test_inspect_reads_the_config_alone(published, tmp_path, capsys):
-    family, folder = published
-    CONFIGS[family](**PUBLISHED[family]).save_pretrained(tmp_path)
-    assert main(["inspect", str(tmp_path), "--json"]) == 0
-    report = json.loads(capsys.readouterr().out)
-    assert report["family"] == "cohere" and report["parts"]["text"]["model_type"] == "cohere2"
-    assert "vlreg-cohere" in report["parts"]["text"]["plugin"] and "vlreg-llava" in report["parts"]["vision"]["plugin"]
-    assert report["aliases"]["model"]["projector"] == "model.multi_modal_projector"
-    assert report["sizes"]["num_layers"] == EXPECTED[family][0][0]
+    def published_processor(self, tokenizer):
+        """Command A's 512-pixel crops, up to 12 tiles (its image processor's defaults)."""
+        return transformers.Cohere2VisionProcessor(image_processor=transformers.Cohere2VisionImageProcessor(),
+                                                   tokenizer=tokenizer)

@@ -27,7 +27,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from vlreg.testing import TINY_TEXT, TINY_VISION, save, tokenizer
+from vlreg.testing import TINY_TEXT, TINY_VISION, tiny
 
 PAD, BOS, TURN, END = "<PAD>", "<BOS_TOKEN>", "<|START_OF_TURN_TOKEN|>", "<|END_OF_TURN_TOKEN|>"
 START_IMAGE, END_IMAGE, PATCH, LINE_BREAK = "<|START_OF_IMG|>", "<|END_OF_IMG|>", "<|IMG_PATCH|>", "<|IMG_LINE_BREAK|>"
@@ -80,7 +80,7 @@ TOKENS_PER_TILE = (TILE // PATCH_SIZE // FOLD) ** 2
 WINDOW = 32
 
 #: The tiny text model, its blocks a sliding-window one then a full-attention one.
-TEXT = {**TINY_TEXT, "layer_types": ["sliding_attention", "full_attention"], "sliding_window": WINDOW}
+TEXT = {"model_type": "cohere2", **TINY_TEXT, "layer_types": ["sliding_attention", "full_attention"], "sliding_window": WINDOW}
 TOWER = {**TINY_VISION, "num_attention_heads": 4, "image_size": TILE, "patch_size": PATCH_SIZE}
 
 
@@ -90,20 +90,19 @@ def build_aya_vision(path: Path, **overrides: Any) -> Path:
     ``max_patches``, ...), other fields of the top-level config."""
     from transformers import AyaVisionConfig, AyaVisionProcessor, GotOcr2ImageProcessor
 
-    tok = tokenizer(SPECIAL_TOKENS, **ROLES)
     images = {"size": {"height": TILE, "width": TILE}, "crop_to_patches": True, "min_patches": 1, "max_patches": MAX_TILES,
               **overrides.pop("image_processor", {})}
     # patch_size is the pixels a token covers (a 7-pixel patch, shuffled 2 x 2), img_size a crop's
-    processor = AyaVisionProcessor(image_processor=GotOcr2ImageProcessor(**images), tokenizer=tok,
-                                   patch_size=PATCH_SIZE * FOLD, img_size=TILE, chat_template=AYA_TEMPLATE)
-    config = AyaVisionConfig(
-        text_config=_text(tok, overrides.pop("text_config", {})),
-        vision_config={**TOWER, "vision_use_head": False, **overrides.pop("vision_config", {})},
-        image_token_index=tok.convert_tokens_to_ids(PATCH),
-        **{"downsample_factor": FOLD, "alignment_intermediate_size": 128, "vision_feature_layer": -1,
-           "vision_feature_select_strategy": "full", **overrides},
+    return tiny(
+        path, AyaVisionConfig,
+        lambda tok: AyaVisionProcessor(image_processor=GotOcr2ImageProcessor(**images), tokenizer=tok,
+                                       patch_size=PATCH_SIZE * FOLD, img_size=TILE, chat_template=AYA_TEMPLATE),
+        tokens=SPECIAL_TOKENS, roles=ROLES, text=TEXT, vision={**TOWER, "vision_use_head": False},
+        ids={"image_token_index": PATCH},
+        fields={"downsample_factor": FOLD, "alignment_intermediate_size": 128, "vision_feature_layer": -1,
+                "vision_feature_select_strategy": "full"},
+        overrides=overrides,
     )
-    return _save(path, config, processor, tok)
 
 
 def build_cohere2_vision(path: Path, **overrides: Any) -> Path:
@@ -112,31 +111,17 @@ def build_cohere2_vision(path: Path, **overrides: Any) -> Path:
     fields of the top-level config."""
     from transformers import Cohere2VisionConfig, Cohere2VisionImageProcessor, Cohere2VisionProcessor
 
-    tok = tokenizer(SPECIAL_TOKENS, **ROLES, **IMAGE_ROLES)
     # patch_size is a crop's tokens a side (the processor writes patch_size ** 2 a crop)
     images = {"size": {"height": TILE, "width": TILE}, "patch_size": TILE // PATCH_SIZE // FOLD, "min_patches": 1,
               "max_patches": MAX_TILES, **overrides.pop("image_processor", {})}
-    processor = Cohere2VisionProcessor(image_processor=Cohere2VisionImageProcessor(**images), tokenizer=tok,
-                                       chat_template=COMMAND_A_TEMPLATE)
-    config = Cohere2VisionConfig(
-        text_config=_text(tok, overrides.pop("text_config", {})),
-        vision_config={**TOWER, **overrides.pop("vision_config", {})},
-        image_token_id=tok.convert_tokens_to_ids(PATCH),
-        **{"downsample_factor": FOLD, "alignment_intermediate_size": 128, **overrides},
+    return tiny(
+        path, Cohere2VisionConfig,
+        lambda tok: Cohere2VisionProcessor(image_processor=Cohere2VisionImageProcessor(**images), tokenizer=tok,
+                                           chat_template=COMMAND_A_TEMPLATE),
+        tokens=SPECIAL_TOKENS, roles={**ROLES, **IMAGE_ROLES}, stops=ROLES, text=TEXT, vision=TOWER,
+        ids={"image_token_id": PATCH}, fields={"downsample_factor": FOLD, "alignment_intermediate_size": 128},
+        overrides=overrides,
     )
-    return _save(path, config, processor, tok)
-
-
-def _text(tok: Any, overrides: dict) -> dict:
-    ids = {"pad_token_id": tok.pad_token_id, "bos_token_id": tok.bos_token_id, "eos_token_id": tok.eos_token_id}
-    return {"model_type": "cohere2", "vocab_size": len(tok), **TEXT, **ids, **overrides}
-
-
-def _save(path: Path, config: Any, processor: Any, tok: Any) -> Path:
-    from transformers import GenerationConfig
-
-    generation = GenerationConfig(bos_token_id=tok.bos_token_id, eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id)
-    return save(path, config, processor, generation)
 
 
 BUILDERS = {"aya_vision": build_aya_vision, "cohere2_vision": build_cohere2_vision}

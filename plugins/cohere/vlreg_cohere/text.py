@@ -12,10 +12,12 @@ block rotates its queries and keys (Cohere's interleaved rope) and attends withi
 (its queries and keys are the projections as they are). `CohereAttention` says so in
 its values' descriptions.
 
-Only the text part of the vision-language families is served here. A base Cohere2
-checkpoint (``Cohere2ForCausalLM``) is not: its forward scales the logits by
-``logit_scale``, which vlreg's readout (the logit lens, ``logits`` against
-``uncapped_logits``) does not model; the vision wrappers apply no such scale.
+Only the text part of the vision-language families is served here, not a base Cohere2
+checkpoint (``Cohere2ForCausalLM``). Cohere's forward scales the logits by
+``logit_scale``: Aya Vision's does from transformers 5.25 (5.23 and 5.24 return
+``lm_head``'s output as it is), Command A Vision's does not; vlreg's readout applies the
+scale wherever the wrapper's forward does (`vlreg.core.envoys.readout.logit_scale`), so
+``logits`` and the logit lens are the model's own on either release.
 """
 
 from __future__ import annotations
@@ -34,12 +36,13 @@ def _call(attention: Any) -> str:
 class CohereAttention(Attention):
     """A Cohere2 block's attention: rope on sliding-window blocks only."""
 
+    refuses = {"attention_queries": eager_only, "attention_keys": eager_only}
     attention_queries = argument(
-        1, _call, unavailable=eager_only,
+        1, _call,
         description="the queries: rotated on sliding-window blocks, as projected on full-attention blocks (no rope)",
     )
     attention_keys = argument(
-        2, _call, unavailable=eager_only,
+        2, _call,
         description="the keys: rotated on sliding-window blocks, as projected on full-attention blocks (no rope)",
     )
 

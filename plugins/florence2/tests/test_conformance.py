@@ -10,7 +10,6 @@ image's placeholders itself (`Vision.writes_placeholders`); a lazy build is refu
 import pytest
 import torch
 
-from vlreg import Unavailable
 from vlreg.testing.conformance import AnalysisConformance, VisionConformance
 
 NATIVE = {
@@ -34,7 +33,7 @@ class TestFlorence2(AnalysisConformance, VisionConformance):
     plain_sum = False
     tower_blocks = False
     o_proj = "out_proj"
-    analysis_refuses = {"tower_patterns": (Unavailable, "DaViT's blocks")}
+    analysis_refuses = {"tower_patterns": "DaViT's blocks"}
     image_sizes = ((40, 30), (32, 32))
 
     def image_prompt(self, model, images=1, question=None):

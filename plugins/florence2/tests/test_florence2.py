@@ -3,15 +3,10 @@
 import pytest
 import torch
 
-from vlreg import StandardizedTransformer, Unavailable
-from vlreg.testing import build
+from vlreg import Unavailable
 from vlreg.testing.conformance import image
 
-
-@pytest.fixture(scope="module")
-def model():
-    return StandardizedTransformer(str(build("florence2")), task="image-text-to-text", dispatch=True,
-                                   attn_implementation="eager", device="cpu")
+CHECKPOINT = "florence2"
 
 
 def test_the_task_token_is_the_prompt(model):

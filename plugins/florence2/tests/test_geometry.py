@@ -10,15 +10,9 @@ import math
 import pytest
 import torch
 
-from vlreg import StandardizedTransformer
-from vlreg.testing import build
 from vlreg.testing.conformance import lit
 
-
-@pytest.fixture(scope="module")
-def model():
-    return StandardizedTransformer(str(build("florence2")), task="image-text-to-text", dispatch=True,
-                                   attn_implementation="eager", device="cpu")
+CHECKPOINT = "florence2"
 
 
 def test_grids_count_the_image_tokens(model):

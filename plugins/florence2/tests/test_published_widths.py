@@ -16,7 +16,6 @@ import torch
 from transformers import Florence2Config, Florence2ForConditionalGeneration
 
 from vlreg.core.host.family import resolve
-from vlreg_florence2 import WRAPPER_RENAME
 from vlreg_florence2.geometry import final_grid
 
 
@@ -29,7 +28,7 @@ def test_published_widths_on_meta():
     assert family.name == "florence2" and set(family.parts) == {"wrapper", "text", "vision"}
     with torch.device("meta"):
         module = Florence2ForConditionalGeneration(config)
-    for native in WRAPPER_RENAME:
+    for native in family.plugin.vlreg_rename(family.parts["wrapper"]):  # every mount resolves
         assert module.get_submodule(native) is not None
     text = module.model.language_model
     assert (len(text.decoder.layers), len(text.encoder.layers)) == (12, 12)

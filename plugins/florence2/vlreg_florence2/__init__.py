@@ -26,12 +26,12 @@ from vlreg.plugin import Plugin, Scatter, Text, Tower, Wrapper
 from . import text, vision
 from .geometry import florence2_image_grids
 
-WRAPPER_RENAME = {
+#: The BART text model's mounts (no final norm: its blocks are post-norm); the tower and
+#: the projector sit where transformers' layout has them.
+TEXT_RENAME = {
     "model.language_model.shared": "embed_tokens",
     "model.language_model.decoder.layers": "layers",
     "model.language_model.encoder": "encoder",
-    "model.vision_tower": "vision",
-    "model.multi_modal_projector": "projector",
 }
 #: From the tower: its first convolution is where pixels become a grid of patches.
 TOWER_RENAME = {"convs.0": "patch_embed"}
@@ -49,7 +49,7 @@ def builders():
 
 
 plugin = Plugin(
-    Wrapper("florence2", rename=WRAPPER_RENAME, envoys=text.wrapper_envoys, entry=SCATTER,
+    Wrapper("florence2", text=None, rename=TEXT_RENAME, envoys=text.wrapper_envoys, entry=SCATTER,
             image_grids=lambda part: florence2_image_grids(part.config)),
     Text("bart", rename=text.rename, envoys=text.envoys),
     Tower("florence_vision", rename=TOWER_RENAME, envoys=vision.envoys),

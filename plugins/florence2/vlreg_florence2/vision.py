@@ -27,7 +27,7 @@ def _put_grid(raw: Any, new: torch.Tensor) -> Any:
 
 
 NO_BLOCKS = (
-    "model.vision.layers is not served: DaViT's blocks (model.vision.blocks[stage][block], each a windowed-"
+    "DaViT's blocks (model.vision.blocks[stage][block], each a windowed-"
     "attention half and a channel-attention half over a grid of channels, with convolutional position "
     "encodings) have no standard block's shape; read them natively, or read vision.patch_embeddings and "
     "vision.tower_output"
@@ -41,6 +41,7 @@ class DaViT(Vision):
 
     standard_children: dict = {}
     order = ("image_token_mask", "patch_embeddings", "tower_output", "image_features")
+    refuses = {"layers": NO_BLOCKS}
     writes_placeholders = True
 
     tower_output = patches(
@@ -48,17 +49,9 @@ class DaViT(Vision):
         description="the last stage's grid as rows, [images, cells, vision_hidden_size], before the projector",
     )
 
-    def _unknown(self, name: str) -> str:
-        if name == "layers":
-            return NO_BLOCKS
-        return super()._unknown(name)
-
     @property
     def num_layers(self) -> int:
         return 0
-
-    def without_blocks(self) -> str:
-        return NO_BLOCKS.removeprefix("model.")
 
     @property
     def vision_hidden_size(self) -> int:

@@ -9,12 +9,7 @@ from vlreg.testing import build
 from vlreg.testing.conformance import image
 from vlreg_gemma import plugin
 
-
-@pytest.fixture(scope="module")
-def model():
-    return StandardizedTransformer(
-        str(build("gemma3")), task="image-text-to-text", dispatch=True, device="cpu", attn_implementation="eager"
-    )
+CHECKPOINT = "gemma3"
 
 
 def prompt(model, *content, system=None):

@@ -9,21 +9,12 @@ import pytest
 import torch
 
 from vlreg import StandardizedTransformer, Unavailable
-from vlreg.testing import build
+from vlreg.testing import build, chat
 from vlreg.testing.conformance import image
 
+CHECKPOINT = "gemma3n"
+
 PICTURE = image(40, 30)
-
-
-@pytest.fixture(scope="module")
-def model():
-    return StandardizedTransformer(str(build("gemma3n")), task="image-text-to-text", dispatch=True, device="cpu",
-                                   attn_implementation="eager")
-
-
-def chat(model, *content):
-    messages = [{"role": "user", "content": [*content, {"type": "text", "text": "What is in this image?"}]}]
-    return model.processor.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
 
 
 def test_the_processor_writes_the_images_soft_tokens_between_its_markers(model):
@@ -98,7 +89,7 @@ def test_the_projector_embeds_the_ids_then_the_image(model):
     assert by_id.shape[:2] == model.processor(text=chat(model, {"type": "image"}), images=[PICTURE],
                                               return_tensors="pt")["input_ids"].shape
     assert torch.equal(by_image.reshape(features.shape), features)
-    with model.trace(chat(model)):
+    with model.trace(chat(model, images=0)):
         alone = model.projector.output.save()
     assert len(alone) == 1
 
@@ -126,3 +117,21 @@ def test_audio_given_to_a_trace_is_refused_before_the_model_runs(model):
     with pytest.raises(TypeError, match="'audio' given to the trace"):
         with model.trace(chat(model, {"type": "audio"}), audio=[numpy.ones(16000, numpy.float32)]):
             model.logits.save()
+
+
+def test_a_gemma3n_whose_tower_is_no_mobilenet_is_refused_by_name(tmp_path):
+    """transformers' own tests build Gemma 3n on a timm ViT: served as a MobileNetV5 it would
+    list values it has not and give the tower's output transposed; it is refused at load,
+    before any weight is read, naming the tower."""
+    import json
+    import shutil
+
+    from vlreg import NoFamily
+
+    folder = tmp_path / "gemma3n_vit"
+    shutil.copytree(build("gemma3n"), folder)
+    config = json.loads((folder / "config.json").read_text())
+    config["vision_config"]["architecture"] = "vit_small_patch16_224"
+    (folder / "config.json").write_text(json.dumps(config))
+    with pytest.raises(NoFamily, match=r"timm's 'vit_small_patch16_224', not a MobileNetV5"):
+        StandardizedTransformer(str(folder), task="image-text-to-text", dispatch=False)

@@ -6,36 +6,19 @@ load, and what each refuses, is `AnalysisConformance` in ``test_conformance.py``
 import pytest
 import torch
 
-from vlreg import StandardizedTransformer, analysis
-from vlreg.testing import build
+from vlreg import analysis
+from vlreg.testing import chat, load
 from vlreg.testing.conformance import image
 
 PICTURE = image(90, 60)
-
-
-@pytest.fixture(scope="module")
-def loaded():
-    cache = {}
-
-    def get(name):
-        if name not in cache:
-            cache[name] = StandardizedTransformer(
-                str(build(name)), task="image-text-to-text", dispatch=True, device="cpu", attn_implementation="eager"
-            )
-        return cache[name]
-
-    return get
-
-
-def chat(model, words="caption en"):
-    messages = [{"role": "user", "content": [{"type": "image"}, {"type": "text", "text": words}]}]
-    return model.processor.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
+#: PaliGemma's task prefix: a caption, in English.
+CAPTION = "caption en"
 
 
 def test_the_prompt_is_the_images_then_the_prefix(loaded):
     model = loaded("paligemma")
-    assert chat(model) == "<image>caption en"
-    encoding = model.processor(text=chat(model), images=[PICTURE], return_tensors="pt")
+    assert chat(model, text=CAPTION) == "<image>caption en"
+    encoding = model.processor(text=chat(model, text=CAPTION), images=[PICTURE], return_tensors="pt")
     tokens = model.tokenizer.convert_ids_to_tokens(encoding["input_ids"][0])
     assert tokens[:17] == ["<image>"] * 16 + ["<bos>"]  # a token per SigLIP patch, then <bos>
     assert model.tokenizer.decode(encoding["input_ids"][0, 17:]) == "caption en\n"
@@ -48,7 +31,7 @@ def test_the_prefix_is_bidirectional_and_the_suffix_causal(loaded, name):
     (images and prompt) and causal over the suffix, which the prefix never sees; the
     pattern's description says so."""
     model = loaded(name)
-    encoding = dict(model.processor(text=chat(model), images=[PICTURE], suffix="a red square", return_tensors="pt"))
+    encoding = dict(model.processor(text=chat(model, text=CAPTION), images=[PICTURE], suffix="a red square", return_tensors="pt"))
     encoding.pop("labels")
     prefix = int((encoding["token_type_ids"][0] == 0).sum())
     patterns = []
@@ -70,14 +53,14 @@ def test_the_prefix_is_bidirectional_and_the_suffix_causal(loaded, name):
 
 def test_a_token_per_patch_and_the_projector_is_linear(loaded):
     model = loaded("paligemma")
-    with model.trace(chat(model), images=[PICTURE]):
+    with model.trace(chat(model, text=CAPTION), images=[PICTURE]):
         tower = model.vision.tower_output.save()
         projected = model.projector.output.save()
         features = model.vision.image_features.save()
     side = model.vision.image_size // model.vision.patch_size
     assert tower.shape[1] == side**2 == features.shape[0]
     torch.testing.assert_close(model.projector._module(tower), projected)
-    (geometry,) = model.vision.geometry(chat(model), [PICTURE])
+    (geometry,) = model.vision.geometry(chat(model, text=CAPTION), [PICTURE])
     assert (geometry.grids[0].rows, geometry.grids[0].columns, geometry.grids[0].fold) == (side, side, 1)
 
 
@@ -88,7 +71,7 @@ def test_gemma2s_logits_are_what_the_model_returns_after_the_final_softcap(loade
     model = loaded("paligemma2")
     cap = model._module.config.text_config.final_logit_softcapping
     assert cap
-    with model.trace(chat(model), images=[PICTURE]):
+    with model.trace(chat(model, text=CAPTION), images=[PICTURE]):
         readout = model.lm_head.output.save()
         uncapped = model.uncapped_logits.save()
         logits = model.logits.save()
@@ -101,7 +84,7 @@ def test_gemma2_scores_are_softcapped_before_the_mask(loaded):
     model = loaded("paligemma2")
     config = model._module.config.text_config
     block = model.layers[-1]
-    with model.trace(chat(model), images=[PICTURE]):
+    with model.trace(chat(model, text=CAPTION), images=[PICTURE]):
         queries = block.self_attn.attention_queries.save()
         keys = block.self_attn.attention_keys.save()
         scores = block.self_attn.attention_scores.save()
@@ -125,7 +108,8 @@ def test_several_invokes_each_get_their_solo_runs_values(loaded, name):
     the several-invokes suite's text-only case does not apply; two image prompts of
     different lengths each read what they read alone, at the right end of their row."""
     model = loaded(name)
-    runs = [(chat(model), [PICTURE]), (chat(model, "answer en what colour is the largest shape?"), [image(40, 70, seed=3)])]
+    runs = [(chat(model, text=CAPTION), [PICTURE]),
+            (chat(model, text="answer en what colour is the largest shape?"), [image(40, 70, seed=3)])]
     batched = []
     with torch.no_grad(), model.trace() as tracer:
         for prompt, images in runs:
@@ -141,6 +125,6 @@ def test_several_invokes_each_get_their_solo_runs_values(loaded, name):
 def test_paligemmas_text_model_compares_on_its_text_load():
     """The text helpers that take text alone run on PaliGemma loaded for text (its image
     load refuses them: the processor takes no prompt without an image)."""
-    text = StandardizedTransformer(str(build("paligemma")), dispatch=True, device="cpu", attn_implementation="eager")
+    text = load("paligemma", task=None)
     torch.testing.assert_close(analysis.compare_streams(text, text, "The quick brown fox"),
                                torch.ones(text.num_layers, dtype=torch.float64))

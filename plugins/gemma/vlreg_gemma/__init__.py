@@ -34,33 +34,12 @@ Gemma 4's routed experts (``enable_moe_block``) have no standard values: ``mlp.m
 is what the dense MLP and the experts add together.
 """
 
-from vlreg.plugin import Plugin, Scatter, Text, Tower, Wrapper
+from vlreg.plugin import Plugin, Text, Tower, Wrapper
 
 from . import text, vision
 from .geometry import image_grids
 
-_TEXT_MOUNTS = {
-    "model.language_model.layers": "layers",
-    "model.language_model.embed_tokens": "embed_tokens",
-    "model.language_model.norm": "norm",
-}
-#: wrapper model_type -> its mounts, from the model root
-WRAPPERS = {
-    "gemma3": {**_TEXT_MOUNTS, "model.vision_tower": "vision", "model.multi_modal_projector": "projector"},
-    "paligemma": {**_TEXT_MOUNTS, "model.vision_tower": "vision", "model.multi_modal_projector": "projector"},
-    "gemma4": {**_TEXT_MOUNTS, "model.vision_tower": "vision", "model.embed_vision": "projector"},
-    "gemma4_unified": {
-        **_TEXT_MOUNTS,
-        "model.embed_vision": "vision",
-        "model.embed_vision.multimodal_embedder": "projector",
-    },
-}
-
-#: The image masked_scatter in the wrapper model's forward (video and audio come after).
-SCATTER = Scatter(host="model", operation="inputs_embeds_masked_scatter_0", argument=1)
-
-#: Gemma 3n: its mounts, and what its claim refuses (`Claim.refuses`).
-GEMMA3N = {**_TEXT_MOUNTS, "model.vision_tower": "vision", "model.embed_vision": "projector"}
+#: What Gemma 3n's claim refuses (`Claim.refuses`).
 GEMMA3N_REFUSES = {
     "audio": (
         "audio is not served: vlreg claims no audio part, so Gemma 3n's audio tower (model.audio_tower) and its "
@@ -82,13 +61,17 @@ def builders():
 
 
 plugin = Plugin(
-    *[Wrapper(model_type, rename=rename, entry=SCATTER, image_grids=grids) for model_type, rename in WRAPPERS.items()],
-    Wrapper("gemma3n", rename=GEMMA3N, envoys=vision.gemma3n_wrapper_envoys, entry=SCATTER, image_grids=grids,
+    Wrapper(("gemma3", "paligemma"), image_grids=grids),
+    Wrapper("gemma4", projector="model.embed_vision", image_grids=grids),
+    Wrapper("gemma4_unified", vision="model.embed_vision", projector="model.embed_vision.multimodal_embedder",
+            image_grids=grids),
+    Wrapper("gemma3n", projector="model.embed_vision", envoys=vision.gemma3n_wrapper_envoys, image_grids=grids,
             refuses=GEMMA3N_REFUSES),
     Text(text.MODEL_TYPES, envoys=text.envoys),
     Text("gemma3n_text", envoys=text.gemma3n_envoys),
-    Tower("gemma4_vision", rename=vision.TOWER_RENAME, envoys=vision.tower_envoys),
+    Tower("gemma4_vision", rename=vision.TOWER_RENAME, envoys=vision.gemma4_tower_envoys),
     Tower("gemma4_unified_vision", envoys=vision.embedder_envoys),
-    Tower("gemma3n_vision", rename=vision.GEMMA3N_RENAME, envoys=vision.gemma3n_tower_envoys),
+    Tower("gemma3n_vision", rename=vision.GEMMA3N_RENAME, envoys=vision.gemma3n_tower_envoys,
+          declines=vision.gemma3n_refusal),
     checkpoints=builders,
 )

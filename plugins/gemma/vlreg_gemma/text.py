@@ -59,7 +59,7 @@ from __future__ import annotations
 from importlib import import_module
 from typing import Any
 
-from vlreg.plugin import Attention, Layer, Mlp, StreamsLayer, argument, returned, value
+from vlreg.plugin import Attention, Layer, Mlp, StreamsLayer, argument, eager_only, returned, value
 
 #: model_type -> (transformers module, class-name prefix, sandwich-normed)
 MODELS = {
@@ -107,9 +107,9 @@ WHERE_NOT_CAUSAL = {
 def _described(base: type, wrapper: str) -> type:
     """``base`` with its pattern's description saying where ``wrapper``'s is not causal."""
     pattern = Attention.attention_probabilities
-    described = returned(pattern.at, unavailable=pattern.unavailable,
-                         description=f"{pattern.description}: {WHERE_NOT_CAUSAL[wrapper]}")
+    described = returned(pattern.at, description=f"{pattern.description}: {WHERE_NOT_CAUSAL[wrapper]}")
     return type(base.__name__, (base,), {"attention_probabilities": described, "__module__": __name__,
+                                        "refuses": {"attention_probabilities": eager_only},
                                         "__doc__": f"{base.__doc__} ({wrapper})"})
 
 
@@ -150,9 +150,9 @@ class Gemma4Layer(SharedKvLayer):
 
     order = ("input", "self_attn", "linear_attn", "mlp", "per_layer_output", "output", "layer_output")
 
+    refuses = {"per_layer_output": _no_per_layer_input}
     per_layer_output = returned(
         lambda layer: f"{layer.path}.post_per_layer_input_norm.output",
-        unavailable=_no_per_layer_input,
         description="what the per-layer input (PLE) adds to the stream after the MLP, before layer_scalar",
     )
 

@@ -45,14 +45,15 @@ from typing import Any
 import torch
 
 from vlreg.plugin import (
+    At,
     PerCall,
     Unavailable,
     Vision,
     VisionAttention,
-    VisionLayer,
     VisionMlp,
     patches,
     returned,
+    tower_envoys,
     value,
     variable_resolution,
 )
@@ -79,8 +80,8 @@ class Gemma4Vision(Vision):
     padded_patches = True
 
     position_embeddings = value(
-        lambda vision: f"{vision.path}.patch_embedder.source.self__position_embeddings_0.output",
-        inside=lambda vision: vision.patch_embedder,
+        At(lambda vision: f"{vision.path}.patch_embedder.source.self__position_embeddings_0.output",
+           inside=lambda vision: vision.patch_embedder),
         description="the learned position of each patch (an x and a y embedding summed), zero on padding",
     )(lambda vision, raw: raw)
 
@@ -92,6 +93,34 @@ class Gemma4Vision(Vision):
     )
 
     image_size = property(variable_resolution)
+
+    def image_refusal(self, width: int, height: int) -> str | None:
+        """More patches along a side than the tower has learned positions for."""
+        from transformers.models.gemma4 import image_processing_gemma4
+
+        table = self.root._module.config.vision_config.position_embedding_size
+        return _beyond_positions(self.root.processor, image_processing_gemma4, width, height, table, "patches", 1)
+
+
+def _beyond_positions(processor: Any, module: Any, width: int, height: int, table: int, unit: str, fold: int) -> str | None:
+    """Why Gemma 4's processor, fitting the image to its budget of patches with its aspect
+    kept (``module``'s ``get_aspect_ratio_preserving_size``), makes more ``unit`` (``fold`` x
+    ``fold`` patches each) along a side than ``table`` positions reach, or cannot fit it."""
+    ip = getattr(processor, "image_processor", None)
+    if ip is None or not hasattr(ip, "pooling_kernel_size"):
+        return None
+    kernel, patch = ip.pooling_kernel_size, ip.patch_size
+    try:
+        resized = module.get_aspect_ratio_preserving_size(height=height, width=width, patch_size=patch,
+                                                          max_patches=ip.max_soft_tokens * kernel**2,
+                                                          pooling_kernel_size=kernel)
+    except ValueError as error:
+        return f"the processor cannot fit it to its budget of patches ({error}): pass an image closer to square"
+    along = max(resized) // (patch * fold)
+    if along <= table:
+        return None
+    return (f"the processor resizes it to {resized[1]} x {resized[0]} pixels, {along} {unit} along its longer side, "
+            f"past the {table} positions this checkpoint has learned: pass an image closer to square (pad it)")
 
 
 class Gemma4VisionAttention(VisionAttention):
@@ -135,6 +164,15 @@ class Gemma4UnifiedVision(Vision):
     order = ("image_token_mask", "patch_embeddings", "position_embeddings", "tower_output", "image_features")
     padded_patches = True
 
+    def image_refusal(self, width: int, height: int) -> str | None:
+        """More tokens along a side than the embedder has learned positions for."""
+        from transformers.models.gemma4_unified import image_processing_gemma4_unified
+
+        table = self.root._module.config.vision_config.mm_posemb_size
+        kernel = getattr(getattr(self.root.processor, "image_processor", None), "pooling_kernel_size", 1)
+        return _beyond_positions(self.root.processor, image_processing_gemma4_unified, width, height, table,
+                                 "tokens", kernel)
+
     patch_embeddings = returned(
         lambda vision: f"{vision.path}.patch_ln2.output",
         description="each token's pixels embedded (LayerNorm, linear, LayerNorm), [images, budget, hidden]",
@@ -175,16 +213,10 @@ class Gemma4UnifiedVision(Vision):
         return self.root._module.config.vision_config
 
 
-def tower_envoys(part: Any) -> dict[type, type]:
-    """The Gemma 4 tower's module classes onto its envoys."""
-    from transformers.models.gemma4 import modeling_gemma4 as gemma4
-
-    return {
-        gemma4.Gemma4VisionModel: Gemma4Vision,
-        gemma4.Gemma4VisionEncoderLayer: VisionLayer,
-        gemma4.Gemma4VisionAttention: Gemma4VisionAttention,
-        gemma4.Gemma4VisionMLP: Gemma4VisionMlp,
-    }
+#: The Gemma 4 tower's module classes onto its envoys.
+gemma4_tower_envoys = tower_envoys(
+    "gemma4", ("Gemma4VisionModel", "Gemma4VisionEncoderLayer", "Gemma4VisionAttention", "Gemma4VisionMLP"),
+    vision=Gemma4Vision, attention=Gemma4VisionAttention, mlp=Gemma4VisionMlp)
 
 
 def embedder_envoys(part: Any) -> dict[type, type]:
@@ -232,6 +264,7 @@ class Gemma3nVision(Vision):
 
     standard_children: dict = {}
     order = ("image_token_mask", "patch_embeddings", "tower_output", "image_features")
+    refuses = {"layers": NO_BLOCKS}
 
     tower_output = value(
         "output",
@@ -244,14 +277,6 @@ class Gemma3nVision(Vision):
     @property
     def num_layers(self) -> int:
         return 0
-
-    def without_blocks(self) -> str:
-        return NO_BLOCKS
-
-    def _unknown(self, name: str) -> str:
-        if name == "layers":
-            return f"model.vision.layers is not served: {NO_BLOCKS}"
-        return super()._unknown(name)
 
     @property
     def patch_embedding_size(self) -> int:
@@ -286,6 +311,19 @@ class Embedder(PerCall):
             return 1 + (inputs.get("pixel_values") is not None)
         audio = inputs.get("input_features") is not None and inputs.get("input_features_mask") is not None
         return 1 + 2 * audio
+
+
+def gemma3n_refusal(part: Any) -> str | None:
+    """A Gemma 3n whose timm tower is not a MobileNetV5 (transformers' own tests build one
+    on a ViT): vlreg serves MobileNetV5's stem and fusion grid, and transformers' Gemma 3n
+    reads any tower's output as such a grid (a ViT's patches come out transposed)."""
+    architecture = str(getattr(part.config, "architecture", ""))
+    if architecture.startswith("mobilenetv5"):
+        return None
+    return (f"its vision tower is timm's {architecture!r}, not a MobileNetV5: vlreg-gemma serves Gemma 3n's "
+            f"MobileNetV5 (its stem as vision.patch_embeddings, its fusion adapter's grid as vision.tower_output), "
+            f"and transformers' Gemma 3n reads any other tower's last_hidden_state as that grid, so a ViT's patches "
+            f"come out transposed; load a checkpoint with the published tower (mobilenetv5_300m_enc)")
 
 
 def gemma3n_tower_envoys(part: Any) -> dict[type, type]:

@@ -13,27 +13,15 @@ its 28 x 28 square of the resized image scaled back to the original, and:
 
 from __future__ import annotations
 
-import pytest
 import torch
 
-from vlreg import StandardizedTransformer
-from vlreg.testing import build
+from vlreg.testing import chat
 from vlreg.testing.conformance import image, lit
+
+CHECKPOINTS = ("glm4v", "glmga")
 
 #: (width, height): the tiny processor's bounds and either side of them, odd sides, strips.
 SIZES = ((112, 84), (56, 112), (57, 85), (168, 168), (30, 30), (200, 40), (40, 200), (400, 300))
-
-
-@pytest.fixture(scope="module", params=["glm4v", "glmga"])
-def model(request):
-    """GLM-4.1V's image processor, and Glmga's (its own class, of the same layout)."""
-    return StandardizedTransformer(str(build(request.param)), task="image-text-to-text", dispatch=True, device="cpu")
-
-
-def chat(model, images: int = 1) -> str:
-    content = [{"type": "image"}] * images + [{"type": "text", "text": "What is in this image?"}]
-    return model.processor.apply_chat_template([{"role": "user", "content": content}], add_generation_prompt=True,
-                                               tokenize=False)
 
 
 def test_the_grids_count_the_image_tokens(model):
@@ -44,8 +32,8 @@ def test_the_grids_count_the_image_tokens(model):
         (grid,) = geometry.grids
         assert grid.tokens == int((ids == image_token).sum()) > 0, size
     pictures = [image(112, 84), image(56, 112, seed=1)]
-    geometries = model.vision.geometry(chat(model, 2), pictures)
-    with model.trace(chat(model, 2), images=pictures):
+    geometries = model.vision.geometry(chat(model, images=2), pictures)
+    with model.trace(chat(model, images=2), images=pictures):
         mask = model.vision.image_token_mask.save()
         features = model.vision.image_features.save()
     counts = [geometry.grids[0].tokens for geometry in geometries]

@@ -7,27 +7,14 @@ from __future__ import annotations
 import pytest
 import torch
 
-from vlreg import StandardizedTransformer, Unavailable
+from vlreg import Unavailable
 from vlreg.plugin import Mlp, MoeMlp
-from vlreg.testing import build
+from vlreg.testing import chat, load
 from vlreg.testing.conformance import image
 from vlreg_glm4v.checkpoints import MOE
 from vlreg_glm4v.text import GlmMoe, SandwichAttention, SandwichMlp
 
-
-def load(name: str, **overrides) -> StandardizedTransformer:
-    return StandardizedTransformer(str(build(name, **overrides)), task="image-text-to-text", dispatch=True, device="cpu")
-
-
-@pytest.fixture(scope="module")
-def model():
-    return load("glm4v")
-
-
-def chat(model, images: int = 1) -> str:
-    content = [{"type": "image"}] * images + [{"type": "text", "text": "What is in this image?"}]
-    return model.processor.apply_chat_template([{"role": "user", "content": content}], add_generation_prompt=True,
-                                               tokenize=False)
+CHECKPOINT = "glm4v"
 
 
 PICTURES = [image(112, 84)]
@@ -87,7 +74,7 @@ def test_sizes_are_read_off_the_modules(model):
 
 def test_block_0_receives_the_normed_patch_embeddings_plus_the_resampled_positions(model):
     pictures = [image(112, 84), image(56, 112, seed=1)]
-    with model.trace(chat(model, 2), images=pictures):
+    with model.trace(chat(model, images=2), images=pictures):
         conv = model.vision.patch_embed.output.save()
         patches = model.vision.patch_embeddings.save()
         positions = model.vision.position_embeddings.save()
@@ -95,7 +82,7 @@ def test_block_0_receives_the_normed_patch_embeddings_plus_the_resampled_positio
     assert patches.shape == positions.shape == (1, first.shape[0], model.vision.vision_hidden_size)
     assert torch.equal(patches[0], model.vision.post_conv_layernorm._module(conv))
     assert torch.equal(first, (patches + positions)[0])
-    with model.trace(chat(model, 2), images=pictures):
+    with model.trace(chat(model, images=2), images=pictures):
         model.vision.position_embeddings[:] = 0
         unplaced = model.vision.layers[0].input.save()
     assert torch.equal(unplaced, patches[0])
@@ -135,7 +122,7 @@ def test_a_glm46v_checkpoint_with_the_moe_text_model_serves_it():
     published GLM-4.6V pairs it with GLM-4.1V's tower) the blocks are GLM-4.5V's, plain
     pre-norm and routed, while the tower stays GLM-4.1V's."""
     text = {"model_type": "glm4v_moe_text", **MOE}
-    glm46v = load("glm46v", text_config=text)
+    glm46v = load("glm46v", {"text_config": text})
     parts = glm46v.family.parts
     assert (parts["text"].model_type, parts["vision"].model_type) == ("glm4v_moe_text", "glm4v_vision")
     assert type(glm46v.layers[0].mlp) is Mlp and isinstance(glm46v.layers[1].mlp, GlmMoe)

@@ -2,8 +2,7 @@
 
 Five wrappers share Qwen2-VL's layout (the text model at ``model.language_model``, the
 tower at ``model.visual`` with its merger, the ``masked_scatter`` in ``model``'s forward,
-images resized whole into 2 x 2 blocks of 14-pixel patches), so the mounts, the scatter,
-the image grids and the tower's attention come from the ``"qwen_vit"`` adapter that
+images resized whole into 2 x 2 blocks of 14-pixel patches), so the mounts, the image grids and the tower's attention come from the ``"qwen_vit"`` adapter that
 vlreg-qwen2-vl publishes:
 
 * ``glm4v`` (GLM-4.1V): sandwich-normed text blocks (`text`), the tower with learned
@@ -40,8 +39,7 @@ def builders():
 
 
 plugin = Plugin(
-    Wrapper(WRAPPERS, rename=QWEN_VIT.wrapper_rename, entry=QWEN_VIT.scatter,
-            image_grids=lambda part: QWEN_VIT.image_grids,
+    Wrapper(WRAPPERS, **QWEN_VIT.mounts, image_grids=lambda part: QWEN_VIT.image_grids,
             refuses={"videos": NO_VIDEOS, "vision.video_features": NO_VIDEOS}),
     Text(tuple(SANDWICHED), envoys=sandwich_envoys),
     Text("glm4v_moe_text", envoys=moe_envoys),

@@ -29,7 +29,7 @@ from __future__ import annotations
 from importlib import import_module
 from typing import Any
 
-from vlreg.plugin import Vision, VisionLayer, VisionMlp, adapter, as_patches, patches, value
+from vlreg.plugin import At, Vision, VisionLayer, VisionMlp, adapter, as_patches, patches, value
 
 QWEN_VIT = adapter("qwen_vit")
 QwenVision = QWEN_VIT.Vision
@@ -86,8 +86,7 @@ class Glm4vVision(GlmVision):
     )(lambda vision, raw: as_patches(raw)).writes(_put_patches)
 
     position_embeddings = value(
-        lambda vision: f"{vision.embeddings.path}.source.to_1.output",
-        inside=lambda vision: vision.embeddings,
+        At(lambda vision: f"{vision.embeddings.path}.source.to_1.output", inside=lambda vision: vision.embeddings),
         description="the learned position grid resampled to each image, added before block 0",
     )(lambda vision, raw: as_patches(raw)).writes(_put_patches)
 

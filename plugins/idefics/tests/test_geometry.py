@@ -22,7 +22,7 @@ import torch
 from PIL import Image
 
 from vlreg import StandardizedTransformer
-from vlreg.testing import build
+from vlreg.testing import build, chat
 from vlreg.testing.conformance import image
 
 FAMILIES = ("idefics3", "smolvlm")
@@ -50,11 +50,6 @@ def lazy():
         return cache[name]
 
     return get
-
-
-def chat(model, images: int = 1) -> str:
-    content = [{"type": "image"}] * images + [{"type": "text", "text": "What is in this image?"}]
-    return model.processor.apply_chat_template([{"role": "user", "content": content}], add_generation_prompt=True, tokenize=False)
 
 
 def test_sizes_are_many_and_distinct():

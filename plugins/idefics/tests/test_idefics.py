@@ -10,32 +10,13 @@ from __future__ import annotations
 import pytest
 import torch
 
-from vlreg import StandardizedTransformer, analysis
+from vlreg import analysis
 from vlreg.pictures import overlay
-from vlreg.testing import build
+from vlreg.testing import chat
 from vlreg.testing.conformance import image
 
 FAMILIES = ("idefics3", "smolvlm")
 PICTURE, OTHER = image(112, 84), image(112, 84, seed=7)
-
-
-@pytest.fixture(scope="module")
-def loaded():
-    cache: dict[str, StandardizedTransformer] = {}
-
-    def get(name: str) -> StandardizedTransformer:
-        if name not in cache:
-            cache[name] = StandardizedTransformer(
-                str(build(name)), task="image-text-to-text", dispatch=True, attn_implementation="eager", device="cpu"
-            )
-        return cache[name]
-
-    return get
-
-
-def chat(model, images: int = 1, text: str = "What is in this image?") -> str:
-    content = [{"type": "image"}] * images + [{"type": "text", "text": text}]
-    return model.processor.apply_chat_template([{"role": "user", "content": content}], add_generation_prompt=True, tokenize=False)
 
 
 def blocks(side: int, fold: int) -> list[list[int]]:

@@ -10,26 +10,16 @@ from __future__ import annotations
 import pytest
 import torch
 
-from vlreg import StandardizedTransformer, Unavailable, analysis
+from vlreg import Unavailable, analysis
 from vlreg.collect.sites import resolve
 from vlreg.dictionaries import Dictionary, feature_maps
 from vlreg.pictures import overlay
-from vlreg.testing import build
+from vlreg.testing import chat
 from vlreg.testing.conformance import image
 
+CHECKPOINT = "idefics2"
+
 PICTURE = image(112, 84)
-
-
-@pytest.fixture(scope="module")
-def model():
-    return StandardizedTransformer(str(build("idefics2")), task="image-text-to-text", dispatch=True,
-                                   attn_implementation="eager", device="cpu")
-
-
-def chat(model, images: int = 1) -> str:
-    content = [{"type": "image"}] * images + [{"type": "text", "text": "What is in this image?"}]
-    return model.processor.apply_chat_template([{"role": "user", "content": content}], add_generation_prompt=True,
-                                               tokenize=False)
 
 
 def patch_mask(model, prompt, images) -> torch.Tensor:

@@ -14,64 +14,43 @@ tokens of 2 x 2 patches, so 14-pixel patches, which the geometry test gives the 
 
 from __future__ import annotations
 
-import json
 import re
 
 import pytest
 import torch
 import transformers
-from transformers import AutoProcessor
 
-from vlreg import StandardizedTransformer, Unavailable
-from vlreg.cli import main
-from vlreg.testing import build
-from vlreg.testing.conformance import image
+from vlreg import Unavailable
+from vlreg.testing import load
+from vlreg.testing.conformance import PublishedWidths, image
 
 CONFIGS = {"idefics3": "Idefics3Config", "smolvlm": "SmolVLMConfig"}
 PROCESSORS = {"idefics3": ("Idefics3Processor", "Idefics3ImageProcessor"),
               "smolvlm": ("SmolVLMProcessor", "SmolVLMImageProcessor")}
 
 
-def defaults(family: str, folder, **fields) -> str:
-    """A folder with the family's default config (``fields`` over it) and the tiny
-    checkpoint's processor (nothing is processed on meta)."""
-    getattr(transformers, CONFIGS[family])(**fields).save_pretrained(folder)
-    AutoProcessor.from_pretrained(build(family)).save_pretrained(folder)
-    return str(folder)
+class TestIdefics3Defaults(PublishedWidths):
+    config = transformers.Idefics3Config
+    checkpoint = "idefics3"
+    family = "idefics"
+    parts = {"vision": ("idefics3_vision", "vlreg-idefics"), "text": ("llama", "vlreg-llava")}
+    published = {
+        "num_layers": 32, "hidden_size": 4096, "num_heads": 32, "num_kv_heads": 32, "head_dim": 128,
+        "vision.num_layers": 12, "vision.vision_hidden_size": 1152, "vision.num_heads": 16, "vision.head_dim": 72,
+        "projector.modality_projection.proj.weight.shape": (4096, 1152 * 2**2),  # 2 x 2 patches a token
+        "vision.layers.0.self_attn.path": "model.model.vision_model.encoder.layers.0.self_attn",
+    }
+    aliases = {"vision.layers[0]": {"input_layernorm": "layer_norm1", "post_attention_layernorm": "layer_norm2"}}
+
+    def test_every_tower_value_takes_a_write(self, model):
+        """The connector reads the tower's output itself."""
+        assert [row for row in model.read_only() if row.startswith("vision.")] == ["vision.image_token_mask"]
 
 
-def lazy(folder: str) -> StandardizedTransformer:
-    return StandardizedTransformer(folder, task="image-text-to-text", dispatch=False, attn_implementation="eager")
-
-
-@pytest.mark.parametrize("family", CONFIGS)
-def test_the_default_widths_at_full_depth(family, tmp_path):
-    model = lazy(defaults(family, tmp_path))
-    assert not model.dispatched and model.family.name == "idefics"
-    assert (model.num_layers, model.hidden_size, model.num_heads, model.num_kv_heads, model.head_dim) == (32, 4096, 32, 32, 128)
-    vision = model.vision
-    assert (vision.num_layers, vision.vision_hidden_size, vision.num_heads, vision.head_dim) == (12, 1152, 16, 72)
-    assert tuple(model.projector.modality_projection.proj.weight.shape) == (4096, 1152 * 2**2)  # 2 x 2 patches a token
-    assert model.vision.layers[0].self_attn.path == "model.model.vision_model.encoder.layers.0.self_attn"
-    rows = model.support()
-    assert all(reason is None for reason in rows.values()), {row: why for row, why in rows.items() if why}
-    # every tower value takes a write: the connector reads the tower's output itself
-    assert [row for row in model.read_only() if row.startswith("vision.")] == ["vision.image_token_mask"]
-
-
-@pytest.mark.parametrize("family", CONFIGS)
-def test_inspect_reads_the_default_config_with_and_without_a_processor(family, tmp_path, capsys):
-    assert main(["inspect", defaults(family, tmp_path / "with"), "--json"]) == 0
-    report = json.loads(capsys.readouterr().out)
-    assert report["family"] == "idefics" and report["class"] == f"{CONFIGS[family][:-6]}ForConditionalGeneration"
-    assert report["parts"]["vision"]["model_type"] == f"{family}_vision" and "vlreg-idefics" in report["parts"]["vision"]["plugin"]
-    assert "vlreg-llava" in report["parts"]["text"]["plugin"] and report["no_images"] is None
-    assert report["vision sizes"]["vision_hidden_size"] == 1152 and report["sizes"]["num_layers"] == 32
-    assert report["aliases"]["vision.layers[0]"] == {"input_layernorm": "layer_norm1", "post_attention_layernorm": "layer_norm2"}
-    getattr(transformers, CONFIGS[family])().save_pretrained(tmp_path / "bare")
-    assert main(["inspect", str(tmp_path / "bare")]) == 0
-    shown = capsys.readouterr().out
-    assert "family 'idefics'" in shown and "holds no processor" in shown and "vision.image_features" in shown
+class TestSmolVLMDefaults(TestIdefics3Defaults):
+    config = transformers.SmolVLMConfig
+    checkpoint = "smolvlm"
+    parts = {"vision": ("smolvlm_vision", "vlreg-idefics"), "text": ("llama", "vlreg-llava")}
 
 
 #: (width, height) -> (tile rows, tile columns) at the default 1456 / 364 pixels, worked out
@@ -99,7 +78,7 @@ def test_geometry_at_the_default_processors_resolution(family, tmp_path):
         image_token_id=tok.convert_tokens_to_ids(IMAGE), vision_config={"image_size": 364, "patch_size": 14},
         text_config={"num_hidden_layers": 1, "vocab_size": len(tok)},
     ).save_pretrained(folder)
-    model = lazy(str(folder))
+    model = load(folder, dispatch=False)
     assert model.processor.image_seq_len == 169 and images.max_image_size["longest_edge"] == 364
     prompt = "<image>What is in this image?"
     for size, (rows, columns) in SPLITS.items():
@@ -123,41 +102,27 @@ def test_geometry_at_the_default_processors_resolution(family, tmp_path):
 # 16 heads of 96 over 4 key/value heads, at the text width.
 
 
-def idefics2_defaults(folder, **fields) -> str:
-    transformers.Idefics2Config(**fields).save_pretrained(folder)
-    AutoProcessor.from_pretrained(build("idefics2")).save_pretrained(folder)
-    return str(folder)
+class TestIdefics2Defaults(PublishedWidths):
+    config = transformers.Idefics2Config
+    checkpoint = "idefics2"
+    family = "idefics"
+    parts = {"vision": ("idefics2_vision", "vlreg-idefics"), "text": ("mistral", "vlreg-llava")}
+    published = {
+        "num_layers": 32, "hidden_size": 4096, "num_heads": 32, "num_kv_heads": 8, "head_dim": 128, "intermediate_size": 14336,
+        "vision.num_layers": 12, "vision.vision_hidden_size": 768, "vision.num_heads": 12, "vision.head_dim": 64,
+        "vision.patch_size": 32,
+        "projector.modality_projection.gate_proj.weight.shape": (14336, 768),  # every patch, to the text MLP's width
+        "projector.modality_projection.down_proj.weight.shape": (4096, 14336),
+        "projector.perceiver_resampler.latents.shape": (64, 4096),
+        "projector.perceiver_resampler.layers.0.self_attn.q_proj.weight.shape": (16 * 96, 4096),
+        "projector.perceiver_resampler.layers.0.self_attn.k_proj.weight.shape": (4 * 96, 4096),
+    }
 
-
-def test_idefics2_default_widths_at_full_depth(tmp_path):
-    model = lazy(idefics2_defaults(tmp_path))
-    assert not model.dispatched and model.family.name == "idefics"
-    assert (model.num_layers, model.hidden_size, model.num_heads, model.num_kv_heads, model.head_dim,
-            model.intermediate_size) == (32, 4096, 32, 8, 128, 14336)
-    vision = model.vision
-    assert (vision.num_layers, vision.vision_hidden_size, vision.num_heads, vision.head_dim, vision.patch_size) == (
-        12, 768, 12, 64, 32)
-    connector = model.projector
-    assert tuple(connector.modality_projection.gate_proj.weight.shape) == (14336, 768)  # every patch, to the text MLP's width
-    assert tuple(connector.modality_projection.down_proj.weight.shape) == (4096, 14336)
-    resampler = connector.perceiver_resampler
-    assert tuple(resampler.latents.shape) == (64, 4096) and len(resampler.layers) == 3
-    assert tuple(resampler.layers[0].self_attn.q_proj.weight.shape) == (16 * 96, 4096)
-    assert tuple(resampler.layers[0].self_attn.k_proj.weight.shape) == (4 * 96, 4096)
-    with pytest.raises(Unavailable, match="pixel_attention_mask"):
-        vision.image_size
-    rows = model.support()
-    assert all(reason is None for reason in rows.values()), {row: why for row, why in rows.items() if why}
-    assert [row for row in model.read_only() if row.startswith("vision.")] == ["vision.image_token_mask"]
-
-
-def test_idefics2_inspect_reads_the_default_config(tmp_path, capsys):
-    assert main(["inspect", idefics2_defaults(tmp_path), "--json"]) == 0
-    report = json.loads(capsys.readouterr().out)
-    assert report["family"] == "idefics" and report["class"] == "Idefics2ForConditionalGeneration"
-    assert report["parts"]["vision"]["model_type"] == "idefics2_vision" and "vlreg-idefics" in report["parts"]["vision"]["plugin"]
-    assert report["parts"]["text"]["model_type"] == "mistral" and "vlreg-llava" in report["parts"]["text"]["plugin"]
-    assert report["vision sizes"]["vision_hidden_size"] == 768 and report["vision sizes"]["image_size"] == "variable (per image)"
+    def test_three_resampler_blocks_and_each_images_size(self, model):
+        assert len(model.projector.perceiver_resampler.layers) == 3
+        with pytest.raises(Unavailable, match="pixel_attention_mask"):
+            model.vision.image_size
+        assert [row for row in model.read_only() if row.startswith("vision.")] == ["vision.image_token_mask"]
 
 
 #: (width, height) -> the box every latent of the whole image's frame covers, worked out by
@@ -190,7 +155,7 @@ def test_idefics2_geometry_at_the_default_processors_resolution(tmp_path, split)
         image_token_id=tok.convert_tokens_to_ids(IMAGE), vision_config={"image_size": 980, "patch_size": 14},
         text_config={"num_hidden_layers": 1, "vocab_size": len(tok)},
     ).save_pretrained(folder)
-    model = lazy(str(folder))
+    model = load(folder, dispatch=False)
     assert model.processor.image_seq_len == 64 and images.size == {"shortest_edge": 378, "longest_edge": 980}
     prompt = "<image>What is in this image?"
     for size, (right, bottom) in WHOLE.items():

@@ -32,19 +32,12 @@ from vlreg.plugin import Plugin, Scatter, Tower, Wrapper
 from . import vision
 from .geometry import idefics2_image_grids, idefics_image_grids
 
-#: From the model root: the standard mounts, the same on the three families.
-WRAPPER_RENAME = {
-    "model.text_model.embed_tokens": "embed_tokens",
-    "model.text_model.layers": "layers",
-    "model.text_model.norm": "norm",
-    "model.vision_model": "vision",
-    "model.connector": "projector",
-}
+#: From the model root: the mounts, the same on the three families.
+MOUNTS = {"text": "model.text_model", "vision": "model.vision_model", "projector": "model.connector"}
 
-#: Idefics2's and Idefics3's ``self.inputs_merger(..., image_hidden_states=features)``.
+#: Idefics2's and Idefics3's ``self.inputs_merger(..., image_hidden_states=features)``; SmolVLM's
+#: is transformers' ``inputs_embeds.masked_scatter(mask, features)``.
 MERGER = Scatter(host="model", operation="self_inputs_merger_0", argument="image_hidden_states")
-#: SmolVLM's ``inputs_embeds.masked_scatter(mask, features)``.
-SCATTER = Scatter(host="model", operation="inputs_embeds_masked_scatter_0", argument=1)
 
 
 def builders():
@@ -55,9 +48,9 @@ def builders():
 
 
 plugin = Plugin(
-    Wrapper("idefics2", rename=WRAPPER_RENAME, entry=MERGER, image_grids=lambda part: idefics2_image_grids(part.config)),
-    Wrapper("idefics3", rename=WRAPPER_RENAME, entry=MERGER, image_grids=lambda part: idefics_image_grids(part.config)),
-    Wrapper("smolvlm", rename=WRAPPER_RENAME, entry=SCATTER, image_grids=lambda part: idefics_image_grids(part.config)),
+    Wrapper("idefics2", **MOUNTS, entry=MERGER, image_grids=lambda part: idefics2_image_grids(part.config)),
+    Wrapper("idefics3", **MOUNTS, entry=MERGER, image_grids=lambda part: idefics_image_grids(part.config)),
+    Wrapper("smolvlm", **MOUNTS, image_grids=lambda part: idefics_image_grids(part.config)),
     Tower(("idefics2_vision", "idefics3_vision", "smolvlm_vision"), rename=vision.SIGLIP.rename, envoys=vision.envoys),
     checkpoints=builders,
 )

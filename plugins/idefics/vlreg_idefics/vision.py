@@ -1,17 +1,16 @@
 """The towers of Idefics2, Idefics3 and SmolVLM: SigLIP's layout under classes of their own.
 
 ``embeddings.patch_embedding``, ``encoder.layers`` of ``layer_norm1``, ``self_attn``,
-``layer_norm2``, ``mlp``, then ``post_layernorm`` over every patch: the names and envoys
-come from the ``"siglip"`` adapter vlreg-llava publishes, mapped onto each family's
-classes by name. Idefics2's tower runs on frames of each image's own size (`Idefics2Vision`).
+``layer_norm2``, ``mlp``, then ``post_layernorm`` over every patch: the names come from the
+``"siglip"`` adapter vlreg-llava publishes, and each family's classes are mapped onto the
+standard envoys by name. Idefics2's tower runs on frames of each image's own size (`Idefics2Vision`).
 """
 
 from __future__ import annotations
 
-from importlib import import_module
 from typing import Any
 
-from vlreg.plugin import Unavailable, Vision, adapter
+from vlreg.plugin import Unavailable, Vision, adapter, tower_envoys
 
 SIGLIP = adapter("siglip")
 
@@ -28,6 +27,16 @@ class Idefics2Vision(Vision):
     takes_arrays = False
     padded_patches = True
 
+    def image_refusal(self, width: int, height: int) -> str | None:
+        """A side under 2 pixels, where the processor splits images: each of its four crops
+        would have a side of none, which it divides by."""
+        image_processor = getattr(self.root.processor, "image_processor", None)
+        if getattr(image_processor, "do_image_splitting", False) and min(width, height) < 2:
+            return ("Idefics2's processor cuts each image into four crops of half its sides (do_image_splitting), so "
+                    "it needs each side at least 2 pixels: pass an image at least 2 x 2 pixels (resize or pad it), "
+                    "or give the trace do_image_splitting=False")
+        return None
+
     @property
     def image_size(self) -> int:
         raise Unavailable(
@@ -38,19 +47,11 @@ class Idefics2Vision(Vision):
 
 
 def envoys(part: Any) -> dict[type, type]:
-    """The tower's module classes onto the ``"siglip"`` adapter's envoys (Idefics2's tower
-    onto `Idefics2Vision`). Keyed by the tower's own model type, so a wrapper of another
+    """The tower's module classes, laid out as SigLIP's, onto the standard envoys (Idefics2's
+    tower onto `Idefics2Vision`). Keyed by the tower's own model type, so a wrapper of another
     plugin hosting one of these towers (Aria's idefics3_vision) is served it as these
     wrappers are."""
     module, prefix = FAMILIES[part.model_type.removesuffix("_vision")]
-    modeling = import_module(f"transformers.models.{module}.modeling_{module}")
-    tower = getattr(modeling, f"{prefix}VisionTransformer")
-    found = SIGLIP.envoys(
-        tower,
-        getattr(modeling, f"{prefix}EncoderLayer"),
-        getattr(modeling, f"{prefix}VisionAttention"),
-        getattr(modeling, f"{prefix}VisionMLP"),
-    )
-    if part.model_type == "idefics2_vision":
-        found[tower] = Idefics2Vision
-    return found
+    names = tuple(f"{prefix}{name}" for name in ("VisionTransformer", "EncoderLayer", "VisionAttention", "VisionMLP"))
+    vision = Idefics2Vision if part.model_type == "idefics2_vision" else Vision
+    return tower_envoys(module, names, vision=vision)(part)

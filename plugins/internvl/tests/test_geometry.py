@@ -10,22 +10,17 @@ it must be the centre of the token's declared box. Crops are matched to grids in
 from __future__ import annotations
 
 import numpy as np
-import pytest
 import torch
 from PIL import Image
 
-from vlreg import StandardizedTransformer
-from vlreg.testing import build
+
+CHECKPOINT = "internvl"
+LOAD_OPTIONS = {"dispatch": False}
 
 #: 60 sizes up to 255 pixels a side (a ramp's value is a pixel index), whose aspects
 #: select every arrangement of 1 to 4 tiles.
 SIZES = [(w, h) for w in (17, 40, 56, 63, 90, 112, 150, 201, 224, 255) for h in (21, 48, 84, 130, 199, 250)]
 ARRANGEMENTS = {(1, 1), (1, 2), (2, 1), (1, 3), (3, 1), (1, 4), (4, 1), (2, 2)}
-
-
-@pytest.fixture(scope="module")
-def model():
-    return StandardizedTransformer(str(build("internvl")), task="image-text-to-text", dispatch=False)
 
 
 def ramp(width: int, height: int) -> Image.Image:

@@ -13,29 +13,18 @@ import subprocess
 import sys
 import textwrap
 
-import pytest
 import torch
 
 from vlreg import StandardizedTransformer, analysis
 from vlreg.core.host import plugins
 from vlreg.plugin import Claim
-from vlreg.testing import build
+from vlreg.testing import build, chat
 from vlreg.testing.conformance import image
 from vlreg_internvl import plugin
 
+CHECKPOINT = "internvl"
+
 PICTURE = image(112, 84)  # 2 x 2 tiles and the thumbnail: 5 crops of 16 tokens
-
-
-@pytest.fixture(scope="module")
-def model():
-    return StandardizedTransformer(
-        str(build("internvl")), task="image-text-to-text", dispatch=True, device="cpu", attn_implementation="eager"
-    )
-
-
-def chat(model, images: int = 1, text: str = "What is in this image?") -> str:
-    content = [{"type": "image"}] * images + [{"type": "text", "text": text}]
-    return model.processor.apply_chat_template([{"role": "user", "content": content}], add_generation_prompt=True, tokenize=False)
 
 
 def test_chat_template_gives_internvls_format(model):
@@ -178,7 +167,7 @@ ALONE = textwrap.dedent(
     warnings.simplefilter("ignore")
     from vlreg import NoFamily, StandardizedTransformer
     from vlreg.core.host import plugins
-    from vlreg.testing import build
+    from vlreg.testing import build, chat
     from vlreg.testing.conformance import image
 
     assert [name for name, _ in plugins.plugin_manager().list_name_plugin()] == ["internvl"]

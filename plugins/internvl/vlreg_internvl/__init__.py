@@ -21,30 +21,17 @@ projector's output is the features, one row per token, tile after tile.
 
 With ``vision_feature_layer`` other than -1 the projector reads a block's stream out of
 the tower's hidden states instead of its output: the tower's output and the blocks after
-that one reach nothing, and are declared read-only (`read_only`).
+that one reach nothing, and are declared read-only (`READ_ONLY`).
 """
 
-from vlreg.plugin import Plugin, Scatter, Text, Tower, Wrapper, hidden_states_read_only
+from vlreg.plugin import Plugin, Text, Tower, Wrapper, hidden_states_read_only
 
 from .geometry import internvl_image_grids
 from .text import text_envoys
-from .vision import TOWER_RENAME, tower_envoys
+from .vision import TOWER_RENAME, internvl_envoys
 
-WRAPPER_RENAME = {
-    "model.language_model.embed_tokens": "embed_tokens",
-    "model.language_model.layers": "layers",
-    "model.language_model.norm": "norm",
-    "model.vision_tower": "vision",
-    "model.multi_modal_projector": "projector",
-}
-
-SCATTER = Scatter(host="model", operation="inputs_embeds_masked_scatter_0", argument=1)
-
-
-def read_only(part):
-    """The tower's values past the block the projector reads (``vision_feature_layer``)."""
-    depth = part.config.vision_config.num_hidden_layers
-    return hidden_states_read_only(part.config.vision_feature_layer, depth, output_when_last=True)
+#: The tower's values past the block the projector reads (``vision_feature_layer``) take no write.
+READ_ONLY = hidden_states_read_only(output_when_last=True)
 
 
 def builders():
@@ -54,9 +41,8 @@ def builders():
 
 
 plugin = Plugin(
-    Wrapper("internvl", rename=WRAPPER_RENAME, entry=SCATTER, read_only=read_only,
-            image_grids=lambda part: internvl_image_grids(part.config)),
+    Wrapper("internvl", refuses=READ_ONLY, image_grids=lambda part: internvl_image_grids(part.config)),
     Text("qwen3_moe", envoys=text_envoys),
-    Tower("internvl_vision", rename=TOWER_RENAME, envoys=tower_envoys),
+    Tower("internvl_vision", rename=TOWER_RENAME, envoys=internvl_envoys),
     checkpoints=builders,
 )

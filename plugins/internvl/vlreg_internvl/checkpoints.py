@@ -25,7 +25,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from vlreg.testing import TINY_TEXT, TINY_VISION, save, tokenizer
+from vlreg.testing import TINY_TEXT, TINY_VISION, chat_template, tiny
 
 IMAGE_START, IMAGE_END, IMAGE, VIDEO = "<img>", "</img>", "<IMG_CONTEXT>", "<video>"
 SPECIAL_TOKENS = ("<|endoftext|>", "<|im_start|>", "<|im_end|>", IMAGE_START, IMAGE_END, IMAGE, VIDEO)
@@ -41,16 +41,7 @@ ROLES = {
 
 #: InternVL's (the -hf checkpoints') format: Qwen's turns, each image part as
 #: ``<IMG_CONTEXT>`` on a line of its own where it stands among the texts.
-CHAT_TEMPLATE = (
-    "{% for message in messages %}{{'<|im_start|>' + message['role'] + '\\n'}}"
-    "{% if message['content'] is string %}{{ message['content'] }}{% else %}"
-    "{% for content in message['content'] %}"
-    "{% if content['type'] == 'image' %}{{ '<IMG_CONTEXT>\\n' }}"
-    "{% elif content['type'] == 'video' %}{{ '<video>\\n' }}"
-    "{% elif content['type'] == 'text' %}{{ content['text'] }}{% endif %}"
-    "{% endfor %}{% endif %}{{'<|im_end|>\\n'}}{% endfor %}"
-    "{% if add_generation_prompt %}{{'<|im_start|>assistant\\n' }}{% endif %}"
-)
+CHAT_TEMPLATE = chat_template("<|im_start|>{role}\n", "<|im_end|>\n", f"{IMAGE}\n", f"{VIDEO}\n")
 
 #: The tiny tower's tile and patch, in pixels, and the tiles an image is cut into at most.
 TILE, PATCH, MAX_TILES = 56, 7, 4
@@ -92,32 +83,22 @@ def build_internvl(path: Path, *, text_model: str = "qwen2", **overrides: Any) -
     from transformers import GotOcr2ImageProcessor, InternVLConfig, InternVLProcessor, InternVLVideoProcessor
     from transformers.image_utils import IMAGENET_DEFAULT_MEAN, IMAGENET_DEFAULT_STD
 
-    tok = tokenizer(SPECIAL_TOKENS, **ROLES)
-    ids = dict(zip(SPECIAL_TOKENS, tok.convert_tokens_to_ids(list(SPECIAL_TOKENS))))
     normalise = {"image_mean": IMAGENET_DEFAULT_MEAN, "image_std": IMAGENET_DEFAULT_STD}
     images = {"size": {"height": TILE, "width": TILE}, "min_patches": 1, "max_patches": MAX_TILES, **normalise}
     images.update(overrides.pop("image_processor", {}))
-    processor = InternVLProcessor(
-        image_processor=GotOcr2ImageProcessor(**images),
-        tokenizer=tok,
-        video_processor=InternVLVideoProcessor(size={"height": TILE, "width": TILE}, **normalise),
-        image_seq_length=TOKENS_PER_TILE,
-        chat_template=CHAT_TEMPLATE,
+    return tiny(
+        path, InternVLConfig,
+        lambda tok: InternVLProcessor(
+            image_processor=GotOcr2ImageProcessor(**images), tokenizer=tok,
+            video_processor=InternVLVideoProcessor(size={"height": TILE, "width": TILE}, **normalise),
+            image_seq_length=TOKENS_PER_TILE, chat_template=CHAT_TEMPLATE),
+        tokens=SPECIAL_TOKENS, roles=ROLES, text={"model_type": text_model, **TINY_TEXT, **TEXTS[text_model],
+                                                  "tie_word_embeddings": True},
+        vision=TOWER, ids={"image_token_id": IMAGE},
+        fields={"image_seq_length": TOKENS_PER_TILE, "downsample_ratio": 0.5, "vision_feature_layer": -1,
+                "vision_feature_select_strategy": "default", "tie_word_embeddings": True},
+        overrides=overrides,
     )
-    special = {"bos_token_id": None, "eos_token_id": ids["<|im_end|>"], "pad_token_id": ids["<|endoftext|>"]}
-    text = {"model_type": text_model, "vocab_size": len(tok), **TINY_TEXT, **TEXTS[text_model], "tie_word_embeddings": True,
-            **special, **overrides.pop("text_config", {})}
-    config = InternVLConfig(
-        text_config=text,
-        vision_config={**TOWER, **overrides.pop("vision_config", {})},
-        image_token_id=ids[IMAGE],
-        image_seq_length=TOKENS_PER_TILE,
-        **{"downsample_ratio": 0.5, "vision_feature_layer": -1, "vision_feature_select_strategy": "default",
-           "tie_word_embeddings": True, **overrides},
-    )
-    from transformers import GenerationConfig
-
-    return save(path, config, processor, GenerationConfig(eos_token_id=special["eos_token_id"], pad_token_id=special["pad_token_id"]))
 
 
 BUILDERS = {"internvl": _builder("qwen2"), "internvl3_5": _builder("qwen3"), "internvl3_5_moe": _builder("qwen3_moe")}

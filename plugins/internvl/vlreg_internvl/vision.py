@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from vlreg.plugin import Unavailable, Vision, VisionAttention, VisionLayer, VisionMlp, patches
+from vlreg.plugin import At, Unavailable, Vision, VisionAttention, VisionMlp, patches, tower_envoys
 
 TOWER_RENAME = {
     "embeddings.patch_embeddings.projection": "patch_embed",
@@ -49,7 +49,7 @@ class InternAttention(VisionAttention):
     ``lambda_1``, as the stream adds it."""
 
     attention_output = patches(
-        _bound("attention_output_0"), inside=_block,
+        At(_bound("attention_output_0"), inside=_block),
         description="what the attention adds to the stream (its output times lambda_1), [images, patches, hidden]",
     )
 
@@ -58,7 +58,7 @@ class InternMlp(VisionMlp):
     """InternViT's MLP; ``mlp_output`` is its output scaled by the block's ``lambda_2``."""
 
     mlp_output = patches(
-        _bound("layer_output_3"), inside=_block,
+        At(_bound("layer_output_3"), inside=_block),
         description="what the MLP adds to the stream (its output times lambda_2), [images, patches, hidden]",
     )
 
@@ -86,12 +86,7 @@ class InternVision(Vision):
         return _square(self, "image_size")
 
 
-def tower_envoys(part: Any) -> dict[type, type]:
-    from transformers.models.internvl import modeling_internvl as internvl
-
-    return {
-        internvl.InternVLVisionModel: InternVision,
-        internvl.InternVLVisionLayer: VisionLayer,
-        internvl.InternVLVisionAttention: InternAttention,
-        internvl.InternVLVisionMLP: InternMlp,
-    }
+#: The InternViT's module classes onto its envoys.
+internvl_envoys = tower_envoys(
+    "internvl", ("InternVLVisionModel", "InternVLVisionLayer", "InternVLVisionAttention", "InternVLVisionMLP"),
+    vision=InternVision, attention=InternAttention, mlp=InternMlp)

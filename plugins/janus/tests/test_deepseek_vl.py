@@ -4,27 +4,16 @@ runs and reaches nothing."""
 
 from __future__ import annotations
 
-import pytest
 import torch
 
-from vlreg import StandardizedTransformer
 from vlreg.core.host import plugins
-from vlreg.testing import build
+from vlreg.testing import chat
 from vlreg.testing.conformance import image
 from vlreg_janus.checkpoints import DEEPSEEK_VL_SYSTEM, TOKENS
 
+CHECKPOINT = "deepseek_vl"
+
 PICTURE = image(112, 84)
-
-
-@pytest.fixture(scope="module")
-def model():
-    return StandardizedTransformer(str(build("deepseek_vl")), task="image-text-to-text", dispatch=True, device="cpu",
-                                   attn_implementation="eager")
-
-
-def chat(model, text: str = "What is in this image?") -> str:
-    content = [{"type": "image"}, {"type": "text", "text": text}]
-    return model.processor.apply_chat_template([{"role": "user", "content": content}], add_generation_prompt=True, tokenize=False)
 
 
 def test_the_chat_format_and_the_image_expansion(model):

@@ -10,35 +10,26 @@ padded, centred, to a square.
 
 from __future__ import annotations
 
-import pytest
 import torch
 from PIL import Image
 
-from vlreg import StandardizedTransformer
-from vlreg.testing import build
+from vlreg.testing import chat
 from vlreg.testing.conformance import lit
 from vlreg_janus.checkpoints import PATCH
+
+CHECKPOINTS = ("janus", "deepseek_vl")
+LOAD_OPTIONS = {"dispatch": False}
 
 #: Square, wide, tall, odd, smaller than the square, thinner than the processor's minimum.
 SIZES = ((56, 56), (112, 84), (84, 112), (30, 200), (200, 30), (45, 46), (17, 9), (300, 3), (57, 56))
 
 
-@pytest.fixture(scope="module", params=("janus", "deepseek_vl"))
-def model(request):
-    return StandardizedTransformer(str(build(request.param)), task="image-text-to-text", dispatch=False)
-
-
-def chat(model) -> str:
-    messages = [{"role": "user", "content": [{"type": "image"}]}]
-    return model.processor.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
-
-
 def square(model, picture) -> torch.Tensor:
-    return model.processor(text=chat(model), images=[picture], return_tensors="pt")["pixel_values"][0]
+    return model.processor(text=chat(model, text=None), images=[picture], return_tensors="pt")["pixel_values"][0]
 
 
 def test_a_lit_pixel_lands_in_the_cell_of_the_token_whose_box_holds_it(model):
-    prompt = chat(model)
+    prompt = chat(model, text=None)
     for size in SIZES:
         (geometry,) = model.vision.geometry(prompt, [Image.new("RGB", size)])
         (grid,) = geometry.grids
@@ -54,7 +45,7 @@ def test_a_lit_pixel_lands_in_the_cell_of_the_token_whose_box_holds_it(model):
 
 
 def test_a_box_is_nan_exactly_over_the_padding_and_the_boxes_tile_the_image(model):
-    prompt = chat(model)
+    prompt = chat(model, text=None)
     for size in SIZES:
         (geometry,) = model.vision.geometry(prompt, [Image.new("RGB", size, "white")])
         (grid,) = geometry.grids

@@ -13,27 +13,14 @@ import torch
 
 from vlreg import StandardizedTransformer, Unavailable, analysis
 from vlreg.core.host import plugins
-from vlreg.testing import build
+from vlreg.testing import build, chat, load
 from vlreg.testing.conformance import image
 from vlreg_janus import plugin
 from vlreg_janus.checkpoints import TOKENS
 
+CHECKPOINT = "janus"
+
 PICTURE = image(112, 84)
-
-
-def load(name: str, **options) -> StandardizedTransformer:
-    return StandardizedTransformer(str(build(name, **options)), task="image-text-to-text", dispatch=True, device="cpu",
-                                   attn_implementation="eager")
-
-
-@pytest.fixture(scope="module")
-def model():
-    return load("janus")
-
-
-def chat(model, text: str = "What is in this image?") -> str:
-    content = [{"type": "image"}, {"type": "text", "text": text}]
-    return model.processor.apply_chat_template([{"role": "user", "content": content}], add_generation_prompt=True, tokenize=False)
 
 
 def test_the_chat_format_and_the_image_expansion(model):
@@ -137,13 +124,13 @@ def test_two_invokes_each_get_their_own_image(model):
     square, longer = image(84, 84, seed=3), "What is in this image? Describe the picture."
     with model.trace(chat(model), images=[square]):
         alone = model.vision.image_features.save()
-    with model.trace(chat(model, longer), images=[PICTURE]):
+    with model.trace(chat(model, text=longer), images=[PICTURE]):
         expected = model.logits.save()
     with model.trace() as tracer:
         with tracer.invoke(chat(model), images=[square]):
             first = model.vision.image_features.clone().save()  # before the edit below
             model.vision.image_features[:] = 0
-        with tracer.invoke(chat(model, longer), images=[PICTURE]):
+        with tracer.invoke(chat(model, text=longer), images=[PICTURE]):
             logits = model.logits.save()
     torch.testing.assert_close(first, alone)
     torch.testing.assert_close(logits[:, -expected.shape[1]:], expected)

@@ -31,23 +31,10 @@ SigLIP's attention-pooling head runs and reaches nothing (only the aligner feeds
 model).
 """
 
-from vlreg.plugin import Plugin, Scatter, Tower, Wrapper
+from vlreg.plugin import Plugin, Tower, Wrapper
 
 from . import vision
 from .geometry import janus_image_grids
-
-#: The mounts of both wrappers: DeepSeek-VL's layout is Janus's.
-WRAPPER_RENAME = {
-    "model.language_model.embed_tokens": "embed_tokens",
-    "model.language_model.layers": "layers",
-    "model.language_model.norm": "norm",
-    "model.vision_model": "vision",
-    "model.aligner": "projector",
-}
-
-#: The one masked_scatter in the forward of the wrapper's ``model``: the images'.
-SCATTER = Scatter(host="model", operation="inputs_embeds_masked_scatter_0", argument=1)
-
 
 def builders():
     """The checkpoint builders, imported when a test asks for one."""
@@ -57,7 +44,8 @@ def builders():
 
 
 plugin = Plugin(
-    Wrapper(("janus", "deepseek_vl"), rename=WRAPPER_RENAME, entry=SCATTER,
+    # DeepSeek-VL's layout is Janus's: the tower and the aligner under their own names
+    Wrapper(("janus", "deepseek_vl"), vision="model.vision_model", projector="model.aligner",
             image_grids=lambda part: janus_image_grids(part.config)),
     Tower("janus_vision_model", rename=vision.RENAME, envoys=vision.envoys),
     checkpoints=builders,

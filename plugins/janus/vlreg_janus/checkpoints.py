@@ -32,7 +32,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from vlreg.testing import TINY_TEXT, TINY_VISION, save, tokenizer
+from vlreg.testing import TINY_TEXT, TINY_VISION, tiny
 
 BOS, EOS, PAD = "<｜begin▁of▁sentence｜>", "<｜end▁of▁sentence｜>", "<｜▁pad▁｜>"
 IMAGE, IMAGE_START, IMAGE_END = "<image_placeholder>", "<begin_of_image>", "<end_of_image>"
@@ -99,21 +99,18 @@ def build_janus(path: Path, *, system_prompt: bool = False, **overrides: Any) ->
     ``use_default_system_prompt``. ``overrides``: ``text_config``, ``vision_config`` and
     ``vq_config`` dicts, ``image_processor`` (fields of JanusImageProcessor), other fields
     of the top-level config."""
-    from transformers import GenerationConfig, JanusConfig, JanusImageProcessor, JanusProcessor
+    from transformers import JanusConfig, JanusImageProcessor, JanusProcessor
 
-    tok = tokenizer(SPECIAL_TOKENS, add_bos_token=True, **ROLES)
     images = {"size": {"height": IMAGE_SIZE, "width": IMAGE_SIZE}, "min_size": PATCH, **overrides.pop("image_processor", {})}
-    processor = JanusProcessor(image_processor=JanusImageProcessor(**images), tokenizer=tok, chat_template=CHAT_TEMPLATE,
-                               num_image_tokens=TOKENS, use_default_system_prompt=system_prompt)
-    special = {"bos_token_id": tok.bos_token_id, "eos_token_id": tok.eos_token_id, "pad_token_id": tok.pad_token_id}
-    config = JanusConfig(
-        text_config={"model_type": "llama", "vocab_size": len(tok), **TINY_TEXT, **special, **overrides.pop("text_config", {})},
-        vision_config={**TOWER, **overrides.pop("vision_config", {})},
-        vq_config={**VQ, **overrides.pop("vq_config", {})},
-        image_token_id=tok.convert_tokens_to_ids(IMAGE),
-        **overrides,
+    return tiny(
+        path, JanusConfig,
+        lambda tok: JanusProcessor(image_processor=JanusImageProcessor(**images), tokenizer=tok,
+                                   chat_template=CHAT_TEMPLATE, num_image_tokens=TOKENS,
+                                   use_default_system_prompt=system_prompt),
+        tokens=SPECIAL_TOKENS, roles={"add_bos_token": True, **ROLES}, text={"model_type": "llama", **TINY_TEXT},
+        vision=TOWER, ids={"image_token_id": IMAGE}, fields={"vq_config": {**VQ, **overrides.pop("vq_config", {})}},
+        overrides=overrides,
     )
-    return save(path, config, processor, GenerationConfig(**special))
 
 
 def build_janus_pro(path: Path, **overrides: Any) -> Path:
@@ -156,21 +153,18 @@ def build_deepseek_vl(path: Path, **overrides: Any) -> Path:
     """Write a tiny DeepSeek-VL checkpoint. ``overrides``: ``text_config`` and
     ``vision_config`` dicts, ``image_processor`` (fields of DeepseekVLImageProcessor), other
     fields of the top-level config."""
-    from transformers import DeepseekVLConfig, DeepseekVLImageProcessor, DeepseekVLProcessor, GenerationConfig
+    from transformers import DeepseekVLConfig, DeepseekVLImageProcessor, DeepseekVLProcessor
 
-    tok = tokenizer(DEEPSEEK_VL_TOKENS, add_bos_token=True, bos_token=BOS, eos_token=EOS, pad_token=PAD,
-                    image_token=IMAGE)
     images = {"size": {"height": IMAGE_SIZE, "width": IMAGE_SIZE}, "min_size": PATCH, **overrides.pop("image_processor", {})}
-    processor = DeepseekVLProcessor(image_processor=DeepseekVLImageProcessor(**images), tokenizer=tok,
-                                    chat_template=DEEPSEEK_VL_TEMPLATE, num_image_tokens=TOKENS)
-    special = {"bos_token_id": tok.bos_token_id, "eos_token_id": tok.eos_token_id, "pad_token_id": tok.pad_token_id}
-    config = DeepseekVLConfig(
-        text_config={"model_type": "llama", "vocab_size": len(tok), **TINY_TEXT, **special, **overrides.pop("text_config", {})},
-        vision_config={"model_type": "siglip_vision_model", **SIGLIP, **overrides.pop("vision_config", {})},
-        image_token_id=tok.convert_tokens_to_ids(IMAGE),
-        **overrides,
+    return tiny(
+        path, DeepseekVLConfig,
+        lambda tok: DeepseekVLProcessor(image_processor=DeepseekVLImageProcessor(**images), tokenizer=tok,
+                                        chat_template=DEEPSEEK_VL_TEMPLATE, num_image_tokens=TOKENS),
+        tokens=DEEPSEEK_VL_TOKENS,
+        roles={"add_bos_token": True, "bos_token": BOS, "eos_token": EOS, "pad_token": PAD, "image_token": IMAGE},
+        text={"model_type": "llama", **TINY_TEXT}, vision={"model_type": "siglip_vision_model", **SIGLIP},
+        ids={"image_token_id": IMAGE}, overrides=overrides,
     )
-    return save(path, config, processor, GenerationConfig(**special))
 
 
 BUILDERS = {"janus": build_janus, "janus_pro": build_janus_pro, "deepseek_vl": build_deepseek_vl}

@@ -22,10 +22,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from vlreg.plugin import Vision, adapter, value
+from vlreg.plugin import Vision, adapter, tower_envoys, value
 
-SIGLIP = adapter("siglip")
-RENAME = SIGLIP.rename
+RENAME = adapter("siglip").rename
 
 
 def _generation_only(vision: Any) -> str:
@@ -41,19 +40,15 @@ class JanusVision(Vision):
     """Janus's tower: SigLIP's values, and the VQ codes it never computes on understanding."""
 
     order = ("image_token_mask", "patch_embeddings", "layers", "tower_output", "image_codes", "image_features")
+    refuses = {"image_codes": _generation_only}
 
     image_codes = value(
         lambda vision: f"{vision.root.path}.model.vqmodel.quantize.output",
-        unavailable=_generation_only,
         description="the VQ codebook ids of an image (image generation only; refused)",
     )(lambda vision, raw: raw)
 
 
-def envoys(part: Any) -> dict[type, type]:
-    """Janus's tower classes onto the ``"siglip"`` adapter's envoys, its tower on `JanusVision`."""
-    from transformers.models.janus import modeling_janus as janus
-
-    found = SIGLIP.envoys(janus.JanusVisionModel, janus.JanusVisionEncoderLayer, janus.JanusVisionAttention,
-                          janus.JanusVisionMLP)
-    found[janus.JanusVisionModel] = JanusVision
-    return found
+#: Janus's tower classes, laid out as SigLIP's, onto the standard envoys, its tower on `JanusVision`.
+envoys = tower_envoys(
+    "janus", ("JanusVisionModel", "JanusVisionEncoderLayer", "JanusVisionAttention", "JanusVisionMLP"),
+    vision=JanusVision)

@@ -18,9 +18,10 @@ from __future__ import annotations
 import pytest
 import torch
 
-from vlreg import StandardizedTransformer
-from vlreg.testing import build
+from vlreg.testing import chat
 from vlreg.testing.conformance import image, lit
+
+CHECKPOINT = "lfm2_vl"
 
 #: (width, height) -> the crops the processor cuts, worked out by hand from its rule (a token
 #: is 8 pixels; one crop up to 16 tokens, or where the image rounded to whole tokens passes
@@ -34,17 +35,6 @@ SIZES = {
     (150, 40): ["tile 0,0", "tile 0,1", "tile 0,2", "tile 0,3", "thumbnail 2x7"],  # aspect 3.75: 4 x 1
     (30, 120): ["tile 0,0", "tile 1,0", "tile 2,0", "tile 3,0", "thumbnail 8x2"],  # aspect 0.25: 1 x 4
 }
-
-
-@pytest.fixture(scope="module")
-def model():
-    return StandardizedTransformer(str(build("lfm2_vl")), task="image-text-to-text", dispatch=True, device="cpu")
-
-
-def chat(model) -> str:
-    content = [{"type": "image"}, {"type": "text", "text": "What is in this image?"}]
-    return model.processor.apply_chat_template([{"role": "user", "content": content}], add_generation_prompt=True,
-                                               tokenize=False)
 
 
 def encoding(model, picture):

@@ -10,15 +10,9 @@ from ``full_attn_idxs``, the MLP widths ``block_auto_adjust_ff_dim`` makes, the 
 processor's rule gives), not on their being exact.
 """
 
-import json
-
-import pytest
 import transformers
 
-from vlreg import StandardizedTransformer
-from vlreg.cli import main
-from vlreg.testing import build
-from vlreg.testing.conformance import image
+from vlreg.testing.conformance import PublishedWidths, image
 
 ATTENTION = [2, 5, 8, 10, 12, 14]
 LFM2 = {"model_type": "lfm2", "num_hidden_layers": 16, "full_attn_idxs": ATTENTION, "num_key_value_heads": 8,
@@ -40,9 +34,6 @@ PUBLISHED = {
         "projector_hidden_size": 2560, "downsample_factor": 2,
     },
 }
-#: text (width, heads, head width, MLP width: two thirds of block_ff_dim, up to 256s), tower (width, heads, layers)
-EXPECTED = {"LFM2-VL-1.6B": ((2048, 32, 64, 8192), (1152, 16, 27)),
-            "LFM2-VL-450M": ((1024, 16, 64, 4608), (768, 12, 12))}
 #: (width, height) -> (tiles' columns x rows, the last crop's tokens rows x columns), by hand from the
 #: published processor's rule: 512-pixel tiles of 16 x 16 tokens (32 pixels each), one crop of 64 to
 #: 256 tokens, 2 to 10 tiles where the image rounded to whole tokens passes 512 tokens.
@@ -53,56 +44,54 @@ GEOMETRY = {
 }
 
 
-@pytest.fixture(scope="module", params=sorted(PUBLISHED))
-def published(request, tmp_path_factory):
-    """``(name, folder)``: the published config, the tiny tokenizer with the published
-    processor settings (the image processor's defaults), the image token id the tiny tokenizer's."""
-    name, folder = request.param, tmp_path_factory.mktemp(request.param)
-    tok = transformers.AutoProcessor.from_pretrained(build("lfm2_vl")).tokenizer
-    transformers.Lfm2VlProcessor(image_processor=transformers.Lfm2VlImageProcessor(), tokenizer=tok).save_pretrained(folder)
-    transformers.Lfm2VlConfig(**PUBLISHED[name], image_token_id=tok.convert_tokens_to_ids("<image>")).save_pretrained(folder)
-    return name, folder
+class TestLfm2Vl16B(PublishedWidths):
+    config = transformers.Lfm2VlConfig
+    fields = PUBLISHED["LFM2-VL-1.6B"]
+    checkpoint = "lfm2_vl"
+    family = "lfm2_vl"
+    parts = {"text": ("lfm2", "vlreg-lfm2-vl"), "vision": ("siglip2_vision_model", "vlreg-lfm2-vl")}
+    published = {
+        "num_layers": 16, "hidden_size": 2048, "num_heads": 32, "num_kv_heads": 8, "head_dim": 64,
+        "intermediate_size": 8192,  # two thirds of block_ff_dim, up to 256s
+        "vision.vision_hidden_size": 1152, "vision.num_heads": 16, "vision.num_layers": 27, "vision.patch_size": 16,
+        "projector.linear_1.weight.shape": (2560, 1152 * 2**2),  # 2 x 2 patches a token
+    }
+    read_only = ["vision.image_token_mask"]
+    aliases = {"model": {"projector": "model.multi_modal_projector"}}
+
+    def published_config(self, tokenizer=None):
+        token = {"image_token_id": tokenizer.convert_tokens_to_ids("<image>")} if tokenizer is not None else {}
+        return self.config(**self.fields, **token)
+
+    def published_processor(self, tokenizer):
+        """The published processor settings: the image processor's defaults."""
+        return transformers.Lfm2VlProcessor(image_processor=transformers.Lfm2VlImageProcessor(), tokenizer=tokenizer)
+
+    def test_the_blocks_kinds_and_widths(self, model):
+        assert [block.block_index for block in model.layers if "self_attn" in block.__dict__] == ATTENTION
+        assert all("short_conv" in block.__dict__ for block in model.layers if block.block_index not in ATTENTION)
+        assert model.intermediate_size != model._module.config.text_config.intermediate_size
+        assert "layers.0-1,3-4,6-7,9,11,13,15.short_conv.conv_output" in model.support()
+
+    def test_tiles_then_a_thumbnail_at_the_published_resolution(self, model):
+        for size, ((columns, rows_), (last_rows, last_columns)) in GEOMETRY.items():
+            (geometry,) = model.vision.geometry("<image>", [image(*size)])  # the host checks the grids against the encoding
+            tiles = columns * rows_
+            assert [g.label for g in geometry.grids][:-1] == [f"tile {r},{c}" for r in range(rows_) for c in range(columns)][
+                : tiles if tiles > 1 else 0], size
+            assert all((g.rows, g.columns, g.fold) == (16, 16, 2) for g in geometry.grids[:-1])
+            last = geometry.grids[-1]
+            assert (last.rows, last.columns, last.label) == (last_rows, last_columns, "thumbnail" if tiles > 1 else "image")
+            assert geometry.tokens == (tiles * 256 if tiles > 1 else 0) + last_rows * last_columns
+            encoded = model.processor(text="<image>", images=[image(*size)], return_tensors="pt")
+            assert encoded["pixel_values"].shape[1] == 1024 > last.tokens * 4  # the last crop is padded past its patches
+            assert int(encoded["pixel_attention_mask"][-1].sum()) == last.tokens * 4
 
 
-def test_the_published_widths_on_meta(published):
-    name, folder = published
-    model = StandardizedTransformer(str(folder), task="image-text-to-text", dispatch=False, attn_implementation="eager")
-    assert not model.dispatched and model.family.name == "lfm2_vl"
-    (hidden, heads, head_dim, mlp), (tower, tower_heads, tower_layers) = EXPECTED[name]
-    assert (model.num_layers, model.hidden_size, model.num_heads, model.num_kv_heads, model.head_dim) == (
-        16, hidden, heads, 8, head_dim)
-    assert [block.block_index for block in model.layers if "self_attn" in block.__dict__] == ATTENTION
-    assert all("short_conv" in block.__dict__ for block in model.layers if block.block_index not in ATTENTION)
-    assert model.intermediate_size == mlp != model._module.config.text_config.intermediate_size
-    vision = model.vision
-    assert (vision.vision_hidden_size, vision.num_heads, vision.num_layers, vision.patch_size) == (
-        tower, tower_heads, tower_layers, 16)
-    assert tuple(model.projector.linear_1.weight.shape) == (2560, tower * 2**2)  # 2 x 2 patches a token
-    rows = model.support()
-    assert all(reason is None for reason in rows.values()), {row: why for row, why in rows.items() if why}
-    assert "layers.0-1,3-4,6-7,9,11,13,15.short_conv.conv_output" in rows
-    assert list(model.read_only()) == ["vision.image_token_mask"]
-
-    for size, ((columns, rows_), (last_rows, last_columns)) in GEOMETRY.items():
-        (geometry,) = vision.geometry("<image>", [image(*size)])  # the host checks the grids against the encoding
-        tiles = columns * rows_
-        assert [g.label for g in geometry.grids][:-1] == [f"tile {r},{c}" for r in range(rows_) for c in range(columns)][
-            : tiles if tiles > 1 else 0], size
-        assert all((g.rows, g.columns, g.fold) == (16, 16, 2) for g in geometry.grids[:-1])
-        last = geometry.grids[-1]
-        assert (last.rows, last.columns, last.label) == (last_rows, last_columns, "thumbnail" if tiles > 1 else "image")
-        assert geometry.tokens == (tiles * 256 if tiles > 1 else 0) + last_rows * last_columns
-        encoded = model.processor(text="<image>", images=[image(*size)], return_tensors="pt")
-        assert encoded["pixel_values"].shape[1] == 1024 > last.tokens * 4  # the last crop is padded past its patches
-        assert int(encoded["pixel_attention_mask"][-1].sum()) == last.tokens * 4
-
-
-def test_inspect_reads_the_config_alone(published, tmp_path, capsys):
-    name, _ = published
-    transformers.Lfm2VlConfig(**PUBLISHED[name]).save_pretrained(tmp_path)
-    assert main(["inspect", str(tmp_path), "--json"]) == 0
-    report = json.loads(capsys.readouterr().out)
-    assert report["family"] == "lfm2_vl" and report["parts"]["text"]["model_type"] == "lfm2"
-    assert "vlreg-lfm2-vl" in report["parts"]["vision"]["plugin"]
-    assert report["aliases"]["model"]["projector"] == "model.multi_modal_projector"
-    assert report["sizes"]["num_layers"] == 16
+class TestLfm2Vl450M(TestLfm2Vl16B):
+    fields = PUBLISHED["LFM2-VL-450M"]
+    published = {
+        "num_layers": 16, "hidden_size": 1024, "num_heads": 16, "num_kv_heads": 8, "head_dim": 64, "intermediate_size": 4608,
+        "vision.vision_hidden_size": 768, "vision.num_heads": 12, "vision.num_layers": 12, "vision.patch_size": 16,
+        "projector.linear_1.weight.shape": (2560, 768 * 2**2),
+    }

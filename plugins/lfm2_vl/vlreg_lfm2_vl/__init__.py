@@ -4,7 +4,8 @@ Three parts, all served here:
 
 * the wrapper (``Lfm2VlForConditionalGeneration``): the text model at
   ``model.language_model``, the SigLIP 2 tower at ``model.vision_tower``, the projector at
-  ``model.multi_modal_projector``, called once per crop (`vision.Projector`); ``model``'s
+  ``model.multi_modal_projector``, called once per crop before transformers 5.24, once on
+  every crop's slots packed from it (`vision.PER_CROP`); ``model``'s
   forward writes the features into the embeddings with its one
   ``inputs_embeds.masked_scatter(mask, features)``;
 * the text model, ``lfm2``: hybrid blocks of attention and short convolutions (`text`),
@@ -18,21 +19,13 @@ and its text model (``lfm3``) is another block (sandwich norms, gated and slidin
 attention); it needs a plugin of its own.
 """
 
-from vlreg.plugin import Plugin, Scatter, Text, Tower, Wrapper
+from vlreg.plugin import Plugin, Text, Tower, Wrapper
 
 from . import text, vision
 from .geometry import image_grids
 
-RENAME = {
-    "model.language_model.layers": "layers",
-    "model.language_model.embed_tokens": "embed_tokens",
-    "model.language_model.embedding_norm": "norm",
-    "model.vision_tower": "vision",
-    "model.multi_modal_projector": "projector",
-}
-
-#: ``model``'s one masked_scatter writes the features into the embeddings.
-SCATTER = Scatter(host="model", operation="inputs_embeds_masked_scatter_0", argument=1)
+#: LFM2's final norm is its ``embedding_norm``; the rest is transformers' layout.
+RENAME = {"model.language_model.embedding_norm": "norm"}
 
 
 def builders():
@@ -42,8 +35,7 @@ def builders():
 
 
 plugin = Plugin(
-    Wrapper("lfm2_vl", rename=RENAME, envoys=vision.wrapper_envoys, entry=SCATTER,
-            image_grids=lambda part: image_grids(part.config)),
+    Wrapper("lfm2_vl", rename=RENAME, envoys=vision.wrapper_envoys, image_grids=lambda part: image_grids(part.config)),
     Text("lfm2", rename=text.RENAME, envoys=text.envoys),
     Tower("siglip2_vision_model", rename=vision.RENAME, envoys=vision.envoys),
     checkpoints=builders,

@@ -26,7 +26,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from vlreg.testing import TINY_TEXT, TINY_VISION, save, tokenizer
+from vlreg.testing import TINY_TEXT, TINY_VISION, chat_template, tiny
 
 PAD, BOS, EOS, TURN, END = "<|pad|>", "<|startoftext|>", "<|endoftext|>", "<|im_start|>", "<|im_end|>"
 IMAGE, IMAGE_START, IMAGE_END, THUMBNAIL = "<image>", "<|image_start|>", "<|image_end|>", "<|img_thumbnail|>"
@@ -37,19 +37,7 @@ SPECIAL_TOKENS = (PAD, BOS, EOS, TURN, END, IMAGE, IMAGE_START, IMAGE_END, THUMB
 ROLES = {"pad_token": PAD, "bos_token": BOS, "eos_token": EOS}
 
 #: LFM2-VL's format: ``<|startoftext|>``, ChatML turns, images as ``<image>``.
-CHAT_TEMPLATE = (
-    "{{ bos_token }}"
-    "{% for message in messages %}"
-    "{{ '<|im_start|>' + message['role'] + '\\n' }}"
-    "{% if message['content'] is string %}{{ message['content'] }}{% else %}"
-    "{% for part in message['content'] %}"
-    "{% if part['type'] == 'image' %}{{ '<image>' }}"
-    "{% elif part['type'] == 'text' %}{{ part['text'] }}{% endif %}"
-    "{% endfor %}{% endif %}"
-    "{{ '<|im_end|>\\n' }}"
-    "{% endfor %}"
-    "{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}"
-)
+CHAT_TEMPLATE = chat_template(f"{TURN}{{role}}\n", f"{END}\n", IMAGE, bos=True)
 
 #: The tiny tower's patch and a tile, in pixels; the pixel unshuffle's factor.
 PATCH, TILE, FOLD = 4, 32, 2
@@ -88,22 +76,16 @@ def build_lfm2_vl(path: Path, **overrides: Any) -> Path:
     """Write a tiny LFM2-VL checkpoint. ``overrides``: ``text_config`` and ``vision_config``
     dicts, ``image_processor`` (fields of ``Lfm2VlImageProcessor``), other fields of the
     top-level config."""
-    from transformers import GenerationConfig, Lfm2VlConfig, Lfm2VlImageProcessor, Lfm2VlProcessor
+    from transformers import Lfm2VlConfig, Lfm2VlImageProcessor, Lfm2VlProcessor
 
-    tok = tokenizer(SPECIAL_TOKENS, **ROLES)
-    ids = {token: tok.convert_tokens_to_ids(token) for token in (PAD, BOS, END)}
     images = Lfm2VlImageProcessor(**{**IMAGE_PROCESSOR, **overrides.pop("image_processor", {})})
-    processor = Lfm2VlProcessor(image_processor=images, tokenizer=tok, chat_template=CHAT_TEMPLATE)
-    text = {**TEXT, "vocab_size": len(tok), "pad_token_id": ids[PAD], "bos_token_id": ids[BOS],
-            "eos_token_id": ids[END], **overrides.pop("text_config", {})}
-    config = Lfm2VlConfig(
-        text_config=text,
-        vision_config={**TOWER, **overrides.pop("vision_config", {})},
-        image_token_id=tok.convert_tokens_to_ids(IMAGE),
-        **{"projector_hidden_size": 64, "downsample_factor": FOLD, **overrides},
+    return tiny(
+        path, Lfm2VlConfig,
+        lambda tok: Lfm2VlProcessor(image_processor=images, tokenizer=tok, chat_template=CHAT_TEMPLATE),
+        tokens=SPECIAL_TOKENS, roles=ROLES, stops={**ROLES, "eos_token": END}, text=TEXT, vision=TOWER,
+        ids={"image_token_id": IMAGE}, fields={"projector_hidden_size": 64, "downsample_factor": FOLD},
+        overrides=overrides,
     )
-    generation = GenerationConfig(bos_token_id=ids[BOS], eos_token_id=ids[END], pad_token_id=ids[PAD])
-    return save(path, config, processor, generation)
 
 
 BUILDERS = {"lfm2_vl": build_lfm2_vl}

@@ -22,9 +22,10 @@ the rotary embedding, and projects its heads back with ``out_proj``. The MLP is 
 
 from __future__ import annotations
 
+import sys
 from typing import Any, ClassVar
 
-from vlreg.plugin import Attention, Layer, Mixer, Mlp, Standard, returned, value
+from vlreg.plugin import Attention, Gate, Layer, Mixer, Mlp, Standard, prefill_only, returned, value
 
 #: The norms keep their names (``operator_norm``, ``ffn_norm``): SigLIP's blocks, in the same model, are
 #: the ones served as ``input_layernorm`` and ``post_attention_layernorm``.
@@ -42,6 +43,12 @@ def _call(mixer: Any) -> str:
     return f"{mixer.path}.source.{mixer.convolution_call}"
 
 
+_LATER_STEPS = prefill_only("the convolution's cached update", "the call", "the convolution")
+#: The prefill's values, refused at a cached generation's later steps where the forward calls
+#: the convolution only at the prefill (5.23, 5.24); not where it calls it at every step (5.25).
+PREFILL = Gate(lambda asked: None if asked.envoy.one_call else _LATER_STEPS(asked))
+
+
 def _columns(tensor: Any) -> Any:
     """``[batch, channels, seq]`` as ``[batch, seq, channels]`` (a view)."""
     return tensor.transpose(1, 2)
@@ -55,24 +62,36 @@ class ShortConv(Standard):
     * ``gates``: ``C``, which multiplies the convolution's output, token by token and
       channel by channel (a copy of ``in_proj``'s split, written back);
     * ``conv_input``: ``B * x``, what the convolution takes (at the prefill of a cached run,
-      left-padded with zeros to ``kernel_size`` tokens where the prompt is shorter);
+      left-padded with zeros to ``kernel_size`` tokens where the prompt is shorter, on 5.23 and 5.24);
     * ``conv_output``: what the convolution returns, token ``t`` a weighted sum of
       ``conv_input`` at tokens ``t - kernel_size + 1`` to ``t`` per channel;
     * ``attention_output``: what the mixer adds to the stream (the name every mixer shares).
 
-    ``conv_input`` and ``conv_output`` are the prefill's: a generation's later steps run
-    each token through the convolution's cached update, another call, so they are refused
-    there, unless the generation runs without a cache (``use_cache=False``).
+    transformers 5.23 and 5.24 call the convolution (``causal_conv1d_fn``) in the module's
+    forward at the prefill, and a generation's later steps run each token through its
+    cached update, another call: there ``conv_input`` and ``conv_output`` are the
+    prefill's, refused at later steps unless the generation runs without a cache
+    (``use_cache=False``). transformers 5.25 calls ``causal_conv1d_forward`` at every step
+    (the cache's update, then the convolution or its one-token update inside), and they are
+    read at that call, at every step (`one_call`).
     """
 
     sourced = True
-    #: nnsight's names for the call to the causal convolution and for the split of
-    #: ``in_proj``'s output in the module's forward.
-    convolution_call: ClassVar[str] = "causal_conv1d_fn_0"
+    #: nnsight's name for the split of ``in_proj``'s output in the module's forward.
     split_call: ClassVar[str] = "BCx_chunk_0"
     order = ("gates", "conv_input", "conv_output", "attention_output")
-    prefill_only: ClassVar[tuple[str, ...]] = ("conv_input", "conv_output")
-    later_steps_run = ("the convolution's cached update", "the call", "the convolution")
+    refuses = dict.fromkeys(("conv_input", "conv_output"), PREFILL)
+
+    @property
+    def one_call(self) -> bool:
+        """Whether the forward runs the convolution through transformers 5.25's
+        ``causal_conv1d_forward`` (which takes the module first, then ``B * x``)."""
+        return hasattr(sys.modules[type(self._module).__module__], "causal_conv1d_forward")
+
+    @property
+    def convolution_call(self) -> str:
+        """nnsight's name for the call to the causal convolution in the module's forward."""
+        return "causal_conv1d_forward_0" if self.one_call else "causal_conv1d_fn_0"
 
     gates = value(
         lambda m: f"{m.path}.source.{m.split_call}.output",
@@ -82,8 +101,9 @@ class ShortConv(Standard):
     ).transform(lambda m, view, raw: (raw[0], _columns(view), *raw[2:]))
     conv_input = value(
         lambda m: f"{_call(m)}.input", description="B * x, what the convolution takes, [batch, seq, hidden]"
-    )(lambda m, raw: _columns(raw[0][0])).writes(
-        lambda m, raw, new: ((_columns(new).reshape(raw[0][0].shape), *raw[0][1:]), raw[1])
+    )(lambda m, raw: _columns(raw[0][int(m.one_call)])).writes(
+        lambda m, raw, new: ((*raw[0][:int(m.one_call)], _columns(new).reshape(raw[0][int(m.one_call)].shape),
+                              *raw[0][int(m.one_call) + 1:]), raw[1])
     )
     conv_output = value(
         lambda m: f"{_call(m)}.output", description="what the causal convolution returns, [batch, seq, hidden]"

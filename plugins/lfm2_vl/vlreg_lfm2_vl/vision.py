@@ -12,20 +12,33 @@ padding's keys, but its rows are computed all the same and are no part of the im
 The tower is laid out as SigLIP is (``embeddings.patch_embedding``, a linear map here;
 ``encoder.layers``; ``post_layernorm`` over every patch), served with vlreg-llava's
 ``"siglip"`` adapter; ``patch_embeddings`` is the linear map's output, before the position
-embeddings, resized to each crop's grid, are added. The wrapper reads the tower's output
-(``last_hidden_state``), drops each crop's padding, and calls the projector once per crop
-(`Projector`), which folds each 2 x 2 block of patches into one token (its pixel unshuffle)
-and maps it through a LayerNorm and a two-layer MLP to the text model's width.
+embeddings, resized to each crop's grid, are added. The projector folds each 2 x 2 block of
+patches into one token (its pixel unshuffle) and maps it through a LayerNorm and a
+two-layer MLP to the text model's width. How the wrapper calls it depends on the
+transformers release (`PER_CROP`, the one place this plugin asks which release it runs on):
+
+* transformers 5.23 drops each crop's padding and calls it once per crop (`Projector`);
+* from 5.24 it calls it once, on every crop's token slots side by side as one grid of
+  patches (``[1, 2, 2 * slots, vision_hidden_size]``, a crop's slots as many as its padded
+  length allows, the slots past its own tokens reading its first patch), and the
+  wrapper keeps the real tokens' rows of its output (``[1, 1, slots, hidden_size]``): the
+  features are a selection of ``projector.output``, not all of it.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from vlreg.plugin import PerCall, Unavailable, Vision, adapter
+import transformers
+from packaging.version import Version
 
-SIGLIP = adapter("siglip")
-RENAME = SIGLIP.rename
+from vlreg.plugin import PerCall, Unavailable, Vision, adapter, tower_envoys
+
+#: Whether the wrapper calls the projector once per crop (transformers before 5.24), not
+#: once on all crops' slots packed: nothing in the model's structure says which.
+PER_CROP = Version(transformers.__version__) < Version("5.24")
+
+RENAME = adapter("siglip").rename
 
 
 def _no_fixed_size(vision: Vision) -> int:
@@ -41,6 +54,26 @@ class NaFlexVision(Vision):
     padded_patches = True
     image_size = property(_no_fixed_size)
 
+    def image_refusal(self, width: int, height: int) -> str | None:
+        """An image so far from square that the processor's resize (whole tokens along the
+        shorter side, the pixel budget over both) makes more patches than the length every
+        crop is padded to, which the tower cannot take."""
+        image_processor = getattr(self.root.processor, "image_processor", None)
+        if not hasattr(image_processor, "smart_resize"):
+            return None
+        ip = image_processor
+        patch, factor = ip.encoder_patch_size, ip.downsample_factor
+        resized = ip.smart_resize(height=height, width=width, downsample_factor=factor,
+                                  min_image_tokens=ip.min_image_tokens, max_image_tokens=ip.max_image_tokens,
+                                  encoder_patch_size=patch)
+        splitting = ip.do_image_splitting and not ip.min_tiles == ip.max_tiles == 1
+        padded = max(ip.max_image_tokens * factor**2, (ip.tile_size // patch) ** 2 if splitting else 0)
+        patches = (resized[0] // patch) * (resized[1] // patch)
+        if patches <= padded:
+            return None
+        return (f"the processor resizes it (or its thumbnail) to {resized[0]} x {resized[1]} pixels, {patches} patches of "
+                f"{patch}, past the {padded} every crop is padded to: pass an image closer to square (pad it)")
+
 
 class Projector(PerCall):
     """LFM2-VL's projector: called once per crop, in crop order (each image's tiles, then
@@ -53,17 +86,14 @@ class Projector(PerCall):
         return 0 if pixels is None else int(pixels.shape[0])
 
 
-def envoys(part: Any) -> dict[type, type]:
-    """SigLIP 2's classes onto the adapter's envoys, the tower onto `NaFlexVision`."""
-    from transformers.models.siglip2 import modeling_siglip2 as siglip2
-
-    standard = SIGLIP.envoys(siglip2.Siglip2VisionModel, siglip2.Siglip2EncoderLayer, siglip2.Siglip2Attention,
-                             siglip2.Siglip2MLP)
-    return {**standard, siglip2.Siglip2VisionModel: NaFlexVision}
+#: SigLIP 2's classes onto the standard envoys, the tower onto `NaFlexVision`.
+envoys = tower_envoys("siglip2", ("Siglip2VisionModel", "Siglip2EncoderLayer", "Siglip2Attention", "Siglip2MLP"),
+                      vision=NaFlexVision)
 
 
 def wrapper_envoys(part: Any) -> dict[type, type]:
-    """The wrapper's projector onto `Projector`, called once per crop."""
+    """The wrapper's projector onto `Projector` where it is called once per crop; else the
+    standard projector (one call)."""
     from transformers.models.lfm2_vl import modeling_lfm2_vl as wrapper
 
-    return {wrapper.Lfm2VlMultiModalProjector: Projector}
+    return {wrapper.Lfm2VlMultiModalProjector: Projector} if PER_CROP else {}

@@ -12,28 +12,18 @@
 
 from __future__ import annotations
 
-import pytest
 import torch
 from PIL import Image
 
-from vlreg import StandardizedTransformer
-from vlreg.testing import build
+from vlreg.testing import chat
 from vlreg.testing.conformance import image, lit
+
+CHECKPOINT = "llama4"
+LOAD_OPTIONS = {"dtype": torch.bfloat16}
 
 #: (width, height): one tile, 2 x 2, strips of 4 tiles, odd sides, smaller than a tile.
 SIZES = ((32, 32), (16, 16), (112, 84), (84, 112), (10, 200), (200, 10), (64, 33), (33, 64), (300, 300), (1, 1),
          (45, 90), (90, 45), (100, 7), (64, 64), (65, 65), (31, 97))
-
-
-@pytest.fixture(scope="module")
-def model():
-    return StandardizedTransformer(str(build("llama4")), task="image-text-to-text", dispatch=True, device="cpu",
-                                   dtype=torch.bfloat16)
-
-
-def chat(model, images: int = 1) -> str:
-    content = [{"type": "image"}] * images + [{"type": "text", "text": "What is in this image?"}]
-    return model.processor.apply_chat_template([{"role": "user", "content": content}], add_generation_prompt=True, tokenize=False)
 
 
 def test_grids_are_the_tiles_the_separators_write_then_the_global_image(model):
@@ -49,7 +39,6 @@ def test_grids_are_the_tiles_the_separators_write_then_the_global_image(model):
         else:
             assert labels == ["image"], size
         assert all((grid.rows, grid.columns, grid.fold) == (2, 2, 2) for grid in geometry.grids)
-
 
 
 def test_a_token_box_covers_the_pixels_of_its_cell(model):

@@ -11,66 +11,52 @@ patches of 448-pixel tiles) is 768 wide, not a published tower's width.
 
 from __future__ import annotations
 
-import json
+from transformers import Llama4Config
 
-import pytest
-from transformers import AutoProcessor, Llama4Config
-
-from vlreg import StandardizedTransformer
-from vlreg.cli import main
 from vlreg.plugin import Mlp
-from vlreg.testing import build
+from vlreg.testing import load
+from vlreg.testing.conformance import PublishedWidths
 from vlreg_llama4.text import Llama4Moe
 
 
-def defaults(folder, **fields) -> str:
-    """The default config (``fields`` over it), with the tiny checkpoint's processor
-    (nothing is processed on meta)."""
-    Llama4Config(**fields).save_pretrained(folder)
-    AutoProcessor.from_pretrained(build("llama4")).save_pretrained(folder)
-    return str(folder)
+SCOUT = {
+    "num_layers": 48, "hidden_size": 5120, "num_heads": 40, "num_kv_heads": 8, "head_dim": 128,
+    "layers.0.mlp.num_experts": 16, "layers.0.mlp.top_k": 1, "layers.0.mlp.intermediate_size": 8192,
+    "layers.0.mlp.path": "model.language_model.model.layers.0.feed_forward",
+    "vision.num_layers": 34, "vision.vision_hidden_size": 768, "vision.num_heads": 16, "vision.patch_size": 14,
+    "vision.image_size": 448,
+}
 
 
-def lazy(folder: str) -> StandardizedTransformer:
-    return StandardizedTransformer(folder, task="image-text-to-text", dispatch=False, attn_implementation="eager")
+class TestScout(PublishedWidths):
+    """Every block routes to 1 of 16 experts beside the shared one."""
+
+    config = Llama4Config
+    checkpoint = "llama4"
+    family = "llama4"
+    parts = {"vision": ("llama4_vision_model", "vlreg-llama4"), "text": ("llama4_text", "vlreg-llama4")}
+    published = SCOUT
+    refused = {"mlp.expert_outputs": "no slot's output is held apart"}
+
+    def test_the_features_are_written_at_the_root_and_every_block_routes(self, model):
+        assert model.family.entry.host == ""
+        assert all(isinstance(block.mlp, Llama4Moe) for block in model.layers)
 
 
-def test_scout_every_block_routes_to_1_of_16_experts(tmp_path):
-    model = lazy(defaults(tmp_path))
-    assert not model.dispatched and model.family.name == "llama4" and model.family.entry.host == ""
-    assert (model.num_layers, model.hidden_size, model.num_heads, model.num_kv_heads, model.head_dim) == (48, 5120, 40, 8, 128)
-    assert all(isinstance(block.mlp, Llama4Moe) for block in model.layers)
-    mlp = model.layers[0].mlp
-    assert (mlp.num_experts, mlp.top_k, mlp.intermediate_size) == (16, 1, 8192)
-    vision = model.vision
-    assert (vision.num_layers, vision.vision_hidden_size, vision.num_heads, vision.patch_size, vision.image_size) == (34, 768, 16, 14, 448)
-    rows = model.support()
-    assert {row for row, why in rows.items() if why} == {"mlp.expert_outputs"}
-    assert model.layers[0].mlp.path == "model.language_model.model.layers.0.feed_forward"
+class TestMaverick(PublishedWidths):
+    """Scout's config with Maverick's interleaving: a dense block, then one of 128 experts."""
 
+    config = Llama4Config
+    fields = {"text_config": {"interleave_moe_layer_step": 2, "num_local_experts": 128}}
+    checkpoint = "llama4"
+    family = "llama4"
+    parts = TestScout.parts
+    published = {"num_layers": 48, "layers.0.mlp.intermediate_size": 16384, "layers.1.mlp.num_experts": 128}
+    odd = ",".join(str(i) for i in range(1, 48, 2))
+    refused = {f"layers.{odd}.mlp.expert_outputs": "no slot's output is held apart"}
 
-def test_maverick_interleaves_dense_blocks(tmp_path):
-    model = lazy(defaults(tmp_path, text_config={"interleave_moe_layer_step": 2, "num_local_experts": 128}))
-    kinds = [type(block.mlp) for block in model.layers]
-    assert kinds == [Mlp, Llama4Moe] * 24
-    assert model.layers[0].mlp.intermediate_size == 16384 and model.layers[1].mlp.num_experts == 128
-    assert "no slot's output is held apart" in model.support()["layers.1,3,5,7,9,11,13,15,17,19,21,23,25,27,29,31,33,35,37,39,41,43,45,47.mlp.expert_outputs"]
-
-
-def test_inspect_reads_the_default_config(tmp_path, capsys):
-    assert main(["inspect", defaults(tmp_path), "--json"]) == 0
-    report = json.loads(capsys.readouterr().out)
-    assert report["family"] == "llama4" and report["class"] == "Llama4ForConditionalGeneration"
-    for kind, model_type in (("vision", "llama4_vision_model"), ("text", "llama4_text")):
-        assert report["parts"][kind]["model_type"] == model_type and "vlreg-llama4" in report["parts"][kind]["plugin"]
-    assert report["no_images"] is None and report["sizes"]["num_layers"] == 48
-
-
-def test_inspect_reads_the_bare_default_config(tmp_path, capsys):
-    Llama4Config().save_pretrained(tmp_path)
-    assert main(["inspect", str(tmp_path)]) == 0
-    shown = capsys.readouterr().out
-    assert "family 'llama4'" in shown and "holds no processor" in shown and "vision.image_features" in shown
+    def test_dense_blocks_interleave_with_routed_ones(self, model):
+        assert [type(block.mlp) for block in model.layers] == [Mlp, Llama4Moe] * 24
 
 
 #: (width, height) -> tiles (rows, columns) at the default 336-pixel tiles, at most 16, by
@@ -93,7 +79,7 @@ def test_geometry_at_the_default_processors_resolution(tmp_path):
     Llama4Processor(image_processor=Llama4ImageProcessor(), tokenizer=tok, chat_template=CHAT_TEMPLATE).save_pretrained(tmp_path)
     Llama4Config(image_token_index=tok.convert_tokens_to_ids("<|patch|>"),
                  text_config={"num_hidden_layers": 1, "vocab_size": len(tok)}).save_pretrained(tmp_path)
-    model = lazy(str(tmp_path))
+    model = load(tmp_path, dispatch=False)
     prompt = f"{BEGIN}<|image|>What is in this image?"
     for size, (rows, columns) in DEFAULT_TILES.items():
         (geometry,) = model.vision.geometry(prompt, [image(*size)])  # checks the tokens against the encoding

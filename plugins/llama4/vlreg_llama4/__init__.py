@@ -23,19 +23,12 @@ from vlreg.plugin import Plugin, Scatter, Text, Tower, Wrapper
 
 from .geometry import llama4_image_grids
 from .text import TEXT_RENAME, text_envoys
-from .vision import TOWER_RENAME, tower_envoys
+from .vision import TOWER_RENAME, llama4_envoys
 
-WRAPPER_RENAME = {
-    "language_model.model.embed_tokens": "embed_tokens",
-    "language_model.model.layers": "layers",
-    "language_model.model.norm": "norm",
-    "language_model.lm_head": "lm_head",
-    "vision_model": "vision",
-    "multi_modal_projector": "projector",
-}
-#: The text-only ``Llama4ForCausalLM``'s mounts, beside the wrapper's.
-TEXT_ONLY_RENAME = {"model.layers": "layers", "model.embed_tokens": "embed_tokens", "model.norm": "norm"}
-
+#: No ``model`` between the root and its parts: the text model is a causal LM of its own
+#: (``language_model``, its ``lm_head`` the readout); a text-only load is ``Llama4ForCausalLM``.
+MOUNTS = {"text": "language_model.model", "text_only": "model", "vision": "vision_model",
+          "projector": "multi_modal_projector"}
 #: The features are written in the wrapper's own forward: the root is the host.
 SCATTER = Scatter(host="", operation="inputs_embeds_masked_scatter_0", argument=1)
 
@@ -47,9 +40,9 @@ def builders():
 
 
 plugin = Plugin(
-    Wrapper("llama4", rename={**WRAPPER_RENAME, **TEXT_ONLY_RENAME}, entry=SCATTER,
+    Wrapper("llama4", **MOUNTS, rename={"language_model.lm_head": "lm_head"}, entry=SCATTER,
             image_grids=lambda part: llama4_image_grids(part.config)),
     Text("llama4_text", rename=TEXT_RENAME, envoys=text_envoys),
-    Tower("llama4_vision_model", rename=TOWER_RENAME, envoys=tower_envoys),
+    Tower("llama4_vision_model", rename=TOWER_RENAME, envoys=llama4_envoys),
     checkpoints=builders,
 )

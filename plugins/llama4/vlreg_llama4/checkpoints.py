@@ -17,22 +17,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from vlreg.testing import TINY_TEXT, TINY_VISION, save, tokenizer
+from vlreg.testing import TINY_TEXT, TINY_VISION, chat_template, tiny
 
 BEGIN, END_TEXT, PAD = "<|begin_of_text|>", "<|end_of_text|>", "<|finetune_right_pad_id|>"
 IMAGE_TOKENS = ("<|image_start|>", "<|image_end|>", "<|image|>", "<|patch|>", "<|tile_x_separator|>", "<|tile_y_separator|>")
 SPECIAL_TOKENS = (BEGIN, END_TEXT, PAD, *IMAGE_TOKENS, "<|header_start|>", "<|header_end|>", "<|eot|>")
 
 #: Llama 4's turns: "<|header_start|>user<|header_end|>\n\n" + content + "<|eot|>", after a BOS.
-CHAT_TEMPLATE = (
-    "{{ bos_token }}{% for message in messages %}"
-    "{{ '<|header_start|>' + message['role'] + '<|header_end|>\n\n' }}"
-    "{% if message['content'] is string %}{{ message['content'] }}{% else %}"
-    "{% for part in message['content'] %}{% if part['type'] == 'image' %}{{ '<|image|>' }}"
-    "{% elif part['type'] == 'text' %}{{ part['text'] }}{% endif %}{% endfor %}{% endif %}"
-    "{{ '<|eot|>' }}{% endfor %}"
-    "{% if add_generation_prompt %}{{ '<|header_start|>assistant<|header_end|>\n\n' }}{% endif %}"
-)
+CHAT_TEMPLATE = chat_template("<|header_start|>{role}<|header_end|>\n\n", "<|eot|>", "<|image|>", bos=True)
 
 PATCH, TILE = 8, 32
 TEXT = {
@@ -63,25 +55,18 @@ def build(path: Path, **overrides: Any) -> Path:
     """Write the tiny Llama 4 checkpoint to ``path`` (see the module). ``overrides``:
     ``text_config`` and ``vision_config`` dicts, other fields of the top-level config."""
     import torch
-    from transformers import GenerationConfig, Llama4Config, Llama4ImageProcessor, Llama4Processor
+    from transformers import Llama4Config, Llama4ImageProcessor, Llama4Processor
 
-    tok = tokenizer(SPECIAL_TOKENS, bos_token=BEGIN, eos_token="<|eot|>", pad_token=PAD)
-    ids = dict(zip(SPECIAL_TOKENS, tok.convert_tokens_to_ids(list(SPECIAL_TOKENS))))
-    processor = Llama4Processor(
-        image_processor=Llama4ImageProcessor(size={"height": TILE, "width": TILE}, max_patches=4),
-        tokenizer=tok,
-        patch_size=PATCH,
-        pixel_shuffle_ratio=0.5,
-        chat_template=CHAT_TEMPLATE,
+    images = Llama4ImageProcessor(size={"height": TILE, "width": TILE}, max_patches=4)
+    return tiny(
+        path, Llama4Config,
+        lambda tok: Llama4Processor(image_processor=images, tokenizer=tok, patch_size=PATCH, pixel_shuffle_ratio=0.5,
+                                    chat_template=CHAT_TEMPLATE),
+        tokens=SPECIAL_TOKENS, roles={"bos_token": BEGIN, "eos_token": "<|eot|>", "pad_token": PAD}, text=TEXT,
+        vision=TOWER, ids={"image_token_index": "<|patch|>", "boi_token_index": "<|image_start|>",
+                           "eoi_token_index": "<|image_end|>"},
+        overrides=overrides, dtype=torch.bfloat16,
     )
-    special = {"bos_token_id": ids[BEGIN], "eos_token_id": ids["<|eot|>"], "pad_token_id": ids[PAD]}
-    text = {"vocab_size": len(tok), **TEXT, **special, **overrides.pop("text_config", {})}
-    vision = {**TOWER, **overrides.pop("vision_config", {})}
-    config = Llama4Config(
-        text_config=text, vision_config=vision, image_token_index=ids["<|patch|>"],
-        boi_token_index=ids["<|image_start|>"], eoi_token_index=ids["<|image_end|>"], **overrides,
-    )
-    return save(Path(path), config, processor, GenerationConfig(**special), dtype=torch.bfloat16)
 
 
 BUILDERS = {"llama4": build}

@@ -32,7 +32,7 @@ from typing import Any
 
 import torch
 
-from vlreg.plugin import Attention, Layer, Mlp, MoeMlp, returned, value
+from vlreg.plugin import At, Attention, Layer, Mlp, MoeMlp, returned, value
 
 #: A block holds its MLP at ``feed_forward``.
 TEXT_RENAME = {"feed_forward": "mlp"}
@@ -88,9 +88,10 @@ class Llama4Moe(MoeMlp):
     sourced = True  # routed_output is read where the block sums the experts
     order = ("router_logits", "expert_indices", "expert_weights", "expert_outputs", "shared_expert_output",
              "routed_output", "mlp_output")
+    refuses = {"expert_outputs": NO_SLOTS}
 
     router_logits = value(
-        lambda mlp: f"{mlp.router.path}.source.forward_0.output", inside=lambda mlp: mlp.router, layout="tokens",
+        At(lambda mlp: f"{mlp.router.path}.source.forward_0.output", inside=lambda mlp: mlp.router), layout="tokens",
         description="the router's score of each expert per token, [tokens, experts]; a write reroutes",
     )(lambda mlp, raw: raw).writes(lambda mlp, raw, new: new)
     expert_indices = value(
@@ -102,7 +103,7 @@ class Llama4Moe(MoeMlp):
         description="sigmoid of each chosen expert's router logit, [tokens, top_k]; scales the expert's input",
     )(_weights).writes(_put_weights).transform(lambda mlp, view, raw: _put_weights(mlp, raw, view))
     expert_outputs = value(
-        "output", unavailable=lambda mlp: NO_SLOTS, layout="tokens",
+        "output", layout="tokens",
         description="each slot's expert output (unavailable: Llama 4 keeps no slot apart)",
     )(lambda mlp, raw: raw)
     shared_expert_output = value(
@@ -114,7 +115,7 @@ class Llama4Moe(MoeMlp):
         description="the experts' outputs summed over experts per token, [tokens, hidden]",
     )
     mlp_output = returned(
-        lambda mlp: f"{mlp.parent.path}.source.hidden_states_view_0.output", inside=lambda mlp: mlp.parent,
+        At(lambda mlp: f"{mlp.parent.path}.source.hidden_states_view_0.output", inside=lambda mlp: mlp.parent),
         description="what the block adds to the stream, shared and routed, [batch, seq, hidden]",
     )
 

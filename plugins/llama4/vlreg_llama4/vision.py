@@ -12,9 +12,8 @@ the norm returns, ``[tiles, patches + 1, hidden]``.
 
 from __future__ import annotations
 
-from typing import Any
 
-from vlreg.plugin import Vision, VisionAttention, VisionLayer, VisionMlp, patches
+from vlreg.plugin import Vision, patches, tower_envoys
 
 TOWER_RENAME = {"patch_embedding": "patch_embed", "model.layers": "layers"}
 
@@ -30,12 +29,6 @@ class Llama4Vision(Vision):
     )
 
 
-def tower_envoys(part: Any) -> dict:
-    from transformers.models.llama4 import modeling_llama4 as llama4
-
-    return {
-        llama4.Llama4VisionModel: Llama4Vision,
-        llama4.Llama4VisionEncoderLayer: VisionLayer,
-        llama4.Llama4VisionAttention: VisionAttention,
-        llama4.Llama4VisionMLP: VisionMlp,
-    }
+llama4_envoys = tower_envoys(
+    "llama4", ("Llama4VisionModel", "Llama4VisionEncoderLayer", "Llama4VisionAttention", "Llama4VisionMLP"),
+    vision=Llama4Vision)

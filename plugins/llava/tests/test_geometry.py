@@ -36,23 +36,11 @@ import torch
 from PIL import Image
 from transformers.models.llava_onevision.modeling_llava_onevision import get_anyres_image_grid_shape, unpad_image
 
-from vlreg import StandardizedTransformer, Unavailable
-from vlreg.testing import build
+from vlreg import Unavailable
+from vlreg.testing import chat, load
 from vlreg.testing.conformance import image, lit
 
 SIZES = [(w, h) for w in (15, 40, 56, 77, 100, 112, 150, 168, 201, 255) for h in (19, 56, 84, 121, 170, 240)]
-
-
-@pytest.fixture(scope="module")
-def loaded():
-    cache: dict[str, StandardizedTransformer] = {}
-
-    def get(name: str) -> StandardizedTransformer:
-        if name not in cache:  # lazy: only the processor runs
-            cache[name] = StandardizedTransformer(str(build(name)), task="image-text-to-text", dispatch=False)
-        return cache[name]
-
-    return get
 
 
 def ramp(width: int, height: int) -> Image.Image:
@@ -92,7 +80,7 @@ def check(grid, sums: torch.Tensor, where) -> None:
 @pytest.mark.parametrize("name", ["llava_onevision", "llava_next"])
 def test_base_and_tiles_are_the_processors(loaded, name):
     """NeXT's tiles too: OneVision's are NeXT's, then shrunk."""
-    model = loaded(name)
+    model = loaded(name, dispatch=False)
     config, shrunk = model._module.config, 0
     for width, height in SIZES:
         picture = ramp(width, height)
@@ -126,7 +114,7 @@ def test_images_of_one_prompts_list_are_padded_squares(loaded):
     """Among several images of one prompt, each is centred on a square of the processor's
     padding (pad first, resize after: a token's pixels blend at the image's edge, so
     tokens partly seen are left out here; those wholly on the padding have no box)."""
-    model = loaded("llava_onevision")
+    model = loaded("llava_onevision", dispatch=False)
     pictures = [ramp(*size) for size in ((112, 84), (40, 90), (50, 90), (200, 90), (61, 61))]
     geometry = model.vision.geometry(["<image>" * len(pictures)], [pictures])
     pixels = model.processor(text=["<image>" * len(pictures)], images=[pictures], return_tensors="pt")["pixel_values"]
@@ -158,12 +146,7 @@ PIXTRAL_SIZES = ((1, 1), (7, 9), (16, 16), (17, 15), (50, 30), (64, 48), (48, 64
 @pytest.fixture(scope="module")
 def pixtral():
     pytest.importorskip("vlreg_mistral3", reason="vlreg-mistral3 serves the Pixtral tower and its layout")
-    return StandardizedTransformer(str(build("llava_pixtral")), task="image-text-to-text", dispatch=True, device="cpu")
-
-
-def chat(model, images: int = 1) -> str:
-    content = [{"type": "image"}] * images + [{"type": "text", "text": "What is in this image?"}]
-    return model.processor.apply_chat_template([{"role": "user", "content": content}], add_generation_prompt=True, tokenize=False)
+    return load("llava_pixtral")
 
 
 def test_an_image_is_its_grid_rows_each_ended_by_a_break(pixtral):
@@ -205,7 +188,7 @@ def test_a_token_box_is_exactly_its_patch_and_the_patch_its_token(pixtral):
     """Sides in whole patches within the longest edge: the processor only rescales and
     normalises, so a box's pixels are its patch's exactly."""
     pictures = [image(64, 48), image(32, 64, seed=1)]
-    prompt = chat(pixtral, 2)
+    prompt = chat(pixtral, images=2)
     geometries = pixtral.vision.geometry(prompt, pictures)
     with pixtral.trace(prompt, images=pictures):
         clean_patches = pixtral.vision.patch_embeddings.save()
@@ -230,7 +213,6 @@ def test_a_token_box_is_exactly_its_patch_and_the_patch_its_token(pixtral):
 
 def test_a_strategy_that_drops_a_patch_is_refused_with_the_reason():
     pytest.importorskip("vlreg_mistral3", reason="vlreg-mistral3 serves the Pixtral tower and its layout")
-    model = StandardizedTransformer(str(build("llava_pixtral", vision_feature_select_strategy="default")),
-                                    task="image-text-to-text", dispatch=True, device="cpu")
+    model = load("llava_pixtral", {"vision_feature_select_strategy": "default"})
     with pytest.raises(Unavailable, match="drops the first patch"):
         model.vision.geometry(chat(model), [image(64, 48)])

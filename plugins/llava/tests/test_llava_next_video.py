@@ -13,28 +13,17 @@ from transformers import AutoProcessor, LlavaNextVideoConfig, VideoLlavaConfig
 
 from vlreg import StandardizedTransformer, Unavailable
 from vlreg.cli import partial
-from vlreg.testing import build
+from vlreg.testing import build, chat
 from vlreg.testing.conformance import image, lit
 
 
-NAMES = ("llava_next_video", "video_llava")
+CHECKPOINTS = ("llava_next_video", "video_llava")
 #: The pixels' key in each processor's encoding.
 PIXELS = {"llava_next_video": "pixel_values", "video_llava": "pixel_values_images"}
 
 
-@pytest.fixture(scope="module", params=NAMES)
-def model(request):
-    return StandardizedTransformer(str(build(request.param)), task="image-text-to-text", dispatch=True, device="cpu")
-
-
 def name_of(model) -> str:
     return model._module.config.model_type
-
-
-def chat(model, *kinds: str, text: str = "What happens?") -> str:
-    content = [{"type": kind} for kind in kinds] + [{"type": "text", "text": text}]
-    return model.processor.apply_chat_template([{"role": "user", "content": content}], add_generation_prompt=True,
-                                               tokenize=False)
 
 
 def clip(frames: int = 4, seed: int = 0):
@@ -42,8 +31,8 @@ def clip(frames: int = 4, seed: int = 0):
 
 
 def test_the_prompt_is_vicunas_a_turns_images_then_its_videos(model):
-    assert chat(model, "image") == "USER: <image>\nWhat happens? ASSISTANT:"
-    assert chat(model, "video", "image") == "USER: <image>\n<video>\nWhat happens? ASSISTANT:"
+    assert chat(model, "image") == "USER: <image>\nWhat is in this image? ASSISTANT:"
+    assert chat(model, "video", "image") == "USER: <image>\n<video>\nWhat is in this image? ASSISTANT:"
     conversation = [
         {"role": "system", "content": [{"type": "text", "text": "Be brief."}]},
         {"role": "user", "content": [{"type": "video"}, {"type": "text", "text": "And?"}]},
@@ -59,7 +48,7 @@ def test_videos_are_refused_by_name_and_the_model_still_runs_on_them(model):
     """``support()`` says videos are refused and why; on a prompt with only a video the
     image values refuse with that reason before the model runs, and the logits are served."""
     reason = model.support()["videos"]
-    assert reason == model.family.refuses["videos"] and "pass the frames as images=[...]" in reason
+    assert reason == model.family.sentences["videos"] and "pass the frames as images=[...]" in reason
     prompt = chat(model, "video")
     with pytest.raises(Unavailable, match="no images, only videos: a video's frames reach the model"):
         with model.trace(prompt, videos=clip()):
@@ -135,7 +124,7 @@ PUBLISHED = {
 }
 
 
-@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("name", CHECKPOINTS)
 def test_the_published_widths_on_meta(name, tmp_path):
     config_class, text, tower = PUBLISHED[name]
     config_class().save_pretrained(tmp_path)

@@ -14,23 +14,13 @@ from transformers import AutoProcessor, LlavaOnevisionConfig
 
 from vlreg import StandardizedTransformer, analysis
 from vlreg.cli import main
-from vlreg.testing import build
+from vlreg.testing import build, chat
 from vlreg.testing.conformance import image
+
+CHECKPOINT = "llava_onevision"
 
 PICTURE = image(112, 84)
 WIDE = image(168, 112)  # 2 x 3 tiles: 8 x 12 tokens unpadded, shrunk to 6 x 9
-
-
-@pytest.fixture(scope="module")
-def model():
-    return StandardizedTransformer(
-        str(build("llava_onevision")), task="image-text-to-text", dispatch=True, device="cpu", attn_implementation="eager"
-    )
-
-
-def chat(model, images: int = 1, text: str = "What is in this image?") -> str:
-    content = [{"type": "image"}] * images + [{"type": "text", "text": text}]
-    return model.processor.apply_chat_template([{"role": "user", "content": content}], add_generation_prompt=True, tokenize=False)
 
 
 def test_chat_template_gives_onevisions_format(model):

@@ -18,6 +18,8 @@ from vlreg import StandardizedTransformer, Unavailable
 from vlreg.plugin import Scatter
 from vlreg.testing import build, forget, shared_checkpoint
 
+pytestmark = pytest.mark.heavy  # a real geometry built: started first under make test
+
 INTERLEAVE = "llava-interleave-qwen-0.5b-hf"
 NEXT_MISTRAL = "llava-v1.6-mistral-7b-hf"
 

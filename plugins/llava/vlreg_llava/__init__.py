@@ -32,16 +32,15 @@ def builders():
     return BUILDERS
 
 
-#: What every LLaVA wrapper declares alike: the images' scatter, the tower values the
-#: projector does not read, and the grids (which read the part's config).
-IMAGES = {"entry": wrappers.SCATTER, "read_only": wrappers.read_only,
-          "image_grids": lambda part: llava_image_grids(part.config)}
+#: What every LLaVA wrapper declares alike: the grids (which read the part's config).
+IMAGES = {"image_grids": lambda part: llava_image_grids(part.config)}
 
 plugin = Plugin(
-    Wrapper(("llava", "llava_next"), rename=wrappers.RENAME, **IMAGES),
-    Wrapper("llava_onevision", rename=wrappers.RENAME, refuses=wrappers.REFUSES["llava_onevision"], **IMAGES),
-    Wrapper("llava_next_video", rename=wrappers.RENAME, refuses=wrappers.REFUSES["llava_next_video"], **IMAGES),
-    Wrapper("video_llava", rename=wrappers.VIDEO_LLAVA_RENAME, refuses=wrappers.REFUSES["video_llava"], **IMAGES),
+    Wrapper(("llava", "llava_next"), refuses=wrappers.REFUSES["llava"], **IMAGES),
+    Wrapper("llava_onevision", refuses=wrappers.REFUSES["llava_onevision"], **IMAGES),
+    Wrapper("llava_next_video", refuses=wrappers.REFUSES["llava_next_video"], **IMAGES),
+    # Video-LLaVA's image tower is `vision`; its video tower has the same class
+    Wrapper("video_llava", vision="model.image_tower", refuses=wrappers.REFUSES["video_llava"], **IMAGES),
     Text(text.MODEL_TYPES, envoys=text.envoys),
     Tower(vision.SIGLIP, rename=vision.RENAME[vision.SIGLIP], envoys=vision.siglip_envoys),
     Tower(vision.CLIP, rename=vision.RENAME[vision.CLIP], envoys=vision.clip_envoys),

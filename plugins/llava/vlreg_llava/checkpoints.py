@@ -42,7 +42,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from vlreg.testing import TINY_TEXT, TINY_VISION, from_source, save, tokenizer
+from vlreg.testing import TINY_TEXT, TINY_VISION, from_source, tiny
 
 IMAGE = "<image>"
 
@@ -124,6 +124,13 @@ ONEVISION_ASPECT = "anyres_max_4"
 TOWER = {**TINY_VISION, "num_attention_heads": 4, "image_size": IMAGE_SIZE, "patch_size": PATCH_SIZE}
 
 
+#: What every tiny LLaVA's config says alike: the special ids at its root too.
+LLAVA = {"special_at_root": True}
+#: The projector's read: the last block's stream whole, or block -2's without the CLS row.
+FULL = {"vision_feature_layer": -1, "vision_feature_select_strategy": "full"}
+DEFAULT = {"vision_feature_layer": -2, "vision_feature_select_strategy": "default"}
+
+
 def build_llava_interleave(path: Path, *, source: str | Path | None = None, **overrides: Any) -> Path:
     """Write a llava-interleave-like checkpoint: SigLIP tower, Qwen2 text model, tied
     embeddings. ``overrides``: ``text_config`` and ``vision_config`` dicts, other fields
@@ -132,34 +139,18 @@ def build_llava_interleave(path: Path, *, source: str | Path | None = None, **ov
         return real_geometry(path, source, **overrides)
     from transformers import LlavaConfig, LlavaProcessor, SiglipImageProcessor
 
-    tok = tokenizer(QWEN_TOKENS, **QWEN_ROLES)
-    ids = _ids(tok, QWEN_TOKENS)
-    processor = LlavaProcessor(
-        image_processor=SiglipImageProcessor(
-            size={"height": IMAGE_SIZE, "width": IMAGE_SIZE}, image_mean=[0.5] * 3, image_std=[0.5] * 3
-        ),
-        tokenizer=tok,
-        patch_size=PATCH_SIZE,
-        vision_feature_select_strategy="full",
-        num_additional_image_tokens=0,
-        chat_template=INTERLEAVE_TEMPLATE,
+    images = SiglipImageProcessor(size={"height": IMAGE_SIZE, "width": IMAGE_SIZE}, image_mean=[0.5] * 3,
+                                  image_std=[0.5] * 3)
+    return tiny(
+        path, LlavaConfig,
+        lambda tok: LlavaProcessor(image_processor=images, tokenizer=tok, patch_size=PATCH_SIZE,
+                                   vision_feature_select_strategy="full", num_additional_image_tokens=0,
+                                   chat_template=INTERLEAVE_TEMPLATE),
+        tokens=QWEN_TOKENS, roles=QWEN_ROLES, text={"model_type": "qwen2", **TINY_TEXT, "tie_word_embeddings": True},
+        vision={"model_type": "siglip_vision_model", **TOWER, "vision_use_head": False}, ids={"image_token_index": IMAGE},
+        fields={"image_seq_length": (IMAGE_SIZE // PATCH_SIZE) ** 2, **FULL, "tie_word_embeddings": True},
+        overrides=overrides, **LLAVA,
     )
-    special = {"bos_token_id": None, "eos_token_id": ids["<|im_end|>"], "pad_token_id": ids["<|endoftext|>"]}
-    text = overrides.pop("text_config", {})
-    vision = overrides.pop("vision_config", {})
-    config = LlavaConfig(
-        text_config={"model_type": "qwen2", "vocab_size": len(tok), **TINY_TEXT,
-                     "tie_word_embeddings": True, **special, **text},
-        vision_config={"model_type": "siglip_vision_model", **TOWER, "vision_use_head": False, **vision},
-        image_token_index=ids[IMAGE],
-        image_seq_length=(IMAGE_SIZE // PATCH_SIZE) ** 2,
-        vision_feature_layer=-1,
-        vision_feature_select_strategy="full",
-        tie_word_embeddings=True,
-        **special,
-        **overrides,
-    )
-    return _save(path, config, processor, special)
 
 
 def build_llava_1_5(path: Path, *, source: str | Path | None = None, **overrides: Any) -> Path:
@@ -170,30 +161,15 @@ def build_llava_1_5(path: Path, *, source: str | Path | None = None, **overrides
         return real_geometry(path, source, **overrides)
     from transformers import CLIPImageProcessor, LlavaConfig, LlavaProcessor
 
-    tok = tokenizer(LLAMA_TOKENS, **LLAMA_ROLES)
-    ids = _ids(tok, LLAMA_TOKENS)
-    processor = LlavaProcessor(
-        image_processor=_clip_image_processor(CLIPImageProcessor),
-        tokenizer=tok,
-        patch_size=PATCH_SIZE,
-        vision_feature_select_strategy="default",
-        num_additional_image_tokens=1,
-        chat_template=LLAVA_1_5_TEMPLATE,
+    return tiny(
+        path, LlavaConfig,
+        lambda tok: LlavaProcessor(image_processor=_clip_image_processor(CLIPImageProcessor), tokenizer=tok,
+                                   patch_size=PATCH_SIZE, vision_feature_select_strategy="default",
+                                   num_additional_image_tokens=1, chat_template=LLAVA_1_5_TEMPLATE),
+        tokens=LLAMA_TOKENS, roles=LLAMA_ROLES, text={"model_type": "llama", **TINY_TEXT},
+        vision={"model_type": "clip_vision_model", **TOWER, "num_hidden_layers": 3}, ids={"image_token_index": IMAGE},
+        fields={"image_seq_length": (IMAGE_SIZE // PATCH_SIZE) ** 2, **DEFAULT}, overrides=overrides, **LLAVA,
     )
-    special = {"bos_token_id": ids["<s>"], "eos_token_id": ids["</s>"], "pad_token_id": ids["<pad>"]}
-    text = overrides.pop("text_config", {})
-    vision = overrides.pop("vision_config", {})
-    config = LlavaConfig(
-        text_config={"model_type": "llama", "vocab_size": len(tok), **TINY_TEXT, **special, **text},
-        vision_config={"model_type": "clip_vision_model", **TOWER, "num_hidden_layers": 3, **vision},
-        image_token_index=ids[IMAGE],
-        image_seq_length=(IMAGE_SIZE // PATCH_SIZE) ** 2,
-        vision_feature_layer=-2,
-        vision_feature_select_strategy="default",
-        **special,
-        **overrides,
-    )
-    return _save(path, config, processor, special)
 
 
 def build_llava_next(path: Path, *, source: str | Path | None = None, **overrides: Any) -> Path:
@@ -203,31 +179,16 @@ def build_llava_next(path: Path, *, source: str | Path | None = None, **override
         return real_geometry(path, source, **overrides)
     from transformers import LlavaNextConfig, LlavaNextImageProcessor, LlavaNextProcessor
 
-    tok = tokenizer(LLAMA_TOKENS, **LLAMA_ROLES)
-    ids = _ids(tok, LLAMA_TOKENS)
-    processor = LlavaNextProcessor(
-        image_processor=_clip_image_processor(LlavaNextImageProcessor, image_grid_pinpoints=GRID_PINPOINTS),
-        tokenizer=tok,
-        patch_size=PATCH_SIZE,
-        vision_feature_select_strategy="default",
-        num_additional_image_tokens=1,
-        chat_template=LLAVA_NEXT_TEMPLATE,
+    images = _clip_image_processor(LlavaNextImageProcessor, image_grid_pinpoints=GRID_PINPOINTS)
+    return tiny(
+        path, LlavaNextConfig,
+        lambda tok: LlavaNextProcessor(image_processor=images, tokenizer=tok, patch_size=PATCH_SIZE,
+                                       vision_feature_select_strategy="default", num_additional_image_tokens=1,
+                                       chat_template=LLAVA_NEXT_TEMPLATE),
+        tokens=LLAMA_TOKENS, roles=LLAMA_ROLES, text={"model_type": "mistral", **TINY_TEXT, "sliding_window": None},
+        vision={"model_type": "clip_vision_model", **TOWER, "num_hidden_layers": 3}, ids={"image_token_index": IMAGE},
+        fields={"image_grid_pinpoints": GRID_PINPOINTS, **DEFAULT}, overrides=overrides, **LLAVA,
     )
-    special = {"bos_token_id": ids["<s>"], "eos_token_id": ids["</s>"], "pad_token_id": ids["<pad>"]}
-    text = overrides.pop("text_config", {})
-    vision = overrides.pop("vision_config", {})
-    config = LlavaNextConfig(
-        text_config={"model_type": "mistral", "vocab_size": len(tok), **TINY_TEXT,
-                     "sliding_window": None, **special, **text},
-        vision_config={"model_type": "clip_vision_model", **TOWER, "num_hidden_layers": 3, **vision},
-        image_token_index=ids[IMAGE],
-        image_grid_pinpoints=GRID_PINPOINTS,
-        vision_feature_layer=-2,
-        vision_feature_select_strategy="default",
-        **special,
-        **overrides,
-    )
-    return _save(path, config, processor, special)
 
 
 def build_llava_onevision(path: Path, *, source: str | Path | None = None, **overrides: Any) -> Path:
@@ -243,36 +204,21 @@ def build_llava_onevision(path: Path, *, source: str | Path | None = None, **ove
         LlavaOnevisionVideoProcessor,
     )
 
-    tokens = (*QWEN_TOKENS, VIDEO)
-    tok = tokenizer(tokens, **QWEN_ROLES)
-    ids = _ids(tok, tokens)
     normalise = {"image_mean": [0.5] * 3, "image_std": [0.5] * 3}
     side = {"height": IMAGE_SIZE, "width": IMAGE_SIZE}
-    processor = LlavaOnevisionProcessor(
-        image_processor=LlavaOnevisionImageProcessor(size=side, image_grid_pinpoints=ONEVISION_PINPOINTS, **normalise),
-        tokenizer=tok,
-        video_processor=LlavaOnevisionVideoProcessor(size=side, **normalise),
-        num_image_tokens=(IMAGE_SIZE // PATCH_SIZE) ** 2,
-        vision_feature_select_strategy="full",
-        vision_aspect_ratio=ONEVISION_ASPECT,
-        chat_template=ONEVISION_TEMPLATE,
+    images = LlavaOnevisionImageProcessor(size=side, image_grid_pinpoints=ONEVISION_PINPOINTS, **normalise)
+    return tiny(
+        path, LlavaOnevisionConfig,
+        lambda tok: LlavaOnevisionProcessor(
+            image_processor=images, tokenizer=tok, video_processor=LlavaOnevisionVideoProcessor(size=side, **normalise),
+            num_image_tokens=(IMAGE_SIZE // PATCH_SIZE) ** 2, vision_feature_select_strategy="full",
+            vision_aspect_ratio=ONEVISION_ASPECT, chat_template=ONEVISION_TEMPLATE),
+        tokens=(*QWEN_TOKENS, VIDEO), roles=QWEN_ROLES, text={"model_type": "qwen2", **TINY_TEXT},
+        vision={"model_type": "siglip_vision_model", **TOWER, "vision_use_head": False},
+        ids={"image_token_index": IMAGE, "video_token_index": VIDEO},
+        fields={"image_grid_pinpoints": ONEVISION_PINPOINTS, "vision_aspect_ratio": ONEVISION_ASPECT, **FULL},
+        overrides=overrides, **LLAVA,
     )
-    special = {"bos_token_id": None, "eos_token_id": ids["<|im_end|>"], "pad_token_id": ids["<|endoftext|>"]}
-    text = overrides.pop("text_config", {})
-    vision = overrides.pop("vision_config", {})
-    config = LlavaOnevisionConfig(
-        text_config={"model_type": "qwen2", "vocab_size": len(tok), **TINY_TEXT, **special, **text},
-        vision_config={"model_type": "siglip_vision_model", **TOWER, "vision_use_head": False, **vision},
-        image_token_index=ids[IMAGE],
-        video_token_index=ids[VIDEO],
-        image_grid_pinpoints=ONEVISION_PINPOINTS,
-        vision_aspect_ratio=ONEVISION_ASPECT,
-        vision_feature_layer=-1,
-        vision_feature_select_strategy="full",
-        **special,
-        **overrides,
-    )
-    return _save(path, config, processor, special)
 
 
 def real_geometry(path: Path, source: str | Path, **overrides: Any) -> Path:
@@ -289,16 +235,6 @@ def _clip_image_processor(cls: type, **options: Any) -> Any:
     return cls(
         size={"shortest_edge": IMAGE_SIZE}, crop_size={"height": IMAGE_SIZE, "width": IMAGE_SIZE}, **options
     )
-
-
-def _ids(tok: Any, tokens: tuple[str, ...]) -> dict[str, int]:
-    return dict(zip(tokens, tok.convert_tokens_to_ids(list(tokens))))
-
-
-def _save(path: Path, config: Any, processor: Any, special: dict[str, int | None]) -> Path:
-    from transformers import GenerationConfig
-
-    return save(path, config, processor, GenerationConfig(**{k: v for k, v in special.items() if v is not None}))
 
 
 #: Pixtral-12B's tokens: Mistral's control tokens and Pixtral's three image tokens.
@@ -331,27 +267,17 @@ def build_llava_pixtral(path: Path, *, source: str | Path | None = None, **overr
         return real_geometry(path, source, **overrides)
     from transformers import LlavaConfig, PixtralImageProcessor, PixtralProcessor
 
-    tok = tokenizer(PIXTRAL_TOKENS, **LLAMA_ROLES)
-    ids = _ids(tok, PIXTRAL_TOKENS)
     patch = {"height": PIXTRAL_PATCH, "width": PIXTRAL_PATCH}
-    processor = PixtralProcessor(
-        image_processor=PixtralImageProcessor(size={"longest_edge": PIXTRAL_LONGEST}, patch_size=patch),
-        tokenizer=tok,
-        patch_size=PIXTRAL_PATCH,
-        chat_template=PIXTRAL_TEMPLATE,
+    images = PixtralImageProcessor(size={"longest_edge": PIXTRAL_LONGEST}, patch_size=patch)
+    return tiny(
+        path, LlavaConfig,
+        lambda tok: PixtralProcessor(image_processor=images, tokenizer=tok, patch_size=PIXTRAL_PATCH,
+                                     chat_template=PIXTRAL_TEMPLATE),
+        tokens=PIXTRAL_TOKENS, roles=LLAMA_ROLES, text={"model_type": "mistral", **TINY_TEXT, "sliding_window": None},
+        vision={"model_type": "pixtral", **TOWER, "image_size": PIXTRAL_LONGEST, "patch_size": PIXTRAL_PATCH,
+                "head_dim": 8},
+        ids={"image_token_index": "[IMG]"}, fields=FULL, overrides=overrides, **LLAVA,
     )
-    special = {"bos_token_id": ids["<s>"], "eos_token_id": ids["</s>"], "pad_token_id": ids["<pad>"]}
-    text = overrides.pop("text_config", {})
-    vision = overrides.pop("vision_config", {})
-    tower = {**TOWER, "image_size": PIXTRAL_LONGEST, "patch_size": PIXTRAL_PATCH, "head_dim": 8}
-    config = LlavaConfig(
-        text_config={"model_type": "mistral", "vocab_size": len(tok), **TINY_TEXT,
-                     "sliding_window": None, **special, **text},
-        vision_config={"model_type": "pixtral", **tower, **vision},
-        image_token_index=ids["[IMG]"],
-        **{"vision_feature_layer": -1, "vision_feature_select_strategy": "full", **special, **overrides},
-    )
-    return _save(path, config, processor, special)
 
 
 LLAMA_VIDEO_TOKENS = ("<unk>", "<s>", "</s>", "<pad>", IMAGE, VIDEO)
@@ -373,31 +299,23 @@ VICUNA_VIDEO_TEMPLATE = (
 )
 
 
-def _video_line(path: Path, config_class: type, processor: Any, tok: Any, overrides: dict, **fields: Any) -> Path:
+def _video_line(path: Path, config_class: type, processor: Any, overrides: dict, **fields: Any) -> Path:
     """Save a LLaVA video line's checkpoint: a CLIP tower (3 blocks) on a Llama text model,
     the projector reading block -2 without the CLS row; ``fields``, the line's own."""
-    ids = _ids(tok, LLAMA_VIDEO_TOKENS)
-    special = {"bos_token_id": ids["<s>"], "eos_token_id": ids["</s>"], "pad_token_id": ids["<pad>"]}
-    text = {"model_type": "llama", "vocab_size": len(tok), **TINY_TEXT, **special, **overrides.pop("text_config", {})}
-    tower = {"model_type": "clip_vision_model", **TOWER, "num_hidden_layers": 3, **overrides.pop("vision_config", {})}
-    config = config_class(
-        text_config=text,
-        vision_config=tower,
-        image_token_index=ids[IMAGE],
-        video_token_index=ids[VIDEO],
-        vision_feature_layer=-2,
-        vision_feature_select_strategy="default",
-        image_seq_length=(IMAGE_SIZE // PATCH_SIZE) ** 2,
-        **fields,
-        **special,
-        **overrides,
+    return tiny(
+        path, config_class, processor, tokens=LLAMA_VIDEO_TOKENS, roles=LLAMA_ROLES,
+        text={"model_type": "llama", **TINY_TEXT}, vision={"model_type": "clip_vision_model", **TOWER,
+                                                            "num_hidden_layers": 3},
+        ids={"image_token_index": IMAGE, "video_token_index": VIDEO},
+        fields={**DEFAULT, "image_seq_length": (IMAGE_SIZE // PATCH_SIZE) ** 2, **fields}, overrides=overrides, **LLAVA,
     )
-    return _save(path, config, processor, special)
 
 
-def _video_processor(processor_class: type, tok: Any, **parts: Any) -> Any:
-    return processor_class(**parts, tokenizer=tok, patch_size=PATCH_SIZE, vision_feature_select_strategy="default",
-                           num_additional_image_tokens=1, chat_template=VICUNA_VIDEO_TEMPLATE)
+def _video_processor(processor_class: type, **parts: Any) -> Any:
+    """The line's processor, around the tokenizer `tiny` trains."""
+    return lambda tok: processor_class(**parts, tokenizer=tok, patch_size=PATCH_SIZE,
+                                       vision_feature_select_strategy="default", num_additional_image_tokens=1,
+                                       chat_template=VICUNA_VIDEO_TEMPLATE)
 
 
 def build_llava_next_video(path: Path, *, source: str | Path | None = None, **overrides: Any) -> Path:
@@ -409,14 +327,13 @@ def build_llava_next_video(path: Path, *, source: str | Path | None = None, **ov
     from transformers import (LlavaNextImageProcessor, LlavaNextVideoConfig, LlavaNextVideoProcessor,
                               LlavaNextVideoVideoProcessor)
 
-    tok = tokenizer(LLAMA_VIDEO_TOKENS, **LLAMA_ROLES)
     square = {"height": IMAGE_SIZE, "width": IMAGE_SIZE}
     processor = _video_processor(
-        LlavaNextVideoProcessor, tok,
+        LlavaNextVideoProcessor,
         video_processor=LlavaNextVideoVideoProcessor(size={"shortest_edge": IMAGE_SIZE}, crop_size=square),
         image_processor=_clip_image_processor(LlavaNextImageProcessor, image_grid_pinpoints=GRID_PINPOINTS),
     )
-    return _video_line(path, LlavaNextVideoConfig, processor, tok, overrides, image_grid_pinpoints=GRID_PINPOINTS,
+    return _video_line(path, LlavaNextVideoConfig, processor, overrides, image_grid_pinpoints=GRID_PINPOINTS,
                        video_seq_length=(IMAGE_SIZE // PATCH_SIZE // 2) ** 2)
 
 
@@ -428,14 +345,13 @@ def build_video_llava(path: Path, *, source: str | Path | None = None, **overrid
         return real_geometry(path, source, **overrides)
     from transformers import VideoLlavaConfig, VideoLlavaImageProcessor, VideoLlavaProcessor, VideoLlavaVideoProcessor
 
-    tok = tokenizer(LLAMA_VIDEO_TOKENS, **LLAMA_ROLES)
     square = {"height": IMAGE_SIZE, "width": IMAGE_SIZE}
     processor = _video_processor(
-        VideoLlavaProcessor, tok,
+        VideoLlavaProcessor,
         image_processor=VideoLlavaImageProcessor(size={"shortest_edge": IMAGE_SIZE}, crop_size=square),
         video_processor=VideoLlavaVideoProcessor(size={"shortest_edge": IMAGE_SIZE}, crop_size=square),
     )
-    return _video_line(path, VideoLlavaConfig, processor, tok, overrides,
+    return _video_line(path, VideoLlavaConfig, processor, overrides,
                        video_seq_length=8 * ((IMAGE_SIZE // PATCH_SIZE) ** 2 + 1))
 
 

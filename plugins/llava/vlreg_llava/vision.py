@@ -21,11 +21,9 @@ standard names on both towers' blocks.
 
 from __future__ import annotations
 
-from typing import Any
-
 from attrs import frozen
 
-from vlreg.plugin import Vision, VisionAttention, VisionLayer, VisionMlp
+from vlreg.plugin import Vision, tower_envoys
 
 
 class ClipVision(Vision):
@@ -55,40 +53,20 @@ RENAME = {
 
 @frozen
 class SiglipTower:
-    """The adapter ``"siglip"`` vlreg-llava publishes (its ``adapters``): how a tower laid
-    out as SigLIP is (``embeddings.patch_embedding``, ``encoder.layers`` of blocks with
+    """The adapter ``"siglip"`` vlreg-llava publishes (its ``adapters``): the names of a tower
+    laid out as SigLIP is (``embeddings.patch_embedding``, ``encoder.layers`` of blocks with
     ``layer_norm1``, ``self_attn``, ``layer_norm2``, ``mlp``, then ``post_layernorm`` over
-    every patch) is served, for a family whose tower has that layout under classes of its
-    own (Idefics3's, SmolVLM's). A public promise of vlreg-llava.
-
-    ``rename`` is the tower's names, from the tower; ``envoys(tower, block, attention,
-    mlp)`` maps a family's four module classes onto the standard ones.
+    every patch), from the tower, for a family whose tower has that layout under classes of
+    its own (Idefics3's, SmolVLM's), which `vlreg.plugin.tower_envoys` maps onto the standard
+    envoys. A public promise of vlreg-llava.
     """
 
     rename: dict
 
-    def envoys(self, tower: type, block: type, attention: type, mlp: type) -> dict[type, type]:
-        return {tower: Vision, block: VisionLayer, attention: VisionAttention, mlp: VisionMlp}
-
 
 SIGLIP_TOWER = SiglipTower(rename=RENAME[SIGLIP])
 
-
-def siglip_envoys(part: Any) -> dict[type, type]:
-    """SigLIP's module classes onto the standard envoys (imported when a checkpoint resolves)."""
-    from transformers.models.siglip import modeling_siglip as siglip
-
-    return SIGLIP_TOWER.envoys(siglip.SiglipVisionModel, siglip.SiglipEncoderLayer, siglip.SiglipAttention,
-                               siglip.SiglipMLP)
-
-
-def clip_envoys(part: Any) -> dict[type, type]:
-    """CLIP's module classes onto the standard envoys, its tower on `ClipVision`."""
-    from transformers.models.clip import modeling_clip as clip
-
-    return {
-        clip.CLIPVisionModel: ClipVision,
-        clip.CLIPEncoderLayer: VisionLayer,
-        clip.CLIPAttention: VisionAttention,
-        clip.CLIPMLP: VisionMlp,
-    }
+#: Each tower's module classes onto the standard envoys, CLIP's tower on `ClipVision`.
+siglip_envoys = tower_envoys("siglip", ("SiglipVisionModel", "SiglipEncoderLayer", "SiglipAttention", "SiglipMLP"))
+clip_envoys = tower_envoys("clip", ("CLIPVisionModel", "CLIPEncoderLayer", "CLIPAttention", "CLIPMLP"),
+                           vision=ClipVision)

@@ -1,8 +1,7 @@
-"""The LLaVA wrappers: where the text model, tower and projector sit, and what each
-leaves unserved.
+"""The LLaVA wrappers: what each leaves unserved.
 
-All hold the text model at ``model.language_model`` and the projector at
-``model.multi_modal_projector``, and write the image features into the token embeddings
+All are transformers' composite layout (the text model at ``model.language_model``, the
+projector at ``model.multi_modal_projector``), and write the image features into the token embeddings
 in their ``model``'s forward with its first ``inputs_embeds.masked_scatter(mask,
 features)``; the video lines' (OneVision's, LLaVA-NeXT-Video's, Video-LLaVA's) second is
 the video's. The tower is ``model.vision_tower``, except on Video-LLaVA, which has two
@@ -28,41 +27,21 @@ the one it reads (block -2's stream on LLaVA-1.5: the last block runs for nothin
 are declared read-only, naming the value to edit instead.
 """
 
-from __future__ import annotations
-
-from typing import Any
-
-from vlreg.plugin import Scatter, hidden_states_read_only
-
-RENAME = {
-    "model.language_model.embed_tokens": "embed_tokens",
-    "model.language_model.layers": "layers",
-    "model.language_model.norm": "norm",
-    "model.vision_tower": "vision",
-    "model.multi_modal_projector": "projector",
-}
-
-#: Video-LLaVA: the image tower is ``vision``; its video tower has the same class.
-VIDEO_LLAVA_RENAME = {**{k: v for k, v in RENAME.items() if v != "vision"}, "model.image_tower": "vision"}
+from vlreg.plugin import FEATURE_LAYER_READ_ONLY
 
 _VIDEOS = (
     "a video's frames reach the model (its logits and text values are served), but they run through {tower} in "
     "calls of their own{pooled} and are written at a scatter of their own, which no standard value reads; pass "
     "the frames as images=[...] to read them (each frame is then processed as an image)"
 )
-#: What each wrapper's claim refuses (`Claim.refuses`): the lines that take videos.
+#: What each wrapper refuses: the tower values the projector does not read (every line), and
+#: the videos of the lines that take them.
 REFUSES = {
-    "llava_onevision": {"videos": _VIDEOS.format(tower="the tower", pooled=", pooled 2 x 2 after the projector")},
-    "llava_next_video": {"videos": _VIDEOS.format(tower="the tower", pooled=", pooled 2 x 2 (vision_resampler) "
-                                                  "before the projector")},
-    "video_llava": {"videos": _VIDEOS.format(tower="a tower of their own (model.video_tower)", pooled="")},
+    "llava": FEATURE_LAYER_READ_ONLY,
+    "llava_onevision": {**FEATURE_LAYER_READ_ONLY, "videos": _VIDEOS.format(
+        tower="the tower", pooled=", pooled 2 x 2 after the projector")},
+    "llava_next_video": {**FEATURE_LAYER_READ_ONLY, "videos": _VIDEOS.format(
+        tower="the tower", pooled=", pooled 2 x 2 (vision_resampler) before the projector")},
+    "video_llava": {**FEATURE_LAYER_READ_ONLY, "videos": _VIDEOS.format(
+        tower="a tower of their own (model.video_tower)", pooled="")},
 }
-
-#: The first masked_scatter in the forward of the wrapper's ``model``: the images'.
-SCATTER = Scatter(host="model", operation="inputs_embeds_masked_scatter_0", argument=1)
-
-
-def read_only(part: Any) -> dict[str, Any]:
-    """The tower's output and the blocks after the one ``vision_feature_layer`` reads."""
-    vision = part.config.vision_config
-    return hidden_states_read_only(part.config.vision_feature_layer, vision.num_hidden_layers)

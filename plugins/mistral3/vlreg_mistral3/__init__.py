@@ -27,38 +27,10 @@ maps) and the text model at ``language_model``; its forward writes the features 
 `geometry.pixtral_image_grids` at the spatial merge.
 """
 
-from vlreg.plugin import Plugin, Scatter, Tower, Wrapper, hidden_states_read_only
+from vlreg.plugin import FEATURE_LAYER_READ_ONLY, Plugin, Tower, Wrapper
 
 from . import vision
 from .geometry import mistral3_image_grids, pixtral_image_grids
-
-WRAPPER_RENAME = {
-    "model.language_model.embed_tokens": "embed_tokens",
-    "model.language_model.layers": "layers",
-    "model.language_model.norm": "norm",
-    "model.vision_tower": "vision",
-    "model.multi_modal_projector": "projector",
-}
-
-#: LightOnOCR's mounts: the tower and the projector under its own names.
-LIGHTON_RENAME = {
-    "model.language_model.embed_tokens": "embed_tokens",
-    "model.language_model.layers": "layers",
-    "model.language_model.norm": "norm",
-    "model.vision_encoder": "vision",
-    "model.vision_projection": "projector",
-}
-
-SCATTER = Scatter(host="model", operation="inputs_embeds_masked_scatter_0", argument=1)
-
-
-def read_only(part):
-    """The tower's output and the blocks after the one Mistral 3's projector reads (none
-    where the config names no ``vision_feature_layer``)."""
-    config = part.config
-    if getattr(config, "vision_feature_layer", None) is None:
-        return None
-    return hidden_states_read_only(config.vision_feature_layer, config.vision_config.num_hidden_layers)
 
 
 def image_grids(part):
@@ -73,9 +45,10 @@ def builders():
 
 
 plugin = Plugin(
-    Wrapper("mistral3", rename=WRAPPER_RENAME, entry=SCATTER, read_only=read_only, image_grids=image_grids),
-    # LightOnOCR's projector reads the tower's output: every tower value takes a write
-    Wrapper("lighton_ocr", rename=LIGHTON_RENAME, entry=SCATTER, image_grids=image_grids),
+    Wrapper("mistral3", refuses=FEATURE_LAYER_READ_ONLY, image_grids=image_grids),
+    # LightOnOCR's tower and projector sit under its own names; the projector reads the
+    # tower's output, so every tower value takes a write
+    Wrapper("lighton_ocr", vision="model.vision_encoder", projector="model.vision_projection", image_grids=image_grids),
     Tower("pixtral", rename=vision.TOWER_RENAME, envoys=vision.envoys),
     # for a wrapper of another plugin hosting the Pixtral tower (vlreg-llava's llava over
     # pixtral, Pixtral-12B): (patch, merge=1) -> a grids function

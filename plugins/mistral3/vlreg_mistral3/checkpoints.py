@@ -21,7 +21,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from vlreg.testing import TINY_TEXT, TINY_VISION, save, tokenizer
+from vlreg.testing import TINY_TEXT, TINY_VISION, tiny
 
 IMAGE, BREAK, END = "[IMG]", "[IMG_BREAK]", "[IMG_END]"
 SPECIAL_TOKENS = ("<unk>", "<s>", "</s>", IMAGE, BREAK, END, "[INST]", "[/INST]", "<pad>")
@@ -49,25 +49,23 @@ TOWER = {**TINY_VISION, "num_attention_heads": 4, "patch_size": PATCH, "image_si
 def build_mistral3(path: Path, **overrides: Any) -> Path:
     """Write the tiny Mistral 3 checkpoint to ``path`` (see the module). ``overrides``:
     ``text_config`` and ``vision_config`` dicts, other fields of the top-level config."""
-    from transformers import GenerationConfig, Mistral3Config, PixtralImageProcessor, PixtralProcessor
+    from transformers import Mistral3Config, PixtralProcessor
 
-    tok = tokenizer(SPECIAL_TOKENS, unk_token="<unk>", bos_token="<s>", eos_token="</s>", pad_token="<pad>")
-    ids = dict(zip(SPECIAL_TOKENS, tok.convert_tokens_to_ids(list(SPECIAL_TOKENS))))
-    processor = PixtralProcessor(
-        image_processor=PixtralImageProcessor(size={"longest_edge": LONGEST}, patch_size={"height": PATCH, "width": PATCH}),
-        tokenizer=tok,
-        patch_size=PATCH,
-        spatial_merge_size=MERGE,
-        chat_template=CHAT_TEMPLATE,
+    return tiny(
+        path, Mistral3Config,
+        lambda tok: PixtralProcessor(image_processor=_pixtral_images(), tokenizer=tok, patch_size=PATCH,
+                                     spatial_merge_size=MERGE, chat_template=CHAT_TEMPLATE),
+        tokens=SPECIAL_TOKENS, roles={"unk_token": "<unk>", "bos_token": "<s>", "eos_token": "</s>", "pad_token": "<pad>"},
+        text={"model_type": "mistral", **TEXT}, vision={"model_type": "pixtral", **TOWER},
+        ids={"image_token_index": IMAGE}, fields={"spatial_merge_size": MERGE, "tie_word_embeddings": False},
+        overrides=overrides,
     )
-    special = {"bos_token_id": ids["<s>"], "eos_token_id": ids["</s>"], "pad_token_id": ids["<pad>"]}
-    text = {"model_type": "mistral", "vocab_size": len(tok), **TEXT, **special, **overrides.pop("text_config", {})}
-    vision = {"model_type": "pixtral", **TOWER, **overrides.pop("vision_config", {})}
-    config = Mistral3Config(
-        text_config=text, vision_config=vision, image_token_index=ids[IMAGE], spatial_merge_size=MERGE,
-        tie_word_embeddings=False, **overrides,
-    )
-    return save(Path(path), config, processor, GenerationConfig(**special))
+
+
+def _pixtral_images() -> Any:
+    from transformers import PixtralImageProcessor
+
+    return PixtralImageProcessor(size={"longest_edge": LONGEST}, patch_size={"height": PATCH, "width": PATCH})
 
 
 #: LightOnOCR's image tokens are Qwen's, in Pixtral's three roles.
@@ -98,26 +96,17 @@ LIGHTON_TEXT = {**TINY_TEXT, "head_dim": 16}
 def build_lighton_ocr(path: Path, **overrides: Any) -> Path:
     """Write the tiny LightOnOCR checkpoint to ``path`` (see the module). ``overrides``:
     ``text_config`` and ``vision_config`` dicts, other fields of the top-level config."""
-    from transformers import GenerationConfig, LightOnOcrConfig, LightOnOcrProcessor, PixtralImageProcessor
+    from transformers import LightOnOcrConfig, LightOnOcrProcessor
 
-    tok = tokenizer(LIGHTON_TOKENS, eos_token="<|im_end|>", pad_token="<|endoftext|>", **LIGHTON_ROLES)
-    ids = dict(zip(LIGHTON_TOKENS, tok.convert_tokens_to_ids(list(LIGHTON_TOKENS))))
-    processor = LightOnOcrProcessor(
-        image_processor=PixtralImageProcessor(size={"longest_edge": LONGEST}, patch_size={"height": PATCH, "width": PATCH}),
-        tokenizer=tok,
-        patch_size=PATCH,
-        spatial_merge_size=MERGE,
-        chat_template=LIGHTON_TEMPLATE,
+    return tiny(
+        path, LightOnOcrConfig,
+        lambda tok: LightOnOcrProcessor(image_processor=_pixtral_images(), tokenizer=tok, patch_size=PATCH,
+                                        spatial_merge_size=MERGE, chat_template=LIGHTON_TEMPLATE),
+        tokens=LIGHTON_TOKENS, roles={"eos_token": "<|im_end|>", "pad_token": "<|endoftext|>", **LIGHTON_ROLES},
+        text={"model_type": "qwen3", **LIGHTON_TEXT}, vision={"model_type": "pixtral", **TOWER},
+        ids={"image_token_id": "<|image_pad|>"}, fields={"spatial_merge_size": MERGE, "tie_word_embeddings": True},
+        overrides=overrides,
     )
-    special = {"bos_token_id": None, "eos_token_id": ids["<|im_end|>"], "pad_token_id": ids["<|endoftext|>"]}
-    text = {"model_type": "qwen3", "vocab_size": len(tok), **LIGHTON_TEXT, **special, **overrides.pop("text_config", {})}
-    vision = {"model_type": "pixtral", **TOWER, **overrides.pop("vision_config", {})}
-    config = LightOnOcrConfig(
-        text_config=text, vision_config=vision, image_token_id=ids["<|image_pad|>"], spatial_merge_size=MERGE,
-        tie_word_embeddings=True, **overrides,
-    )
-    generation = GenerationConfig(eos_token_id=special["eos_token_id"], pad_token_id=special["pad_token_id"])
-    return save(Path(path), config, processor, generation)
 
 
 BUILDERS = {"mistral3": build_mistral3, "lighton_ocr": build_lighton_ocr}

@@ -16,11 +16,9 @@ served per image (`PixtralAttention`, a `PackedVisionAttention`): a list of
 
 from __future__ import annotations
 
-from typing import Any
-
 from nnsight.intervention.util import first_input, replace_first_input
 
-from vlreg.plugin import PackedVisionAttention, Unavailable, Vision, VisionLayer, VisionMlp, value
+from vlreg.plugin import PackedVisionAttention, Unavailable, Vision, tower_envoys, value
 
 #: Tower names, from the tower (``PixtralVisionModel``); none is a Mistral text block's.
 TOWER_RENAME = {
@@ -37,6 +35,33 @@ class PixtralVision(Vision):
     """The Pixtral tower (``model.vision_tower``): every image's patches in one row."""
 
     batch_axis = 1  # the packed row, [1, patches, hidden]: copies of the images extend it
+
+    def image_refusal(self, width: int, height: int) -> str | None:
+        """An image the processor scales to a side of no pixels (its longer side is cut to
+        ``longest_edge``, the shorter in proportion, rounded down), or to fewer patches than
+        the projector's merge takes (LightOnOCR's processor then writes no image token;
+        Mistral 3's forward fails on an image of one token)."""
+        processor = self.root.processor
+        image_processor = getattr(processor, "image_processor", None)
+        size, patch = getattr(image_processor, "size", None), getattr(image_processor, "patch_size", None)
+        if not size or not patch:
+            return None
+        longest, step = _field(size, "longest_edge"), _field(patch, "height")
+        merge = getattr(self.root._module.config, "spatial_merge_size", 1) or 1
+        # Pixtral's processor rounds each side up to whole tokens (patch x merge); LightOnOCR's to whole patches
+        unit = step if hasattr(processor, "effective_patch_size") else step * merge
+        ratio = max(height / longest, width / longest, 1.0)
+        scaled = int(width / ratio), int(height / ratio)
+        tokens = [-(-side // unit) * unit // (step * merge) for side in scaled]
+        needed = 2 if self.root._module.config.model_type == "mistral3" else 1
+        if min(tokens) >= 1 and tokens[0] * tokens[1] >= needed:
+            return None
+        least = step * (merge - 1) + 1 if unit == step else 1
+        more = (f", and one of them more than {step * merge} (Mistral 3's forward fails on an image of one token)"
+                if needed > 1 else "")
+        return (f"the processor scales it to {scaled[0]} x {scaled[1]} pixels (its longer side to at most {longest}), "
+                f"which makes {tokens[0]} x {tokens[1]} image tokens of {merge} x {merge} patches of {step} pixels: pass "
+                f"an image whose sides, once so scaled, are each at least {least} pixel{'s' if least > 1 else ''}{more}")
 
     @property
     def image_size(self) -> int:
@@ -55,6 +80,11 @@ class PixtralVision(Vision):
     )
 
 
+def _field(size: Any, name: str) -> int:
+    """A field of an image processor's size (a dict, or transformers' ``SizeDict``)."""
+    return int(size[name] if isinstance(size, dict) else getattr(size, name))
+
+
 class PixtralAttention(PackedVisionAttention):
     """A Pixtral block's attention: every image's patches in one row, each image attending
     to its own."""
@@ -70,13 +100,5 @@ class PixtralAttention(PackedVisionAttention):
         return [(int(height) // patch) * (int(width) // patch) for height, width in sizes]
 
 
-def envoys(part: Any) -> dict[type, type]:
-    """The Pixtral tower's module classes onto its envoys (imported when a checkpoint resolves)."""
-    from transformers.models.pixtral import modeling_pixtral as pixtral
-
-    return {
-        pixtral.PixtralVisionModel: PixtralVision,
-        pixtral.PixtralAttentionLayer: VisionLayer,
-        pixtral.PixtralAttention: PixtralAttention,
-        pixtral.PixtralMLP: VisionMlp,
-    }
+envoys = tower_envoys("pixtral", ("PixtralVisionModel", "PixtralAttentionLayer", "PixtralAttention", "PixtralMLP"),
+                      vision=PixtralVision, attention=PixtralAttention)

@@ -9,20 +9,14 @@ import pytest
 import torch
 from PIL import Image
 
-from vlreg import StandardizedTransformer
-from vlreg.testing import build
 from vlreg_mllama.geometry import arrangements
+
+CHECKPOINT = "mllama"
 
 #: (width, height) -> the (rows, columns) of 28-pixel tiles the processor cuts it into
 #: (at most 4), worked out by hand from its rule: the arrangement that upscales least,
 #: else downscales least, the smaller canvas on a tie.
 SPLITS = {(112, 84): (2, 2), (28, 28): (1, 1), (20, 20): (1, 1), (200, 50): (1, 4), (30, 100): (4, 1), (56, 30): (2, 2)}
-
-
-@pytest.fixture(scope="module")
-def model():
-    return StandardizedTransformer(str(build("mllama")), task="image-text-to-text", dispatch=True,
-                                   attn_implementation="eager", device="cpu")
 
 
 def quadrants(width: int, height: int) -> Image.Image:

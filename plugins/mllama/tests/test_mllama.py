@@ -15,11 +15,7 @@ from vlreg.template.survey import survey
 from vlreg.testing import build, shrink, small_copy
 from vlreg.testing.conformance import image
 
-
-@pytest.fixture(scope="module")
-def model():
-    return StandardizedTransformer(str(build("mllama")), task="image-text-to-text", dispatch=True,
-                                   attn_implementation="eager", device="cpu")
+CHECKPOINT = "mllama"
 
 
 def prompt(model) -> str:

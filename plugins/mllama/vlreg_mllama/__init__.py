@@ -25,15 +25,6 @@ from vlreg.plugin import CrossAttention, Plugin, Text, Tower, Wrapper
 from . import text, vision
 from .geometry import mllama_image_grids
 
-WRAPPER_RENAME = {
-    "model.language_model.embed_tokens": "embed_tokens",
-    "model.language_model.layers": "layers",
-    "model.language_model.norm": "norm",
-    "model.vision_model": "vision",
-    "model.multi_modal_projector": "projector",
-}
-#: A text-generation load is ``MllamaForCausalLM``, the text model at ``model``.
-TEXT_ONLY_RENAME = {"model.layers": "layers", "model.embed_tokens": "embed_tokens", "model.norm": "norm"}
 #: From the tower: its two stacks of blocks and its patch embedding.
 TOWER_RENAME = {
     "transformer.layers": "layers",
@@ -52,7 +43,8 @@ def builders():
 
 
 plugin = Plugin(
-    Wrapper("mllama", rename={**WRAPPER_RENAME, **TEXT_ONLY_RENAME}, entry=ENTRY,
+    # a text-generation load is MllamaForCausalLM, the text model at `model`
+    Wrapper("mllama", vision="model.vision_model", text_only="model", entry=ENTRY,
             image_grids=lambda part: mllama_image_grids(part.config)),
     Text("mllama_text_model", envoys=text.envoys),
     Tower("mllama_vision_model", rename=TOWER_RENAME, envoys=vision.envoys),

@@ -19,20 +19,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from vlreg.testing import TINY_TEXT, TINY_VISION, tokenizer
+from vlreg.testing import TINY_TEXT, TINY_VISION, chat_template, tokenizer
 
 BOS, EOS, PAD, IMAGE = "<|begin_of_text|>", "<|end_of_text|>", "<|finetune_right_pad_id|>", "<|image|>"
 TURNS = ("<|start_header_id|>", "<|end_header_id|>", "<|eot_id|>", "<|python_tag|>")
 
 #: Llama 3.2 Vision's prompt format, every turn's images before its text.
-CHAT_TEMPLATE = (
-    "{{ bos_token }}{% for message in messages %}"
-    "<|start_header_id|>{{ message['role'] }}<|end_header_id|>\n\n"
-    "{% if message['content'] is string %}{{ message['content'] }}{% else %}"
-    "{% for part in message['content'] %}{% if part['type'] == 'image' %}<|image|>"
-    "{% elif part['type'] == 'text' %}{{ part['text'] }}{% endif %}{% endfor %}{% endif %}<|eot_id|>"
-    "{% endfor %}{% if add_generation_prompt %}<|start_header_id|>assistant<|end_header_id|>\n\n{% endif %}"
-)
+CHAT_TEMPLATE = chat_template("<|start_header_id|>{role}<|end_header_id|>\n\n", "<|eot_id|>", IMAGE, bos=True)
 
 TILE, PATCH = 28, 14
 TEXT = {**TINY_TEXT, "num_hidden_layers": 4, "cross_attention_layers": [1, 3]}

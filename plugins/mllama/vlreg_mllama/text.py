@@ -18,7 +18,7 @@ from typing import Any
 
 import torch
 
-from vlreg.plugin import Attention, CrossAttentionLayer, CrossAttentionMixer, Layer, Mlp, Unavailable, value
+from vlreg.plugin import Attention, CrossAttentionLayer, CrossAttentionMixer, Layer, Mlp, Unavailable, read_only, value
 
 
 def _shared_mask(layer: Any) -> str:
@@ -43,10 +43,10 @@ class GatedCrossLayer(CrossAttentionLayer):
     MLP that reaches only the text rows with an image before them."""
 
     order = ("input", "text_row_mask", "cross_attn", "mlp", "output", "layer_output")
+    refuses = {"text_row_mask": read_only(_shared_mask)}
 
     text_row_mask = value(
         "input",
-        read_only=_shared_mask,
         description="[batch, seq]: 1 at text tokens with an image before them (the MLP's output reaches only those)",
     )(_row_mask)
 

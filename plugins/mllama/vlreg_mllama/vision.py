@@ -14,7 +14,7 @@ from typing import Any
 
 import torch
 
-from vlreg.plugin import Vision, VisionAttention, VisionLayer, VisionMlp, patches
+from vlreg.plugin import Vision, patches, tower_envoys
 
 
 def _outputs(raw: Any) -> torch.Tensor:
@@ -59,14 +59,6 @@ class MllamaVision(Vision):
         return self._vision_config.vision_output_dim
 
 
-def envoys(part: Any) -> dict[type, type]:
-    """The tower's module classes onto their envoys (the modeling module is imported when a
-    checkpoint resolves, not with the plugin)."""
-    from transformers.models.mllama import modeling_mllama as mllama
-
-    return {
-        mllama.MllamaVisionModel: MllamaVision,
-        mllama.MllamaVisionEncoderLayer: VisionLayer,
-        mllama.MllamaVisionAttention: VisionAttention,
-        mllama.MllamaVisionMLP: VisionMlp,
-    }
+envoys = tower_envoys(
+    "mllama", ("MllamaVisionModel", "MllamaVisionEncoderLayer", "MllamaVisionAttention", "MllamaVisionMLP"),
+    vision=MllamaVision)

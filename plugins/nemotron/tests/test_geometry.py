@@ -12,19 +12,13 @@ token's declared box. Which patches make a token is asked of the model itself: i
 from __future__ import annotations
 
 import numpy as np
-import pytest
 import torch
 from PIL import Image
 
-from vlreg import StandardizedTransformer
-from vlreg.testing import build
+
+CHECKPOINT = "nemotron_h_omni"
 
 SIZES = [(w, h) for w in (17, 40, 90, 150, 201, 255) for h in (21, 48, 84, 130, 199, 250)]
-
-
-@pytest.fixture(scope="module")
-def model():
-    return StandardizedTransformer(str(build("nemotron_h_omni")), task="image-text-to-text", dispatch=True, device="cpu")
 
 
 def ramp(width: int, height: int) -> Image.Image:

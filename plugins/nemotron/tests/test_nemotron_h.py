@@ -7,12 +7,15 @@ from vlreg import StandardizedTransformer, analysis
 from vlreg.testing import build
 from vlreg.testing.conformance import ExpertsConformance, MambaConformance, TextConformance
 
+from .test_conformance import INSIDE_THE_SCAN
+
 
 class TestNemotronHBase(MambaConformance, ExpertsConformance, TextConformance):
     checkpoint = "nemotron_h_base"
     native = {"layers": "model.layers", "embed_tokens": "model.embeddings", "norm": "model.norm_f",
               "lm_head": "lm_head", "layers.0.mamba": "model.layers.0.mixer"}
     load_options = {"task": None}
+    unavailable = INSIDE_THE_SCAN
     one_sublayer = True
     renormalized = False
 

@@ -23,17 +23,15 @@ from vlreg.plugin import Plugin, Scatter, Text, Tower, Wrapper
 from . import text, vision
 from .geometry import nemotron_image_grids
 
-WRAPPER_RENAME = {
-    "language_model.model.layers": "layers",
-    "language_model.model.embeddings": "embed_tokens",
-    "language_model.model.norm_f": "norm",
-    "language_model.lm_head": "lm_head",
-    "vision_model": "vision",
-    "vision_model.embeddings": "vision_model.patch_embed",
-    "multi_modal_projector": "projector",
-}
-#: ``NemotronHForCausalLM``: the text model at ``model``.
-BASE_RENAME = {"model.layers": "layers", "model.embeddings": "embed_tokens", "model.norm_f": "norm"}
+#: NemotronH's text model names its embedding ``embeddings`` and its final norm ``norm_f``.
+def text_names(text: str) -> dict[str, str]:
+    return {f"{text}.embeddings": "embed_tokens", f"{text}.norm_f": "norm"}
+
+
+#: No ``model`` between the root and its parts: the text model is a causal LM of its own
+#: (``language_model``, its ``lm_head`` the readout).
+RENAME = {**text_names("language_model.model"), "language_model.lm_head": "lm_head",
+          "vision_model.embeddings": "vision_model.patch_embed"}
 
 #: The wrapper's own forward (the model root) writes the features into the embeddings.
 SCATTER = Scatter("", "inputs_embeds_masked_scatter_0", 1)
@@ -46,9 +44,10 @@ def builders():
 
 
 plugin = Plugin(
-    Wrapper("nemotron_h_omni", rename=WRAPPER_RENAME, entry=SCATTER,
-            image_grids=lambda part: nemotron_image_grids(part.config)),
-    Wrapper("nemotron_h", rename=BASE_RENAME),
+    Wrapper("nemotron_h_omni", text="language_model.model", vision="vision_model", projector="multi_modal_projector",
+            rename=RENAME, entry=SCATTER, image_grids=lambda part: nemotron_image_grids(part.config)),
+    # NemotronHForCausalLM: the text model at `model`
+    Wrapper("nemotron_h", text="model", vision=None, projector=None, rename=text_names("model")),
     Text("nemotron_h", rename=text.rename, envoys=text.envoys),
     Tower("radio", rename=vision.RENAME, envoys=vision.envoys),
     checkpoints=builders,

@@ -23,7 +23,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from vlreg.testing import TINY_TEXT, save, tokenizer
+from vlreg.testing import TINY_TEXT, chat_template, tiny, tokenizer
 
 IMAGE, IMAGE_START, IMAGE_END, VIDEO = "<image>", "<img>", "</img>", "<video>"
 AUDIO, AUDIO_START, AUDIO_END = "<so_embedding>", "<so_start>", "<so_end>"
@@ -32,16 +32,7 @@ SPECIAL_TOKENS = ("<unk>", "<s>", "</s>", "<|im_start|>", "<|im_end|>", IMAGE, I
 ROLES = {"unk_token": "<unk>", "bos_token": "<s>", "eos_token": "<|im_end|>", "pad_token": "</s>"}
 
 #: ChatML turns, each image as ``<image>`` on a line of its own where it stands.
-CHAT_TEMPLATE = (
-    "{% for message in messages %}{{'<|im_start|>' + message['role'] + '\\n'}}"
-    "{% if message['content'] is string %}{{ message['content'] }}{% else %}"
-    "{% for content in message['content'] %}"
-    "{% if content['type'] == 'image' %}{{ '<image>\\n' }}"
-    "{% elif content['type'] == 'video' %}{{ '<video>\\n' }}"
-    "{% elif content['type'] == 'text' %}{{ content['text'] }}{% endif %}"
-    "{% endfor %}{% endif %}{{'<|im_end|>\\n'}}{% endfor %}"
-    "{% if add_generation_prompt %}{{'<|im_start|>assistant\\n' }}{% endif %}"
-)
+CHAT_TEMPLATE = chat_template("<|im_start|>{role}\n", "<|im_end|>\n", f"{IMAGE}\n", f"{VIDEO}\n")
 
 #: The tiny tower's patch in pixels, and the patches an image is resized to at least and at most.
 PATCH, MIN_PATCHES, MAX_PATCHES = 8, 16, 64
@@ -86,7 +77,7 @@ def build_nemotron_h_omni(path: Path, **overrides: Any) -> Path:
     """Write a tiny NemotronH Omni checkpoint. ``overrides``: ``text_config`` and
     ``vision_config`` dicts, ``image_processor`` (fields of the image processor), other
     fields of the top-level config."""
-    from transformers import GenerationConfig, ParakeetFeatureExtractor
+    from transformers import ParakeetFeatureExtractor
     from transformers.image_utils import OPENAI_CLIP_MEAN, OPENAI_CLIP_STD
     from transformers.models.nemotron_h_omni import (
         NemotronH_Omni_Reasoning_V3_Config,
@@ -95,30 +86,22 @@ def build_nemotron_h_omni(path: Path, **overrides: Any) -> Path:
         NemotronH_Omni_Reasoning_V3VideoProcessor,
     )
 
-    tok = tokenizer(SPECIAL_TOKENS, **ROLES)
-    ids = dict(zip(SPECIAL_TOKENS, tok.convert_tokens_to_ids(list(SPECIAL_TOKENS))))
     images = {"patch_size": PATCH, "min_num_patches": MIN_PATCHES, "max_num_patches": MAX_PATCHES,
               **overrides.pop("image_processor", {})}
-    processor = NemotronH_Omni_Reasoning_V3Processor(
-        image_processor=NemotronH_Omni_Reasoning_V3ImageProcessor(**images),
-        video_processor=NemotronH_Omni_Reasoning_V3VideoProcessor(
-            patch_size=PATCH, video_target_num_patches=MIN_PATCHES, norm_mean=list(OPENAI_CLIP_MEAN), norm_std=list(OPENAI_CLIP_STD)
-        ),
-        tokenizer=tok,
-        feature_extractor=ParakeetFeatureExtractor(),
-        chat_template=CHAT_TEMPLATE,
+    videos = NemotronH_Omni_Reasoning_V3VideoProcessor(patch_size=PATCH, video_target_num_patches=MIN_PATCHES,
+                                                       norm_mean=list(OPENAI_CLIP_MEAN), norm_std=list(OPENAI_CLIP_STD))
+    tower = {**TOWER, "video_temporal_patch_size": 2}
+    return tiny(
+        path, NemotronH_Omni_Reasoning_V3_Config,
+        lambda tok: NemotronH_Omni_Reasoning_V3Processor(
+            image_processor=NemotronH_Omni_Reasoning_V3ImageProcessor(**images), video_processor=videos, tokenizer=tok,
+            feature_extractor=ParakeetFeatureExtractor(), chat_template=CHAT_TEMPLATE),
+        tokens=SPECIAL_TOKENS, roles=ROLES, text=TEXT, vision=tower,
+        ids={"image_token_id": IMAGE, "video_token_id": IMAGE},
+        fields={"downsample_ratio": 0.5, "projector_hidden_size": 64,
+                "vision_hidden_size": {**tower, **overrides.get("vision_config", {})}["hidden_size"]},
+        overrides=overrides,
     )
-    special = {"bos_token_id": ids["<s>"], "eos_token_id": ids["<|im_end|>"], "pad_token_id": ids["</s>"]}
-    text = {"vocab_size": len(tok), **TEXT, **special, **overrides.pop("text_config", {})}
-    tower = {**TOWER, "video_temporal_patch_size": 2, **overrides.pop("vision_config", {})}
-    config = NemotronH_Omni_Reasoning_V3_Config(
-        text_config=text,
-        vision_config=tower,
-        image_token_id=ids[IMAGE],
-        video_token_id=ids[IMAGE],
-        **{"downsample_ratio": 0.5, "vision_hidden_size": tower["hidden_size"], "projector_hidden_size": 64, **overrides},
-    )
-    return save(path, config, processor, GenerationConfig(**special))
 
 
 def build_nemotron_h(path: Path, **overrides: Any) -> Path:

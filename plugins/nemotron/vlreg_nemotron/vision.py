@@ -22,12 +22,14 @@ from __future__ import annotations
 from typing import Any
 
 from vlreg.plugin import (
-    Unavailable,
+    At,
+    Gate,
     Vision,
     VisionAttention,
     VisionLayer,
     VisionMlp,
     as_patches,
+    eager_only,
     patches,
     returned,
     value,
@@ -54,6 +56,13 @@ def images_in_this_trace(envoy: Any) -> int:
     return 0 if grids is None else len(grids)
 
 
+def _one_image(why: str) -> Gate:
+    """A gate for a value formed only where a trace holds one image: ``why`` says what
+    several images are run through instead."""
+    return Gate(lambda asked: f"{why}; read it in a trace with one image" if images_in_this_trace(asked.envoy) > 1
+                else None)
+
+
 def _positions(vision: Any) -> str:
     """The resampling of the position grid, two calls down the embedding's forward; its
     first call is the first image's. nnsight sources nested calls in the trace, by
@@ -73,14 +82,34 @@ class RadioVision(Vision):
     """The RADIO tower: summary and register tokens before each image's patches."""
 
     grid_input = "image_grid_hw"
+
+    def image_refusal(self, width: int, height: int) -> str | None:
+        """An image so far from square that fitting it to the processor's budget of patches
+        leaves its shorter side none, which the processor divides by."""
+        image_processor = getattr(self.root.processor, "image_processor", None)
+        if not hasattr(image_processor, "min_num_patches"):
+            return None
+        from transformers.models.nemotron_h_omni.image_processing_nemotron_h_omni import get_patch_grid_size
+
+        ip = image_processor
+        merge = round(1 / ip.downsample_ratio)
+        budget = max((ip.max_model_len - 4) * merge**2, ip.min_num_patches)  # one image's, as the processor sets it
+        budget = max(min(budget, ip.max_num_patches) if ip.max_num_patches else budget, ip.min_num_patches)
+        try:
+            get_patch_grid_size(height, width, ip.patch_size, merge, ip.min_num_patches, budget)
+        except ZeroDivisionError:
+            return (f"the processor fits each image to at most {budget} patches of {ip.patch_size} pixels, which "
+                    f"leaves this one's shorter side no patch: pass an image closer to square (pad it)")
+        return None
     order = ("image_token_mask", "patch_embeddings", "position_embeddings", "layers", "tower_output", "image_features")
+    refuses = {"position_embeddings": _one_image("the grid is resampled for each image in a call of its own")}
 
     patch_embeddings = value(
         _projection,
         description="each patch projected, before the learned positions, every image's packed in one row",
     )(lambda vision, raw: as_patches(raw)).writes(lambda vision, raw, new: new.reshape(raw.shape))
     position_embeddings = value(
-        _positions, inside=lambda vision: vision.patch_embed,
+        At(_positions, inside=lambda vision: vision.patch_embed),
         description="the learned position grid resampled to the image's grid, added to its patches (one image a trace)",
     )(lambda vision, raw: raw).writes(lambda vision, raw, new: new.reshape(raw.shape))
     tower_output = patches(
@@ -101,13 +130,6 @@ class RadioVision(Vision):
 
     image_size = property(variable_resolution)
 
-    def refuse(self, name: str) -> None:
-        super().refuse(name)
-        if name == "position_embeddings" and images_in_this_trace(self) > 1:
-            raise Unavailable(
-                f"{self.label(name)} is unavailable: the grid is resampled for each image in a call of its own; "
-                f"read it in a trace with one image"
-            )
 
 
 class RadioAttention(VisionAttention):
@@ -116,6 +138,9 @@ class RadioAttention(VisionAttention):
     under any attention implementation and any number of images; the scores and the
     pattern are the eager function's, formed where a trace holds one image (with
     several, each image attends to itself in a call of its own)."""
+
+    refuses = dict.fromkeys(("attention_scores", "attention_probabilities"), (eager_only, _one_image(
+        "with several images the tower attends within each image in a call of its own and forms no one pattern")))
 
     attention_queries = returned("source.transpose_0.output", description="the queries, [1, heads, patches, head_dim]")
     attention_keys = returned("source.transpose_1.output", description="the keys, [1, heads, patches, head_dim]")
@@ -131,16 +156,6 @@ class RadioAttention(VisionAttention):
         description="what the attention adds to the stream (after the layer scale), [images, patches, hidden]",
     )
 
-    #: Formed only by the call that attends over one image's whole row.
-    one_image = ("attention_scores", "attention_probabilities")
-
-    def refuse(self, name: str) -> None:
-        super().refuse(name)
-        if name in self.one_image and images_in_this_trace(self) > 1:
-            raise Unavailable(
-                f"{self.label(name)} is unavailable: with several images the tower attends within each "
-                f"image in a call of its own and forms no one pattern; read it in a trace with one image"
-            )
 
 
 class RadioMlp(VisionMlp):

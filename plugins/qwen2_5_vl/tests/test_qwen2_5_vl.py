@@ -13,10 +13,11 @@ import pytest
 import torch
 from transformers.vision_utils import get_vision_window_index
 
-from vlreg import StandardizedTransformer, Unavailable
-from vlreg.testing import build
+from vlreg import Unavailable
 from vlreg.testing.conformance import image
 from vlreg_qwen2_5_vl import window_layout
+
+CHECKPOINT = "qwen2_5_vl"
 
 SIZES = ((112, 168), (168, 112))
 WINDOWED, FULL = 0, 1
@@ -29,13 +30,6 @@ GRIDS = (
     [[1, 6, 10], [1, 8, 8], [2, 12, 4]],
     [[1, 34, 22], [1, 10, 36]],
 )
-
-
-@pytest.fixture(scope="module")
-def model():
-    return StandardizedTransformer(
-        str(build("qwen2_5_vl")), task="image-text-to-text", dispatch=True, device="cpu", attn_implementation="eager"
-    )
 
 
 @pytest.fixture(scope="module")

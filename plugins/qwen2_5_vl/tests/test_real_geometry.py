@@ -8,38 +8,28 @@ The checkpoint is built once for the module and removed after it: its untied
 from __future__ import annotations
 
 import json
-import shutil
 
 import pytest
 import torch
 
-from vlreg import StandardizedTransformer
-from vlreg.testing import build, shared_checkpoint
+from vlreg.testing import chat, shared_checkpoint
 from vlreg.testing.conformance import image
 from vlreg_qwen2_vl.checkpoints import CHAT_TEMPLATE
 
 SOURCE = shared_checkpoint("Qwen2.5-VL-7B-Instruct")
-pytestmark = pytest.mark.skipif(
+pytestmark = [pytest.mark.heavy, pytest.mark.skipif(
     SOURCE is None,
     reason="../shared/checkpoints/Qwen2.5-VL-7B-Instruct is absent (a fresh clone has no ../shared): "
     "the real-geometry tier needs the real config, tokenizer and processor",
-)
+)]
 WINDOWED, FULL = 0, 7
-
-
-@pytest.fixture(scope="module")
-def model(tmp_path_factory):
-    path = build("qwen2_5_vl", tmp_path_factory.mktemp("qwen2_5_vl_7b"), source=str(SOURCE))
-    yield StandardizedTransformer(
-        str(path), task="image-text-to-text", dispatch=True, device="cpu", attn_implementation="eager"
-    )
-    shutil.rmtree(path)  # about 3.5 GB
+CHECKPOINT = "qwen2_5_vl"
+BUILD_OPTIONS = {"source": str(SOURCE)}  # built once for the module, removed after it
 
 
 @pytest.fixture(scope="module")
 def prompt(model):
-    messages = [{"role": "user", "content": [{"type": "image"}, {"type": "text", "text": "What is in this image?"}]}]
-    return model.processor.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
+    return chat(model)
 
 
 @pytest.fixture(scope="module")

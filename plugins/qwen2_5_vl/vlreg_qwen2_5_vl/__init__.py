@@ -33,8 +33,7 @@ def builders():
 
 
 plugin = Plugin(
-    Wrapper("qwen2_5_vl", rename=QWEN_VIT.wrapper_rename, entry=QWEN_VIT.scatter, read_only=QWEN_VIT.read_only,
-            image_grids=lambda part: QWEN_VIT.image_grids),
+    Wrapper("qwen2_5_vl", **QWEN_VIT.mounts, refuses=QWEN_VIT.refuses, image_grids=lambda part: QWEN_VIT.image_grids),
     Text("qwen2_5_vl_text", envoys=text_envoys),
     Tower("qwen2_5_vl_vision", rename=QWEN_VIT.tower_rename, envoys=tower_envoys),
     checkpoints=builders,

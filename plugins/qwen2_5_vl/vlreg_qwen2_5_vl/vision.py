@@ -19,6 +19,7 @@ from typing import Any
 import torch
 
 from vlreg.plugin import adapter
+from vlreg.plugin import tower_envoys as standard_tower_envoys
 
 QwenVision = adapter("qwen_vit").Vision
 
@@ -125,15 +126,8 @@ class WindowedQwenVision(QwenVision):
         return order.to(tensor.device)
 
 
-def tower_envoys(part: Any) -> dict:
-    """The Qwen2.5-VL tower's module classes onto the windowed Qwen ViT's envoys."""
-    from transformers.models.qwen2_5_vl import modeling_qwen2_5_vl as qwen2_5_vl
-
-    from vlreg.plugin import VisionLayer, VisionMlp
-
-    return {
-        qwen2_5_vl.Qwen2_5_VisionTransformerPretrainedModel: WindowedQwenVision,
-        qwen2_5_vl.Qwen2_5_VLVisionBlock: VisionLayer,
-        qwen2_5_vl.Qwen2_5_VLVisionAttention: adapter("qwen_vit").Attention,
-        qwen2_5_vl.Qwen2_5_VLMLP: VisionMlp,
-    }
+#: The Qwen2.5-VL tower's module classes onto the windowed Qwen ViT's envoys.
+tower_envoys = standard_tower_envoys(
+    "qwen2_5_vl", ("Qwen2_5_VisionTransformerPretrainedModel", "Qwen2_5_VLVisionBlock", "Qwen2_5_VLVisionAttention",
+                   "Qwen2_5_VLMLP"),
+    vision=WindowedQwenVision, attention=adapter("qwen_vit").Attention)

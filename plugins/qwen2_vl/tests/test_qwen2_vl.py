@@ -6,35 +6,21 @@ import torch
 from PIL import Image
 
 from vlreg import StandardizedTransformer, Unavailable
-from vlreg.testing import build
+from vlreg.testing import build, chat
 from vlreg.testing.conformance import image
+
+
+CHECKPOINT = "qwen2_vl"
 
 
 @pytest.fixture(scope="module")
 def path():
-    return str(build("qwen2_vl"))
-
-
-@pytest.fixture(scope="module")
-def model(path):
-    return StandardizedTransformer(path, task="image-text-to-text", dispatch=True, attn_implementation="eager", device="cpu")
-
-
-def chat(model, *content, generation=True):
-    messages = [{"role": "user", "content": list(content)}]
-    return model.processor.apply_chat_template(messages, add_generation_prompt=generation, tokenize=False)
-
-
-IMAGE = {"type": "image"}
-
-
-def question(text="What is in this image?"):
-    return {"type": "text", "text": text}
+    return str(build(CHECKPOINT))
 
 
 def test_positions_are_three_streams(model):
     picture = image(112, 84)  # a 6 x 8 patch grid: 3 x 4 image tokens
-    prompt = chat(model, IMAGE, question())
+    prompt = chat(model)
     grid = model.processor(text=prompt, images=[picture], return_tensors="pt")["image_grid_thw"][0]
     rows, columns = int(grid[1]) // 2, int(grid[2]) // 2
     rotary = model.model.language_model.rotary_emb
@@ -67,7 +53,7 @@ def rotate_half(x):
 def test_queries_and_keys_are_rotated(model):
     """On a prompt with no image the three streams agree, so the rotation is the
     ordinary rotary one, applied before the attention function."""
-    prompt = chat(model, question("The quick brown fox."))
+    prompt = chat(model, images=0, text="The quick brown fox.")
     block = model.layers[0]
     with model.trace(prompt):
         x = block.input.save()
@@ -93,7 +79,7 @@ def test_queries_and_keys_are_rotated(model):
 
 def test_grouped_query_attention(model):
     group = model.num_heads // model.num_kv_heads
-    prompt = chat(model, question())
+    prompt = chat(model, images=0)
     attention = model.layers[1].self_attn
     with model.trace(prompt):
         queries = attention.attention_queries.save()
@@ -112,7 +98,7 @@ def test_grouped_query_attention(model):
 
 def test_token_embeddings_hold_the_pad_embedding_at_the_image(model):
     picture = image(112, 84)
-    with model.trace(chat(model, IMAGE, question()), images=[picture]):
+    with model.trace(chat(model), images=[picture]):
         mask = model.vision.image_token_mask.save()
         embeddings = model.token_embeddings.save()
         first = model.layers[0].input.save()
@@ -133,7 +119,7 @@ def test_the_readout_is_tied_to_the_embedding(path):
 def test_the_chat_template_writes_a_system_turn(model):
     tokenizer = model.tokenizer
     assert tokenizer.bos_token is None
-    prompt = chat(model, question())
+    prompt = chat(model, images=0)
     assert prompt.startswith("<|im_start|>system\nYou are a helpful assistant.<|im_end|>\n<|im_start|>user\n")
     ids = tokenizer(prompt)["input_ids"]
     assert ids[0] == tokenizer.convert_tokens_to_ids("<|im_start|>")
@@ -155,18 +141,13 @@ def test_every_image_load_is_the_wrapper_with_its_processor(model):
 
 def test_text_names_are_the_same_with_or_without_an_image(model):
     picture = image(112, 84)
-    with model.trace(chat(model, question())):
+    with model.trace(chat(model, images=0)):
         text_only = model.layers[1].layer_output.save()
-    with model.trace(chat(model, IMAGE, question()), images=[picture]):
+    with model.trace(chat(model), images=[picture]):
         mask = model.vision.image_token_mask.save()
         with_image = model.layers[1].layer_output.save()
     assert text_only.shape[-1] == with_image.shape[-1] == model.hidden_size
     assert with_image.shape[1] == text_only.shape[1] + int(mask.sum()) + 2  # pads and vision markers
-
-
-def image_chat(model, images=1, text="What is in this image?"):
-    content = [{"type": "image"}] * images + [{"type": "text", "text": text}]
-    return model.processor.apply_chat_template([{"role": "user", "content": content}], add_generation_prompt=True, tokenize=False)
 
 
 red = Image.new("RGB", (56, 56), "red")
@@ -174,7 +155,7 @@ wide = image(112, 56, seed=3)
 
 
 def test_every_image_in_one_row(model):
-    prompt = image_chat(model, images=2)
+    prompt = chat(model, images=2)
     inputs = model.processor(text=prompt, images=[red, wide], return_tensors="pt")
     sizes = inputs["image_grid_thw"].prod(-1).tolist()  # patches per image
     with model.trace(prompt, images=[red, wide]):
@@ -193,7 +174,7 @@ def test_patches_are_in_merge_block_order(model):
     greys = torch.randperm(12, generator=torch.Generator().manual_seed(1)).view(3, 4) * 20
     squares = greys.to(torch.uint8)[..., None].expand(3, 4, 3)
     picture = Image.fromarray(squares.repeat_interleave(28, 0).repeat_interleave(28, 1).numpy())
-    prompt = image_chat(model)
+    prompt = chat(model)
     pixels = model.processor(text=prompt, images=[picture], return_tensors="pt")["pixel_values"]
     with model.trace(prompt, images=[picture]):
         embedded = model.vision.patch_embeddings.save()
@@ -207,7 +188,7 @@ def test_patches_are_in_merge_block_order(model):
 
 def test_the_merger_folds_four_patches_into_one_image_token(model):
     picture = image(112, 84)
-    with model.trace(image_chat(model), images=[picture]):
+    with model.trace(chat(model), images=[picture]):
         mask = model.vision.image_token_mask.save()
         fed = model.projector.input.save()  # [patches, vision_hidden_size]
         merged = model.projector.output.save()
@@ -225,7 +206,7 @@ def test_the_merger_folds_four_patches_into_one_image_token(model):
 
 def test_per_image_patterns_reproduce_the_head_outputs(model):
     attn = model.vision.layers[1].self_attn
-    with model.trace(image_chat(model, images=2), images=[red, wide]):
+    with model.trace(chat(model, images=2), images=[red, wide]):
         cu = attn.inputs[1]["cu_seqlens"].save()  # read first: the module's input
         q = attn.attention_queries.save()
         k = attn.attention_keys.save()
@@ -252,7 +233,7 @@ def test_there_is_no_one_pattern(path, implementation):
         assert "once per image" in reason and "cu_seqlens" in reason
         assert "attn_implementation" not in reason
         with pytest.raises(Unavailable, match="cu_seqlens"):
-            with model.trace(image_chat(model), images=[red]):
+            with model.trace(chat(model), images=[red]):
                 getattr(model.vision.layers[0].self_attn, name).save()
 
 
@@ -268,7 +249,7 @@ def test_sizes(model):
 
 
 def test_several_prompts_with_images_in_one_invoke(model):
-    prompts = [image_chat(model), image_chat(model, text="Describe the picture.")]
+    prompts = [chat(model), chat(model, text="Describe the picture.")]
     with model.trace(prompts, images=[red, wide]):
         mask = model.vision.image_token_mask.save()
         features = model.vision.image_features.save()
@@ -280,7 +261,7 @@ def test_several_prompts_with_images_in_one_invoke(model):
 
 def test_vision_markers_surround_the_pads(model):
     picture = image(112, 84)
-    prompt = image_chat(model)
+    prompt = chat(model)
     assert "<|vision_start|><|image_pad|><|vision_end|>" in prompt
     ids = model.processor(text=prompt, images=[picture], return_tensors="pt")["input_ids"][0]
     with model.trace(prompt, images=[picture]):

@@ -6,30 +6,19 @@ import pytest
 import torch
 from transformers import AutoProcessor
 
-from vlreg import StandardizedTransformer
-from vlreg.testing import build, forget, shared_checkpoint
+from vlreg.testing import chat, shared_checkpoint
 from vlreg.testing.conformance import image
 from vlreg_qwen2_vl.checkpoints import CHAT_TEMPLATE
 
 INSTRUCT = shared_checkpoint("Qwen2-VL-2B-Instruct")
 BASE = shared_checkpoint("Qwen2-VL-2B")
-pytestmark = pytest.mark.skipif(
+pytestmark = [pytest.mark.heavy, pytest.mark.skipif(
     INSTRUCT is None,
     reason="../shared/checkpoints/Qwen2-VL-2B-Instruct is absent: the real checkpoints' metadata "
     "lives beside the repository, not in it",
-)
-
-
-@pytest.fixture(scope="module")
-def model():
-    path = build("qwen2_vl", source=str(INSTRUCT))
-    yield StandardizedTransformer(str(path), task="image-text-to-text", dispatch=True, attn_implementation="eager", device="cpu")
-    forget(path)
-
-
-def chat(model, *content):
-    messages = [{"role": "user", "content": list(content)}]
-    return model.processor.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
+)]
+CHECKPOINT = "qwen2_vl"
+BUILD_OPTIONS = {"source": str(INSTRUCT)}  # built once for the module, removed after it
 
 
 def test_the_real_sizes(model):
@@ -47,7 +36,7 @@ def test_the_real_sizes(model):
 
 def test_a_448_image_is_1024_patches_and_256_tokens(model):
     picture = image(448, 448)
-    with model.trace(chat(model, {"type": "image"}, {"type": "text", "text": "What is in this image?"}), images=[picture]):
+    with model.trace(chat(model), images=[picture]):
         mask = model.vision.image_token_mask.save()
         fed = model.projector.input.save()
         merged = model.projector.output.save()
@@ -63,7 +52,7 @@ def test_a_448_image_is_1024_patches_and_256_tokens(model):
 def test_rotary_sections_carry_time_rows_and_columns(model):
     picture = image(112, 112)  # 8 x 8 patches: 4 x 4 image tokens
     rotary = model.model.language_model.rotary_emb
-    with model.trace(chat(model, {"type": "image"}, {"type": "text", "text": "Hi"}), images=[picture]):
+    with model.trace(chat(model, text="Hi"), images=[picture]):
         mask = model.vision.image_token_mask.save()
         sin = rotary.output[1].save()
     sin = sin[0, mask[0]].view(4, 4, 128)  # image tokens in raster order
@@ -79,7 +68,7 @@ def test_rotary_sections_carry_time_rows_and_columns(model):
 
 def test_an_edit_to_kv_head_j_reaches_query_heads_6j_to_6j_plus_5(model):
     attention = model.layers[1].self_attn
-    prompt = chat(model, {"type": "text", "text": "The capital of France is"})
+    prompt = chat(model, images=0, text="The capital of France is")
     with model.trace(prompt):
         plain = attention.attention_head_outputs.save()
     with model.trace(prompt):
@@ -92,7 +81,7 @@ def test_an_edit_to_kv_head_j_reaches_query_heads_6j_to_6j_plus_5(model):
 def test_no_bos_and_a_system_turn(model):
     tokenizer = model.tokenizer
     assert tokenizer.bos_token is None
-    prompt = chat(model, {"type": "text", "text": "Hi"})
+    prompt = chat(model, images=0, text="Hi")
     assert tokenizer(prompt)["input_ids"][0] == 151644 == tokenizer.convert_tokens_to_ids("<|im_start|>")
     assert "You are a helpful assistant." in prompt
     generation = json.loads((INSTRUCT / "generation_config.json").read_text())

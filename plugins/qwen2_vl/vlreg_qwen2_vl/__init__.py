@@ -9,27 +9,20 @@ It publishes the Qwen ViT to the other Qwen lines as the adapter ``"qwen_vit"``
 importing this package's modules.
 """
 
-from vlreg.plugin import Plugin, Scatter, Text, Tower, Wrapper
+from vlreg.plugin import Plugin, Text, Tower, Wrapper, read_only
 
 from .geometry import qwen_image_grids
 from .vision import QwenViT, QwenVision, QwenVisionAttention, tower_envoys
 
-WRAPPER_RENAME = {
-    "model.language_model.layers": "layers",
-    "model.language_model.embed_tokens": "embed_tokens",
-    "model.language_model.norm": "norm",
-    "model.visual": "vision",
-    "model.visual.merger": "projector",
-}
-
-#: The merger's output is written into the embeddings in Qwen2VLModel.forward.
-SCATTER = Scatter(host="model", operation="inputs_embeds_masked_scatter_0", argument=1)
+#: The tower and its merger (the projector); the rest is transformers' layout, the merger's
+#: output written into the embeddings in Qwen2VLModel.forward.
+MOUNTS = {"vision": "model.visual", "projector": "model.visual.merger"}
 
 #: The merger runs inside the tower's forward, before the tower returns: a write to
 #: the tower's output reaches nothing. The same stream, before the merger, is the last
 #: block's output.
 READ_ONLY = {
-    "vision.tower_output": lambda vision: (
+    "vision.tower_output": read_only(
         "the merger (model.projector) runs inside the tower and has read the stream before the "
         "tower returns it; edit vision.layers[-1].layer_output, the same stream before the merger"
     )
@@ -57,10 +50,9 @@ QWEN_VIT = QwenViT(
     Vision=QwenVision,
     Attention=QwenVisionAttention,
     image_grids=qwen_image_grids,
-    wrapper_rename=WRAPPER_RENAME,
+    mounts=MOUNTS,
     tower_rename=TOWER_RENAME,
-    scatter=SCATTER,
-    read_only=READ_ONLY,
+    refuses=READ_ONLY,
 )
 
 
@@ -79,8 +71,7 @@ def builders():
 
 
 plugin = Plugin(
-    Wrapper("qwen2_vl", rename=WRAPPER_RENAME, entry=SCATTER, read_only=READ_ONLY,
-            image_grids=lambda part: qwen_image_grids, refuses={"videos": VIDEOS}),
+    Wrapper("qwen2_vl", **MOUNTS, refuses={**READ_ONLY, "videos": VIDEOS}, image_grids=lambda part: qwen_image_grids),
     Text("qwen2_vl_text", envoys=text_envoys),
     Tower("qwen2_vl_vision", rename=TOWER_RENAME, envoys=tower_envoys),
     adapters={"qwen_vit": QWEN_VIT},

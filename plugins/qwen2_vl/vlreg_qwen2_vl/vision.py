@@ -16,6 +16,7 @@ from attrs import frozen
 
 from vlreg.plugin import copied, returned, value
 from vlreg.plugin import Vision, VisionAttention, variable_resolution
+from vlreg.plugin import tower_envoys as standard_tower_envoys
 
 PER_CALL = (
     "the attention runs once per image (once per window on a windowed block), so no one "
@@ -74,18 +75,20 @@ class QwenVisionAttention(VisionAttention):
     after the rotary embedding), read where their preparation ends; head outputs
     ``[1, patches, heads, head_dim]`` where the calls' outputs are joined."""
 
+    refuses = {"attention_head_outputs": _not_flash, "attention_scores": _per_call,
+               "attention_probabilities": _per_call}
     # Views of one unbind: torch refuses in-place edits of them, so they are served as
     # copies written back.
     attention_queries = copied("source.unsqueeze_0.output", description="the queries, after the rotary embedding")
     attention_keys = copied("source.unsqueeze_1.output", description="the keys, after the rotary embedding")
     attention_values = copied("source.unsqueeze_2.output", description="the values")
     attention_head_outputs = returned(
-        "source.torch_cat_0.output", unavailable=_not_flash, description="each head's output, the calls' joined"
+        "source.torch_cat_0.output", description="each head's output, the calls' joined"
     )
-    attention_scores = value("output", unavailable=_per_call, description="none: one call per image")(
+    attention_scores = value("output", description="none: one call per image")(
         lambda envoy, raw: None
     )
-    attention_probabilities = value("output", unavailable=_per_call, description="none: one call per image")(
+    attention_probabilities = value("output", description="none: one call per image")(
         lambda envoy, raw: None
     )
 
@@ -115,31 +118,23 @@ class QwenViT:
       onto or to subclass;
     * ``image_grids``: `vlreg_image_grids` for a line whose processor is
       ``Qwen2VLImageProcessor``-like (``image_grid_thw``, ``merge_size``);
-    * ``wrapper_rename``, ``tower_rename``: the mounts from the root (the text model at
-      ``model.language_model``, the tower at ``model.visual``, its merger the projector)
-      and the tower's names (``blocks``, ``attn``, ``norm1``, ``norm2``);
-    * ``scatter``: the ``masked_scatter`` in the wrapper's ``model`` forward;
-    * ``read_only``: the wrapper's read-only rows (the merger runs inside the tower).
+    * ``mounts``: where the wrapper's tower and projector sit, ``Wrapper(..., **mounts)``
+      (the tower at ``model.visual``, its merger the projector; the rest is transformers'
+      layout: the text model at ``model.language_model``, the scatter in ``model``'s forward);
+    * ``tower_rename``: the tower's names (``blocks``, ``attn``, ``norm1``, ``norm2``);
+    * ``refuses``: the wrapper's refusal table (the merger runs inside the tower, so the
+      tower's output takes no write).
     """
 
     Vision: type
     Attention: type
     image_grids: Callable
-    wrapper_rename: dict
+    mounts: dict
     tower_rename: dict
-    scatter: Any
-    read_only: dict
+    refuses: dict
 
 
-def tower_envoys(part: Any) -> dict:
-    """The Qwen2-VL tower's module classes onto the Qwen ViT's envoys."""
-    from transformers.models.qwen2_vl import modeling_qwen2_vl as qwen2_vl
-
-    from vlreg.plugin import VisionLayer, VisionMlp
-
-    return {
-        qwen2_vl.Qwen2VisionTransformerPretrainedModel: QwenVision,
-        qwen2_vl.Qwen2VLVisionBlock: VisionLayer,
-        qwen2_vl.VisionAttention: QwenVisionAttention,
-        qwen2_vl.VisionMlp: VisionMlp,
-    }
+#: The Qwen2-VL tower's module classes onto the Qwen ViT's envoys.
+tower_envoys = standard_tower_envoys(
+    "qwen2_vl", ("Qwen2VisionTransformerPretrainedModel", "Qwen2VLVisionBlock", "VisionAttention", "VisionMlp"),
+    vision=QwenVision, attention=QwenVisionAttention)

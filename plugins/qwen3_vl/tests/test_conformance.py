@@ -1,13 +1,15 @@
 """The Qwen3 line against the conformance suite the core ships."""
 
 import pytest
+import torch
 
-from vlreg.testing import shared_checkpoint
+from vlreg.testing import build, chat, forget, shared_checkpoint
 from vlreg.testing.conformance import (
     AnalysisConformance,
     ExpertsConformance,
     LinearAttentionConformance,
     VisionConformance,
+    image,
 )
 
 PER_CALL = "once per image"
@@ -39,13 +41,15 @@ class TestQwen3VL(AnalysisConformance, VisionConformance):
 REAL = shared_checkpoint("Qwen3-VL-4B-Instruct")
 
 
+@pytest.mark.heavy
 @pytest.mark.skipif(
     REAL is None,
     reason="../shared/checkpoints/Qwen3-VL-4B-Instruct is absent: the real checkpoints' metadata lives beside the repository",
 )
 class TestQwen3VLRealGeometry(TestQwen3VL):
     """The whole suite at Qwen3-VL-4B's widths, token ids and template (3 text blocks, a
-    3-block tower tapped after each), in bfloat16."""
+    3-block tower tapped after each, the DeepStack taps moved inside it), in bfloat16; the
+    checkpoint (1.6 GB) is built once for the class and removed after it."""
 
     build_options = {"source": str(REAL)} if REAL is not None else {}
     image_sizes = ((256, 256),)
@@ -56,6 +60,41 @@ class TestQwen3VLRealGeometry(TestQwen3VL):
         "vision.self_attn.attention_scores": PER_CALL,
         "vision.self_attn.attention_probabilities": PER_CALL,
     }
+
+    @pytest.fixture(scope="class")
+    @classmethod
+    def path(cls):
+        folder = build(cls.checkpoint, **cls.build_options)
+        yield str(folder)
+        forget(folder)
+
+    def test_the_real_sizes_and_the_taps_kept_inside_the_reduced_tower(self, model):
+        assert (model.hidden_size, model.num_heads, model.num_kv_heads, model.head_dim) == (2560, 32, 8, 128)
+        vision = model.vision
+        assert (vision.vision_hidden_size, vision.num_heads, vision.head_dim, vision.patch_size) == (1024, 16, 64, 16)
+        assert vision.deepstack_visual_indexes == (0, 1, 2) and vision.num_layers == model.num_layers == 3
+        assert model.embed_tokens.weight is model.lm_head.weight
+
+    def test_a_448_image_through_the_real_template_is_196_tokens_with_deepstack(self, model):
+        prompt = chat(model)
+        assert prompt.startswith("<|im_start|>user\n<|vision_start|><|image_pad|><|vision_end|>")
+        rows = []
+        with model.trace(prompt, images=[image(448, 448)]):
+            mask = model.vision.image_token_mask.save()
+            patches = model.vision.patch_embeddings.save()
+            positions = model.vision.position_embeddings.save()
+            first_tower = model.vision.layers[0].input.save()
+            features = model.vision.image_features.save()
+            first = model.layers[0].input.save()
+            for k in range(3):
+                rows.append((model.layers[k].layer_output.save(), model.layers[k].deepstack_output.save(),
+                             model.layers[k + 1].input.save() if k < 2 else model.norm.input.save()))
+        assert int(mask.sum()) == 196 and patches.shape == (1, 784, 1024)
+        assert torch.equal(first_tower, (patches + positions)[0])
+        assert torch.equal(first[mask], features) and features.shape == (196, 2560)
+        for out, added, after in rows:
+            assert added.shape == (196, 2560)
+            assert torch.equal(after[mask], out[mask] + added)
 
 
 class TestQwen3VLMoe(ExpertsConformance, TestQwen3VL):

@@ -16,21 +16,12 @@ import pytest
 import torch
 from PIL import Image
 
-from vlreg import StandardizedTransformer
-from vlreg.testing import build
+from vlreg.testing import chat
 from vlreg.testing.conformance import image
 
+CHECKPOINTS = ("qwen3_vl", "cosmos3_omni")
+
 SIZES = ((112, 84), (64, 128), (150, 60), (64, 64))
-
-
-@pytest.fixture(scope="module", params=("qwen3_vl", "cosmos3_omni"))
-def model(request):
-    return StandardizedTransformer(str(build(request.param)), task="image-text-to-text", dispatch=True, device="cpu")
-
-
-def chat(model) -> str:
-    content = [{"type": "image"}, {"type": "text", "text": "What is in this image?"}]
-    return model.processor.apply_chat_template([{"role": "user", "content": content}], add_generation_prompt=True, tokenize=False)
 
 
 def probe(size, box) -> Image.Image:

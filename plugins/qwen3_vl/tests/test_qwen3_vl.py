@@ -4,20 +4,10 @@ import pytest
 import torch
 
 from vlreg import StandardizedTransformer, Unavailable
-from vlreg.testing import build
+from vlreg.testing import build, chat
 from vlreg.testing.conformance import image
 
-
-@pytest.fixture(scope="module")
-def model():
-    return StandardizedTransformer(
-        str(build("qwen3_vl")), task="image-text-to-text", dispatch=True, device="cpu", attn_implementation="eager"
-    )
-
-
-def chat(model, *content):
-    messages = [{"role": "user", "content": [*content, {"type": "text", "text": "What is in this image?"}]}]
-    return model.processor.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
+CHECKPOINT = "qwen3_vl"
 
 
 PICTURES = [image(112, 84), image(64, 128, seed=1)]

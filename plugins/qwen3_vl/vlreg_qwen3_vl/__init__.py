@@ -32,9 +32,6 @@ FAMILIES = ("qwen3_vl", "qwen3_vl_moe", "qwen3_5", "qwen3_5_moe")
 #: Wrappers with Qwen3-VL's layout whose parts are one of `FAMILIES`' (claimed as wrappers only).
 HOSTS = ("cosmos3_omni",)
 
-#: A text-generation load of a Qwen3.5 checkpoint is transformers' text-only
-#: ``Qwen3_5ForCausalLM`` (the text model at ``model``): its mounts, beside the wrapper's.
-TEXT_ONLY_RENAME = {"model.layers": "layers", "model.embed_tokens": "embed_tokens", "model.norm": "norm"}
 
 
 def builders():
@@ -44,8 +41,10 @@ def builders():
 
 
 plugin = Plugin(
-    Wrapper((*FAMILIES, *HOSTS), rename={**QWEN_VIT.wrapper_rename, **TEXT_ONLY_RENAME}, entry=QWEN_VIT.scatter,
-            read_only=QWEN_VIT.read_only, image_grids=lambda part: QWEN_VIT.image_grids),
+    # a text-generation load of a Qwen3.5 checkpoint is transformers' text-only
+    # Qwen3_5ForCausalLM, the text model at `model`
+    Wrapper((*FAMILIES, *HOSTS), **QWEN_VIT.mounts, text_only="model", refuses=QWEN_VIT.refuses,
+            image_grids=lambda part: QWEN_VIT.image_grids),
     Text(tuple(TEXTS), envoys=text_envoys),
     Tower(tuple(TOWERS), rename=QWEN_VIT.tower_rename, envoys=tower_envoys),
     checkpoints=builders,

@@ -20,7 +20,7 @@ from typing import Any
 
 from nnsight.intervention.util import first_input, replace_first_input
 
-from vlreg.plugin import Attention, Layer, LinearAttention, Mlp, MoeMlp, argument, eager_only, value
+from vlreg.plugin import IMAGES, At, Attention, Layer, LinearAttention, Mlp, MoeMlp, argument, eager_only, value
 
 #: text model type -> (its transformers module, the class-name prefix of its text classes)
 TEXTS = {
@@ -49,14 +49,12 @@ class DeepStackLayer(Layer):
     """A Qwen3-VL text block, and what DeepStack adds after it."""
 
     order = (*Layer.order, "deepstack_output")
+    refuses = {"deepstack_output": (_no_tap, IMAGES)}
 
     deepstack_output = argument(
         2,
-        lambda layer: f"{_text_model(layer).path}.source.self__deepstack_process_0.input",
-        inside=_text_model,
-        occurrence=lambda layer: layer.block_index,
-        unavailable=_no_tap,
-        needs_images=True,
+        At(lambda layer: f"{_text_model(layer).path}.source.self__deepstack_process_0.input",
+           inside=_text_model, occurrence=lambda layer: layer.block_index),
         layout="image_tokens",
         description="what DeepStack adds to the stream at the image tokens after this block, [image_tokens, hidden]",
     )
@@ -74,9 +72,9 @@ class GatedAttention(Attention):
     attention_output`` holds as on any block. The ungated outputs are the attention
     function's (``self_attn.source.attention_interface_1.output``)."""
 
+    refuses = {"attention_head_outputs": eager_only}
     attention_head_outputs = value(
         lambda attention: f"{attention.o_proj.path}.input",
-        unavailable=eager_only,
         description="each head's output as o_proj receives it, after the output gate",
     )(lambda attention, raw: _heads(attention, first_input(*raw))).writes(
         lambda attention, raw, new: replace_first_input(*raw, new.reshape(first_input(*raw).shape))

@@ -51,6 +51,7 @@ class Qwen3Vision(QwenVision):
     """The Qwen3 tower (``model.visual``)."""
 
     sourced = True  # position_embeddings is read at an operation in the tower's forward
+    refuses = {"deepstack_features": _no_taps}
     order = ("image_token_mask", "patch_embeddings", "position_embeddings", "layers", "deepstack_features",
              "tower_output", "image_features")
 
@@ -61,7 +62,6 @@ class Qwen3Vision(QwenVision):
 
     deepstack_features = value(
         "output",
-        unavailable=_no_taps,
         layout="image_tokens",
         description="each DeepStack tap merged to image tokens, [image_tokens, hidden_size]; text block k gets tap k",
     )(lambda vision, raw: _deepstack(raw)).writes(_put_deepstack)

@@ -6,24 +6,13 @@ hands the tower."""
 
 from __future__ import annotations
 
-import pytest
 
-from vlreg import StandardizedTransformer
-from vlreg.testing import build
+from vlreg.testing import chat
 from vlreg.testing.conformance import image, lit
 
+CHECKPOINTS = ("qwen2_5_omni_thinker", "qwen3_omni_moe_thinker")
+
 SIZES = ((112, 84), (56, 112), (57, 85), (200, 40), (30, 30), (400, 300))
-
-
-@pytest.fixture(scope="module", params=["qwen2_5_omni_thinker", "qwen3_omni_moe_thinker"])
-def model(request):
-    return StandardizedTransformer(str(build(request.param)), task="image-text-to-text", dispatch=True, device="cpu")
-
-
-def chat(model, images: int = 1) -> str:
-    content = [{"type": "image"}] * images + [{"type": "text", "text": "What is in this image?"}]
-    return model.processor.apply_chat_template([{"role": "user", "content": content}], add_generation_prompt=True,
-                                               tokenize=False)
 
 
 def test_the_grids_count_the_image_tokens(model):
@@ -33,8 +22,8 @@ def test_the_grids_count_the_image_tokens(model):
         ids = model.processor(text=chat(model), images=[image(*size)], return_tensors="pt")["input_ids"]
         assert geometry.grids[0].tokens == int((ids == image_token).sum()) > 0, size
     pictures = [image(112, 84), image(56, 112, seed=1)]
-    geometries = model.vision.geometry(chat(model, 2), pictures)
-    with model.trace(chat(model, 2), images=pictures):
+    geometries = model.vision.geometry(chat(model, images=2), pictures)
+    with model.trace(chat(model, images=2), images=pictures):
         mask = model.vision.image_token_mask.save()
         features = model.vision.image_features.save()
     assert int(mask.sum()) == features.shape[0] == sum(geometry.grids[0].tokens for geometry in geometries)

@@ -15,13 +15,10 @@ differ are written here, from the published checkpoints' configs:
   DeepStack taps after blocks 8, 16, 24), merged to the text model's 2048.
 """
 
-import pytest
 import transformers
-from transformers import AutoProcessor
 
-from vlreg import StandardizedTransformer
 from vlreg.plugin import MoeMlp
-from vlreg.testing import build
+from vlreg.testing.conformance import PublishedWidths
 
 QWEN2_5_OMNI_7B_VISION = {"hidden_size": 1280, "depth": 32, "num_heads": 16, "intermediate_size": 3420,
                           "out_hidden_size": 3584, "window_size": 112, "fullatt_block_indexes": [7, 15, 23, 31]}
@@ -30,42 +27,45 @@ QWEN3_OMNI_30B_TEXT = {"hidden_size": 2048, "num_hidden_layers": 48, "num_attent
                        "moe_intermediate_size": 768, "vocab_size": 152064}
 
 
-@pytest.fixture(scope="module")
-def lazy(tmp_path_factory):
-    def load(config_class: str, tiny: str, **fields) -> StandardizedTransformer:
-        folder = tmp_path_factory.mktemp(config_class)
-        getattr(transformers, config_class)(**fields).save_pretrained(folder)
-        AutoProcessor.from_pretrained(build(tiny)).save_pretrained(folder)  # nothing is processed on meta
-        return StandardizedTransformer(str(folder), task="image-text-to-text", dispatch=False, attn_implementation="eager")
-
-    return load
+PER_CALL = "once per image"
+REFUSED = {"vision.self_attn.attention_scores": PER_CALL, "vision.self_attn.attention_probabilities": PER_CALL,
+           "videos": "a video's frames reach the thinker", "audio": "audio is not served"}  # the claim's refusals
 
 
-def test_qwen2_5_omni_7b_thinker(lazy):
-    model = lazy("Qwen2_5OmniThinkerConfig", "qwen2_5_omni_thinker", vision_config=QWEN2_5_OMNI_7B_VISION)
-    assert not model.dispatched and model.family.name == "qwen_omni"
-    assert model.family.entry.operation == "inputs_embeds_masked_scatter_1"
-    assert (model.num_layers, model.hidden_size, model.num_heads, model.num_kv_heads, model.head_dim) == (28, 3584, 28, 4, 128)
-    assert model.intermediate_size == 18944 and model.vocab_size == 152064
-    vision = model.vision
-    assert (vision.num_layers, vision.vision_hidden_size, vision.num_heads, vision.head_dim) == (32, 1280, 16, 80)
-    assert (vision.intermediate_size, vision.window_size, vision.patch_size) == (3420, 112, 14)
-    rows = model.support()
-    assert {row for row, why in rows.items() if why} == {"vision.self_attn.attention_scores",
-                                                         "vision.self_attn.attention_probabilities",
-                                                         "videos", "audio"}  # the claim's refusals
+class TestQwen2_5Omni7BThinker(PublishedWidths):
+    config = transformers.Qwen2_5OmniThinkerConfig
+    fields = {"vision_config": QWEN2_5_OMNI_7B_VISION}
+    checkpoint = "qwen2_5_omni_thinker"
+    family = "qwen_omni"
+    published = {
+        "family.entry.operation": "inputs_embeds_masked_scatter_1",
+        "num_layers": 28, "hidden_size": 3584, "num_heads": 28, "num_kv_heads": 4, "head_dim": 128,
+        "intermediate_size": 18944, "vocab_size": 152064,
+        "vision.num_layers": 32, "vision.vision_hidden_size": 1280, "vision.num_heads": 16, "vision.head_dim": 80,
+        "vision.intermediate_size": 3420, "vision.window_size": 112, "vision.patch_size": 14,
+    }
+    refused = REFUSED
 
 
-def test_qwen3_omni_30b_a3b_thinker(lazy):
-    model = lazy("Qwen3OmniMoeThinkerConfig", "qwen3_omni_moe_thinker", text_config=QWEN3_OMNI_30B_TEXT,
-                 vision_config={"out_hidden_size": 2048})
-    assert (model.num_layers, model.hidden_size, model.num_heads, model.num_kv_heads, model.head_dim) == (48, 2048, 32, 4, 128)
-    assert all(isinstance(block.mlp, MoeMlp) for block in model.layers)
-    mlp = model.layers[0].mlp
-    assert (mlp.num_experts, mlp.top_k, mlp.intermediate_size) == (128, 8, 768) and model.vocab_size == 152064
-    vision = model.vision
-    assert (vision.num_layers, vision.vision_hidden_size, vision.num_heads, vision.intermediate_size, vision.patch_size) == (
-        27, 1152, 16, 4304, 16)
-    rows = model.support()
-    assert all("not served on this family yet" in rows[f"layers.{k}.deepstack_output"] for k in range(3))
-    assert all("feed layers[0] to layers[2] only" in rows[f"layers.{k}.deepstack_output"] for k in (3, 47))
+class TestQwen3Omni30BA3BThinker(PublishedWidths):
+    config = transformers.Qwen3OmniMoeThinkerConfig
+    fields = {"text_config": QWEN3_OMNI_30B_TEXT, "vision_config": {"out_hidden_size": 2048}}
+    checkpoint = "qwen3_omni_moe_thinker"
+    family = "qwen_omni"
+    published = {
+        "num_layers": 48, "hidden_size": 2048, "num_heads": 32, "num_kv_heads": 4, "head_dim": 128, "vocab_size": 152064,
+        "layers.0.mlp.num_experts": 128, "layers.0.mlp.top_k": 8, "layers.0.mlp.intermediate_size": 768,
+        "vision.num_layers": 27, "vision.vision_hidden_size": 1152, "vision.num_heads": 16, "vision.intermediate_size": 4304,
+        "vision.patch_size": 16,
+    }
+    refused = {
+        **REFUSED,
+        "vision.position_embeddings": "not served on this family yet",
+        "vision.deepstack_features": "not served on this family yet",
+        "mlp.shared_expert_output": "no shared expert",
+        **{f"layers.{k}.deepstack_output": "not served on this family yet" for k in range(3)},
+        **{f"layers.{k}.deepstack_output": "feed layers[0] to layers[2] only" for k in range(3, 48)},
+    }
+
+    def test_every_block_routes(self, model):
+        assert all(isinstance(block.mlp, MoeMlp) for block in model.layers)

@@ -9,25 +9,13 @@ import numpy
 import pytest
 import torch
 
-from vlreg import StandardizedTransformer, Unavailable
-from vlreg.testing import build
+from vlreg import Unavailable
+from vlreg.testing import chat, load
 from vlreg.testing.conformance import image
 
+CHECKPOINTS = ("qwen2_5_omni_thinker", "qwen3_omni_moe_thinker")
+
 PICTURES = [image(112, 84)]
-
-
-def load(name: str) -> StandardizedTransformer:
-    return StandardizedTransformer(str(build(name)), task="image-text-to-text", dispatch=True, device="cpu")
-
-
-@pytest.fixture(scope="module", params=["qwen2_5_omni_thinker", "qwen3_omni_moe_thinker"])
-def model(request):
-    return load(request.param)
-
-
-def chat(model, *content) -> str:
-    messages = [{"role": "user", "content": [*content, {"type": "text", "text": "What is in this image?"}]}]
-    return model.processor.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
 
 
 def test_the_image_is_written_after_the_audio(model):

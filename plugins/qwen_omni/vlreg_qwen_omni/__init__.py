@@ -54,8 +54,8 @@ def builders():
 
 
 plugin = Plugin(
-    Wrapper(("qwen2_5_omni_thinker", "qwen3_omni_moe_thinker"), rename=QWEN_VIT.wrapper_rename, entry=SCATTER,
-            read_only=QWEN_VIT.read_only, image_grids=lambda part: QWEN_VIT.image_grids, refuses=REFUSES),
+    Wrapper(("qwen2_5_omni_thinker", "qwen3_omni_moe_thinker"), **QWEN_VIT.mounts, entry=SCATTER,
+            refuses={**QWEN_VIT.refuses, **REFUSES}, image_grids=lambda part: QWEN_VIT.image_grids),
     Text("qwen2_5_omni_text", envoys=qwen2_5_text_envoys),
     Tower("qwen2_5_omni_vision_encoder", rename=QWEN_VIT.tower_rename, envoys=qwen2_5_tower_envoys),
     Text("qwen3_omni_moe_text", envoys=qwen3_text_envoys),

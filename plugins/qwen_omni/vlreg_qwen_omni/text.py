@@ -36,9 +36,10 @@ class DeepStackLayer(Layer):
     """A Qwen3-Omni text block; what DeepStack adds after it is named and refused."""
 
     order = (*Layer.order, "deepstack_output")
+    refuses = {"deepstack_output": _deepstack_not_served}
 
     deepstack_output = value(
-        "output", unavailable=_deepstack_not_served, needs_images=True,
+        "output",
         description="what DeepStack adds to the stream at the image tokens after this block (not served here)",
     )(lambda layer, raw: raw)
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from vlreg.plugin import VisionLayer, VisionMlp, adapter, value
+from vlreg.plugin import adapter, tower_envoys, value
 
 QWEN_VIT = adapter("qwen_vit")
 QwenVision = QWEN_VIT.Vision
@@ -38,26 +38,22 @@ class Qwen3OmniVision(QwenVision):
 
     order = ("image_token_mask", "patch_embeddings", "position_embeddings", "layers", "deepstack_features",
              "tower_output", "image_features")
+    refuses = {"position_embeddings": _positions_not_served, "deepstack_features": _taps_not_served}
 
     position_embeddings = value(
-        "output", unavailable=_positions_not_served,
+        "output",
         description="the learned position grid resampled to each image, added before block 0 (not served here)",
     )(lambda vision, raw: raw)
     deepstack_features = value(
-        "output", unavailable=_taps_not_served,
+        "output",
         description="each DeepStack tap merged to image tokens (not served here)",
     )(lambda vision, raw: raw)
 
 
-def qwen2_5_tower_envoys(part: Any) -> dict:
-    from transformers.models.qwen2_5_omni import modeling_qwen2_5_omni as omni
-
-    return {omni.Qwen2_5OmniVisionEncoder: QwenVision, omni.Qwen2_5OmniVisionBlock: VisionLayer,
-            omni.Qwen2_5OmniVisionAttention: QWEN_VIT.Attention, omni.Qwen2_5OmniMLP: VisionMlp}
-
-
-def qwen3_tower_envoys(part: Any) -> dict:
-    from transformers.models.qwen3_omni_moe import modeling_qwen3_omni_moe as omni
-
-    return {omni.Qwen3OmniMoeVisionEncoder: Qwen3OmniVision, omni.Qwen3OmniMoeVisionBlock: VisionLayer,
-            omni.Qwen3OmniMoeVisionAttention: QWEN_VIT.Attention, omni.Qwen3OmniMoeVisionMLP: VisionMlp}
+qwen2_5_tower_envoys = tower_envoys(
+    "qwen2_5_omni", ("Qwen2_5OmniVisionEncoder", "Qwen2_5OmniVisionBlock", "Qwen2_5OmniVisionAttention", "Qwen2_5OmniMLP"),
+    vision=QwenVision, attention=QWEN_VIT.Attention)
+qwen3_tower_envoys = tower_envoys(
+    "qwen3_omni_moe", ("Qwen3OmniMoeVisionEncoder", "Qwen3OmniMoeVisionBlock", "Qwen3OmniMoeVisionAttention",
+                       "Qwen3OmniMoeVisionMLP"),
+    vision=Qwen3OmniVision, attention=QWEN_VIT.Attention)

@@ -17,8 +17,6 @@ from vlreg.plugin import Plugin, Text, Wrapper
 #: Base language models served: Qwen2.5 checkpoints are model_type qwen2.
 WRAPPERS = ("qwen2", "qwen3", "llama", "mistral", "gemma3_text")
 
-RENAME = {"model.layers": "layers", "model.embed_tokens": "embed_tokens", "model.norm": "norm"}
-
 
 def qwen3_envoys(part):
     from transformers.models.qwen3 import modeling_qwen3 as qwen3
@@ -35,7 +33,7 @@ def builders():
 
 
 plugin = Plugin(
-    Wrapper(WRAPPERS, rename=RENAME),
+    Wrapper(WRAPPERS, text="model", vision=None, projector=None),
     Text("qwen3", envoys=qwen3_envoys),
     checkpoints=builders,
 )

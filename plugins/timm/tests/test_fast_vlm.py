@@ -4,22 +4,13 @@ its edges, its blocks refused by name, LLaVA's processor and a token per cell.""
 import pytest
 import torch
 
-from vlreg import StandardizedTransformer, Unavailable, analysis
+from vlreg import Unavailable, analysis
 from vlreg.cli import partial
-from vlreg.testing import build
+from vlreg.testing import chat
 from vlreg.testing.conformance import image
 from vlreg_timm.wrappers import FASTVIT_BLOCKS
 
-
-@pytest.fixture(scope="module")
-def model():
-    return StandardizedTransformer(str(build("fast_vlm")), task="image-text-to-text", dispatch=True, device="cpu")
-
-
-def chat(model, text="What is in this image?"):
-    content = [{"type": "image"}, {"type": "text", "text": text}]
-    return model.processor.apply_chat_template([{"role": "user", "content": content}], add_generation_prompt=True,
-                                               tokenize=False)
+CHECKPOINT = "fast_vlm"
 
 
 def test_the_template_writes_a_system_turn_the_image_then_the_text_on_its_own_line(model):

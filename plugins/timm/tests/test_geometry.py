@@ -17,8 +17,7 @@ import math
 import pytest
 import torch
 
-from vlreg import StandardizedTransformer
-from vlreg.testing import build
+from vlreg.testing import chat, load
 from vlreg.testing.conformance import image, lit
 
 #: (width, height) -> (columns, rows) of 56-pixel tiles, by hand from the rule (at most 4
@@ -32,10 +31,6 @@ TILES = {
 }
 
 
-def load(name):
-    return StandardizedTransformer(str(build(name)), task="image-text-to-text", dispatch=True, device="cpu")
-
-
 @pytest.fixture(scope="module")
 def plm():
     return load("perception_lm")
@@ -44,12 +39,6 @@ def plm():
 @pytest.fixture(scope="module")
 def fast():
     return load("fast_vlm")
-
-
-def chat(model) -> str:
-    content = [{"type": "image"}, {"type": "text", "text": "What is in this image?"}]
-    return model.processor.apply_chat_template([{"role": "user", "content": content}], add_generation_prompt=True,
-                                               tokenize=False)
 
 
 def brightest(pixels: torch.Tensor) -> tuple[int, int]:

@@ -6,21 +6,12 @@ import pytest
 import torch
 
 from vlreg import StandardizedTransformer, Unavailable
-from vlreg.testing import build
+from vlreg.testing import build, chat
 from vlreg.testing.conformance import image
 from vlreg_timm.checkpoints import PLM_SYSTEM
 from vlreg_timm.wrappers import VIDEOS
 
-
-@pytest.fixture(scope="module")
-def model():
-    return StandardizedTransformer(str(build("perception_lm")), task="image-text-to-text", dispatch=True, device="cpu")
-
-
-def chat(model, kind="image", text="What is in this image?"):
-    content = [{"type": kind}, {"type": "text", "text": text}]
-    return model.processor.apply_chat_template([{"role": "user", "content": content}], add_generation_prompt=True,
-                                               tokenize=False)
+CHECKPOINT = "perception_lm"
 
 
 def test_the_template_writes_the_default_system_turn_and_the_image_before_the_text(model):
@@ -153,3 +144,31 @@ def test_videos_run_and_are_refused_by_name(model):
     with model.trace(chat(model, "video"), videos=video):
         logits = model.logits.save()
     assert logits.shape[-1] == model.vocab_size
+
+
+def test_images_of_different_tile_counts_are_refused_in_one_call_and_collected_apart(model, tmp_path):
+    """The processor stacks each image's tiles into one tensor and fails on images of
+    different tile counts: one prompt of both, or two invokes (one processor call), is
+    refused naming the counts before the processor runs; collect groups them and stores
+    each image's own trace."""
+    from vlreg.collect import collect, open_store
+
+    square, wide = image(56, 56), image(112, 56, seed=1)
+    with pytest.raises(ValueError, match=r"different numbers \(56 x 56: 5, 112 x 56: 3\)"):
+        with model.trace(chat(model, text="Compare them.").replace("<|image|>", "<|image|><|image|>", 1),
+                         images=[square, wide]):
+            model.logits.save()
+    with pytest.raises(ValueError, match=r"the invokes' images cannot go through the processor together"):
+        with model.trace() as tracer:
+            with tracer.invoke(chat(model), images=[square]):
+                pass
+            with tracer.invoke(chat(model), images=[wide]):
+                model.logits.save()
+    summary = collect(model, ["vision.image_features"], {"square": square, "wide": wide}, tmp_path / "store",
+                      prompt="What is in this image?", batch=2, progress=False)
+    assert any("groups of images of one pixel shape" in note for note in summary.notes)
+    store = open_store(tmp_path / "store")
+    for name, picture in (("square", square), ("wide", wide)):
+        with model.trace(chat(model), images=[picture]):
+            features = model.vision.image_features.save()
+        assert torch.equal(store["vision.image_features"][store.index.rows(name)], features)

@@ -17,15 +17,12 @@ inspect` of a config alone.
   the tokens the processor's rule gives: 16 x 16 a crop, pooled 2 x 2 from 32 x 32 patches).
 """
 
-import json
-
 import pytest
 import transformers
 
-from vlreg import StandardizedTransformer, Unavailable
-from vlreg.cli import main
+from vlreg import Unavailable
 from vlreg.testing import build
-from vlreg.testing.conformance import image
+from vlreg.testing.conformance import PublishedWidths, image
 
 LLAMA_1B = {"model_type": "llama", "hidden_size": 2048, "intermediate_size": 8192, "num_hidden_layers": 16,
             "num_attention_heads": 32, "num_key_value_heads": 8, "vocab_size": 128256}
@@ -46,11 +43,6 @@ PLM = {
     "Perception-LM-8B": {"text_config": LLAMA_8B, "vision_config": pe("vit_pe_core_gigantic_patch14_448", 1536, 47),
                          "vision_use_cls_token": False},
 }
-#: text (blocks, width, heads, kv heads), tower (blocks, width, heads, MLP width, class tokens)
-EXPECTED = {"Perception-LM-1B": ((16, 2048, 32, 8), (23, 1024, 16, 4096, 1)),
-            "Perception-LM-8B": ((32, 4096, 32, 8), (47, 1536, 16, 8960, 0))}
-
-
 #: (width, height) -> the (columns, rows) of 448-pixel tiles the published processor's rule
 #: gives, worked out by hand: of the canvases of at most 36 tiles that hold the image, the one
 #: where its aspect-kept resize is largest (the aspect is then not kept: it fills the canvas).
@@ -61,97 +53,87 @@ TILES = {
 }
 
 
-@pytest.fixture(scope="module")
-def tiny_plm():
-    return transformers.AutoProcessor.from_pretrained(build("perception_lm"))
+#: timm's ViT attention runs fused, forming no pattern; videos are refused by the claim
+FUSED = "forms no pattern"
 
 
-@pytest.fixture(scope="module", params=sorted(PLM))
-def perception_lm(request, tiny_plm, tmp_path_factory):
-    """``(name, folder)``: the published config, the tiny tokenizer with the published
-    processor's settings (448-pixel tiles, up to 36, 14-pixel patches pooled 2 x 2)."""
-    name, folder = request.param, tmp_path_factory.mktemp(request.param)
-    tok = tiny_plm.tokenizer
-    transformers.PerceptionLMProcessor(
-        image_processor=transformers.PerceptionLMImageProcessor(tile_size=448, max_num_tiles=36),
-        video_processor=tiny_plm.video_processor, tokenizer=tok, patch_size=14, pooling_ratio=2,
-    ).save_pretrained(folder)
-    transformers.PerceptionLMConfig(
-        **PLM[name], projector_pooling_ratio=2,
-        image_token_id=tok.convert_tokens_to_ids("<|image|>"), video_token_id=tok.convert_tokens_to_ids("<|video|>"),
-    ).save_pretrained(folder)
-    return name, folder
+class TestPerceptionLM1B(PublishedWidths):
+    config = transformers.PerceptionLMConfig
+    fields = {**PLM["Perception-LM-1B"], "projector_pooling_ratio": 2}
+    checkpoint = "perception_lm"
+    family = "timm"
+    parts = {"vision": ("timm_wrapper", "vlreg-timm")}
+    published = {
+        "num_layers": 16, "hidden_size": 2048, "num_heads": 32, "num_kv_heads": 8,
+        "vision.num_layers": 23, "vision.vision_hidden_size": 1024, "vision.num_heads": 16, "vision.intermediate_size": 4096,
+        "vision.image_size": 448, "vision.patch_size": 14, "vision.class_tokens": 1,
+        "projector.linear_1.weight.shape": (2048, 1024),
+        "vision.layers.0.self_attn.qkv.weight.device.type": "meta",
+    }
+    refused = {"vision.self_attn.attention_scores": FUSED, "vision.self_attn.attention_probabilities": FUSED,
+               "videos": "a video's frames reach the model"}
+    read_only = ["vision.image_token_mask"]
+
+    def published_config(self, tokenizer=None):
+        ids = {"image_token_id": tokenizer.convert_tokens_to_ids("<|image|>"),
+               "video_token_id": tokenizer.convert_tokens_to_ids("<|video|>")} if tokenizer is not None else {}
+        return self.config(**self.fields, **ids)
+
+    def published_processor(self, tokenizer):
+        """448-pixel tiles, up to 36, 14-pixel patches pooled 2 x 2."""
+        tiny = transformers.AutoProcessor.from_pretrained(build(self.checkpoint))
+        return transformers.PerceptionLMProcessor(
+            image_processor=transformers.PerceptionLMImageProcessor(tile_size=448, max_num_tiles=36),
+            video_processor=tiny.video_processor, tokenizer=tokenizer, patch_size=14, pooling_ratio=2)
+
+    def test_a_thumbnail_then_the_tiles_at_the_published_resolution(self, model):
+        for size, (columns, rows) in TILES.items():
+            (geometry,) = model.vision.geometry("<|image|>", [image(*size)])  # the host checks the grids against the encoding
+            labels = ["thumbnail"] + [f"tile {r},{c}" for r in range(rows) for c in range(columns)]
+            assert [grid.label for grid in geometry.grids] == labels, size
+            assert all((grid.rows, grid.columns, grid.fold) == (16, 16, 2) for grid in geometry.grids)
 
 
-def test_perception_lm_at_the_published_widths_on_meta(perception_lm):
-    name, folder = perception_lm
-    model = StandardizedTransformer(str(folder), task="image-text-to-text", dispatch=False, attn_implementation="eager")
-    assert not model.dispatched and model.family.name == "timm"
-    assert model.vision.layers[0].self_attn.qkv.weight.device.type == "meta"
-    (layers, hidden, heads, kv), (tower_layers, tower, tower_heads, mlp, class_tokens) = EXPECTED[name]
-    assert (model.num_layers, model.hidden_size, model.num_heads, model.num_kv_heads) == (layers, hidden, heads, kv)
-    vision = model.vision
-    assert (vision.num_layers, vision.vision_hidden_size, vision.num_heads, vision.intermediate_size) == (
-        tower_layers, tower, tower_heads, mlp)
-    assert (vision.image_size, vision.patch_size, vision.class_tokens) == (448, 14, class_tokens)
-    assert tuple(model.projector.linear_1.weight.shape) == (hidden, tower)
-    refused = {row for row, reason in model.support().items() if reason}
-    assert refused == {"vision.self_attn.attention_scores", "vision.self_attn.attention_probabilities", "videos"}
-    assert list(model.read_only()) == ["vision.image_token_mask"]
-    for size, (columns, rows) in TILES.items():
-        (geometry,) = vision.geometry("<|image|>", [image(*size)])  # the host checks the grids against the encoding
-        labels = ["thumbnail"] + [f"tile {r},{c}" for r in range(rows) for c in range(columns)]
-        assert [grid.label for grid in geometry.grids] == labels, size
-        assert all((grid.rows, grid.columns, grid.fold) == (16, 16, 2) for grid in geometry.grids)
+class TestPerceptionLM8B(TestPerceptionLM1B):
+    fields = {**PLM["Perception-LM-8B"], "projector_pooling_ratio": 2}
+    published = {
+        "num_layers": 32, "hidden_size": 4096, "num_heads": 32, "num_kv_heads": 8,
+        "vision.num_layers": 47, "vision.vision_hidden_size": 1536, "vision.num_heads": 16, "vision.intermediate_size": 8960,
+        "vision.image_size": 448, "vision.patch_size": 14, "vision.class_tokens": 0,
+        "projector.linear_1.weight.shape": (4096, 1536),
+        "vision.layers.0.self_attn.qkv.weight.device.type": "meta",
+    }
 
 
-def test_perception_lm_inspect_reads_the_config_alone(perception_lm, tmp_path, capsys):
-    name, _ = perception_lm
-    transformers.PerceptionLMConfig(**PLM[name], projector_pooling_ratio=2).save_pretrained(tmp_path)
-    assert main(["inspect", str(tmp_path), "--json"]) == 0
-    report = json.loads(capsys.readouterr().out)
-    assert report["family"] == "timm" and report["parts"]["vision"]["model_type"] == "timm_wrapper"
-    assert report["sizes"]["num_layers"] == EXPECTED[name][0][0]
+class TestFastVLM7B(PublishedWidths):
+    """``FastVlmConfig()``; the published processor's shape; the image token the tiny tokenizer's."""
 
+    config = transformers.FastVlmConfig
+    checkpoint = "fast_vlm"
+    family = "timm"
+    parts = {"text": ("qwen2", "vlreg-llava")}
+    published = {
+        "num_layers": 28, "hidden_size": 3584, "num_heads": 28, "num_kv_heads": 4,
+        "vision.num_layers": 0, "vision.vision_hidden_size": 3072, "vision.patch_size": 64, "vision.patch_embedding_size": 96,
+        "projector.linear_1.weight.shape": (3584, 3072),
+    }
+    refused = {"vision.layers": "FastViT's stages"}
+    aliases = {"model": {"projector": "model.multi_modal_projector"}}
 
-@pytest.fixture(scope="module")
-def fast_vlm(tmp_path_factory):
-    """The published config (``FastVlmConfig()``), the tiny tokenizer, the published
-    processor's shape; the image token the tiny tokenizer's."""
-    folder = tmp_path_factory.mktemp("fast_vlm")
-    tok = transformers.AutoProcessor.from_pretrained(build("fast_vlm")).tokenizer
-    images = transformers.CLIPImageProcessor(size={"shortest_edge": 1024}, crop_size={"height": 1024, "width": 1024},
-                                             image_mean=[0.0] * 3, image_std=[1.0] * 3)
-    transformers.LlavaProcessor(image_processor=images, tokenizer=tok, patch_size=64,
-                                vision_feature_select_strategy="full").save_pretrained(folder)
-    transformers.FastVlmConfig(image_token_id=tok.convert_tokens_to_ids("<image>")).save_pretrained(folder)
-    return folder
+    def published_config(self, tokenizer=None):
+        return self.config(**({"image_token_id": tokenizer.convert_tokens_to_ids("<image>")} if tokenizer is not None else {}))
 
+    def published_processor(self, tokenizer):
+        images = transformers.CLIPImageProcessor(size={"shortest_edge": 1024}, crop_size={"height": 1024, "width": 1024},
+                                                 image_mean=[0.0] * 3, image_std=[1.0] * 3)
+        return transformers.LlavaProcessor(image_processor=images, tokenizer=tokenizer, patch_size=64,
+                                           vision_feature_select_strategy="full")
 
-def test_fast_vlm_at_the_published_widths_on_meta(fast_vlm):
-    model = StandardizedTransformer(str(fast_vlm), task="image-text-to-text", dispatch=False, attn_implementation="eager")
-    assert not model.dispatched and model.family.name == "timm"
-    assert (model.num_layers, model.hidden_size, model.num_heads, model.num_kv_heads) == (28, 3584, 28, 4)
-    vision = model.vision
-    assert vision.num_layers == 0 and vision.vision_hidden_size == 3072
-    assert (vision.patch_size, vision.patch_embedding_size) == (64, 96)
-    assert [len(stage.blocks) for stage in vision.timm_model.stages] == [2, 12, 24, 4, 2]
-    with pytest.raises(Unavailable, match="no ViT-layout blocks"):
-        vision.num_heads
-    assert tuple(model.projector.linear_1.weight.shape) == (3584, 3072)
-    rows = model.support()
-    assert "FastViT's stages" in rows.pop("vision.layers")
-    assert all(reason is None for reason in rows.values()), {row: why for row, why in rows.items() if why}
-    for size in ((1024, 768), (640, 480), (300, 2000)):
-        (geometry,) = vision.geometry("<image>", [image(*size)])
-        (grid,) = geometry.grids
-        assert (grid.rows, grid.columns) == (16, 16) and geometry.tokens == 256
-
-
-def test_fast_vlm_inspect_reads_the_config_alone(tmp_path, capsys):
-    transformers.FastVlmConfig().save_pretrained(tmp_path)
-    assert main(["inspect", str(tmp_path), "--json"]) == 0
-    report = json.loads(capsys.readouterr().out)
-    assert report["family"] == "timm" and report["parts"]["text"]["model_type"] == "qwen2"
-    assert report["aliases"]["model"]["projector"] == "model.multi_modal_projector"
-    assert report["sizes"]["num_layers"] == 28
+    def test_fastvits_stages_and_256_tokens_an_image(self, model):
+        assert [len(stage.blocks) for stage in model.vision.timm_model.stages] == [2, 12, 24, 4, 2]
+        with pytest.raises(Unavailable, match="no ViT-layout blocks"):
+            model.vision.num_heads
+        for size in ((1024, 768), (640, 480), (300, 2000)):
+            (geometry,) = model.vision.geometry("<image>", [image(*size)])
+            (grid,) = geometry.grids
+            assert (grid.rows, grid.columns) == (16, 16) and geometry.tokens == 256

@@ -28,10 +28,9 @@ def builders():
 
 
 plugin = Plugin(
-    Wrapper("perception_lm", rename=wrappers.RENAME, entry=wrappers.SCATTER,
-            image_grids=lambda part: perception_lm_grids(part.config), refuses=wrappers.REFUSES["perception_lm"]),
-    Wrapper("fast_vlm", rename=wrappers.RENAME, entry=wrappers.SCATTER, image_grids=lambda part: fast_vlm_grids,
-            refuses=wrappers.REFUSES["fast_vlm"]),
+    Wrapper("perception_lm", image_grids=lambda part: perception_lm_grids(part.config),
+            refuses=wrappers.REFUSES["perception_lm"]),
+    Wrapper("fast_vlm", image_grids=lambda part: fast_vlm_grids, refuses=wrappers.REFUSES["fast_vlm"]),
     Tower("timm_wrapper", rename=vision.RENAME, envoys=vision.envoys),
     adapters={"timm_tower": vision.TIMM_TOWER},
     checkpoints=builders,

@@ -22,7 +22,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from vlreg.testing import TINY_TEXT, TINY_VISION, save, tokenizer
+from vlreg.testing import TINY_TEXT, TINY_VISION, save, tiny, tokenizer
 
 # -- Perception LM ---------------------------------------------------------------
 
@@ -147,21 +147,18 @@ def build_fast_vlm(path: Path, **overrides: Any) -> Path:
     """Write a tiny FastVLM checkpoint. ``overrides``: ``text_config`` and ``vision_config``
     dicts, ``image_processor`` (fields of its ``CLIPImageProcessor``), other fields of the
     top-level config."""
-    from transformers import CLIPImageProcessor, FastVlmConfig, GenerationConfig, LlavaProcessor
+    from transformers import CLIPImageProcessor, FastVlmConfig, LlavaProcessor
 
-    tok = tokenizer((ENDOFTEXT, IM_START, IM_END, FAST_IMAGE), eos_token=IM_END, pad_token=ENDOFTEXT)
     images = {"size": {"shortest_edge": CROP}, "crop_size": {"height": CROP, "width": CROP},
               "image_mean": [0.0] * 3, "image_std": [1.0] * 3, **overrides.pop("image_processor", {})}
-    processor = LlavaProcessor(image_processor=CLIPImageProcessor(**images), tokenizer=tok, patch_size=STRIDE,
-                               vision_feature_select_strategy="full", chat_template=FAST_VLM_TEMPLATE)
-    ids = {"pad_token_id": tok.pad_token_id, "bos_token_id": None, "eos_token_id": tok.eos_token_id}
-    config = FastVlmConfig(
-        text_config={"model_type": "qwen2", **TINY_TEXT, "vocab_size": len(tok), **ids,
-                     **overrides.pop("text_config", {})},
-        vision_config={**FASTVIT_TOWER, **overrides.pop("vision_config", {})},
-        image_token_id=tok.convert_tokens_to_ids(FAST_IMAGE), image_seq_length=(CROP // STRIDE) ** 2, **overrides,
+    return tiny(
+        path, FastVlmConfig,
+        lambda tok: LlavaProcessor(image_processor=CLIPImageProcessor(**images), tokenizer=tok, patch_size=STRIDE,
+                                   vision_feature_select_strategy="full", chat_template=FAST_VLM_TEMPLATE),
+        tokens=(ENDOFTEXT, IM_START, IM_END, FAST_IMAGE), roles={"eos_token": IM_END, "pad_token": ENDOFTEXT},
+        text={"model_type": "qwen2", **TINY_TEXT}, vision=FASTVIT_TOWER, ids={"image_token_id": FAST_IMAGE},
+        fields={"image_seq_length": (CROP // STRIDE) ** 2}, overrides=overrides,
     )
-    return save(path, config, processor, GenerationConfig(**ids))
 
 
 BUILDERS = {"perception_lm": build_perception_lm, "fast_vlm": build_fast_vlm}

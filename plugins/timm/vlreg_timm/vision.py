@@ -113,20 +113,23 @@ class TimmAttention(VisionAttention):
     adds (after the block's layer scale, at its ``drop_path1``)."""
 
     sourced = True
+    refuses = {
+        **dict.fromkeys(("attention_queries", "attention_keys", "attention_values"), _fused),
+        **dict.fromkeys(("attention_scores", "attention_probabilities"), _explicit),
+        "attention_head_outputs": lambda attention: _unread(attention, HEADS),
+    }
     # views of one unbind (where no rotary embedding remakes them): torch refuses in-place
     # edits of them, so they are served as copies written back
-    attention_queries = argument(0, _at(FUSED, "input"), copy=True, unavailable=_fused,
+    attention_queries = argument(0, _at(FUSED, "input"), copy=True,
                                  description="the queries, after the rotary embedding (timm's fused path)")
-    attention_keys = argument(1, _at(FUSED, "input"), copy=True, unavailable=_fused,
+    attention_keys = argument(1, _at(FUSED, "input"), copy=True,
                               description="the keys, after the rotary embedding (timm's fused path)")
-    attention_values = argument(2, _at(FUSED, "input"), copy=True, unavailable=_fused,
-                                description="the values (timm's fused path)")
-    attention_scores = returned(_at(SCORES, "output"), unavailable=_explicit,
+    attention_values = argument(2, _at(FUSED, "input"), copy=True, description="the values (timm's fused path)")
+    attention_scores = returned(_at(SCORES, "output"),
                                 description="query-key scores before the softmax, scaled (timm's explicit path)")
-    attention_probabilities = returned(lambda attention: f"{attention.path}.attn_drop.output", unavailable=_explicit,
+    attention_probabilities = returned(lambda attention: f"{attention.path}.attn_drop.output",
                                        description="the pattern that weights the values (timm's explicit path)")
-    attention_head_outputs = returned(_at(HEADS, "output"), unavailable=lambda attention: _unread(attention, HEADS),
-                                      description="each head's output, before proj")
+    attention_head_outputs = returned(_at(HEADS, "output"), description="each head's output, before proj")
     attention_output = patches(
         _added_at("drop_path1"),
         description="what the attention adds to the stream (after the block's layer scale), [images, patches, hidden]",
@@ -180,6 +183,30 @@ class TimmVision(Vision):
     @property
     def _timm(self) -> Any:
         return self._module.timm_model
+
+    def images_refusal(self, sizes: list[tuple[int, int]]) -> str | None:
+        """Perception LM's processor stacks each image's tiles (a thumbnail, then the tiles
+        its aspect takes) into one tensor: images of different tile counts cannot share a
+        call."""
+        tiles = [self._tiles(width, height) for width, height in sizes]
+        if None in tiles or len(set(tiles)) == 1:
+            return None
+        counts = ", ".join(f"{width} x {height}: {count}" for (width, height), count in zip(sizes, tiles))
+        return (f"this processor stacks each image's tiles (a thumbnail and the tiles of its aspect) into one tensor, "
+                f"so images of one call must make as many tiles, and these make different numbers ({counts}): trace "
+                f"them one at a time (collect groups them itself), or give them one aspect")
+
+    def _tiles(self, width: int, height: int) -> int | None:
+        """The tiles Perception LM's image processor cuts an image into, thumbnail included;
+        ``None`` for another processor."""
+        ip = getattr(self.root.processor, "image_processor", None)
+        if not hasattr(ip, "_fit_image_to_canvas") or getattr(ip, "vision_input_type", "") != "thumb+tile":
+            return None
+        if ip.max_num_tiles <= 1:
+            return 2
+        aspect = (ip._fit_image_to_canvas(img_width=width, img_height=height, tile_size=ip.tile_size)
+                  or ip._find_closest_aspect_ratio(img_width=width, img_height=height, tile_size=ip.tile_size))
+        return aspect[0] * aspect[1] + 1
 
     def _blocks(self, name: str) -> Any:
         blocks = self.__dict__.get("layers")

@@ -19,21 +19,6 @@ both write the projector's output into the embeddings at the image tokens with t
   no standard blocks, so ``vision.layers`` is refused by name (`REFUSES`).
 """
 
-from __future__ import annotations
-
-from vlreg.plugin import Scatter
-
-RENAME = {
-    "model.language_model.embed_tokens": "embed_tokens",
-    "model.language_model.layers": "layers",
-    "model.language_model.norm": "norm",
-    "model.vision_tower": "vision",
-    "model.multi_modal_projector": "projector",
-}
-
-#: The image's features are written in at ``model``'s first masked scatter (a video's at the second).
-SCATTER = Scatter(host="model", operation="inputs_embeds_masked_scatter_0", argument=1)
-
 VIDEOS = (
     "a video's frames reach the model (its logits and text values are served), but they run through the tower in "
     "a call of their own and are written at a scatter of their own, which no standard value reads; pass the frames "

@@ -17,6 +17,7 @@ from typing import Any
 
 from nnsight.intervention.util import first_input, replace_first_input
 
+from ..serving.sites import At
 from ..serving.values import value
 from .standard import Standard
 
@@ -33,14 +34,14 @@ class PerCall(Standard):
 
     order = ("input", "output")
 
-    @value("input", calls=_calls)
+    @value(At("input", calls=_calls))
     def input(self, raw: Any) -> Any:
         """Each call's first input, in call order."""
         return first_input(*raw)
 
     input.writes(lambda envoy, raw, new: replace_first_input(*raw, new))
 
-    @value("output", calls=_calls)
+    @value(At("output", calls=_calls))
     def output(self, raw: Any) -> Any:
         """Each call's output, in call order."""
         return raw

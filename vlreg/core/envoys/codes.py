@@ -14,48 +14,22 @@ the embeddings are scattered over the placeholders. Two envoys serve that:
 * `CodeEmbedding`, the text model's embedding, serves each of its calls (`PerCall`):
   ``embed_tokens.input`` and ``output`` are lists, the prompt's call, then the codes'.
 
-Where the codes are read is the entry's to say (`Entry.codes_at`), as the features' is.
+Where the codes are read, and how, is the entry's to say (`Entry.codes`, their `Site`), as
+the features' is.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-import torch
-
-from ..serving.values import value
+from ..serving.values import built
 from .calls import PerCall
 from .vision import Vision
 
 
-def _codes(vision: Any, raw: Any) -> torch.Tensor:
-    """The ids the call embeds, flattened to one per image token (a view)."""
-    args, kwargs = raw
-    return (args[0] if args else kwargs["input"]).reshape(-1)
-
-
-def _with_codes(vision: Any, raw: Any, new: Any) -> Any:
-    """``raw`` with its ids replaced by ``new``, refused unless ``new`` holds as many
-    integer ids of the vocabulary as the codes."""
-    args, kwargs = raw
-    native = args[0] if args else kwargs["input"]
-    new = torch.as_tensor(new)
-    label = vision.label("image_codes")
-    if new.is_floating_point() or new.is_complex() or new.dtype == torch.bool:
-        raise ValueError(f"{label} are token ids: assign integer ids (a {new.dtype} tensor was given)")
-    if new.numel() != native.numel():
-        raise ValueError(f"{label} holds {native.numel()} ids (one per image token); {new.numel()} were given")
-    size = vision.root.vocab_size
-    if new.numel() and (int(new.min()) < 0 or int(new.max()) >= size):
-        raise ValueError(f"{label} are ids of the text vocabulary, 0 to {size - 1}; {int(new.min())} to "
-                         f"{int(new.max())} were given")
-    new = new.to(device=native.device, dtype=native.dtype).reshape(native.shape)
-    return ((new, *args[1:]), kwargs) if args else (args, {**kwargs, "input": new})
-
-
 def _no_codes(vision: Any) -> str | None:
-    entry = vision.root.family.entry
-    if entry.codes_at(vision) is not None:
+    entry = vision.place.entry
+    if entry.codes(vision) is not None:
         return None
     return (f"the {vision.root.family.name!r} family's image reaches the text model as features ({type(entry).__name__}), "
             f"with no ids of its own; read vision.image_features")
@@ -66,14 +40,14 @@ class CodesVision(Vision):
     ``image_codes``, then the features at the scatter."""
 
     order = ("image_token_mask", "patch_embeddings", "layers", "tower_output", "image_codes", "image_features")
+    refuses = {"image_codes": _no_codes}
 
-    image_codes = value(
-        lambda vision: vision.root.family.entry.codes_at(vision),
-        occurrence=lambda vision: vision.root.family.entry.codes_call,
-        unavailable=_no_codes,
+    image_codes = built(
+        lambda vision: vision.place.entry.codes(vision),
+        occurrence=lambda vision: vision.place.entry.codes_call,
         layout="image_tokens",
         description="the ids the text model embeds as the image, one per image token, [image_tokens]",
-    )(_codes).writes(_with_codes)
+    )
 
 
 class CodeEmbedding(PerCall):
@@ -86,4 +60,4 @@ class CodeEmbedding(PerCall):
 
         if self.run.generating and Mediator.current(self.label("output")).iteration:
             return 1
-        return self.root.family.entry.embedder_calls(inputs)
+        return self.place.entry.embedder_calls(inputs)

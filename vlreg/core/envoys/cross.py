@@ -47,14 +47,15 @@ class CrossAttentionMixer(Attention):
     (`CrossAttentionLayer.attention_gate`).
     """
 
+    refuses = dict.fromkeys(("attention_queries", "attention_keys", "attention_values"), eager_only)
     attention_queries = argument(
-        1, _call, unavailable=eager_only, description="the text's queries, as the attention function takes them"
+        1, _call, description="the text's queries, as the attention function takes them"
     )
     attention_keys = argument(
-        2, _call, unavailable=eager_only, description="the keys: this block's projection of the image's states"
+        2, _call, description="the keys: this block's projection of the image's states"
     )
     attention_values = argument(
-        3, _call, unavailable=eager_only, description="the values: this block's projection of the image's states"
+        3, _call, description="the values: this block's projection of the image's states"
     )
     attention_output = returned(description="what the attention returns, before any gate of its block")
 

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
+from ..serving.sites import At
 from ..serving.values import returned, value, with_first
 from .text import Mlp, _size
 
@@ -92,10 +93,10 @@ class MoeMlp(Mlp):
     router_call: ClassVar[str] = "F_linear_0"
     order = ("shared_expert_output", "router_logits", "expert_weights", "expert_indices", "expert_outputs",
              "routed_output", "mlp_output")
+    refuses = {"expert_outputs": _slotted, "shared_expert_output": _no_shared_expert}
 
     router_logits = value(
-        lambda mlp: f"{_router(mlp).path}.source.{mlp.router_call}.output",
-        inside=_router, layout="tokens",
+        At(lambda mlp: f"{_router(mlp).path}.source.{mlp.router_call}.output", inside=_router), layout="tokens",
         description="the router's score of each expert per token, [tokens, experts]; a write reroutes",
     )(lambda mlp, raw: raw).writes(lambda mlp, raw, new: new)
     expert_weights = value(
@@ -107,7 +108,7 @@ class MoeMlp(Mlp):
         description="the expert in each token's slots, [tokens, top_k]",
     )(_routing(2)[0]).writes(_routing(2)[1])
     expert_outputs = value(
-        _experts_call, unavailable=_slotted, layout="tokens",
+        _experts_call, layout="tokens",
         description="each slot's expert output weighted by its routing weight, [tokens, top_k, hidden]",
     )(lambda mlp, raw: raw).writes(lambda mlp, raw, new: new)
     routed_output = returned(
@@ -116,7 +117,6 @@ class MoeMlp(Mlp):
     )
     shared_expert_output = value(
         lambda mlp: f"{getattr(mlp, mlp.shared_expert_module).path}.output", layout="tokens",
-        unavailable=_no_shared_expert,
         description="the shared expert's own output, before its gate, [tokens, hidden]",
     )(lambda mlp, raw: raw).writes(with_first)
 

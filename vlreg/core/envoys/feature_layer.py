@@ -6,14 +6,16 @@ Many wrappers (LLaVA and its kin, Mistral 3, InternVL, VipLLaVA) take
 (``vision_feature_layer``): ``hidden_states[0]`` is the stream entering block 0 and
 ``hidden_states[i]`` block ``i - 1``'s output. A write to ``vision.tower_output`` then
 replaces a tensor nothing reads, and a write to a block after the last one read runs for
-nothing; both would be edits that land nowhere, so a family declares them read-only
-(`vlreg_read_only`) with the rows this module builds.
+nothing; both would be edits that land nowhere, so a family's refusal table declares them
+read-only with the rows this module builds.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import Any
+
+from ..serving.refusals import read_only
 
 
 def projected_blocks(layers: int | Sequence[int], depth: int) -> list[int]:
@@ -24,27 +26,40 @@ def projected_blocks(layers: int | Sequence[int], depth: int) -> list[int]:
 
 
 def hidden_states_read_only(
-    layers: int | Sequence[int], depth: int, *, name: str = "vision_feature_layer", output_when_last: bool = False
+    *, name: str = "vision_feature_layer", depth: str = "num_hidden_layers", output_when_last: bool = False
 ) -> dict[str, Any]:
-    """`vlreg_read_only` rows for a projector that reads ``hidden_states[layers]``:
-    ``vision.tower_output`` and every tower value after the last block read.
+    """A wrapper's refusal-table rows for a projector that reads ``hidden_states[layers]``:
+    ``vision.tower_output`` and every tower value after the last block read take no write.
 
-    ``output_when_last``: the wrapper reads the tower's returned output instead when
-    ``layers`` is ``-1`` (InternVL does), so then nothing is refused.
+    ``layers`` is the wrapper config's field ``name``, the tower's depth its vision config's
+    field ``depth``, both read off the checkpoint when asked; where the config sets no such
+    layers, nothing is refused. ``output_when_last``: the wrapper reads the tower's returned
+    output instead when the layers are ``-1`` (InternVL does), so then nothing is refused.
     """
-    if output_when_last and layers == -1:
-        return {}
-    blocks = projected_blocks(layers, depth)
-    read, setting = max(blocks), f"{name}={layers}"
-    which = f"vision.layers[{read}]'s stream" if len(blocks) == 1 else f"the streams of vision.layers{blocks}"
 
-    def tower_output(vision: Any) -> str:
-        return (f"the projector reads {which} ({setting}) out of the tower's hidden states, not the tower's "
-                f"output; edit vision.layers[{read}].layer_output")
+    def read(envoy: Any) -> tuple[list[int], str] | None:
+        config = envoy.root._module.config
+        layers = getattr(config, name, None)
+        if layers is None or (output_when_last and layers == -1):
+            return None
+        return projected_blocks(layers, getattr(config.vision_config, depth)), f"{name}={layers}"
+
+    def which(blocks: list[int]) -> str:
+        return f"vision.layers[{blocks[0]}]'s stream" if len(blocks) == 1 else f"the streams of vision.layers{blocks}"
+
+    def tower_output(vision: Any) -> str | None:
+        found = read(vision)
+        if found is None:
+            return None
+        blocks, setting = found
+        return (f"the projector reads {which(blocks)} ({setting}) out of the tower's hidden states, not the tower's "
+                f"output; edit vision.layers[{max(blocks)}].layer_output")
 
     def after_read(envoy: Any) -> str | None:
-        if envoy.block_index is None or envoy.block_index <= read:
+        found = read(envoy) if envoy.block_index is not None else None
+        if found is None or envoy.block_index <= max(found[0]):
             return None
-        return f"the projector reads {which} ({setting}), so nothing a later block computes reaches the text model"
+        blocks, setting = found
+        return f"the projector reads {which(blocks)} ({setting}), so nothing a later block computes reaches the text model"
 
-    return {"vision.tower_output": tower_output, "vision.*": after_read}
+    return {"vision.tower_output": read_only(tower_output), "vision.*": read_only(after_read)}

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
+from ..serving.refusals import read_only
 from ..serving.values import argument, returned
 from .standard import Standard
 from .text import _size
@@ -51,6 +52,7 @@ class LinearAttention(Standard):
 
     sourced = True
     rule: ClassVar[str] = "torch_chunk_gated_delta_rule_0"
+    refuses = {"state_output": read_only(_state_is_read_nowhere)}
 
     # Views of one split: torch refuses in-place edits of them, so they are served as
     # copies written back.
@@ -67,7 +69,7 @@ class LinearAttention(Standard):
         lambda m: f"{_rule(m)}.output", description="the rule's output per head, before the gated norm"
     )
     state_output = returned(
-        lambda m: f"{_rule(m)}.output", element=1, read_only=_state_is_read_nowhere,
+        lambda m: f"{_rule(m)}.output", element=1,
         description="the recurrent state after the prompt",
     )
     attention_output = returned(description="what the mixer adds to the stream")

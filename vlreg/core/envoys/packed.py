@@ -59,12 +59,13 @@ class PackedVisionAttention(VisionAttention):
     ``attention_scores`` and ``attention_probabilities`` are lists, one ``[heads, n, n]``
     per image. A family subclasses it and says how many patches each image has."""
 
+    refuses = dict.fromkeys(("attention_scores", "attention_probabilities"), eager_only)
     attention_scores = value(
-        _inside_call("nn_functional_softmax_0.input"), unavailable=eager_only,
+        _inside_call("nn_functional_softmax_0.input"),
         description="per image, the scores among its patches before the softmax, [heads, n, n] each",
     )(_scores).writes(_put_scores)
     attention_probabilities = value(
-        _inside_call("nn_functional_dropout_0.output"), unavailable=eager_only,
+        _inside_call("nn_functional_dropout_0.output"),
         description="per image, the pattern among its patches, [heads, n, n] each",
     )(lambda attention, raw: _blocks(attention, raw)).writes(lambda attention, raw, new: _put(attention, raw, new))
 

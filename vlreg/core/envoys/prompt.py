@@ -12,6 +12,7 @@ from typing import Any
 import torch
 
 from ..errors import Unavailable
+from ..serving.sites import model_inputs
 from ..serving.values import returned, value
 
 
@@ -43,11 +44,11 @@ def _with_model_input(raw: Any, name: str, new: torch.Tensor, model: Any = None)
     return args, {**kwargs, name: new}
 
 
-input_ids = value(lambda model: f"{model.path}.input", description="the prompt's token ids, [batch, seq]")(
+input_ids = value(model_inputs, description="the prompt's token ids, [batch, seq]")(
     lambda model, raw: _model_input(raw, "input_ids")
 ).writes(lambda model, raw, new: _with_model_input(raw, "input_ids", new, model))
 attention_mask = value(
-    lambda model: f"{model.path}.input", description="1 at the prompt's tokens, 0 at padding, [batch, seq]"
+    model_inputs, description="1 at the prompt's tokens, 0 at padding, [batch, seq]"
 )(lambda model, raw: _model_input(raw, "attention_mask")).writes(
     lambda model, raw, new: _with_model_input(raw, "attention_mask", new)
 )

@@ -1,6 +1,7 @@
 """The readout: from the last stream to the logits the model returns and samples from.
 
 On most models the logits are ``lm_head``'s output. Some models transform it after:
+Aya Vision's (from transformers 5.25) multiplies it by Cohere's ``logit_scale``;
 Gemma 2 (so PaliGemma 2) and Gemma 4 checkpoints that set ``final_logit_softcapping``
 return ``tanh(z / cap) * cap``, which keeps each token's rank but not its probability
 (at trained-model logit sizes the top probability moves from 0.998 to 0.772); Chameleon's
@@ -39,6 +40,21 @@ def final_softcap(model: Any) -> float | None:
     return float(cap) if applies else None
 
 
+def logit_scale(model: Any) -> float | None:
+    """The factor the wrapper's forward multiplies ``lm_head``'s output by, or ``None``: the
+    text config's ``logit_scale`` (Cohere's), where the forward reads it (Aya Vision's does
+    from transformers 5.25; Command A Vision's does not)."""
+    root = model._module
+    scale = getattr(root.config.get_text_config(), "logit_scale", None)
+    if scale is None:
+        return None
+    try:
+        applies = "logit_scale" in inspect.getsource(type(root).forward)
+    except (OSError, TypeError):  # no source to read: trust the config
+        applies = True
+    return float(scale) if applies else None
+
+
 def suppressed(model: Any) -> tuple[int, ...]:
     """The ids whose logits the model's forward sets to the lowest value after ``lm_head``
     (its family's `vlreg_suppressed_tokens`), or none."""
@@ -47,12 +63,16 @@ def suppressed(model: Any) -> tuple[int, ...]:
 
 def _transformed(model: Any) -> bool:
     """Whether the forward returns other logits than ``lm_head``'s output as it left it."""
-    return final_softcap(model) is not None or bool(suppressed(model))
+    return final_softcap(model) is not None or logit_scale(model) is not None or bool(suppressed(model))
 
 
 def as_returned(model: Any, logits: torch.Tensor) -> torch.Tensor:
-    """``logits`` (``lm_head``'s output) as the model returns them: capped where it caps,
-    the suppressed tokens' set to the lowest value (a copy; ``logits`` is left as it is)."""
+    """``logits`` (``lm_head``'s output) as the model returns them: scaled where it scales,
+    capped where it caps, the suppressed tokens' set to the lowest value (a copy; ``logits``
+    is left as it is)."""
+    scale = logit_scale(model)
+    if scale is not None:
+        logits = logits * scale
     cap = final_softcap(model)
     if cap is not None:
         logits = torch.tanh(logits / cap) * cap
@@ -95,11 +115,11 @@ logits = value(
     # the root's whole output, narrowed to an invoke's rows by nnsight, fails on some
     # families (PaliGemma 2's): the logits are served whole and cut here instead
     layout=lambda model: "rows" if _transformed(model) else "batch",
-    description="the logits the model returns and samples from (lm_head's output, after any final softcap or "
-                "suppressed tokens)",
+    description="the logits the model returns and samples from (lm_head's output, after any logit scale, final "
+                "softcap or suppressed tokens)",
 )(_returned_logits).writes(_with_logits)
 
 uncapped_logits = returned(
     lambda model: f"{model.lm_head.path}.output",
-    description="lm_head's output, before any final logit softcap (where there is none, the logits)",
+    description="lm_head's output, before any logit scale or final softcap (where there is none, the logits)",
 )

@@ -14,8 +14,8 @@ encoder's output (``cross_attn``), then runs its MLP. vlreg names them so:
   reads as keys and values.
 
 The encoder runs once a generation, before its first step: its values are served at the
-first step only, and refused after it (`Standard._why_not_in_this_run`), as the tower's
-are.
+first step only, and refused after it (`Place.once`, a gate of `vlreg.core.serving.refusals`),
+as the tower's are.
 
 BART's blocks normalize *after* each residual add (post-norm). Their identity is not the
 pre-norm sum: with ``post_norms`` naming the norm after each sublayer, in forward order,

@@ -27,6 +27,12 @@ def eager_only(attention: Standard) -> str | None:
     )
 
 
+#: The attention's interior: what the attention function is called with and computes,
+#: formed only by transformers' eager attention.
+INTERIOR = ("attention_queries", "attention_keys", "attention_values", "attention_scores", "attention_probabilities",
+            "attention_head_outputs")
+
+
 def _size(envoy: Standard, what: str, *sources: tuple[Any, str]) -> int:
     """The first of ``sources`` (object, attribute) that is set, else `Unavailable`."""
     for owner, attribute in sources:
@@ -154,24 +160,23 @@ class Attention(Standard):
     sourced = True
     #: nnsight's name for the call to the attention function in the forward.
     interface: ClassVar[str] = "attention_interface_1"
+    refuses = dict.fromkeys(INTERIOR, eager_only)
 
     attention_queries = argument(
-        1, lambda a: f"{_call(a)}.input", unavailable=eager_only, description="the queries, after the rotary embedding"
+        1, lambda a: f"{_call(a)}.input", description="the queries, after the rotary embedding"
     )
     attention_keys = argument(
-        2, lambda a: f"{_call(a)}.input", unavailable=eager_only, description="the keys, after the rotary embedding"
+        2, lambda a: f"{_call(a)}.input", description="the keys, after the rotary embedding"
     )
-    attention_values = argument(3, lambda a: f"{_call(a)}.input", unavailable=eager_only, description="the values")
+    attention_values = argument(3, lambda a: f"{_call(a)}.input", description="the values")
     attention_scores = argument(
-        0, _inside_call("nn_functional_softmax_0.input"), unavailable=eager_only,
-        description="query-key scores before the softmax, mask added",
+        0, _inside_call("nn_functional_softmax_0.input"), description="query-key scores before the softmax, mask added",
     )
     attention_probabilities = returned(
-        _inside_call("nn_functional_dropout_0.output"), unavailable=eager_only,
-        description="the pattern that weights the values",
+        _inside_call("nn_functional_dropout_0.output"), description="the pattern that weights the values",
     )
     attention_head_outputs = returned(
-        lambda a: f"{_call(a)}.output", unavailable=eager_only, description="each head's output, before o_proj"
+        lambda a: f"{_call(a)}.output", description="each head's output, before o_proj"
     )
     attention_output = returned(description="what the attention adds to the stream")
 

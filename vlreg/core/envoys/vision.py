@@ -22,7 +22,9 @@ from typing import Any, Callable
 import torch
 
 from ..errors import Unavailable
-from ..serving.values import first, value, with_first
+from ..serving.refusals import read_only, refusal
+from ..serving.sites import model_inputs
+from ..serving.values import built, first, value, with_first
 from .sizes import agreed
 from .standard import Standard
 from .text import Attention, Layer, Mlp
@@ -116,7 +118,24 @@ class Vision(Standard):
     #: paths, URLs) only: an array is then refused in vlreg's words before the processor runs.
     takes_arrays: bool = True
 
-    @value(lambda vision: f"{vision.root.path}.input", needs_images=False, read_only=_derived_mask, layout="batch")
+    def image_refusal(self, width: int, height: int) -> str | None:
+        """Why an image ``width`` x ``height`` pixels cannot run on this family, saying what
+        size can, or ``None``: where the processor or the tower would fail on it deep inside
+        (a side too short to cut into crops, more patches along a side than the positions
+        reach) or it would make no image token. A family's `Vision` declares it; a trace and
+        the geometry refuse such an image before the processor runs."""
+        return None
+
+    def images_refusal(self, sizes: list[tuple[int, int]]) -> str | None:
+        """Why images of these ``(width, height)`` cannot go through one processor call
+        together, or ``None``: a processor that stacks each image's tiles into one tensor
+        fails on images of different tile counts (Perception LM's). Declared like
+        `image_refusal`; a trace (all its invokes: one call) and the geometry refuse them."""
+        return None
+
+    refuses = {"image_token_mask": read_only(_derived_mask)}
+
+    @value(model_inputs, layout="batch")
     def image_token_mask(self, raw: Any) -> torch.Tensor:
         """``[batch, seq]``, True at the image tokens (read it before the tower runs)."""
         return _input_ids(raw) == self.root._module.config.image_token_id
@@ -140,14 +159,12 @@ class Vision(Standard):
         description="the last block's stream after the tower's final norm, before pooling or projection",
     )
 
-    image_features = value(
-        lambda vision: vision.root.family.entry.features_at(vision),
-        inside=lambda vision: vision.root.family.entry.features_inside(vision),
-        layout=lambda vision: vision.root.family.entry.features_layout,
+    image_features = built(
+        lambda vision: vision.place.entry.features(vision),
+        inside=lambda vision: vision.place.entry.features_inside(vision),
+        layout=lambda vision: vision.place.entry.features_layout,
         description="the features as the text model receives them",
-    )(lambda vision, raw: vision.root.family.entry.read_features(vision, raw)).writes(
-        lambda vision, raw, new: vision.root.family.entry.write_features(vision, raw, new)
-    ).viewable(lambda vision, served, raw: vision.root.family.entry.views_features(vision, raw, served))
+    )
 
     def geometry(self, prompt: Any, images: Any, **options: Any) -> list:
         """Each image of ``prompt`` as the text model sees it, in the order given: its batch
@@ -185,7 +202,7 @@ class Vision(Standard):
         """Why a helper over the tower's blocks cannot run where `num_layers` is 0: a family
         whose tower has blocks vlreg does not serve says so instead (by overriding this, or
         by a claim refusing ``vision.layers``)."""
-        return self._refused_child("layers") or (
+        return refusal(self, "layers") or (
             "this model's vision part has no blocks (an embedder, not a tower), so no attention runs among its patches"
         )
 

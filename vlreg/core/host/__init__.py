@@ -1,3 +1,2 @@
 """The plugin host: the hooks (`hookspecs`), the declarations plugins make (`parts`,
-`declaration`), the registry (`plugins`, `catalog`) and the family that serves a
-checkpoint (`family`)."""
+`declaration`), the registry (`plugins`) and the family that serves a checkpoint (`family`)."""

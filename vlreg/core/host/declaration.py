@@ -1,38 +1,26 @@
 """A family plugin as one declaration: `Plugin` over its parts (`Wrapper`, `Text`, `Tower`,
-and `Other` for another config the top-level one holds, a Q-Former's).
-
-::
-
-    plugin = Plugin(
-        Wrapper("qwen2_vl", rename=WRAPPER_RENAME, entry=SCATTER, image_grids=grids),
-        Text("qwen2_vl_text", envoys=text_envoys),
-        Tower("qwen2_vl_vision", rename=TOWER_RENAME, envoys=tower_envoys),
-        adapters={"qwen_vit": QWEN_VIT},
-        checkpoints=builders,
-    )
-
-registered like any plugin, through the ``vlreg`` entry-point group
-(``qwen2_vl = "vlreg_qwen2_vl:plugin"``). The `Plugin` implements the hooks of
-`vlreg.core.host.hookspecs` from the declarations, so a family states what it serves as data
-and never writes a hook; the hooks stay the escape hatch (a subclass of `Plugin` adds its
-own `hookimpl` methods, and a module of hook functions registers as before).
-
-Every field of a part is its value, or a function of the `Part` being served that gives
-the value (so one declaration serves several model types, or reads the checkpoint's
-config): ``rename=lambda part: ...``. A function is called when a checkpoint is resolved,
-never at import, which is where a plugin imports transformers' modeling modules (the
-envoy maps name their classes) without slowing every ``import vlreg``.
-"""
+and `Other`, another config the top-level one holds), answering each hook of `hookspecs` from
+the declared field of its name (a subclass adds `hookimpl` methods of its own). A field is its
+value, or a function of the `Part` giving it, called when a checkpoint resolves: never at
+import, so transformers' modeling modules (``envoys=``) are imported then, not when the
+plugin loads or is asked what it claims."""
 
 from __future__ import annotations
 
-from typing import Any, Callable, ClassVar
+from typing import Any, ClassVar
 
 import attrs
 from attrs import field, frozen
 
-from .hookspecs import PLUGIN_API, hookimpl
+from ..images.entries import Scatter
+from ..serving.refusals import sentences
+from .hookspecs import hookimpl
 from .parts import Claim, Part, is_kind
+
+#: transformers' composite layout's image entry: ``model``'s first ``inputs_embeds.masked_scatter``.
+SCATTER = Scatter(host="model", operation="inputs_embeds_masked_scatter_0", argument=1)
+#: The text model's mounts, by their name in transformers' text models.
+TEXT_MOUNTS = ("layers", "embed_tokens", "norm")
 
 
 def _model_types(value: Any) -> tuple[str, ...]:
@@ -42,82 +30,78 @@ def _model_types(value: Any) -> tuple[str, ...]:
     return types
 
 
-def _answer(value: Any, part: Part) -> Any:
-    """A field's value for ``part``: the value, or what its function gives for the part."""
-    return value(part) if callable(value) and not isinstance(value, type) else value
-
-
 @frozen(eq=False)
 class Declared:
-    """What a plugin serves of one kind of config part, for each of ``model_types``.
-
-    * ``rename``: `vlreg_rename`'s answer, ``{native path: standard name}`` relative to the part;
-    * ``envoys``: `vlreg_envoys`' answer, ``{module class: envoy class}``; give a function
-      of the part, which imports the modeling module when a checkpoint is resolved;
-    * ``unavailable``, ``read_only``: `vlreg_unavailable`'s and `vlreg_read_only`'s ``{row: predicate}``;
-    * ``refusal``: a function of the part, `vlreg_refusal`'s answer (why this checkpoint is not served);
-    * ``refuses``: what of the part is not served (`Claim.refuses`), ``{name: reason}``;
-    * ``overrides``: the name of a plugin this claim replaces (`Claim.overrides`).
-    """
+    """What a plugin serves of one kind of part, for each of ``model_types``: a field answers
+    the hook of its name (``rename``: `vlreg_rename`; ``refuses``, the part's refusal table:
+    `vlreg_refuses`; ``declines``, a function of the part: `vlreg_declines`); ``overrides``
+    is the claims' (`Claim`), and so are the refusal table's sentences on a name, where the
+    table is given as data rather than as a function of the part."""
 
     kind: ClassVar[str] = ""
     model_types: tuple[str, ...] = field(converter=_model_types)
     rename: Any = None
     envoys: Any = None
-    unavailable: Any = None
-    read_only: Any = None
-    refusal: Callable[[Part], "str | None"] | None = None
-    refuses: dict[str, str] = field(factory=dict)
+    refuses: Any = None
+    declines: Any = None
     overrides: str | None = None
 
     def claims(self) -> list[Claim]:
-        return [Claim(self.kind, model_type, overrides=self.overrides, refuses=self.refuses)
+        refused = sentences(self.refuses)
+        return [Claim(self.kind, model_type, overrides=self.overrides, refuses=refused)
                 for model_type in self.model_types]
+
+    def answer(self, name: str, part: Part) -> Any:
+        """The field ``name`` for ``part``: its value, or what its function gives."""
+        value = getattr(self, name, None)
+        return value(part) if callable(value) and not isinstance(value, type) else value
 
 
 @frozen(eq=False)
 class Wrapper(Declared):
-    """The top-level config: where the text model, the tower and the projector sit
-    (``rename``, from the model root) and where the image enters the text model.
-
-    * ``entry``: `vlreg_entry`'s answer, the image's entry (`Scatter`, `CrossAttention`,
-      `QueryTokens`, ...); ``None`` where no image reaches the text model;
-    * ``image_grids``: a function of the part giving `vlreg_image_grids`' answer, the
-      function that lays out each image's tokens (``lambda part: grids``, or one that reads
-      ``part.config``);
-    * ``load_options``: `vlreg_load_options`' answer, ``{task: {keyword: value}}`` a load
-      of that task needs for its weights to land;
-    * ``suppressed_tokens``: `vlreg_suppressed_tokens`' answer, the ids whose logits the
-      forward sets to the lowest value after ``lm_head``.
-    """
+    """The top-level config. It states only what differs from transformers' composite
+    layout: the text model at ``text`` (its ``layers``, ``embed_tokens`` and ``norm``
+    mounted), the tower at ``vision``, the projector at ``projector`` (paths from the root;
+    ``None`` mounts none), the image written in by `SCATTER` (``entry``). ``text_only`` is
+    the text model's path where a text-generation load builds transformers' text-only class
+    (``"model"``); its mounts are added too, each binding where it resolves. ``rename`` adds
+    mounts, replacing one of these of the same name (LFM2's norm is ``embedding_norm``).
+    ``image_grids`` is a function of the part giving the grids function."""
 
     kind: ClassVar[str] = "wrapper"
-    entry: Any = None
-    image_grids: Callable[[Part], Any] | None = None
+    text: str | None = "model.language_model"
+    vision: str | None = "model.vision_tower"
+    projector: str | None = "model.multi_modal_projector"
+    text_only: str | None = None
+    entry: Any = SCATTER
+    image_grids: Any = None
     load_options: Any = None
     suppressed_tokens: Any = None
+
+    def answer(self, name: str, part: Part) -> Any:
+        found = super().answer(name, part)
+        if name != "rename":
+            return found
+        mounts = {**{f"{self.text}.{mount}": mount for mount in TEXT_MOUNTS if self.text},
+                  **{path: mount for mount, path in (("vision", self.vision), ("projector", self.projector)) if path}}
+        given = found or {}
+        return {**{path: mount for path, mount in mounts.items() if mount not in given.values()}, **given,
+                **{f"{self.text_only}.{mount}": mount for mount in TEXT_MOUNTS if self.text_only}}
 
 
 @frozen(eq=False)
 class Text(Declared):
-    """The text model's config (``config.text_config``): the blocks' names and envoys."""
-
-    kind: ClassVar[str] = "text"
+    kind: ClassVar[str] = "text"  # config.text_config: the blocks
 
 
 @frozen(eq=False)
 class Tower(Declared):
-    """The vision tower's config (``config.vision_config``, or a VQ encoder's
-    ``config.vq_config`` where there is none): the tower's names and envoys."""
-
-    kind: ClassVar[str] = "vision"
+    kind: ClassVar[str] = "vision"  # config.vision_config, else a VQ encoder's vq_config
 
 
 @frozen(eq=False)
 class Other(Declared):
-    """Another config the top-level one holds, by its field (``field="qformer_config"``:
-    BLIP-2's Q-Former): its envoys and names. A checkpoint loads whether or not such a part
-    is claimed; claiming it serves its modules under standard envoys."""
+    """Another config the top-level one holds, by its field (``field="qformer_config"``)."""
 
     field: str = attrs.field(kw_only=True)
 
@@ -126,17 +110,23 @@ class Other(Declared):
         return self.field
 
 
+def _answering(name: str) -> Any:
+    """The hook implementation answering ``vlreg_<name>(part)`` from the part's declaration."""
+
+    def hook(self: Plugin, part: Part) -> Any:
+        declared = self.parts.get((part.kind, part.model_type))
+        return declared and declared.answer(name, part)
+
+    hook.__name__ = hook.__qualname__ = f"vlreg_{name}"
+    return hookimpl(hook)
+
+
 class Plugin:
     """A family plugin declared as data: its parts, what it publishes to other plugins
-    (``adapters``, ``{name: object}``) and its checkpoint builders (``checkpoints``,
-    ``{name: builder}``, or a function giving them, which imports the builders only when
-    a test asks). It implements every hook from them.
+    (``adapters``) and its checkpoint builders (``checkpoints``; either may be a function
+    giving them, called when asked). Two declarations of one part are an error at once."""
 
-    Two declarations of one part (kind and model type) are an error at once: the host
-    would have no way to choose.
-    """
-
-    def __init__(self, *parts: Declared, adapters: Any = None, checkpoints: Any = None, api: int = PLUGIN_API) -> None:
+    def __init__(self, *parts: Declared, adapters: Any = None, checkpoints: Any = None) -> None:
         self.parts: dict[tuple[str, str], Declared] = {}
         for declared in parts:
             if not isinstance(declared, Declared) or not is_kind(declared.kind):
@@ -144,63 +134,23 @@ class Plugin:
             for model_type in declared.model_types:
                 if self.parts.setdefault((declared.kind, model_type), declared) is not declared:
                     raise ValueError(f"the {declared.kind} part {model_type!r} is declared twice in one plugin")
-        self.adapters = adapters
-        self.checkpoints = checkpoints
-        self.api = api
+        self.adapters, self.checkpoints = adapters, checkpoints
 
     def __repr__(self) -> str:
-        served = ", ".join(f"{kind}:{model_type}" for kind, model_type in self.parts)
-        return f"Plugin({served})"
-
-    def answer(self, part: Part, name: str) -> Any:
-        """The declaration's ``name`` for ``part`` (``None`` where it declares none)."""
-        declared = self.parts.get((part.kind, part.model_type))
-        value = getattr(declared, name, None)
-        return None if value is None else _answer(value, part)
-
-    @hookimpl
-    def vlreg_plugin_api(self) -> int:
-        return self.api
+        return f"Plugin({', '.join(f'{kind}:{model_type}' for kind, model_type in self.parts)})"
 
     @hookimpl
     def vlreg_claims(self) -> list[Claim]:
         return [claim for declared in dict.fromkeys(self.parts.values()) for claim in declared.claims()]
 
-    @hookimpl
-    def vlreg_refusal(self, part: Part) -> Any:
-        return self.answer(part, "refusal")
-
-    @hookimpl
-    def vlreg_rename(self, part: Part) -> Any:
-        return self.answer(part, "rename")
-
-    @hookimpl
-    def vlreg_envoys(self, part: Part) -> Any:
-        return self.answer(part, "envoys")
-
-    @hookimpl
-    def vlreg_entry(self, part: Part) -> Any:
-        return self.answer(part, "entry")
-
-    @hookimpl
-    def vlreg_image_grids(self, part: Part) -> Any:
-        return self.answer(part, "image_grids")
-
-    @hookimpl
-    def vlreg_load_options(self, part: Part) -> Any:
-        return self.answer(part, "load_options")
-
-    @hookimpl
-    def vlreg_suppressed_tokens(self, part: Part) -> Any:
-        return self.answer(part, "suppressed_tokens")
-
-    @hookimpl
-    def vlreg_unavailable(self, part: Part) -> Any:
-        return self.answer(part, "unavailable")
-
-    @hookimpl
-    def vlreg_read_only(self, part: Part) -> Any:
-        return self.answer(part, "read_only")
+    vlreg_declines = _answering("declines")
+    vlreg_rename = _answering("rename")
+    vlreg_envoys = _answering("envoys")
+    vlreg_entry = _answering("entry")
+    vlreg_image_grids = _answering("image_grids")
+    vlreg_load_options = _answering("load_options")
+    vlreg_suppressed_tokens = _answering("suppressed_tokens")
+    vlreg_refuses = _answering("refuses")
 
     @hookimpl
     def vlreg_adapters(self) -> dict[str, Any]:

@@ -1,65 +1,50 @@
-"""From a checkpoint's config to the `Family` that serves it.
-
-`resolve` splits the config into its parts (wrapper, text, vision: a tower's
-``vision_config``, else a VQ encoder's ``vq_config``), finds the plugin that claimed
-each, and merges what they contribute into one ``rename``, one ``envoys`` map (with the
-envoys the image's entry needs), the image's entry, what a load needs and the logits the
-forward suppresses, and two tables of predicates (values this load cannot serve, values
-it cannot write), which is all `StandardizedTransformer` needs to build.
-"""
+"""From a checkpoint's config to the `Family` that serves it: `resolve` splits the config
+into its parts, finds the plugin that claimed each, and merges what they contribute, which
+is all `StandardizedTransformer` needs to build."""
 
 from __future__ import annotations
 
-from fnmatch import fnmatchcase
 from typing import Any, Callable
 
 from attrs import frozen
 
 from ..errors import NoFamily
 from ..serving.reference import ServerSide
-from . import catalog, plugins
+from ..serving.refusals import reasons_of, sentences
+from . import plugins
 from .parts import KINDS, Part, is_kind
-
-Predicate = Callable[[Any], "str | None"]
 
 
 @frozen
 class Family:
     """What serves one checkpoint: the plugin per part and their merged contributions.
-
-    ``name`` is the name of the plugin that claimed the wrapper, which is the family;
-    the text and vision parts may come from other plugins (``plugins``). The config's other
-    parts (a Q-Former's, an audio encoder's) are served where a plugin claims them, and
-    otherwise named in ``unserved``, their modules keeping their native names.
-    """
+    ``name`` is the plugin that claimed the wrapper (the family); the other parts' plugins
+    may differ (``plugins``)."""
 
     name: str
     parts: dict[str, Part]
     plugins: dict[str, Any]
     rename: dict
     envoys: dict
-    #: Where and how the image enters the text model (an `Entry`), or None.
-    entry: Any
-    unavailable: dict[str, tuple[Predicate, ...]]
-    #: The wrapper's `vlreg_image_grids` function, or None.
-    image_grids: Callable | None = None
-    read_only: dict[str, tuple[Predicate, ...]] = {}
-    #: What the parts' claims refuse (`Claim.refuses`), ``{row from the root: reason}``.
-    refuses: dict[str, str] = {}
-    #: The config's other parts no plugin claims: ``{config field: model_type}``.
-    unserved: dict[str, str] = {}
-    #: The wrapper's `vlreg_load_options`, ``{task: {keyword: value}}``.
-    load_options: dict[str, dict] = {}
-    #: The wrapper's `vlreg_suppressed_tokens`: ids whose logits its forward sets lowest.
-    suppressed_tokens: tuple[int, ...] = ()
+    entry: Any  # the wrapper's `vlreg_entry`, or None
+    #: The family's refusal table, ``{row from the root, or a pattern: (reason, ...)}``: its
+    #: parts' claims and declarations, and its entry's (`vlreg.core.serving.refusals`).
+    refuses: dict[str, tuple] = {}
+    image_grids: Callable | None = None  # the wrapper's `vlreg_image_grids`
+    unserved: dict[str, str] = {}  # the config's other parts no plugin claims: {field: model_type}
+    load_options: dict[str, dict] = {}  # the wrapper's `vlreg_load_options`
+    suppressed_tokens: tuple[int, ...] = ()  # the wrapper's `vlreg_suppressed_tokens`
 
-    def predicates(self, table: str, row: str) -> tuple[Predicate, ...]:
-        """The predicates of ``table`` (``"unavailable"`` or ``"read_only"``) on ``row``;
-        a table's keys are rows or ``fnmatch`` patterns of rows (``"vision.*"``)."""
-        found: tuple[Predicate, ...] = ()
-        for pattern, predicates in getattr(self, table).items():
-            if pattern == row or fnmatchcase(row, pattern):
-                found += predicates
+    @property
+    def sentences(self) -> dict[str, str]:
+        """What the family never serves, whatever the load, ``{name: why}``: its table's
+        plain sentences on a name, which `support` lists (videos, a path without standard
+        names, a child it does not bind)."""
+        found: dict[str, str] = {}
+        for name, reasons in self.refuses.items():
+            for reason in reasons:
+                for found_name, sentence in sentences({name: reason}).items():
+                    found.setdefault(found_name, sentence)
         return found
 
     @property
@@ -72,42 +57,28 @@ class Family:
         return plugins.plugin_manager().get_name(self.plugins[kind])
 
     def __repr__(self) -> str:
-        served = ", ".join(
-            f"{kind}={part.model_type!r} by {plugins.describe(self.plugins[kind])}"
-            for kind, part in self.parts.items()
-        )
-        unserved = "".join(f", {kind}={model_type!r} unserved" for kind, model_type in self.unserved.items())
-        return f"Family({self.name!r}: {served}{unserved})"
+        served = [f"{kind}={part.model_type!r} by {plugins.describe(self.plugins[kind])}"
+                  for kind, part in self.parts.items()]
+        unserved = [f"{kind}={model_type!r} unserved" for kind, model_type in self.unserved.items()]
+        return f"Family({self.name!r}: {', '.join(served + unserved)})"
 
 
-#: The config fields a vision part is read from, in the order they are tried: a tower's
-#: (``vision_config``), else a VQ encoder's (``vq_config``: Emu3's and Chameleon's, whose
-#: image reaches the text model as discrete codes). Janus has both; its ``vq_config`` is
-#: image generation's, so its tower is the vision part.
+#: The config fields a vision part is read from, in order: a tower's, else a VQ encoder's
+#: (Emu3's, Chameleon's). Janus has both; its ``vq_config`` is image generation's.
 VISION_CONFIGS = ("vision_config", "vq_config")
 
 
 def vision_config(config: Any) -> Any:
     """The config of ``config``'s vision part (`VISION_CONFIGS`), or None."""
-    for name in VISION_CONFIGS:
-        found = getattr(config, name, None)
-        if found is not None:
-            return found
-    return None
+    return next((found for name in VISION_CONFIGS if (found := getattr(config, name, None)) is not None), None)
 
 
 def parts_of(config: Any) -> dict[str, Part]:
-    """The parts of ``config``: always a wrapper and a text part, a vision part if any.
-
-    A text-only config is its own text part. Every other config the top-level config holds
-    (``qformer_config``, ``audio_config``) is a part of its own, named by that field.
-    """
-    text = config.get_text_config()
-    parts = {
-        "wrapper": Part("wrapper", config.model_type, config, config),
-        "text": Part("text", text.model_type, text, config),
-    }
-    vision = vision_config(config)
+    """The parts of ``config``: a wrapper and a text part (a text-only config is its own),
+    a vision part if any, and every other config it holds, named by its field."""
+    text, vision = config.get_text_config(), vision_config(config)
+    parts = {"wrapper": Part("wrapper", config.model_type, config, config),
+             "text": Part("text", text.model_type, text, config)}
     if vision is not None:
         parts["vision"] = Part("vision", vision.model_type, vision, config)
     taken = {id(part.config) for part in parts.values()}
@@ -129,91 +100,48 @@ def resolve(config: Any) -> Family:
             del parts[kind]
             continue
         if plugin is None:
-            raise NoFamily(_unclaimed(part, served))
-        refusal = plugins.call(plugin, "vlreg_refusal", part=part)
-        if refusal:
-            raise NoFamily(f"{plugins.describe(plugin)} does not serve this {config.model_type!r} checkpoint: {refusal}")
+            raise NoFamily(plugins.why_unserved(part, served.get("wrapper")))
+        declined = plugins.call(plugin, "vlreg_declines", part=part)
+        if declined:
+            raise NoFamily(f"{plugins.describe(plugin)} does not serve this {config.model_type!r} checkpoint: "
+                           f"{declined}")
         served[kind] = plugin
 
     rename: dict = {}
     envoys: dict = {}
-    tables: dict[str, dict[str, tuple[Predicate, ...]]] = {"unavailable": {}, "read_only": {}}
-    refuses: dict[str, str] = {}
+    refuses: dict[str, tuple] = {}
     for kind, part in parts.items():
         plugin = served[kind]
         for key, alias in (plugins.call(plugin, "vlreg_rename", part=part) or {}).items():
             if rename.setdefault(key, alias) != alias:
-                raise ValueError(
-                    f"{plugins.describe(plugin)} renames {key!r} to {alias!r} for the {kind} part, "
-                    f"but another part of {config.model_type!r} renames it to {rename[key]!r}."
-                )
+                raise ValueError(f"{plugins.describe(plugin)} renames {key!r} to {alias!r} for the {kind} part, "
+                                 f"but another part of {config.model_type!r} renames it to {rename[key]!r}.")
         envoys.update(plugins.call(plugin, "vlreg_envoys", part=part) or {})
         prefix = "vision." if kind == "vision" else ""
-        for name, reason in plugins.refusals(kind, part.model_type).items():
-            refuses[prefix + name] = reason
-            tables["unavailable"][prefix + name] = (
-                tables["unavailable"].get(prefix + name, ()) + (_refused(reason),))
-        for name, table in tables.items():
-            for row, predicate in (plugins.call(plugin, f"vlreg_{name}", part=part) or {}).items():
-                table[prefix + row] = table.get(prefix + row, ()) + (predicate,)
-    entry = entry_of(served["wrapper"], parts["wrapper"]) if "vision" in parts else None
-    grids = plugins.call(served["wrapper"], "vlreg_image_grids", part=parts["wrapper"]) if "vision" in parts else None
+        _add(refuses, prefix, plugins.refusals(kind, part.model_type))
+        _add(refuses, prefix, plugins.call(plugin, "vlreg_refuses", part=part))
+
+    def wrapper(hook: str) -> Any:
+        return plugins.call(served["wrapper"], hook, part=parts["wrapper"])
+
+    entry = wrapper("vlreg_entry") if "vision" in parts else None
     if entry is not None:
         envoys.update(entry.envoys())
+        _add(refuses, "", entry.refuses())
 
     return Family(
-        name=plugins.plugin_manager().get_name(served["wrapper"]),
-        parts=parts,
-        plugins=served,
-        rename=ServerSide(rename),
-        envoys=ServerSide(envoys),
-        entry=entry,
-        unavailable=tables["unavailable"],
-        image_grids=grids,
-        read_only=tables["read_only"],
-        unserved=unserved,
-        refuses=refuses,
-        load_options=dict(plugins.call(served["wrapper"], "vlreg_load_options", part=parts["wrapper"]) or {}),
-        suppressed_tokens=tuple(plugins.call(served["wrapper"], "vlreg_suppressed_tokens", part=parts["wrapper"]) or ()),
+        name=plugins.plugin_manager().get_name(served["wrapper"]), parts=parts, plugins=served,
+        rename=ServerSide(rename), envoys=ServerSide(envoys), entry=entry, refuses=refuses,
+        image_grids=wrapper("vlreg_image_grids") if "vision" in parts else None,
+        unserved=unserved, load_options=dict(wrapper("vlreg_load_options") or {}),
+        suppressed_tokens=tuple(wrapper("vlreg_suppressed_tokens") or ()),
     )
 
 
-def entry_of(plugin: Any, part: Part) -> Any:
-    """The wrapper's `vlreg_entry`, or, from a plugin written for API 1, its `vlreg_scatter`."""
-    found = plugins.call(plugin, "vlreg_entry", part=part)
-    return found if found is not None else plugins.call(plugin, "vlreg_scatter", part=part)
-
-
-def _refused(reason: str) -> Predicate:
-    """The predicate of a row a claim refuses: always that reason."""
-    return lambda envoy: reason
-
-
-def _unclaimed(part: Part, served: dict[str, Any]) -> str:
-    if plugins.contenders(part.kind, part.model_type):
-        return f"{part.root.model_type!r} cannot load: {plugins.contested_message(part.kind, part.model_type)}"
-    families = sorted(model_type for (kind, model_type) in plugins.claims() if kind == "wrapper")
-    installed = ", ".join(families) or "none"
-    held_back = plugins.not_loaded_serving(part.kind, part.model_type)
-    which = "loaded" if held_back else "installed"
-    if part.kind == "wrapper":
-        what = f"No {which} vlreg plugin serves model_type {part.model_type!r}"
-    else:
-        what = (
-            f"The {part.root.model_type!r} checkpoint is served by "
-            f"{plugins.describe(served['wrapper'])}, but no {which} plugin serves its "
-            f"{part.kind} model, model_type {part.model_type!r}"
-        )
-    if held_back:
-        named = "; ".join(f"{name!r} ({why}) from {dist}" for name, dist, why in held_back)
-        return (
-            f"{what}. An installed plugin that serves it was not loaded: {named}. Enable it "
-            f"(take it out of VLREG_DISABLE_PLUGINS, or add it to VLREG_LOAD_PLUGINS) to load this checkpoint."
-        )
-    known = catalog.serving(part.kind, part.model_type)
-    if known:
-        fix = " or ".join(f"install the {dist} distribution (from the vlreg repository: pip install ./{folder})"
-                          for dist, folder in known)
-    else:
-        fix = "no known plugin serves it; docs/writing-a-plugin.md shows how to write one"
-    return f"{what}. Installed families: {installed}. To load it, {fix}."
+def _add(refuses: dict[str, tuple], prefix: str, table: Any) -> None:
+    """Merge a part's refusal table (rows relative to the part, under ``prefix`` from the
+    root) into the family's: each row's reasons in the order declared, a reason declared
+    twice (by the claim and the declaration) once."""
+    for row, entry in (table or {}).items():
+        known = refuses.setdefault(prefix + row, ())
+        refuses[prefix + row] = known + tuple(reason for reason in reasons_of(entry) if reason not in known)

@@ -17,15 +17,13 @@ OTHER = "_config"
 def is_kind(value: Any) -> bool:
     """Whether ``value`` names a kind of part: one of `KINDS`, or a config field of another
     part (``"qformer_config"``)."""
-    return isinstance(value, str) and (value in KINDS or (value.endswith(OTHER) and value[: -len(OTHER)].isidentifier()))
+    return isinstance(value, str) and (value in KINDS or (value.endswith(OTHER) and value[:-len(OTHER)].isidentifier()))
 
 
 def _kind(instance: Any, attribute: Any, value: str) -> None:
     if not is_kind(value):
-        raise ValueError(
-            f"{attribute.name} must be one of {KINDS}, or the config field of another part of the config "
-            f"(\"qformer_config\"), not {value!r}"
-        )
+        raise ValueError(f"{attribute.name} must be one of {KINDS}, or the config field of another part of the "
+                         f"config (\"qformer_config\"), not {value!r}")
 
 
 def _refusals(value: Any) -> dict[str, str]:
@@ -41,24 +39,21 @@ class Claim:
     """A plugin serves the config part of this kind whose ``model_type`` is this.
 
     ``kind`` is ``"wrapper"``, ``"text"``, ``"vision"``, or the field of the top-level config
-    that holds another part (``"qformer_config"``: BLIP-2's Q-Former; ``"audio_config"``): a
-    checkpoint loads whether or not such a part is claimed, and one no plugin claims is
-    named, its modules keeping their native names.
+    that holds another part (``"qformer_config"``). ``overrides`` names the plugin this claim
+    replaces where both claim the part (a patched build of a family, say).
 
-    ``overrides`` names the plugin this claim replaces where both claim the part (a
-    patched build of a family, say); without it, two claims on one part are an error.
-
-    ``refuses`` declares what of the part is *not* served, and why: ``{name: reason}``,
-    the reason one sentence a user reads (what is missing and what to do instead). A claim
-    that refuses something serves its type partially, and the host says so without
-    running the family (`vlreg plugins --coverage`; the entry-point group
-    ``vlreg.refuses`` repeats the names). A name is one of:
+    ``refuses`` declares what of the part is *never* served, and why: ``{name: reason}``,
+    the reason one sentence a user reads (what is missing and what to do instead): the
+    sentences of the part's refusal table (`vlreg_refuses`; a `Plugin` takes them from its
+    declaration's ``refuses=``). A claim that refuses something serves its type partially,
+    and the host says so without running the family (`vlreg plugins --coverage`). A name is
+    one of:
 
     * a trace input (``"videos"``, ``"audio"``): the model may still run on it, but none
       of its values are served; a trace whose input carries only that input and no image
       refuses the image values with this reason;
     * a standard row (``"vision.video_features"``), named from the part as in
-      `vlreg_unavailable`: reading it raises `Unavailable` with this reason;
+      `vlreg_refuses`: reading it raises `Unavailable` with this reason;
     * a path the model has no standard names for (``"vision.high_resolution"``): named so
       that `support` lists it.
 
@@ -75,11 +70,8 @@ class Claim:
 
 @frozen
 class Part:
-    """One part of a checkpoint's config, as the hooks are asked about it.
-
-    ``config`` is the part's own config (``config.text_config`` for the text part);
-    ``root`` is the whole checkpoint's config.
-    """
+    """One part of a checkpoint's config, as the hooks are asked about it: ``config`` is the
+    part's own (``config.text_config`` for the text part), ``root`` the whole checkpoint's."""
 
     kind: Kind = field(validator=_kind)
     model_type: str

@@ -1,49 +1,37 @@
-"""The plugin host: one pluggy manager, built-in and third-party plugins alike.
+"""The plugin host: one pluggy manager, built-in and third-party plugins alike, found through
+the ``vlreg`` entry-point group. Each loads on its own: one that fails is named in one warning
+(``VLREG_STRICT_PLUGINS=1``: an error). ``VLREG_LOAD_PLUGINS`` (an allowlist) and
+``VLREG_DISABLE_PLUGINS`` (a blocklist) choose what loads; a plugin held back is never
+registered, but imported to be asked what it would serve where a checkpoint needs it (its
+declaration imports no modeling code). One not installed is named from ``catalog.json``.
 
-Plugins are found through the ``vlreg`` entry-point group, the built-in families
-included (each is its own distribution under ``plugins/``), so a family written
-outside this repository registers exactly as the built-in ones do. Tests register
-a plugin object directly with `register` and take it away with `unregister`.
-
-Loading survives bad plugins: each entry point loads on its own, and one that fails
-to import or register is named in a single warning while the rest load
-(``VLREG_STRICT_PLUGINS=1`` makes that an error). ``VLREG_LOAD_PLUGINS`` (a comma-
-separated allowlist of entry-point names; empty loads none) and
-``VLREG_DISABLE_PLUGINS`` (a blocklist) choose what loads; a name in either that no
-installed plugin has is warned about.
-
-Every registration is validated at once: a hook implementation whose name or
-arguments match no hookspec fails (pluggy's ``check_pending``) and a plugin written for
-another plugin API is refused. Who serves a part is settled from every claim on it,
-never from the order plugins load in: one claim serves it; a claim that says it
-``overrides`` another plugin beats that plugin's; two claims where neither overrides
-the other leave that one part *contested*, served by neither (a warning names both
-and the ways out), while every other claim of both plugins stands.
-"""
+A hook matching no hookspec fails its plugin's registration (``check_pending``). Who serves a
+part is settled from every claim on it, never from load order: a claim that ``overrides``
+another plugin beats that plugin's; two where neither overrides the other leave the part
+*contested*, served by neither, every other claim of both standing."""
 
 from __future__ import annotations
 
 import importlib.metadata
+import json
 import os
 import warnings
+from functools import cache
+from pathlib import Path
 from typing import Any
 
 import pluggy
 
-from . import catalog, hookspecs
-from .parts import Claim
+from . import hookspecs
+from .parts import Claim, Part
 
-ENTRY_POINT_GROUP = hookspecs.PROJECT
-
-_manager: pluggy.PluginManager | None = None
-#: (kind, model_type) -> every (plugin, claim) on that part, in registration order
-_claims: dict[tuple[str, str], list[tuple[Any, Claim]]] = {}
-#: id(plugin) -> the distribution that installed it (None for one registered by hand)
-_distributions: dict[int, importlib.metadata.Distribution | None] = {}
-#: entry-point name -> why it is not loaded (disabled, not allowed, or the error)
+CATALOG = Path(__file__).with_name("catalog.json")
+DISABLED, NOT_ALLOWED = "disabled by VLREG_DISABLE_PLUGINS", "not in VLREG_LOAD_PLUGINS"
+#: entry-point name -> why it is not loaded (held back, or the error)
 skipped: dict[str, str] = {}
-DISABLED = "disabled by VLREG_DISABLE_PLUGINS"
-NOT_ALLOWED = "not in VLREG_LOAD_PLUGINS"
+_manager: pluggy.PluginManager | None = None
+#: id(plugin) -> (the distribution that installed it or None, its claims)
+_registered: dict[int, tuple[Any, list[Claim]]] = {}
 
 
 def plugin_manager() -> pluggy.PluginManager:
@@ -56,261 +44,177 @@ def plugin_manager() -> pluggy.PluginManager:
     return _manager
 
 
-def _names(variable: str) -> set[str] | None:
-    value = os.environ.get(variable)
-    return None if value is None else {name.strip() for name in value.split(",") if name.strip()}
-
-
 def _entry_points() -> list[importlib.metadata.EntryPoint]:
-    return sorted(importlib.metadata.entry_points(group=ENTRY_POINT_GROUP), key=lambda ep: ep.name)
+    return sorted(importlib.metadata.entry_points(group=hookspecs.PROJECT), key=lambda ep: ep.name)
 
 
 def _load_entry_points() -> None:
-    allowed, disabled = _names("VLREG_LOAD_PLUGINS"), _names("VLREG_DISABLE_PLUGINS") or set()
+    named = {variable: None if (value := os.environ.get(variable)) is None else
+             {name.strip() for name in value.split(",") if name.strip()}
+             for variable in ("VLREG_LOAD_PLUGINS", "VLREG_DISABLE_PLUGINS")}
+    allowed, disabled = named["VLREG_LOAD_PLUGINS"], named["VLREG_DISABLE_PLUGINS"] or set()
     entry_points = _entry_points()
-    _warn_unknown_names(entry_points, allowed, disabled)
+    installed = {entry_point.name for entry_point in entry_points}
+    for variable, names in named.items():
+        if unknown := sorted((names or set()) - installed):
+            warnings.warn(f"{variable} names {', '.join(map(repr, unknown))}, which no installed vlreg plugin is "
+                          f"called; the installed plugins are {', '.join(sorted(installed)) or 'none'} "
+                          f"(`vlreg plugins --all` lists them).", stacklevel=3)
     failures = []
     for entry_point in entry_points:
-        where = f"{entry_point.name!r} ({_dist_name(entry_point.dist)})"
-        if entry_point.name in disabled:
-            skipped[entry_point.name] = DISABLED
-            continue
-        if allowed is not None and entry_point.name not in allowed:
-            skipped[entry_point.name] = NOT_ALLOWED
+        if entry_point.name in disabled or (allowed is not None and entry_point.name not in allowed):
+            skipped[entry_point.name] = DISABLED if entry_point.name in disabled else NOT_ALLOWED
             continue
         try:
-            plugin = entry_point.load()
-            register(plugin, name=entry_point.name, distribution=entry_point.dist)
+            register(entry_point.load(), name=entry_point.name, distribution=entry_point.dist)
         except Exception as error:  # one broken plugin must not take the others down
+            where = f"{entry_point.name!r} ({_dist_name(entry_point.dist)})"
             if os.environ.get("VLREG_STRICT_PLUGINS") == "1":
                 raise RuntimeError(f"vlreg plugin {where} failed to load: {error}") from error
             skipped[entry_point.name] = f"failed: {type(error).__name__}: {error}"
             failures.append(f"{where}: {type(error).__name__}: {error}")
-        else:
-            _check_declared(entry_point, plugin)
     if failures:
-        warnings.warn(
-            "vlreg skipped plugins that failed to load (set VLREG_STRICT_PLUGINS=1 to make this "
-            "an error): " + "; ".join(failures),
-            stacklevel=3,
-        )
-
-
-def _warn_unknown_names(entry_points: list, allowed: set[str] | None, disabled: set[str]) -> None:
-    installed = {entry_point.name for entry_point in entry_points}
-    for variable, names in (("VLREG_LOAD_PLUGINS", allowed or set()), ("VLREG_DISABLE_PLUGINS", disabled)):
-        unknown = sorted(names - installed)
-        if unknown:
-            warnings.warn(
-                f"{variable} names {', '.join(map(repr, unknown))}, which no installed vlreg plugin is "
-                f"called; the installed plugins are {', '.join(sorted(installed)) or 'none'} "
-                f"(`vlreg plugins --all` lists them).",
-                stacklevel=4,
-            )
+        warnings.warn("vlreg skipped plugins that failed to load (set VLREG_STRICT_PLUGINS=1 to make this an "
+                      "error): " + "; ".join(failures), stacklevel=3)
 
 
 def register(plugin: Any, name: str | None = None, distribution: Any = None) -> str:
-    """Register ``plugin`` (a module or object with hook implementations).
-
-    Raises if a hook implementation matches no hookspec or if the plugin was written
-    for another plugin API; the plugin is then not registered. A claim on a part
-    another plugin claims too, with neither overriding the other, does not fail the
-    registration: that part becomes contested, served by neither, with a warning.
-    """
+    """Register ``plugin`` (a `Plugin`, or a module or object of hook functions); raises,
+    registering nothing, if a hook matches no hookspec. A part it claims that another plugin
+    claims too, neither overriding the other, is contested: a warning, not an error."""
     manager = plugin_manager()
-    holder = manager.get_plugin(name) if name is not None else None
-    if holder is not None:
-        raise ValueError(
-            f"two plugins are named {name!r}: {describe(holder)} and one from "
-            f"{_dist_name(distribution)}; uninstall one of them."
-        )
+    if name is not None and (holder := manager.get_plugin(name)) is not None:
+        raise ValueError(f"two plugins are named {name!r}: {describe(holder)} and one from "
+                         f"{_dist_name(distribution)}; uninstall one of them.")
     name = manager.register(plugin, name=name)
-    _distributions[id(plugin)] = distribution
     try:
         manager.check_pending()
-        _check_api(plugin, name)
-        made = [_as_claim(claim) for claim in call(plugin, "vlreg_claims") or []]
+        _registered[id(plugin)] = (distribution, list(dict.fromkeys(claims_of(plugin))))
     except Exception:
         manager.unregister(plugin)
-        _distributions.pop(id(plugin), None)
         raise
-    for claim in dict.fromkeys(made):
-        _claims.setdefault((claim.kind, claim.model_type), []).append((plugin, claim))
-    for claim in dict.fromkeys(made):
-        key = (claim.kind, claim.model_type)
-        if contenders(*key):
-            warnings.warn(contested_message(*key), stacklevel=2)
+    for claim in _made(plugin):
+        if contenders(claim.kind, claim.model_type):
+            warnings.warn(contested_message(claim.kind, claim.model_type), stacklevel=2)
     return name
 
 
-def _as_claim(claim: Any) -> Claim:
-    return claim if isinstance(claim, Claim) else Claim(*claim)
+def unregister(plugin: Any) -> None:
+    """Take ``plugin`` out with its claims (a part it took by overriding goes back)."""
+    plugin_manager().unregister(plugin)
+    _registered.pop(id(plugin), None)
 
 
-def _check_api(plugin: Any, name: str) -> None:
-    wanted = call(plugin, "vlreg_plugin_api")
-    if wanted is not None and wanted not in hookspecs.SUPPORTED_APIS:
-        raise ValueError(
-            f"{describe(plugin, name)} was written for vlreg plugin API {wanted}, and this "
-            f"vlreg provides plugin API {hookspecs.PLUGIN_API} (and loads plugins written for "
-            f"{', '.join(map(str, hookspecs.SUPPORTED_APIS))}): install a vlreg that provides "
-            f"API {wanted}, or a release of the plugin written for API {hookspecs.PLUGIN_API}."
-        )
+def ask(plugin: Any, hook: str) -> Any:
+    """A hook that takes no part asked of ``plugin`` directly, registered or not."""
+    function = getattr(plugin, hook, None)
+    return function() if callable(function) else None
 
 
-def _standing(kind: str, model_type: str) -> list[Any]:
-    """The plugins whose claim on the part no other claim on it overrides."""
-    entries = _claims.get((kind, model_type), [])
-    names = {id(plugin): _name(plugin) for plugin, _ in entries}
-    overridden = {claim.overrides for _, claim in entries if claim.overrides is not None}
-    standing = {id(plugin): plugin for plugin, _ in entries if names[id(plugin)] not in overridden}
-    return list(standing.values())
+def claims_of(plugin: Any) -> list[Claim]:
+    """What ``plugin`` claims (a plain ``(kind, model_type)`` is taken as a `Claim`)."""
+    return [claim if isinstance(claim, Claim) else Claim(*claim) for claim in ask(plugin, "vlreg_claims") or []]
+
+
+def _made(plugin: Any) -> list[Claim]:
+    return _registered.get(id(plugin), (None, []))[1]
+
+
+def _standing(kind: str, model_type: str) -> tuple[list[Any], list[Any]]:
+    """The plugins claiming the part, in registration order, and those no other claim overrides."""
+    entries = [(p, claim) for _, p in plugin_manager().list_name_plugin() for claim in _made(p)
+               if (claim.kind, claim.model_type) == (kind, model_type)]
+    overridden = {claim.overrides for _, claim in entries}
+    claiming = list({id(p): p for p, _ in entries}.values())
+    return claiming, [p for p in claiming if _name(p) not in overridden]
 
 
 def claimant(kind: str, model_type: str) -> Any | None:
     """The plugin that serves this part, or ``None`` (unclaimed, or contested)."""
-    plugin_manager()
-    standing = _standing(kind, model_type)
+    standing = _standing(kind, model_type)[1]
     return standing[0] if len(standing) == 1 else None
-
-
-def refusals(kind: str, model_type: str) -> dict[str, str]:
-    """What the plugin serving this part declares it refuses there (`Claim.refuses`):
-    ``{name: reason}``, empty where it serves the part whole or nothing serves it."""
-    holder = claimant(kind, model_type)
-    merged: dict[str, str] = {}
-    for plugin, claim in _claims.get((kind, model_type), []):
-        if plugin is holder:
-            merged.update(claim.refuses)
-    return merged
 
 
 def contenders(kind: str, model_type: str) -> list[Any]:
     """The plugins contesting this part (none where one plugin serves it or none claims it)."""
-    plugin_manager()
-    standing = _standing(kind, model_type)
-    if len(standing) == 1:
-        return []
-    if standing:
-        return standing
-    return list({id(p): p for p, _ in _claims.get((kind, model_type), [])}.values())
+    claiming, standing = _standing(kind, model_type)
+    return [] if len(standing) == 1 else standing or claiming
 
 
 def contested_message(kind: str, model_type: str) -> str:
     """Why a contested part is served by no plugin, and the two ways out."""
     rivals = contenders(kind, model_type)
-    named = " and ".join(describe(plugin) for plugin in rivals)
     names = [_name(plugin) for plugin in rivals]
-    return (
-        f"the {kind} part {model_type!r} is claimed by {named}, and neither claim overrides "
-        f"the other, so neither serves it (their other claims stand). Disable one "
-        f"(VLREG_DISABLE_PLUGINS={names[0]}, or uninstall it), or have one claim it with "
-        f"overrides={names[-1]!r}."
-    )
-
-
-def unregister(plugin: Any) -> None:
-    """Take ``plugin`` out of the host, with its claims; a part it served by
-    overriding another plugin goes back to that plugin."""
-    plugin_manager().unregister(plugin)
-    _distributions.pop(id(plugin), None)
-    for key in list(_claims):
-        _claims[key] = [(p, claim) for p, claim in _claims[key] if p is not plugin]
-        if not _claims[key]:
-            del _claims[key]
+    return (f"the {kind} part {model_type!r} is claimed by {' and '.join(map(describe, rivals))}, and neither claim "
+            f"overrides the other, so neither serves it (their other claims stand). Disable one "
+            f"(VLREG_DISABLE_PLUGINS={names[0]}, or uninstall it), or have one claim it with overrides={names[-1]!r}.")
 
 
 def claims() -> dict[tuple[str, str], Any]:
     """Every part served: ``{(kind, model_type): plugin}`` (contested parts left out)."""
-    plugin_manager()
-    served = {key: claimant(*key) for key in _claims}
-    return {key: plugin for key, plugin in served.items() if plugin is not None}
+    parts = {(claim.kind, claim.model_type) for _, p in plugin_manager().list_name_plugin() for claim in _made(p)}
+    return {key: plugin for key in sorted(parts) if (plugin := claimant(*key)) is not None}
 
 
-def not_loaded_serving(kind: str, model_type: str) -> list[tuple[str, str, str]]:
-    """Installed plugins that would serve this part but were not loaded by choice
-    (disabled, or left out of ``VLREG_LOAD_PLUGINS``): ``[(entry point, distribution, why)]``.
-
-    Their claims are read off their distribution's metadata (`catalog.declared`), so a
-    plugin held back is never run; one whose distribution declares nothing is imported
-    to ask it, and never registered.
-    """
-    found = []
-    for entry_point in _entry_points():
-        why = skipped.get(entry_point.name)
-        if why not in (DISABLED, NOT_ALLOWED):
-            continue
-        if (kind, model_type) in _claims_declared(entry_point):
-            found.append((entry_point.name, _dist_name(entry_point.dist), why))
-    return found
+def refusals(kind: str, model_type: str) -> dict[str, str]:
+    """What the plugin serving this part declares it refuses there (`Claim.refuses`)."""
+    return {name: why for claim in _made(claimant(kind, model_type))
+            if (claim.kind, claim.model_type) == (kind, model_type) for name, why in claim.refuses.items()}
 
 
-def _claims_declared(entry_point: importlib.metadata.EntryPoint) -> set[tuple[str, str]]:
-    declared = catalog.declared(entry_point)
-    if declared is not None:
-        return declared["claims"]
+def _imported(entry_point: importlib.metadata.EntryPoint) -> Any | None:
     try:
-        made = getattr(entry_point.load(), "vlreg_claims")() or []
-    except Exception:  # a plugin that cannot say is not named
-        return set()
-    return {(claim.kind, claim.model_type) for claim in map(_as_claim, made)}
+        return entry_point.load()
+    except Exception:  # a plugin that cannot be imported cannot be asked
+        return None
 
 
-def _check_declared(entry_point: importlib.metadata.EntryPoint, plugin: Any) -> None:
-    """Warn where a plugin's metadata (what the host says of it when it is not loaded)
-    and its hooks disagree."""
-    declared = catalog.declared(entry_point)
-    if declared is None:
-        return
-    made = {key for key, entries in _claims.items() if any(p is plugin for p, _ in entries)}
-    refused = {(*key, name) for key, entries in _claims.items() for p, claim in entries if p is plugin
-               for name in claim.refuses}
-    offered = set(call(plugin, "vlreg_adapters") or {})
-    wrong = [f"{what}: {', '.join(sorted(items))}" for what, items in (
-        (f"claims missing from {catalog.CLAIMS}", {":".join(key) for key in made - declared["claims"]}),
-        (f"{catalog.CLAIMS} it does not claim", {":".join(key) for key in declared["claims"] - made}),
-        (f"refusals missing from {catalog.REFUSES}", {":".join(key) for key in refused - declared["refuses"]}),
-        (f"{catalog.REFUSES} its claims do not make", {":".join(key) for key in declared["refuses"] - refused}),
-        (f"adapters missing from {catalog.ADAPTERS}", offered - declared["adapters"]),
-        (f"{catalog.ADAPTERS} it does not publish", declared["adapters"] - offered),
-    ) if items]
-    if wrong:
-        warnings.warn(
-            f"{describe(plugin)}: its entry-point metadata and its hooks disagree ({'; '.join(wrong)}), so the host "
-            f"misnames it while it is not loaded: make the entry points in its pyproject.toml match its hooks.",
-            stacklevel=4,
-        )
+@cache
+def catalog() -> dict[str, dict]:
+    """The repository's plugins: ``{distribution: {"folder", "claims", "adapters"}}``."""
+    return json.loads(CATALOG.read_text())
+
+
+def _install(key: str, what: str) -> str:
+    """How to install the repository's distributions whose catalog ``what`` holds ``key``."""
+    return " or ".join(f"install the {dist} distribution (from the vlreg repository: pip install "
+                       f"./{entry['folder']})" for dist, entry in catalog().items() if key in entry[what])
+
+
+def why_unserved(part: Part, wrapper: Any) -> str:
+    """Why no plugin serves ``part`` (``wrapper`` serves its checkpoint's wrapper) and what would:
+    a contest's ways out, a plugin held back (asked, never registered), else the `catalog`'s."""
+    kind, model_type = part.kind, part.model_type
+    if contenders(kind, model_type):
+        return f"{part.root.model_type!r} cannot load: {contested_message(kind, model_type)}"
+    held_back = [f"{ep.name!r} ({skipped[ep.name]}) from {_dist_name(ep.dist)}" for ep in _entry_points()
+                 if skipped.get(ep.name) in (DISABLED, NOT_ALLOWED)
+                 and (kind, model_type) in {(c.kind, c.model_type) for c in claims_of(_imported(ep))}]
+    which = "loaded" if held_back else "installed"
+    what = (f"No {which} vlreg plugin serves model_type {model_type!r}" if kind == "wrapper" else
+            f"The {part.root.model_type!r} checkpoint is served by {describe(wrapper)}, but no {which} plugin "
+            f"serves its {kind} model, model_type {model_type!r}")
+    if held_back:
+        return (f"{what}. An installed plugin that serves it was not loaded: {'; '.join(held_back)}. Enable it "
+                f"(take it out of VLREG_DISABLE_PLUGINS, or add it to VLREG_LOAD_PLUGINS) to load this checkpoint.")
+    installed = ", ".join(sorted(served for (role, served) in claims() if role == "wrapper")) or "none"
+    fix = (_install(f"{kind}:{model_type}", "claims")
+           or "no known plugin serves it; docs/writing-a-plugin.md shows how to write one")
+    return f"{what}. Installed families: {installed}. To load it, {fix}."
 
 
 def adapter(name: str) -> Any:
     """What a plugin publishes as ``name`` (`vlreg_adapters`), for another plugin to build on.
-
-    Asked at import time too: a plugin not registered yet, or disabled, is imported to
-    ask it (disabling a plugin stops what it serves, not the code other plugins build
-    on). Two plugins publishing one name is an error naming both.
-    """
-    # The host is not started from here: a plugin asking at import time may be the one
-    # the host is loading, not finished yet.
+    Asked at import time too, so the host is not started here: a plugin not registered yet, or
+    held back, is imported to ask it. Two publishers are an error."""
     registered = sorted(_manager.get_plugins(), key=_name) if _manager is not None else []
-    found = [(plugin, offer[name]) for plugin in registered
-             if name in (offer := call(plugin, "vlreg_adapters") or {})]
+    found = [(plugin, offer[name]) for plugin in registered if name in (offer := ask(plugin, "vlreg_adapters") or {})]
     if not found:
-        for entry_point in _entry_points():
-            if _manager is not None and _manager.get_plugin(entry_point.name) is not None:
-                continue
-            try:
-                module = entry_point.load()
-                offer = module.vlreg_adapters() if hasattr(module, "vlreg_adapters") else {}
-            except Exception:  # a plugin that cannot say does not publish it
-                continue
-            if name in (offer or {}):
-                found.append((module, offer[name]))
+        others = [_imported(ep) for ep in _entry_points() if _manager is None or _manager.get_plugin(ep.name) is None]
+        found = [(plugin, offer[name]) for plugin in others if name in (offer := ask(plugin, "vlreg_adapters") or {})]
     if not found:
-        where = " or ".join(f"{dist} ({folder})" for dist, folder in catalog.publishing(name))
-        raise LookupError(
-            f"no installed vlreg plugin publishes the adapter {name!r}: "
-            f"{'install ' + where if where else 'install the plugin that publishes it'}"
-        )
+        raise LookupError(f"no installed vlreg plugin publishes the adapter {name!r}: "
+                          f"{_install(name, 'adapters') or 'install the plugin that publishes it'}")
     if len({id(plugin) for plugin, _ in found}) > 1:
         named = " and ".join(describe(plugin) for plugin, _ in found)
         raise LookupError(f"the adapter {name!r} is published by {named}: uninstall or disable one of them")
@@ -318,27 +222,21 @@ def adapter(name: str) -> Any:
 
 
 def call(plugin: Any, hook: str, **kwargs: Any) -> Any:
-    """Call ``hook`` on ``plugin`` alone: what it contributes, or ``None``.
-
-    Parts are served by the plugin that claimed them, so the host never asks the
-    other plugins, whatever they implement.
-    """
+    """Call ``hook`` on ``plugin`` alone: a part is served by the plugin that claimed it."""
     manager = plugin_manager()
     others = [p for p in manager.get_plugins() if p is not plugin]
     result = manager.subset_hook_caller(hook, remove_plugins=others)(**kwargs)
-    if not getattr(manager.hook, hook).spec.opts.get("firstresult"):  # a list of the one plugin's answer
-        return result[0] if result else None
-    return result
+    return result if getattr(manager.hook, hook).spec.opts.get("firstresult") else (result[0] if result else None)
 
 
 def distribution(plugin: Any) -> importlib.metadata.Distribution | None:
     """The distribution that installed ``plugin`` (``None`` if registered by hand)."""
-    return _distributions.get(id(plugin))
+    return _registered.get(id(plugin), (None, []))[0]
 
 
-def describe(plugin: Any, name: str | None = None) -> str:
+def describe(plugin: Any) -> str:
     """A plugin as a person reads it: its name and the distribution it came from."""
-    return f"plugin {name or _name(plugin)!r} ({_dist_name(_distributions.get(id(plugin)))})"
+    return f"plugin {_name(plugin)!r} ({_dist_name(distribution(plugin))})"
 
 
 def _name(plugin: Any) -> str | None:
@@ -346,6 +244,4 @@ def _name(plugin: Any) -> str | None:
 
 
 def _dist_name(dist: Any) -> str:
-    if dist is None:
-        return "registered by hand"
-    return f"{dist.name} {dist.version}"
+    return "registered by hand" if dist is None else f"{dist.name} {dist.version}"

@@ -8,10 +8,37 @@ from __future__ import annotations
 
 from typing import Any
 
+import torch
 from attrs import field, frozen
 
 from ..envoys.codes import CodeEmbedding
+from ..serving.sites import Site
 from .entries import Scatter
+
+
+def _codes(raw: Any) -> torch.Tensor:
+    """The ids the call embeds, flattened to one per image token (a view)."""
+    args, kwargs = raw
+    return (args[0] if args else kwargs["input"]).reshape(-1)
+
+
+def _with_codes(vision: Any, raw: Any, new: Any) -> Any:
+    """``raw`` with its ids replaced by ``new``, refused unless ``new`` holds as many
+    integer ids of the vocabulary as the codes."""
+    args, kwargs = raw
+    native = args[0] if args else kwargs["input"]
+    new = torch.as_tensor(new)
+    label = vision.label("image_codes")
+    if new.is_floating_point() or new.is_complex() or new.dtype == torch.bool:
+        raise ValueError(f"{label} are token ids: assign integer ids (a {new.dtype} tensor was given)")
+    if new.numel() != native.numel():
+        raise ValueError(f"{label} holds {native.numel()} ids (one per image token); {new.numel()} were given")
+    size = vision.root.vocab_size
+    if new.numel() and (int(new.min()) < 0 or int(new.max()) >= size):
+        raise ValueError(f"{label} are ids of the text vocabulary, 0 to {size - 1}; {int(new.min())} to "
+                         f"{int(new.max())} were given")
+    new = new.to(device=native.device, dtype=native.dtype).reshape(native.shape)
+    return ((new, *args[1:]), kwargs) if args else (args, {**kwargs, "input": new})
 
 
 @frozen
@@ -34,8 +61,11 @@ class ImageCodes(Scatter):
     codes_call: int = field(default=1, kw_only=True)
     told = {"image_codes": "the ids the text model's embedding reads"}
 
-    def codes_at(self, vision: Any) -> str:
-        return f"{vision.root.get(self.embedder).path}.input"
+    def codes(self, vision: Any) -> Site:
+        """The codes: the embedder's input at ``codes_call``, one id per image token (a view);
+        a write is checked to be as many ids of the vocabulary, then embedded."""
+        return Site(f"{vision.root.get(self.embedder).path}.input", _codes,
+                    lambda raw, new: _with_codes(vision, raw, new))
 
     def embedder_calls(self, inputs: dict) -> int:
         """How many times one forward on ``inputs`` (the processor's encoding) calls the

@@ -2,16 +2,17 @@
 
 A wrapper declares its entry (`vlreg_entry`, a `Wrapper`'s ``entry=``): `Scatter` (the
 features are written into the token embeddings), `QueryTokens` (a Q-Former's learned
-queries, scattered), `ImageCodes` (discrete codes, embedded as tokens are, then scattered)
-or `CrossAttention` (the text model takes them as an argument its cross-attention blocks
-read). Everything that differs between the ways is answered by the entry, in one place,
+queries, scattered), `ImageCodes` (discrete codes, embedded as tokens are, then scattered:
+`vlreg.core.images.codes`) or `CrossAttention` (the text model takes them as an argument
+its cross-attention blocks read: `vlreg.core.images.cross_attention`). Everything that differs between the ways is answered by the entry, in one place,
 and the rest of vlreg asks the entry, never which one it is:
 
-* where ``vision.image_features`` is read and how it is written back (`features_at`,
-  `read_features`, `write_features`, `views_features`, `features_layout`);
+* ``vision.image_features`` itself: its `Site` (`features`: where it is read, the view of
+  what the model holds there and its inverse), the forward it is read inside and its
+  batch layout (`features_inside`, `features_layout`);
 * where the root computes the image's values among its own (`order`) and how the forward
   order names the features (`words`) and what it computes before them (`told`);
-* where the image's discrete codes are read, if it has any (`codes_at`), and the envoy
+* the image's discrete codes, if it has any (`codes`, their `Site`), and the envoy
   classes that reading needs (`envoys`);
 * how an image's tokens are placed for `vision.geometry` (`place`);
 * what a trace's invokes must satisfy (`check_invokes`);
@@ -28,7 +29,8 @@ from typing import Any
 import torch
 from attrs import frozen
 
-from ..errors import Unavailable
+from ..serving.refusals import Gate
+from ..serving.sites import Site
 from .geometry import ImageGeometry, ImageGrid, source_of
 
 
@@ -98,17 +100,33 @@ class Entry:
         image-token mask), for the helpers that work on those tokens."""
         return None
 
+    def refuses(self) -> dict:
+        """The entry's own refusal table (`vlreg.core.serving.refusals`), rows from the root:
+        what this way of entering leaves unserved. Most entries refuse nothing."""
+        return {}
+
     def envoys(self) -> dict:
         """Envoy classes this entry needs beside the plugins' (`vlreg_envoys` entries, a key
         a module class or a module's path from the root): none but `ImageCodes`'."""
         return {}
 
-    def codes_at(self, vision: Any) -> str | None:
-        """Where ``vision.image_codes`` is read (`ImageCodes`); ``None``: the image reaches
-        the text model as features, with no ids of its own."""
+    def codes(self, vision: Any) -> Site | None:
+        """``vision.image_codes``' `Site` (`ImageCodes`); ``None``: the image reaches the
+        text model as features, with no ids of its own."""
         return None
 
     # -- vision.image_features ----------------------------------------------------
+
+    def features(self, vision: Any) -> Site:
+        """``vision.image_features``' `Site`: where it is read (`features_at`), the features
+        as the user reads them (`read_features`, a view) and what an assignment puts back
+        (`write_features`), and whether a read is a view (`views_features`)."""
+        return Site(
+            self.features_at(vision),
+            lambda raw: self.read_features(vision, raw),
+            lambda raw, new: self.write_features(vision, raw, new),
+            lambda served, raw: self.views_features(vision, raw, served),
+        )
 
     def host_envoy(self, model: Any) -> Any:
         """The envoy of the module whose forward takes the features."""
@@ -230,6 +248,21 @@ class Scatter(Entry):
     #: without an image are refused before the model runs.
     needs_images: bool = False
 
+    def refuses(self) -> dict:
+        """Where the wrapper's generate steps its text model (``steps``), the model's own
+        inputs are never reached under generate: the values read off them refuse there."""
+        if self.steps is None:
+            return {}
+        return dict.fromkeys(("input_ids", "attention_mask", "vision.image_token_mask"), Gate(self._not_stepped))
+
+    def _not_stepped(self, asked: Any) -> str | None:
+        if not asked.run.generating:
+            return None
+        return (
+            f"under generate this wrapper's generate never calls its own forward (it runs the image's steps "
+            f"itself, then steps model.{self.steps}), so the model's inputs are never reached; read it in a trace"
+        )
+
     def call(self, model: Any) -> tuple[str, int | str]:
         """The call that writes the features in, from the root, and the features' argument:
         ``("model.source.inputs_embeds_masked_scatter_0", 1)`` on Qwen2-VL."""
@@ -313,94 +346,3 @@ class QueryTokens(Scatter):
                     for image in images]
 
         return grids
-
-
-@frozen
-class CrossAttention(Entry):
-    """The image reaches the text model by cross-attention, not through its token stream.
-
-    Mllama's wrapper hands the projected tower output to the text model as a keyword
-    argument (``cross_attention_states``); no feature is written into the embeddings, and
-    only the blocks built to cross-attend read it, each projecting it to its own keys and
-    values. ``host`` is the text model (path from the model root) and ``argument`` the
-    keyword (or position) it takes the states by: `Vision.image_features` is read there,
-    ``[batch, positions, hidden]``, so an edit reaches every cross-attention block and no
-    block is touched before the first of them.
-    """
-
-    host: str
-    argument: int | str = "cross_attention_states"
-    #: The wrapper runs the tower before it calls the text model, whose forward embeds the
-    #: tokens, so the embeddings come after the image's values.
-    order: tuple[str, ...] = ("vision", "token_embeddings")
-    words = "the states the text model's cross-attention blocks read"
-    features_layout = "rows"
-
-    def not_in_stream(self) -> str | None:
-        return "image reaches the text model by cross-attention, with no tokens in the text stream"
-
-    def of_image(self, features: torch.Tensor, image: ImageGeometry) -> torch.Tensor:
-        """``image``'s positions in its row of the states."""
-        return features[image.row, image.features]
-
-    def read_features(self, vision: Any, raw: Any) -> torch.Tensor:
-        states = self.native_features(vision, raw)
-        if states is None:
-            raise Unavailable(
-                "vision.image_features is unavailable: the text model was called without the image's states, "
-                "as at a generation step after the first, where the cross-attention blocks read the keys and "
-                "values they cached; read the features at the first step (before tracer.iter)"
-            )
-        args, kwargs = raw
-        ids = kwargs.get("input_ids", args[0] if args else None)
-        batch = (ids if ids is not None else kwargs["inputs_embeds"]).shape[0]
-        return states.reshape(batch, -1, states.shape[-1])
-
-    def check_invokes(self, model: Any, invokes: list) -> None:
-        """Also refuse a batch whose prompts do not all carry images: the text model runs
-        its cross-attention blocks for every row once any row has images, so a prompt
-        without one would attend to the padding of the others' states (its run alone skips
-        those blocks), and Mllama's processor gives such a batch inconsistent inputs."""
-        super().check_invokes(model, invokes)
-        carrying = []
-        for inputs, kwargs in invokes:
-            prompts = inputs[0] if inputs else kwargs.get("text")
-            count = len(prompts) if isinstance(prompts, (list, tuple)) else 1
-            images = kwargs.get("images")
-            if images is None:
-                carrying += [False] * count
-            elif count > 1 and isinstance(images, (list, tuple)) and all(isinstance(each, (list, tuple)) for each in images):
-                carrying += [len(each) > 0 for each in images]
-            else:
-                carrying += [True] * count
-        if any(carrying) and not all(carrying):
-            raise ValueError(
-                f"the {model.family.name!r} family reads images by cross-attention, and its text model runs "
-                "the cross-attention blocks for every prompt of a batch once one carries images: a prompt "
-                "without an image would attend to the others' padding instead of skipping them, as it does "
-                "alone. Trace the prompts without images apart from those with images."
-            )
-
-    def place(self, model: Any, encoding: Any, declared: list, images: list) -> list[ImageGeometry]:
-        """Each image's `ImageGeometry` where the image is read by cross-attention: ``row``
-        is the batch row of its placeholder, ``positions`` its positions in that row of the
-        states (``vision.image_features[row]``, the keys' axis), ``offset`` where they start.
-
-        Every image of a batch gets as many positions (the processor pads tiles and images
-        to the largest), so the family's grids for each must add up to the same count."""
-        rows = (encoding["input_ids"] == model._module.config.image_token_id).nonzero(as_tuple=True)[0].tolist()
-        if len(rows) != len(images):
-            raise ValueError(f"the prompt holds {len(rows)} image placeholders, but {len(images)} images were given")
-        counts = {sum(grid.tokens for grid in grids) for grids in declared}
-        if len(counts) != 1:
-            raise ValueError(
-                f"the family's grids give the images different numbers of positions ({sorted(counts)}), "
-                "but the states hold as many for every image"
-            )
-        (count,) = counts
-        found = []
-        for index, (grids, row, image) in enumerate(zip(declared, rows, images)):
-            offset = rows[:index].count(row) * count
-            found.append(ImageGeometry(index=index, row=row, positions=torch.arange(offset, offset + count),
-                                       grids=grids, size=tuple(image.size), offset=offset))
-        return found

@@ -173,7 +173,7 @@ def image_geometry(model: Any, prompt: "str | Sequence[str]", images: Any, **opt
     check_options(model.processor, options, "vision.geometry")
     options = {**given(model), **options}
     given_images = list(images) if isinstance(images, (list, tuple)) else [images]
-    check_images(given_images, model.processor, takes_arrays(model))
+    check_images(given_images, model.processor, takes_arrays(model), vision)
     check_placeholders(model, prompt, given_images)
     processor = configured(model.processor, options)
     encoding = encode(processor, prompt, for_processor(given_images, processor), **options)  # as the trace calls it: a processor's own defaults would override the copy's

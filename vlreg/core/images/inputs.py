@@ -7,11 +7,13 @@ processor would divide by 255 again. Each is refused with what to pass instead.
 
 from __future__ import annotations
 
+import warnings
+import weakref
 from typing import Any, Iterator
 
 import torch
 
-from .processing import MEDIA
+from .processing import MEDIA, image_size
 
 ACCEPTED = (
     "images= takes a PIL image, a numpy array (height x width x 3, uint8) or a torch tensor "
@@ -34,29 +36,68 @@ def check_invokes(model: Any, invokes: list) -> None:
                 f"(task={model.task!r}), so no image can reach it and the result would be the "
                 f"text-only one: load with task='image-text-to-text' to trace images"
             )
+        prompts = inputs[0] if inputs else kwargs.get("text")
         if kwargs.get("images") is not None:
-            check_images(kwargs["images"], model.processor, takes_arrays(model))
-            check_placeholders(model, inputs[0] if inputs else kwargs.get("text"), kwargs["images"])
+            check_images(kwargs["images"], model.processor, takes_arrays(model), model.__dict__.get("vision"))
+            check_placeholders(model, prompts, kwargs["images"])
+        elif model.processor is not None and kwargs.get("pixel_values") is None:
+            _no_images(model, prompts, media)
+    carrying = [kwargs["images"] for _, kwargs in invokes if kwargs.get("images") is not None]
+    if len(carrying) > 1:  # every invoke's images go through one processor call
+        _together(carrying, model.__dict__.get("vision"), "the invokes' images")
+
+
+def _token(model: Any) -> str | None:
+    """The processor's image placeholder, as text."""
+    token = getattr(model.processor, "image_token", None)
+    token = getattr(token, "content", token)  # BLIP-2's processor keeps an AddedToken
+    return token if isinstance(token, str) and token else None
+
+
+def _texts(prompts: Any) -> list[str] | None:
+    """The prompts as a list of text, or ``None`` where they are not text (an encoding)."""
+    prompts = [prompts] if isinstance(prompts, str) else prompts
+    if not isinstance(prompts, (list, tuple)) or not all(isinstance(prompt, str) for prompt in prompts):
+        return None
+    return list(prompts)
+
+
+def _no_images(model: Any, prompts: Any, media: set) -> None:
+    """Refuse prompts that hold image placeholders given no image: the processor would
+    embed each as the text of its token (Idefics2's does, and the model runs on them
+    silently), or fail deep inside."""
+    token, texts = _token(model), _texts(prompts)
+    if token is None or texts is None:
+        return
+    held = sum(prompt.count(token) for prompt in texts)
+    if held:
+        given = f"only {' and '.join(sorted(media))}=" if media else "no images="
+        raise ValueError(
+            f"the prompt{'s hold' if len(texts) > 1 else ' holds'} {held} image placeholder{'s' if held != 1 else ''} "
+            f"({token!r}) and {given} was given, so no image would reach {'them' if held != 1 else 'it'} (the "
+            f"placeholders would be read as text): pass images=[...], one per placeholder, or take the "
+            f"placeholders out of a text-only prompt"
+        )
 
 
 def check_placeholders(model: Any, prompts: Any, images: Any) -> None:
     """Refuse prompts whose image placeholders (the processor's ``image_token``) are not
     one per image: some processors fail deep inside on it, or pair the images wrongly
-    (NemotronH Omni's). A prompt with no placeholder is left to the processor (PaliGemma's
-    puts them in itself). Prompts that are not text (an encoding) are not counted."""
-    token = getattr(model.processor, "image_token", None)
-    token = getattr(token, "content", token)  # BLIP-2's processor keeps an AddedToken
-    if images is None or not isinstance(token, str) or not token:
-        return
-    prompts = [prompts] if isinstance(prompts, str) else prompts
-    if not isinstance(prompts, (list, tuple)) or not all(isinstance(prompt, str) for prompt in prompts):
+    (NemotronH Omni's). A prompt with no placeholder is left to a processor that puts
+    them in itself (PaliGemma's) and refused for any other, saying how to write one; a
+    placeholder without the markers the chat template writes around it is warned about.
+    Prompts that are not text (an encoding) are not counted."""
+    token, prompts = _token(model), _texts(prompts)
+    if images is None or token is None or prompts is None:
         return
     counts = [prompt.count(token) for prompt in prompts]
     if getattr(model.__dict__.get("vision"), "writes_placeholders", False):
         _one_image_a_prompt(prompts, counts, len(list(_leaves(images))), token)
         return
     if sum(counts) == 0:
+        _placed_by_the_processor(model, prompts, images, token)
         return
+    _marked(model.processor, prompts, token)
     nested = isinstance(images, (list, tuple)) and len(prompts) > 1 and len(images) == len(prompts) and all(
         isinstance(each, (list, tuple)) for each in images)
     given = [len(list(_leaves(each))) for each in images] if nested else [len(list(_leaves(images)))]
@@ -71,6 +112,98 @@ def check_placeholders(model: Any, prompts: Any, images: Any) -> None:
                 f"(a list per prompt when several prompts carry images), or put one placeholder per image in "
                 f"the prompt (the chat template writes one for each {{'type': 'image'}} entry)"
             )
+
+
+def _placed_by_the_processor(model: Any, prompts: list, images: Any, token: str) -> None:
+    """Prompts with images and no placeholder: taken where the processor writes the
+    placeholders itself (PaliGemma's), refused where it fails on them or writes none."""
+    from .processing import encode
+
+    try:
+        encoding = encode(model.processor, prompts, for_processor(images, model.processor))
+        placed = bool((encoding["input_ids"] == model._module.config.image_token_id).any())
+    except Exception as error:  # the processor's own failure ("Found total 0 ... tokens"), said in vlreg's words below
+        placed, cause = False, error
+    else:
+        cause = None
+    if placed:
+        return
+    raise ValueError(
+        f"the prompt holds no image placeholder ({token!r}), so the images have nowhere to go: write the prompt "
+        f"with the chat template, an {{'type': 'image'}} entry where each image goes (model.processor."
+        f"apply_chat_template([{{'role': 'user', 'content': [{{'type': 'image'}}, {{'type': 'text', 'text': "
+        f"'...'}}]}}], add_generation_prompt=True, tokenize=False)), or put {token} where each image goes"
+    ) from cause
+
+
+def _marked(processor: Any, prompts: list, token: str) -> None:
+    """Warn where a placeholder stands without the special tokens the chat template writes
+    around an image (Qwen's ``<|vision_start|>`` and ``<|vision_end|>``): the model runs,
+    off what it was trained on."""
+    markers = image_markers(processor, token)
+    if markers is None:
+        return
+    before, after = markers
+    for prompt in prompts:
+        at = prompt.find(token)
+        while at >= 0:
+            if not (prompt[:at].endswith(before) and prompt[at + len(token):].startswith(after)):
+                warnings.warn(
+                    f"an image placeholder {token!r} in the prompt stands without the markers the chat template "
+                    f"writes around an image ({before}{token}{after}): the model runs, but off what it was trained "
+                    f"on; write the prompt with the chat template's {{'type': 'image'}} entry",
+                    stacklevel=5,
+                )
+                return
+            at = prompt.find(token, at + len(token))
+
+
+_MARKERS: "weakref.WeakKeyDictionary[Any, Any]" = weakref.WeakKeyDictionary()
+
+
+def image_markers(processor: Any, token: str) -> tuple[str, str] | None:
+    """The special tokens the processor's chat template writes right before and after an
+    image's placeholder (``("<|vision_start|>", "<|vision_end|>")``), or ``None`` where it
+    writes none (or has no template). Kept per processor."""
+    try:
+        return _MARKERS[processor]
+    except (KeyError, TypeError):
+        pass
+    found = _markers(processor, token)
+    try:
+        _MARKERS[processor] = found
+    except TypeError:  # not weakly referable: found again next time
+        pass
+    return found
+
+
+def _markers(processor: Any, token: str) -> tuple[str, str] | None:
+    """The special tokens next to the placeholder in the template's rendering of an image
+    before a text and after one: only those beside it both ways mark the image (a turn's
+    own token that happens to precede the first item does not)."""
+    tokenizer = getattr(processor, "tokenizer", None)
+    owner = next((part for part in (processor, tokenizer) if getattr(part, "chat_template", None)), None)
+    if owner is None:
+        return None
+    special = set(getattr(tokenizer, "all_special_tokens", ()))
+    special |= {added.content for added in getattr(tokenizer, "added_tokens_decoder", {}).values() if added.special}
+    special.discard(token)
+    sides = []
+    for content in ([{"type": "image"}, {"type": "text", "text": "Hello"}],
+                    [{"type": "text", "text": "Hello"}, {"type": "image"}]):
+        try:
+            rendered = owner.apply_chat_template([{"role": "user", "content": content}], tokenize=False)
+        except Exception:  # a template that takes no list of content
+            return None
+        at = rendered.find(token) if isinstance(rendered, str) else -1
+        if at < 0:
+            return None
+        before = max((s for s in special if s and rendered[:at].endswith(s)), key=len, default="")
+        after = max((s for s in special if s and rendered[at + len(token):].startswith(s)), key=len, default="")
+        sides.append((before, after))
+    (before, after), (again_before, again_after) = sides
+    before, after = (before if before == again_before else ""), (after if after == again_after else "")
+    return (before, after) if before or after else None
 
 
 def _one_image_a_prompt(prompts: list, counts: list, pictures: int, token: str) -> None:
@@ -97,17 +230,25 @@ def takes_arrays(model: Any) -> bool:
     return getattr(model.__dict__.get("vision"), "takes_arrays", True)
 
 
-def check_images(images: Any, processor: Any, arrays: bool = True) -> None:
+def check_images(images: Any, processor: Any, arrays: bool = True, vision: Any = None) -> None:
     """Refuse an ``images=`` that the processor would fail on deep inside, or misread;
-    with ``arrays`` False, any image but a PIL one (the processor takes no other)."""
+    with ``arrays`` False, any image but a PIL one (the processor takes no other); with
+    the model's ``vision``, an image of a size it refuses (`Vision.image_refusal`)."""
     if isinstance(images, (list, tuple)) and not any(True for _ in _leaves(images)):
         raise ValueError(f"images={images!r} holds no image: leave images= out for a text-only prompt; {ACCEPTED}")
     rescale = getattr(getattr(processor, "image_processor", None), "do_rescale", False)
     from PIL import Image
 
+    _together(images, vision, "images=")
     for where, image in _indexed(images, "images"):
         if not _is_image(image):
             raise TypeError(f"{where} is {type(image).__name__}, not an image: {ACCEPTED}")
+        _check_layout(where, image)
+        if vision is not None:
+            width, height = image_size(image)
+            why = vision.image_refusal(width, height)
+            if why:
+                raise ValueError(f"{where} is {width} x {height} pixels, too small or too thin for this model: {why}")
         if not arrays and not isinstance(image, Image.Image):
             raise TypeError(
                 f"{where} is a {type(image).__name__}, and this model's processor ({type(processor).__name__}) "
@@ -123,19 +264,73 @@ def check_images(images: Any, processor: Any, arrays: bool = True) -> None:
             )
 
 
+#: Image heights transformers' processors take for a channel axis when they guess where
+#: the channels are: a ``height x width x 3`` array 1, 3 or 4 rows tall is read as
+#: channels first, its rows as colours.
+AMBIGUOUS = (1, 3, 4)
+
+
+def _together(images: Any, vision: Any, what: str) -> None:
+    """Refuse images one processor call cannot take together (`Vision.images_refusal`)."""
+    leaves = [image for image in _leaves(images) if _is_image(image)]
+    if vision is None or len(leaves) < 2:
+        return
+    why = vision.images_refusal([image_size(image) for image in leaves])
+    if why:
+        raise ValueError(f"{what} cannot go through the processor together: {why}")
+
+
+def _check_layout(where: str, image: Any) -> None:
+    """Refuse an array or tensor whose channel axis is not where vlreg documents it (a
+    numpy array's last, a tensor's first), which the processor would read otherwise."""
+    shape = tuple(getattr(image, "shape", ()))
+    if len(shape) != 3:
+        return
+    tensor = isinstance(image, torch.Tensor)
+    channels, other = (shape[0], shape[-1]) if tensor else (shape[-1], shape[0])
+    if channels not in AMBIGUOUS and other in AMBIGUOUS:
+        kind, fix = (("torch tensor", "channels first (3 x height x width): pass tensor.permute(2, 0, 1)") if tensor
+                     else ("numpy array", "channels last (height x width x 3): pass array.transpose(1, 2, 0)"))
+        raise ValueError(f"{where} is a {kind} of shape {shape}, and vlreg takes a {kind} {fix}")
+
+
 def for_processor(images: Any, processor: Any) -> Any:
-    """``images`` as the processor takes them: as they are, but for an image processor of
-    transformers' older kind (neither the torchvision nor the PIL backend: Emu3's), whose
-    RGB conversion takes PIL images and numpy arrays only and fails deep inside on a torch
-    tensor; each tensor is handed to it as the numpy array of the same pixels and layout."""
+    """``images`` as the processor takes them, in the layouts vlreg documents, which no
+    processor can misread: a numpy array is ``height x width x channels``, a torch tensor
+    ``channels x height x width``, whatever their sizes.
+
+    transformers' image processors guess the channel axis from the sizes and take a first
+    axis of 1, 3 or 4 for it, so a numpy array (or, in the older processors, a PIL image)
+    1, 3 or 4 rows tall would be read with its rows as colours: such an array is handed
+    over channels first (a tensor to the torchvision and PIL backends; a numpy array, like
+    such a PIL image, to the older kind), where the guess is right. An image processor of
+    that older kind (Emu3's) also takes no torch tensor (its RGB conversion fails deep
+    inside on one): each is handed to it as the numpy array of the same pixels and layout."""
     from transformers.image_processing_backends import PilBackend, TorchvisionBackend
 
     image_processor = getattr(processor, "image_processor", None)
-    if images is None or image_processor is None or isinstance(image_processor, (PilBackend, TorchvisionBackend)):
+    if images is None or image_processor is None:
         return images
     if isinstance(images, (list, tuple)):
         return [for_processor(image, processor) for image in images]
-    return images.detach().cpu().numpy() if isinstance(images, torch.Tensor) else images
+    backend = isinstance(image_processor, (PilBackend, TorchvisionBackend))
+    if isinstance(images, torch.Tensor):
+        return images if backend else images.detach().cpu().numpy()
+    import numpy
+
+    if isinstance(images, numpy.ndarray) and images.ndim == 3 and images.shape[0] in AMBIGUOUS:
+        first = numpy.ascontiguousarray(numpy.moveaxis(images, -1, 0))
+        return torch.from_numpy(first) if backend else first
+    if not backend and _is_pil(images) and images.height in AMBIGUOUS:
+        rgb = images.convert("RGB") if getattr(image_processor, "do_convert_rgb", True) else images
+        return numpy.ascontiguousarray(numpy.moveaxis(numpy.asarray(rgb), -1, 0))
+    return images
+
+
+def _is_pil(image: Any) -> bool:
+    from PIL import Image
+
+    return isinstance(image, Image.Image)
 
 
 def _leaves(images: Any) -> Iterator[Any]:

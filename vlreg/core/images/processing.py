@@ -81,18 +81,18 @@ def configured(processor: Any, options: dict) -> Any:
 
 
 def image_size(image: Any) -> tuple[int, int]:
-    """``(width, height)`` of a PIL image, or of a numpy array or torch tensor as the
-    image processor reads it (channels first or last, as transformers infers them)."""
+    """``(width, height)`` of a PIL image, or of a numpy array or torch tensor in the
+    layout vlreg documents (a numpy array ``height x width x channels``, a tensor
+    ``channels x height x width``; either ``height x width``), which is how the processor
+    is handed them (`vlreg.core.images.inputs.for_processor`), whatever their sizes."""
     if hasattr(image, "size") and not callable(image.size) and not hasattr(image, "shape"):
         return tuple(image.size)
-    import numpy
-    from transformers.image_utils import get_image_size, infer_channel_dimension_format
-
-    array = image.detach().cpu().numpy() if hasattr(image, "detach") else numpy.asarray(image)
-    if array.ndim == 2:
-        return array.shape[1], array.shape[0]
-    height, width = get_image_size(array, infer_channel_dimension_format(array))
-    return int(width), int(height)
+    shape = tuple(image.shape)
+    if len(shape) == 2:
+        return int(shape[1]), int(shape[0])
+    if hasattr(image, "detach"):
+        return int(shape[2]), int(shape[1])
+    return int(shape[1]), int(shape[0])
 
 
 def as_pil(image: Any) -> Any:

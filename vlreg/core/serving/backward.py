@@ -25,7 +25,7 @@ from nnsight.intervention.interleaver import Mediator, OutOfOrderError
 
 from ..errors import OutOfOrder, Unavailable
 from .gradients import ACTIVE, Source, found, lay, strided, worker
-from .values import read_only_view
+from .guards import read_only_view
 
 _NativeTracer = native.__dict__.setdefault("_vlreg_native_tracer", native.BackwardTracer)
 _native_property = native.__dict__.setdefault("_vlreg_native_property", native._grad_property)

@@ -7,7 +7,7 @@ nnsight's hook on it never fires. The gradient the user means is that of the ten
 model goes on to use, mapped through the same view: the view's elements *are* that
 tensor's elements. So:
 
-* `mark` runs on every value as it is served (`serve_hooks`), handed what the location held.
+* `mark` runs on every value as it is served, handed what its `Site`'s location held.
   Its *source* is the tensor there whose elements it views (`source_of`), or the served
   tensor itself where it views none (a copy the model then uses in its place). A hook goes
   on the source there and then (once per source), so it sees the gradient of the source as
@@ -35,7 +35,6 @@ from greenlet import getcurrent
 from nnsight.intervention import backward as native
 from torch.autograd.graph import get_gradient_edge
 
-from .values import serve_hooks
 
 # Kept on nnsight's module, so every copy of this one shares them: a trace run as
 # remote="local" re-imports vlreg's modules for the server side.
@@ -207,7 +206,3 @@ def found(tensor: torch.Tensor) -> Source | None:
             return known
     return None
 
-
-
-if mark not in serve_hooks:
-    serve_hooks.append(mark)

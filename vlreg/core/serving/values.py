@@ -2,8 +2,8 @@
 
 A standard value is an nnsight `eproperty` with three additions:
 
-* its location is computed from the envoy it is read on (``at``), so one class serves
-  every family: the logits are wherever this model's ``lm_head`` is, the pattern is
+* its location is computed from the envoy it is read on (``at``, an `At`), so one class
+  serves every family: the logits are wherever this model's ``lm_head`` is, the pattern is
   inside whichever function the attention calls;
 * it refuses with `vlreg.Unavailable` when this load (or this trace's input) cannot
   serve it, before the model is asked for anything;
@@ -11,10 +11,15 @@ A standard value is an nnsight `eproperty` with three additions:
   image-token mask is derived from the prompt; a tower output the projector does not
   read), both assignments and in-place edits of the served tensor.
 
+Why it refuses is not the value's to say: the envoy asks the refusal table
+(`vlreg.core.serving.refusals`) before every read and write.
+
 What the user reads is a view of what the model holds (the tensor itself, an element
 of a tuple, a reshape), so in-place edits land. An assignment is mapped back to the
 model's layout by the value's ``writes`` function, which is handed the raw value at
-the location and the new one.
+the location and the new one. The location, the view and its inverse on one envoy are the
+value's `Site` (`value.site`). Inside ``with metric.backward():`` a value's ``.grad`` is the
+same view of the gradient of what the model holds there (`vlreg.core.serving.gradients`).
 
 A read the forward has already passed raises `vlreg.OutOfOrder`, naming the value, the
 one read before it and the order the forward computes them in.
@@ -23,90 +28,54 @@ one read before it and the order the forward computes them in.
 from __future__ import annotations
 
 import contextlib
-import functools
 from typing import Any, Callable, Iterator
 
 import torch
-from greenlet import getcurrent
 from nnsight.intervention.eproperty import eproperty
 from nnsight.intervention.interleaver import Mediator, OutOfOrderError
 
 from ..errors import OutOfOrder, ReadOnly
 from .batching import select, splice
-
-Predicate = Callable[[Any], "str | None"]
-
-#: What every served value passes through on its way to the user, ``hook(envoy, label,
-#: served, raw) -> served`` (``raw``: what the location held, which the preprocess viewed):
-#: `vlreg.core.serving.gradients` marks there where ``.grad`` finds the tensor the model goes
-#: on to use (the one place a served value meets gradients).
-serve_hooks: list[Callable[[Any, str, Any, Any], Any]] = []
-
+from .gradients import mark
+from .guards import read_only_view
+from .sites import At, Site, model_inputs
 
 class value(eproperty):
     """A standard value on a vlreg envoy.
 
+    Three concerns, each said once: where it is read (``at``, an `At`: the location, the
+    forward it is inside, which call), how it holds a batch of several invokes (``layout``),
+    and the view the user reads of what the model holds there (the decorated function, with
+    its inverse, `writes`). Why it is not served is the refusal table's
+    (`vlreg.core.serving.refusals`), asked by the envoy before every read and write.
+
     Args:
-        at: The location, relative to the envoy's path (``"output"``,
-            ``"source.attention_interface_1.input"``), or a function of the envoy giving
-            the whole location. A function may drill into an operation's source: it runs
-            in the trace, in forward order, like the read itself.
-        unavailable: A predicate on the envoy: ``None`` when the value can be served,
-            else the reason, one sentence that says what would help.
-        read_only: A predicate on the envoy: ``None`` when a write reaches the model,
-            else why it would not and what to edit instead.
-        needs_images: Whether the value exists only when the trace's input carries
-            images. ``None``: on a tower envoy yes (all the tower computes, and the
-            scatter), elsewhere no; the image-token mask says no (it is all False on a
-            text prompt); a text value only images make (DeepStack's) says yes.
-        inside: A function of the envoy giving the envoy whose forward the location is
-            an operation in (``lambda layer: layer.parent.parent``, the text model), for a
-            location in a forward no standard envoy of this value owns. That forward is
-            source-instrumented when the model is built, as it must be: first touching it
-            in a trace, once it is running, would serve nothing.
-        occurrence: A function of the envoy giving which call of the location, counted
-            from 0 in the run, this value is (one call site in a loop over the blocks, run
-            once per block: block k's is call k). ``None``: the next one.
-        calls: A function of the envoy giving how many times this run calls the location
-            (a projector run once per crop), read off the run's inputs: the value is then
-            served as a list, every call's in order, and assigned as one. ``None``: the
-            location is called once (the first call is served).
+        at: Where it is read: an `At`, or its ``path`` alone (``"output"``, a function of
+            the envoy giving the whole location).
         layout: How the value holds a batch of several invokes (see
             `vlreg.core.serving.batching`): ``"batch"``, ``"tokens"``, ``"image_tokens"``,
-            ``"rows"``, ``"streams"`` or ``"tower"``, or a function of the envoy giving one. ``None``: ``"tower"`` on a
-            tower envoy, else ``"batch"``.
+            ``"rows"``, ``"streams"`` or ``"tower"``, or a function of the envoy giving one.
+            ``None``: ``"tower"`` on a tower envoy, else ``"batch"``.
         description: One line shown beside the value in the envoy's repr (default: the
-            first line of the preprocess's docstring).
+            first line of the view's docstring).
     """
 
     def __init__(
         self,
-        at: "str | Callable[[Any], str]" = "output",
+        at: "At | str | Callable[[Any], str]" = "output",
         *,
-        unavailable: Predicate | None = None,
-        read_only: Predicate | None = None,
-        needs_images: bool | None = None,
-        inside: Callable[[Any], Any] | None = None,
-        occurrence: Callable[[Any], int] | None = None,
-        calls: Callable[[Any], int] | None = None,
         layout: "str | Callable[[Any], str] | None" = None,
         description: str | None = None,
     ) -> None:
-        super().__init__(key=at if isinstance(at, str) else None, description=description)
-        self.at = at
-        self.unavailable = unavailable
-        self.read_only = read_only
-        self.needs_images = needs_images
-        self.inside = inside
-        self.occurrence = occurrence
-        self.calls = calls
+        self.at = at if isinstance(at, At) else At(at)
+        super().__init__(key=self.at.path if isinstance(self.at.path, str) else None, description=description)
         self.layout = layout
+        self._rebuild: Callable[[Any, Any, Any], Any] | None = None
         self._views: Callable[[Any, Any, Any], bool] | None = None
-        self._raw: Any = None  # what the preprocess last viewed, for serve_hooks
 
     def __call__(self, preprocess: Callable) -> "value":
         key = self.key
-        super().__call__(_keeping_raw(self, preprocess))
+        super().__call__(preprocess)
         self.key = key  # the location is ``at``, never the stub's name
         if self.description is None and preprocess.__doc__:
             self.description = preprocess.__doc__.strip().splitlines()[0]
@@ -130,7 +99,7 @@ class value(eproperty):
         return descriptor_of, (class_reference(self.owner), self.name)
 
     def writes(self, rebuild: Callable[[Any, Any, Any], Any]) -> "value":
-        """Map an assigned value back into the model's layout.
+        """Map an assigned value back into the model's layout: the view's inverse.
 
         ``rebuild(envoy, raw, new)`` gets the value as the model holds it at the
         location and the assigned one, and returns what the model should hold.
@@ -156,14 +125,28 @@ class value(eproperty):
         self._views = views
         return self
 
+    def site(self, envoy: Any) -> Site:
+        """This value on ``envoy`` as the model holds it: the location of what the model
+        computes, the view of it the user reads, and that view's inverse (`Site`). The one
+        place a served value meets the tensor the model computes: every read and write goes
+        through it (outside a trace, for a value whose ``at`` is a path; a drilled location
+        exists only while the trace runs)."""
+
+        def bound(function: Callable | None) -> Callable | None:
+            return None if function is None else (lambda *args: function(envoy, *args))
+
+        return Site(self.at.location(envoy), bound(self._preprocess), bound(self._rebuild), bound(self._views))
+
     def _location(self, obj: Any) -> str:
-        if callable(self.at):
-            return self.at(obj)
-        return f"{obj.path}.{self.at}"
+        return self.at.location(obj)
+
+    @property
+    def reads_model_inputs(self) -> bool:
+        """Whether the value is read off what the model itself is called with (`model_inputs`)."""
+        return self.at.path is model_inputs
 
     def location(self, envoy: Any) -> str:
-        """Where this value is read on ``envoy`` (outside a trace, for a value whose
-        ``at`` is a path; a drilled location exists only while the trace runs)."""
+        """Where this value is read on ``envoy`` (`site`'s location)."""
         return self._location(envoy)
 
     def __get__(self, obj: Any, owner: Any = None) -> Any:
@@ -171,32 +154,34 @@ class value(eproperty):
             return self
         obj.refuse(self.name)
         label = obj.label(self.name)
-        if self.calls is not None:
-            return [self._one(obj, owner, label, call) for call in range(self.calls(obj))]
+        if self.at.calls is not None:
+            return [self._one(obj, owner, label, call) for call in range(self.at.calls(obj))]
         return self._one(obj, owner, label, self._pin(obj))
 
     def _one(self, obj: Any, owner: Any, label: str, occurrence: int | None) -> Any:
         with _in_order(obj, label, occurrence), _served_whole(obj, label, self.layout_on(obj)) as group:
-            served = super().__get__(obj, owner) if self._views is None else self._as_view(obj)
+            served, raw = (super().__get__(obj, owner), None) if self._transform is not None else self._read(obj)
         if group is not None:
             served = select(self.layout_on(obj), served, group, obj.run)
         reason = obj.why_read_only(self.name)
         if reason is not None and isinstance(served, torch.Tensor):
             served = read_only_view(served, f"{label} cannot be written: {reason}")
-        raw, self._raw = self._raw, None
-        for hook in serve_hooks:  # gradients: see serve_hooks
-            served = hook(obj, label, served, raw)
-        return served
+        return mark(obj, label, served, raw)
 
-    def _as_view(self, obj: Any) -> Any:
-        """The served value as a view of what the model holds (`viewable`)."""
-        location = self._location(obj)
-        raw = Mediator.value(location)
-        served = self._preprocess(obj, raw)
-        if self._views(obj, served, raw):
-            return served
-        Mediator.swap(location, self._rebuild(obj, raw, served))
-        return self._preprocess(obj, Mediator.value(location))
+    def _read(self, obj: Any) -> tuple[Any, Any]:
+        """The served value through its `Site`, and what the model held there (``raw``,
+        which `mark` finds its gradient's source in). A value the preprocess had to copy
+        is written into the model and read again, a view of it now (`viewable`). A value
+        with a ``transform`` (`copied`) is nnsight's to serve: its copy is what the model
+        goes on to use, its own source."""
+        site = self.site(obj)
+        raw = Mediator.value(site.location)
+        served = site.read(raw)
+        if site.views is None or site.views(served, raw):
+            return served, raw
+        Mediator.swap(site.location, site.write(raw, served))
+        raw = Mediator.value(site.location)
+        return site.read(raw), raw
 
     def __set__(self, obj: Any, new: Any) -> None:
         obj.refuse(self.name)
@@ -204,8 +189,8 @@ class value(eproperty):
         if reason is not None:
             raise ReadOnly(f"{obj.label(self.name)} cannot be written: {reason}")
         label, layout = obj.label(self.name), self.layout_on(obj)
-        if self.calls is not None:
-            calls = self.calls(obj)
+        if self.at.calls is not None:
+            calls = self.at.calls(obj)
             if not isinstance(new, (list, tuple)) or len(new) != calls:
                 raise ValueError(f"{label} is served per call ({calls} in this run): assign a list of {calls}")
             for call, each in enumerate(new):
@@ -218,23 +203,34 @@ class value(eproperty):
             super().__set__(obj, new)
 
     def _pin(self, obj: Any) -> int | None:
-        return None if self.occurrence is None else self.occurrence(obj)
+        return None if self.at.occurrence is None else self.at.occurrence(obj)
 
     def layout_on(self, obj: Any) -> str:
         """The value's batch layout on ``obj`` (see ``layout``)."""
         layout = self.layout(obj) if callable(self.layout) else self.layout
-        return layout or ("tower" if obj._tower is not None else "batch")
+        return layout or ("tower" if obj.place.tower is not None else "batch")
 
 
-def _keeping_raw(served: value, preprocess: Callable) -> Callable:
-    """``preprocess``, keeping on ``served`` the raw value it views, for `serve_hooks`."""
+class built(value):
+    """A value whose `Site` a function of the envoy builds whole (the location, the view and
+    its inverse): ``vision.image_features``, whose site the family's entry builds
+    (`Entry.features`). ``inside`` and ``occurrence`` are as `At`'s."""
 
-    @functools.wraps(preprocess)
-    def view(envoy: Any, raw: Any) -> Any:
-        served._raw = raw
-        return preprocess(envoy, raw)
-
-    return view
+    def __init__(
+        self,
+        site: Callable[[Any], Site],
+        *,
+        inside: Callable[[Any], Any] | None = None,
+        occurrence: Callable[[Any], int] | None = None,
+        layout: "str | Callable[[Any], str] | None" = None,
+        description: str | None = None,
+    ) -> None:
+        super().__init__(At(lambda envoy: site(envoy).location, inside=inside, occurrence=occurrence),
+                         layout=layout, description=description)
+        self.site = site  # type: ignore[method-assign]
+        self(lambda envoy, raw: site(envoy).read(raw))
+        self.writes(lambda envoy, raw, new: site(envoy).write(raw, new))
+        self.viewable(lambda envoy, served, raw: True)  # served as a view as the site says (`Site.views`)
 
 
 @contextlib.contextmanager
@@ -288,61 +284,6 @@ def _out_of_order(model: Any, label: str, previous: str | None) -> str:
     )
 
 
-def _tracing() -> bool:
-    """Whether this code runs as a trace's intervention (in an nnsight worker)."""
-    return getattr(getcurrent(), "mediator", None) is not None
-
-
-#: Tensor methods whose name ends in "_" that change no values.
-_NOT_EDITS = frozenset({"requires_grad_", "retain_grad", "share_memory_", "pin_memory", "detach_"})
-_AUGMENTED = frozenset(
-    f"__i{op}__"
-    for op in ("add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "and", "or", "xor", "lshift", "rshift", "matmul")
-)
-
-
-def _edits(func: Any, args: tuple, kwargs: dict) -> bool:
-    """Whether ``func(*args, **kwargs)`` writes into ``args[0]`` (or into ``out=``)."""
-    if isinstance(kwargs.get("out"), ReadOnlyTensor):
-        return True
-    if not args or not isinstance(args[0], ReadOnlyTensor):
-        return False
-    name = getattr(func, "__name__", "")
-    if name == "__setitem__" or name in _AUGMENTED:
-        return True
-    return name.endswith("_") and not name.startswith("_") and name not in _NOT_EDITS
-
-
-class ReadOnlyTensor(torch.Tensor):
-    """A served value whose writes would not reach the model.
-
-    It shares the storage of what the model holds (no copy). Inside a trace an in-place
-    edit of it raises `ReadOnly` with the value's reason; everything else, and anything
-    after the trace, behaves as the plain tensor (results are plain tensors).
-    """
-
-    _vlreg_reason = "this value cannot be written"
-
-    @classmethod
-    def __torch_function__(cls, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
-        kwargs = kwargs or {}
-        if _edits(func, args, kwargs) and _tracing():
-            target = kwargs.get("out") if isinstance(kwargs.get("out"), ReadOnlyTensor) else args[0]
-            raise ReadOnly(target._vlreg_reason)
-        with torch._C.DisableTorchFunctionSubclass():
-            return func(*args, **kwargs)
-
-    def __repr__(self, *, tensor_contents: Any = None) -> str:
-        return repr(self.as_subclass(torch.Tensor))
-
-
-def read_only_view(tensor: torch.Tensor, reason: str) -> ReadOnlyTensor:
-    """``tensor`` as a `ReadOnlyTensor` (same storage) that refuses edits with ``reason``."""
-    view = tensor.as_subclass(ReadOnlyTensor)
-    view._vlreg_reason = reason
-    return view
-
-
 def first(raw: Any) -> Any:
     """The first element of a module's tuple output, or the output itself."""
     return raw[0] if isinstance(raw, tuple) else raw
@@ -353,7 +294,7 @@ def with_first(envoy: Any, raw: Any, new: Any) -> Any:
     return (new, *raw[1:]) if isinstance(raw, tuple) else new
 
 
-def argument(index: "int | str", at: "str | Callable[[Any], str]", *, copy: bool = False, **options: Any) -> value:
+def argument(index: "int | str", at: "At | str | Callable[[Any], str]", *, copy: bool = False, **options: Any) -> value:
     """A value that is the ``index``-th positional argument (or, for a name, the keyword
     argument) of the call at ``at`` (a ``.input`` location, served as ``(args, kwargs)``).
     With ``copy``, served as a copy written back (see `copied`)."""
@@ -373,7 +314,7 @@ def argument(index: "int | str", at: "str | Callable[[Any], str]", *, copy: bool
     return served.transform(lambda envoy, view, raw: rebuild(envoy, raw, view)) if copy else served
 
 
-def returned(at: "str | Callable[[Any], str]" = "output", *, element: int = 0, **options: Any) -> value:
+def returned(at: "At | str | Callable[[Any], str]" = "output", *, element: int = 0, **options: Any) -> value:
     """A value that is a module's or call's output, or its ``element``-th if a tuple."""
 
     def read(envoy: Any, raw: Any) -> Any:
@@ -385,7 +326,7 @@ def returned(at: "str | Callable[[Any], str]" = "output", *, element: int = 0, *
     return value(at, **options)(read).writes(rebuild)
 
 
-def copied(at: "str | Callable[[Any], str]" = "output", **options: Any) -> value:
+def copied(at: "At | str | Callable[[Any], str]" = "output", **options: Any) -> value:
     """`returned`, for a tensor torch forbids editing in place (one of several views a
     function such as ``unbind`` returns): served as a copy that is written back when the
     trace moves on, so in-place edits land all the same."""

@@ -17,10 +17,11 @@ from .gradients import GradientConformance
 from .helpers import image, lit
 from .linear import LinearAttentionConformance
 from .mamba import MambaConformance
+from .published import PublishedWidths
 from .remote import RemoteConformance
 from .text import TextConformance
 from .vision import VisionConformance
 
 __all__ = ["TextConformance", "VisionConformance", "ExpertsConformance", "LinearAttentionConformance", "MambaConformance",
-           "CrossAttentionConformance", "AnalysisConformance", "RemoteConformance",
+           "CrossAttentionConformance", "AnalysisConformance", "RemoteConformance", "PublishedWidths",
            "GradientConformance", "image", "lit"]

@@ -4,7 +4,7 @@ The reference is plain autograd on the tensors the model uses: a first trace rea
 value's location, the tensor nnsight hands the model there (no vlreg value is read), keeps
 its gradient (``retain_grad``) and the order gradients arrive in (plain tensor hooks), and
 computes by ``torch.autograd.grad`` what an edit of one value's gradient does upstream. The
-expected gradient of a value is its own view (the value's preprocess) applied to those
+expected gradient of a value is its own view (its `Site`'s read) applied to those
 gradients. A second trace reads the served values and, inside ``with metric.backward():``,
 their ``.grad``, edits one, and must agree.
 
@@ -27,6 +27,7 @@ from torch.autograd.graph import get_gradient_edge
 
 from ...core.errors import Unavailable
 from ...core.serving.backward import GradientOutOfOrder
+from ...core.serving.sites import Site
 from ...core.serving.values import value
 
 SEED_VARIABLE = "VLREG_GRADIENT_SEED"
@@ -54,7 +55,7 @@ def sampled(model: Any, seed: int) -> list[tuple[Any, str]]:
         if envoy.why_unavailable(name) is not None:
             continue
         descriptor = getattr(type(envoy), name)
-        if descriptor.calls is not None:
+        if descriptor.at.calls is not None:
             continue  # per-call lists: each call is its module's own input or output
         if envoy.block_index is not None and envoy.block_index != stacks[id(_stack_of(envoy))][1]:
             continue
@@ -73,11 +74,11 @@ def _is_stack(envoy: Any) -> bool:
     return isinstance(getattr(envoy, "_module", None), torch.nn.ModuleList)
 
 
-def raw_at(envoy: Any, name: str) -> Any:
-    """In a trace: what nnsight hands the model at value ``name``'s location (before
-    vlreg's view), read at the occurrence the value is pinned to."""
+def raw_at(envoy: Any, name: str, site: Site) -> Any:
+    """In a trace: what nnsight hands the model at value ``name``'s `Site` (before vlreg's
+    view), read at the occurrence the value is pinned to."""
     descriptor: value = getattr(type(envoy), name)
-    location = descriptor._location(envoy)
+    location = site.location
     mediator = Mediator.current(location)
     pinned, kept = descriptor._pin(envoy), mediator.iteration
     if pinned is not None:
@@ -211,6 +212,7 @@ class _Reference:
     def __init__(self, model, chosen, args, kwargs, seed) -> None:
         self.chosen = chosen
         self.raws: list = []
+        self.sites: list[Site] = []  # each value's, taken in the trace (a drilled location needs it)
         self.views: dict = {}  # element -> its view of the raw value
         self.owners: dict = {}  # element -> ids of the raw tensors it views
         arrivals: list = []
@@ -224,7 +226,8 @@ class _Reference:
 
         with model.trace(*args, **kwargs):
             for index, (envoy, name) in enumerate(chosen):
-                raw = replaced(raw_at(envoy, name), {})  # its containers as read: a wrapper may refill them later
+                self.sites.append(getattr(type(envoy), name).site(envoy))
+                raw = replaced(raw_at(envoy, name, self.sites[-1]), {})  # its containers as read: a wrapper may refill them later
                 self.raws.append(raw)
                 self._elements(index, envoy, name)
                 for tensor in tensors(raw):
@@ -246,7 +249,7 @@ class _Reference:
     def _elements(self, index, envoy, name) -> None:
         raw = self.raws[index]
         carrying = [t for t in tensors(raw) if carries(t)]
-        for label, view in flat(_view(getattr(type(envoy), name))(envoy, raw), name):
+        for label, view in flat(self.sites[index].read(raw), name):
             if not isinstance(view, torch.Tensor):
                 continue
             key = (index, label)
@@ -292,14 +295,12 @@ class _Reference:
         value with a write-back, over one raw tensor."""
         reached = sorted((key for key in self.views if self.arrival(key) is not None), key=self.arrival)
         fit = [key for key in reached[1:-1] if key[1] == self.chosen[key[0]][1] and len(self.owners[key]) == 1
-               and getattr(getattr(type(self.chosen[key[0]][0]), key[1]), "_rebuild", None) is not None]
+               and self.sites[key[0]].write is not None]
         return fit[len(fit) // 2] if fit else None
 
     def _edit(self, seed) -> torch.Tensor:
         """Set the target's gradient to a random tensor; what that moves upstream, by autograd."""
         index, name = self.target
-        envoy = self.chosen[index][0]
-        descriptor = getattr(type(envoy), name)
         raw = self.raws[index]
         before = self.expected(self.target)
         generator = torch.Generator().manual_seed(seed + 1)
@@ -309,7 +310,7 @@ class _Reference:
         with forward_ad.dual_level():
             duals = _duals(raw, self.grads)
             served = forward_ad.make_dual(self.views[self.target].detach(), new)
-            rebuilt = descriptor._rebuild(envoy, replaced(raw, duals), served)
+            rebuilt = self.sites[index].write(replaced(raw, duals), served)
             (edited,) = [t for t, o in zip(tensors(rebuilt), tensors(raw)) if o is tensor]
             change = forward_ad.unpack_dual(edited).tangent.reshape(tensor.shape) - self.grads[owner]
         upstream = [key for key in self.edges if key != owner]
@@ -322,7 +323,7 @@ class _Reference:
         """The element's view of the raw tensors' gradients (with the edit's effect where it
         arrives after the edited one, unless not ``edited``)."""
         index, label = key
-        envoy, name = self.chosen[index]
+        name = self.chosen[index][1]
         raw = self.raws[index]
         grads = self.grads
         after = edited and self.target is not None and self.owners[key] != self.owners[self.target] and \
@@ -330,14 +331,9 @@ class _Reference:
         if after:
             grads = {owner: grad + self.moved.get(owner, 0) for owner, grad in grads.items()}
         with forward_ad.dual_level():
-            viewed = dict(flat(_view(getattr(type(envoy), name))(envoy, replaced(raw, _duals(raw, grads))), name))[label]
+            viewed = dict(flat(self.sites[index].read(replaced(raw, _duals(raw, grads))), name))[label]
             tangent = forward_ad.unpack_dual(viewed).tangent
         return torch.zeros_like(viewed) if tangent is None else tangent
-
-
-def _view(descriptor: value) -> Any:
-    """A value's own view of its raw value (its preprocess, not the one that keeps the raw)."""
-    return getattr(descriptor._preprocess, "__wrapped__", descriptor._preprocess)
 
 
 def _duals(raw: Any, grads: dict) -> dict[int, torch.Tensor]:

@@ -3,13 +3,31 @@ served values and blocks that several mixins take."""
 
 from __future__ import annotations
 
-from typing import Any
+import contextlib
+from typing import Any, Iterator
 
+import pytest
 import torch
 
 from ...core.envoys.standard import Standard
+from ...core.errors import Unavailable
 from ...core.envoys.text import Layer, Mlp
 from ...core.model import StandardizedTransformer
+
+
+@contextlib.contextmanager
+def refused_before_running(model: StandardizedTransformer, reason: str) -> Iterator[None]:
+    """Around code that must raise vlreg's `Unavailable` with ``reason`` (a pattern) in its
+    message, before the model's forward runs: a crash, or a refusal that comes after the
+    model ran, is no refusal."""
+    ran: list[bool] = []
+    handle = model._module.register_forward_pre_hook(lambda *args: ran.append(True))
+    try:
+        with pytest.raises(Unavailable, match=reason):
+            yield
+    finally:
+        handle.remove()
+    assert not ran, f"the model ran before the refusal ({reason!r})"
 
 
 def image(width: int, height: int, seed: int = 0) -> Any:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import warnings
 from typing import Any, ClassVar
 
@@ -11,12 +12,16 @@ import torch
 from ...core.envoys.linear import LinearAttention
 from ...core.envoys.mamba import Mamba
 from ...core.envoys.standard import Standard
+from ...core.envoys.support import named
 from ...core.envoys.text import Attention, Layer, Mlp
 from ...core.errors import ReadOnly, Unavailable
 from ...core.model import StandardizedTransformer
 from ..checkpoints import build
+from ..kit import chat
+from ..sampling import repeat, sample
 from .gradients import GradientConformance
-from .helpers import attention_blocks, image, sublayer_output, sublayers, text_rows, write_value, written
+from .helpers import (attention_blocks, image, refused_before_running, sublayer_output, sublayers, text_rows,
+                      write_value, written)
 from .remote import RemoteConformance
 from .trust import TextTrust
 
@@ -28,6 +33,9 @@ INTERIOR = (
     "attention_probabilities",
     "attention_head_outputs",
 )
+#: How many of the values `helpers.written` lists the write check writes in one run: each
+#: costs two traces, and a family serves 30 to 60 (`vlreg.testing.sampling`).
+WRITES = 8
 
 
 class TextConformance(TextTrust, RemoteConformance, GradientConformance):
@@ -38,7 +46,8 @@ class TextConformance(TextTrust, RemoteConformance, GradientConformance):
     * ``native``: standard names (dotted, from the root) and the native paths they must
       resolve to, e.g. ``{"layers": "model.language_model.layers"}``;
     * ``unavailable``: rows of ``support()`` expected unavailable on an eager image load,
-      each with a fragment its reason must contain;
+      each with a fragment its reason must contain; reading a row's value must raise
+      `Unavailable` with it, before the model runs;
     * ``plain_sum``: whether ``input + attention_output + mlp_output == layer_output`` on
       the family's blocks (a pre-norm block);
     * ``o_proj``: the attention's output projection, which maps the head outputs to the
@@ -109,9 +118,7 @@ class TextConformance(TextTrust, RemoteConformance, GradientConformance):
         text = text or self.text
         if model.processor is None:  # a base language model: the plain text
             return text
-        content = [{"type": "image"}] * self.text_images + [{"type": "text", "text": text}]
-        messages = [{"role": "user", "content": content}]
-        prompt = model.processor.apply_chat_template(messages, add_generation_prompt=generation, tokenize=False)
+        prompt = chat(model, text=text, images=self.text_images, generation=generation)
         if not self.text_images:
             return prompt
         pictures = [image(56, 56, seed) for seed in range(self.text_images)]
@@ -184,11 +191,12 @@ class TextConformance(TextTrust, RemoteConformance, GradientConformance):
     def test_every_value_written_reaches_the_logits_or_refuses(self, model):
         """A write to any served value either changes what the model computes (zeros,
         on random weights, move the logits) or is refused with `ReadOnly`, by assignment
-        and in place alike: no edit lands nowhere."""
+        and in place alike: no edit lands nowhere. `WRITES` of the values a run, drawn from
+        its seed: over runs, every one."""
         args, kwargs = self.order_input(model)
         with model.trace(*args, **kwargs):
             clean = model.logits.save()
-        for envoy, name in written(model):
+        for envoy, name in sample(written(model), WRITES, f"{type(self).__name__} writes"):
             reason = envoy.why_read_only(name)
             for way in ("assign", "in place"):
                 with model.trace(*args, **kwargs):
@@ -201,9 +209,9 @@ class TextConformance(TextTrust, RemoteConformance, GradientConformance):
                     out = model.logits.save()
                 label = envoy.label(name)
                 if reason is None:
-                    assert not torch.equal(out, clean), f"writing {label} ({way}) changed nothing"
+                    assert not torch.equal(out, clean), f"writing {label} ({way}) changed nothing ({repeat()})"
                 else:
-                    assert torch.equal(out, clean), f"{label} refused the write ({way}) but something changed"
+                    assert torch.equal(out, clean), f"{label} refused the write ({way}) but something changed ({repeat()})"
 
     # -- values ---------------------------------------------------------------
 
@@ -319,7 +327,7 @@ class TextConformance(TextTrust, RemoteConformance, GradientConformance):
             assert text_rows(rows, name) and all(rows[row] is None for row in text_rows(rows, name)), name
         for name in INTERIOR:
             assert text_rows(rows, f"self_attn.{name}"), name
-        refused = model.family.refuses  # what the family's claims declare they do not serve
+        refused = model.family.sentences  # what the family declares it never serves
         assert set(refused) <= set(rows), "support() lists every name a claim refuses"
         for row, reason in rows.items():
             if row in refused:
@@ -328,6 +336,17 @@ class TextConformance(TextTrust, RemoteConformance, GradientConformance):
                 assert reason is not None and self.unavailable[row] in reason, row
             else:
                 assert reason is None, f"{row}: {reason}"
+
+    def test_an_unavailable_value_is_refused_with_its_reason_before_the_model_runs(self, model):
+        if not self.unavailable:
+            pytest.skip("this family serves every value on an eager image load")
+        for row, found in [(row, named(model, row)) for row in self.unavailable]:
+            if found is None:  # a row that names no value: a trace input, a child
+                continue
+            envoy, name = found
+            with refused_before_running(model, re.escape(self.unavailable[row])):
+                with model.trace(self.text_prompt(model)):
+                    getattr(envoy, name).save()
 
     def test_a_trace_that_edits_leaves_the_weights_alone(self, model):
         before = {name: tensor.clone() for name, tensor in model._module.state_dict().items()}

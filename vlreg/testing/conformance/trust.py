@@ -16,6 +16,7 @@ import pytest
 import torch
 
 from ... import analysis
+from ...core.envoys.readout import as_returned
 from ...core.errors import Unavailable
 from ...core.serving.values import value
 from .helpers import attention_blocks, written
@@ -71,11 +72,12 @@ class TextTrust:
         torch.testing.assert_close(lens.float().softmax(-1), expected, atol=1e-4, rtol=1e-3)
         (token, probability), = analysis.top_tokens(model, lens, k=1)
         assert abs(probability - float(expected.max().detach())) < 1e-3
-        cap = getattr(model._module.config.get_text_config(), "final_logit_softcapping", None)
+        config = model._module.config.get_text_config()
+        cap, scale = getattr(config, "final_logit_softcapping", None), getattr(config, "logit_scale", None)
         if torch.equal(uncapped, logits):
             return
-        assert cap, "the logits differ from lm_head's output on a model with no final softcap"
-        torch.testing.assert_close(logits, torch.tanh(uncapped / cap) * cap)
+        assert cap or scale, "the logits differ from lm_head's output on a model with no logit scale or final softcap"
+        torch.testing.assert_close(logits, as_returned(model, uncapped))
 
     # -- invokes -----------------------------------------------------------------
 
@@ -152,7 +154,7 @@ class TextTrust:
                         with pytest.raises(Unavailable, match="differ"):
                             getattr(root, name)
                     elif sizes:
-                        assert getattr(root, name) == sizes.pop(), f"{root._label or 'model'}.{name}"
+                        assert getattr(root, name) == sizes.pop(), f"{root.place.label or 'model'}.{name}"
 
     def test_queries_and_keys_are_qk_head_dim_wide(self, model):
         """Every attention, text and tower, serves ``qk_head_dim``: the width of its
@@ -179,7 +181,7 @@ class TextTrust:
             if calls < 2:
                 continue
             served = getattr(type(envoy), "output", None)
-            assert isinstance(served, value) and served.calls is not None, (
+            assert isinstance(served, value) and served.at.calls is not None, (
                 f"{envoy.path} runs {calls} times in one forward and serves only its first call: declare it "
                 f"per call (vlreg.plugin.PerCall)"
             )
@@ -236,7 +238,7 @@ def _near_ends(model: Any) -> list:
         if envoy.block_index is None:
             chosen.append((envoy, name))
         elif layout not in ("batch", "tower"):
-            key = envoy._tower is not None
+            key = envoy.place.tower is not None
             blocks.setdefault(key, envoy.block_index)
             if blocks[key] == envoy.block_index:
                 chosen.append((envoy, name))
@@ -245,7 +247,7 @@ def _near_ends(model: Any) -> list:
 
 def _calls(model: Any, args: tuple, kwargs: dict) -> dict:
     """How many times one forward of the input calls each standard envoy's module."""
-    from ...core.envoys.standard import tree
+    from ...core.envoys.tree import tree
 
     envoys = {id(envoy._module): envoy for envoy in (visit.envoy for visit in tree(model)) if envoy is not model}
     for name in ("projector", "embed_tokens", "norm", "lm_head"):

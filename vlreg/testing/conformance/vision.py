@@ -10,12 +10,14 @@ import torch
 
 from ...core.envoys.vision import Vision, VisionAttention, VisionLayer, VisionMlp
 from ...core.errors import Unavailable
+from ..kit import chat
 from .helpers import image
 from .text import TextConformance
+from .trust_scale import ScaleTrust
 from .trust_vision import VisionTrust
 
 
-class VisionConformance(VisionTrust, TextConformance):
+class VisionConformance(ScaleTrust, VisionTrust, TextConformance):
     """What every vision-language family promises, on top of `TextConformance`.
 
     Also set:
@@ -43,9 +45,7 @@ class VisionConformance(VisionTrust, TextConformance):
     question: ClassVar[str] = "What is in this image?"
 
     def image_prompt(self, model: Any, images: int = 1, question: str | None = None) -> str:
-        content = [{"type": "image"}] * images + [{"type": "text", "text": question or self.question}]
-        messages = [{"role": "user", "content": content}]
-        return model.processor.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
+        return chat(model, text=question or self.question, images=images)
 
     def entry(self, model: Any) -> Any:
         """Where the scattered embeddings enter the text model's first stack, read in a
