@@ -299,10 +299,13 @@ def _pixel_metrics(model, prompt, images, runs, wanted, position) -> list[float]
 
 
 def _token_path(model, prompt, images, geometry, baseline, steps, batch, metric, target, position):
+    shape = (sum(image.tokens for image in geometry), model._module.config.get_text_config().hidden_size)
+    if isinstance(baseline, (str, torch.Tensor)):
+        _token_baseline(baseline, torch.empty(shape, device="meta"))  # refused before anything runs
+    else:
+        baseline = _features_of(model, prompt, baseline)
     with torch.no_grad(), model.trace(prompt, images=images):
         features = model.vision.image_features.detach().clone().save()
-    if not isinstance(baseline, (str, torch.Tensor)):
-        baseline = _features_of(model, prompt, baseline)
     base = _token_baseline(baseline, features)
     wanted = _fixed_target(model, prompt, images, metric, target, position, geometry[0].row)
     cache = model.vision.cache(prompt, images)
