@@ -4,6 +4,8 @@ geometry of views inside a batch, edits, and every refusal, in vlreg's words.
 `GradientConformance` checks every family's values against plain autograd; these are the
 behaviours a user meets on one family (Qwen2-VL, a tiny checkpoint)."""
 
+import contextlib
+
 import pytest
 import torch
 
@@ -13,6 +15,16 @@ from vlreg.testing.conformance import image
 
 CHECKPOINT = "qwen2_vl"
 
+
+@contextlib.contextmanager
+def refused_before_the_backward(model, pattern):
+    """Around a trace whose gradient must be refused with `Unavailable` matching ``pattern``
+    before the backward runs: no weight gets a gradient."""
+    model._module.zero_grad(set_to_none=True)  # what earlier tests' backwards left
+    with pytest.raises(Unavailable, match=pattern) as caught:
+        yield caught
+    assert "0x" not in str(caught.value) and ".i0" not in str(caught.value)  # no object ids, no nnsight names
+    assert all(parameter.grad is None for parameter in model._module.parameters()), "the backward ran first"
 
 def native_features_gradient(model, prompt, images, answer):
     """The features' gradient by plain torch: a forward hook on the merger keeps its output's."""
@@ -138,7 +150,7 @@ def test_a_forward_value_read_inside_the_backward_is_refused(model):
 
 def test_discrete_values_refuse_their_gradient(model):
     prompt, images = chat(model), [image(112, 84)]
-    with pytest.raises(Unavailable, match="vision.image_token_mask.grad is unavailable: it holds bool values .* discrete"):
+    with refused_before_the_backward(model, "vision.image_token_mask.grad is unavailable: it holds bool values .* discrete"):
         with model.trace(prompt, images=images):
             mask = model.vision.image_token_mask
             with model.logits[0, -1, 5].backward():
@@ -147,12 +159,12 @@ def test_discrete_values_refuse_their_gradient(model):
 
 def test_a_trace_without_gradients_refuses_before_the_backward_runs(model):
     prompt, images = chat(model), [image(112, 84)]
-    with pytest.raises(Unavailable, match="the metric has no gradient.*under torch.no_grad"):
+    with refused_before_the_backward(model, "the metric has no gradient.*under torch.no_grad"):
         with torch.no_grad(), model.trace(prompt, images=images):
             features = model.vision.image_features
             with model.logits[0, -1, 5].backward():
                 features.grad
-    with pytest.raises(Unavailable, match="vision.image_features.grad is unavailable: it was computed without gradient"):
+    with refused_before_the_backward(model, "vision.image_features.grad is unavailable: it was computed without gradient"):
         with model.trace(prompt, images=images):
             with torch.no_grad():
                 features = model.vision.image_features
@@ -163,7 +175,7 @@ def test_a_trace_without_gradients_refuses_before_the_backward_runs(model):
 
 def test_a_generate_trace_refuses_gradients(model):
     prompt, images = chat(model), [image(112, 84)]
-    with pytest.raises(Unavailable, match="generate trace runs without gradients"):
+    with refused_before_the_backward(model, "generate trace runs without gradients"):
         with model.generate(prompt, images=images, max_new_tokens=1):
             metric = model.logits[0, -1, 5]
             with metric.backward():
@@ -173,9 +185,19 @@ def test_a_generate_trace_refuses_gradients(model):
 def test_a_replayed_tower_cache_refuses_the_gradients_it_cannot_give(model):
     prompt, images = chat(model), [image(112, 84)]
     cache = model.vision.cache(prompt, images)
-    with pytest.raises(Unavailable, match="vision.image_features.grad is unavailable: this trace replays the tower"):
+    with refused_before_the_backward(model, "vision.image_features.grad is unavailable: this trace replays the tower"):
         with model.trace(prompt, images=images):
             cache.replay()
             features = model.vision.image_features
             with model.logits[0, -1, 5].backward():
                 features.grad
+
+
+def test_discrete_image_codes_refuse_their_gradient(loaded):
+    model = loaded("chameleon")
+    prompt = f"{model.processor.image_token}What is in this image?"  # the checkpoint has no chat template
+    with refused_before_the_backward(model, "vision.image_codes.grad is unavailable: it holds int32 values .* discrete"):
+        with model.trace(prompt, images=[image(112, 84)]):
+            codes = model.vision.image_codes
+            with model.logits[0, -1, 5].backward():
+                codes.grad
