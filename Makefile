@@ -64,6 +64,7 @@ demo: $(STAMP)
 bench: $(STAMP)
 	$(PY) benchmarks/run.py
 	$(PY) benchmarks/collect.py
+	$(PY) benchmarks/attribution.py
 
 # The NDIF server's own venv, so .venv and make test never see it. ndif 0.1.2 says
 # Python >= 3.12, but its sources run on 3.11 beside this stack (pip check is clean);

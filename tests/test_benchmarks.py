@@ -46,3 +46,17 @@ def test_a_gpu_run_says_plainly_when_there_is_no_gpu(tmp_path, capsys):
     assert run.main(["--smoke", "--device", "cuda", "--dtype", "bfloat16", "--out", str(tmp_path / "gpu.json")]) == 0
     assert "no CUDA device on this machine" in capsys.readouterr().out
     assert not (tmp_path / "gpu.json").exists()
+
+
+def test_the_attribution_benchmark_runs_and_reports(tmp_path, capsys):
+    """benchmarks/attribution.py on one scene: attribution patching against exact patching
+    on the toy (no figure asserted: a smoke run)."""
+    import attribution
+
+    out = tmp_path / "attribution.json"
+    assert attribution.main(["--scenes", "1", "--repeats", "1", "--out", str(out)]) == 0
+    summary = json.loads(out.read_text())["summary"]
+    assert -1 <= summary["spearman, lowest"] <= summary["spearman, median"] <= 1
+    assert summary["exact passes"] == 3 * 36 + 2 and summary["attribution passes"] == 3
+    assert summary["exact (s), median"] > 0 and summary["attribution (s), median"] > 0
+    assert "speed-up (wall time), median" in capsys.readouterr().out
