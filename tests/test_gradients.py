@@ -201,3 +201,44 @@ def test_discrete_image_codes_refuse_their_gradient(loaded):
             codes = model.vision.image_codes
             with model.logits[0, -1, 5].backward():
                 codes.grad
+
+
+def test_gradients_under_remote_local_are_the_local_ones(model):
+    """remote="local" serializes the trace as a request to NDIF: the gradients come back equal."""
+    prompt, images = chat(model), [image(112, 84)]
+    found = []
+    for remote in (False, "local"):
+        with model.trace(prompt, images=images, remote=remote):
+            features = model.vision.image_features
+            stream = model.layers[1].layer_output
+            with model.logits[0, -1, 5].backward(inputs=[features, stream]):
+                found.append((features.grad.save(), stream.grad.save()))
+    (features, stream), (remote_features, remote_stream) = found
+    assert torch.equal(features, remote_features) and torch.equal(stream, remote_stream)
+    assert features.abs().sum() > 0
+
+
+def test_gradients_of_an_offloaded_model_are_the_in_memory_ones(model, tmp_path):
+    """The tower on disk (accelerate loads its weights for each forward): its blocks', the
+    features' and the text blocks' gradients are the in-memory model's."""
+    import warnings
+
+    from vlreg.testing import load
+    from vlreg.testing.conformance.trust_scale import _on_disk
+
+    def gradients(loaded):
+        found = []
+        with loaded.trace(chat(loaded), images=[image(112, 84)]):
+            block = loaded.vision.layers[0].layer_output
+            features = loaded.vision.image_features
+            stream = loaded.layers[1].layer_output
+            with loaded.logits[0, -1, 5].backward(inputs=[block, features, stream]):
+                found.extend([block.grad.save(), features.grad.save(), stream.grad.save()])
+        return found
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # accelerate's note that offloaded weights are on the meta device
+        offloaded = load(CHECKPOINT, device=_on_disk(model, "vision"), offload_folder=str(tmp_path))
+    assert "disk" in set(offloaded._module.hf_device_map.values())
+    for in_memory, on_disk in zip(gradients(model), gradients(offloaded)):
+        torch.testing.assert_close(on_disk, in_memory)
