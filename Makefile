@@ -65,6 +65,7 @@ bench: $(STAMP)
 	$(PY) benchmarks/run.py
 	$(PY) benchmarks/collect.py
 	$(PY) benchmarks/attribution.py
+	$(PY) benchmarks/gradients.py
 
 # The NDIF server's own venv, so .venv and make test never see it. ndif 0.1.2 says
 # Python >= 3.12, but its sources run on 3.11 beside this stack (pip check is clean);

@@ -60,3 +60,15 @@ def test_the_attribution_benchmark_runs_and_reports(tmp_path, capsys):
     assert summary["exact passes"] == 3 * 36 + 2 and summary["attribution passes"] == 3
     assert summary["exact (s), median"] > 0 and summary["attribution (s), median"] > 0
     assert "speed-up (wall time), median" in capsys.readouterr().out
+
+
+def test_the_gradients_benchmark_runs_and_reports(tmp_path, capsys):
+    """benchmarks/gradients.py --smoke: vlreg's .grad against a hand autograd loop on the tiny
+    checkpoint (no timing asserted); the two read the same gradients."""
+    import gradients
+
+    out = tmp_path / "gradients.json"
+    assert gradients.main(["--smoke", "--out", str(out)]) == 0
+    results = json.loads(out.read_text())
+    assert results["equal to the hand loop's"] is True and results["gradients read"] == 3
+    assert results["vlreg / hand loop"] > 0 and "vlreg / hand loop" in capsys.readouterr().out
