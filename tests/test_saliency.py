@@ -85,6 +85,7 @@ def test_pixel_gradients_are_refused_where_none_reach_the_picture(loaded, name, 
     ({"baseline": [image(56, 56)]}, "a baseline image must have the size of the image it stands for"),
     ({"at": "tokens", "baseline": "grey"}, "a token baseline is 'zero', a tensor or images, not 'grey'"),
     ({"at": "tokens", "baseline": torch.zeros(3)}, "a token baseline is"),
+    ({"steps": 1024}, "with 1024 steps, the path from this baseline passes an image whose pixels are all at most 1"),
 ])
 def test_integrated_gradients_refuse_bad_options_before_the_model_runs(loaded, options, message):
     model = loaded("qwen2_vl")

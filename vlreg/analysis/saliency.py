@@ -249,6 +249,7 @@ def _pixel_path(model, prompt, images, geometry, baseline, steps, batch, metric,
     bases = [_pixel_baseline(baseline, picture, i) for i, picture in enumerate(originals)]
     if any(b.shape != o.shape for b, o in zip(bases, originals)):
         raise ValueError("a baseline image must have the size of the image it stands for")
+    _bright_enough(model, originals, bases, steps)
     wanted = _fixed_target(model, prompt, images, metric, target, position, geometry[0].row)
     ends = _pixel_metrics(model, prompt, images, [[o for o in originals], [b for b in bases]], wanted, position)
     total = [torch.zeros_like(o) for o in originals]
@@ -269,6 +270,19 @@ def _pixel_path(model, prompt, images, geometry, baseline, steps, batch, metric,
     maps = [((o - b) * t / steps).sum(0) for o, b, t in zip(originals, bases, total)]
     return IntegratedGradients(at="pixels", steps=steps, target=getattr(wanted, "token", None), position=position,
                                attributions=maps, metric=ends[0], baseline_metric=ends[1], geometry=geometry)
+
+
+def _bright_enough(model: Any, originals: list, bases: list, steps: int) -> None:
+    """Refuse a path with a point no pixel of which is above 1 (of 255): the image inputs'
+    check takes such floats for a 0..1 image and refuses it, in words about the user's input."""
+    if not getattr(getattr(model.processor, "image_processor", None), "do_rescale", False):
+        return
+    for alpha in _alphas(steps).tolist():
+        if any(0 < float((b + alpha * (o - b)).max()) <= 1 for o, b in zip(originals, bases)):
+            raise ValueError(
+                f"with {steps} steps, the path from this baseline passes an image whose pixels are all at most 1 "
+                f"of 255 (at {alpha:.4f} of the way), which the image processor would take for a 0..1 image: take "
+                f"fewer steps, or another baseline ('blur', or images as given)")
 
 
 class _Wanted:
