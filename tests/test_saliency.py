@@ -97,3 +97,40 @@ def test_integrated_gradients_refuse_bad_options_before_the_model_runs(loaded, o
     finally:
         handle.remove()
     assert not ran, "the model ran before the refusal"
+
+
+def relevancy_by_hand(model, prompt, picture, token):
+    """Chefer et al.'s rule with plain torch: forward hooks on the native attention modules
+    keep their eager patterns (their second output), autograd gives their gradients."""
+    kept = []
+
+    def keep(module, inputs, output):
+        kept.append(output[1])
+
+    handles = [layer.self_attn.register_forward_hook(keep) for layer in model._module.model.language_model.layers]
+    try:
+        logits = model._module(**model.processor(text=prompt, images=[picture], return_tensors="pt")).logits
+        grads = torch.autograd.grad(logits[0, -1, token], kept)
+    finally:
+        for handle in handles:
+            handle.remove()
+    relevance = torch.eye(kept[0].shape[-1])
+    for pattern, grad in zip(kept, grads):
+        relevance = relevance + (pattern[0] * grad[0]).clamp(min=0).mean(0).detach() @ relevance
+    return relevance[-1]
+
+
+def test_relevancy_is_chefers_rule_by_hand(loaded):
+    model = loaded("qwen2_vl")
+    prompt = chat(model)
+    found = analysis.relevancy(model, prompt, [PICTURE], target=5)
+    expected = relevancy_by_hand(model, prompt, PICTURE, 5)
+    torch.testing.assert_close(found.sequence, expected)
+    torch.testing.assert_close(found.tokens[0], expected[found.geometry[0].positions])
+    assert found.layers == tuple(range(model.num_layers)) and found.target == 5
+
+
+def test_relevancy_is_refused_where_the_pattern_is_not_formed(loaded):
+    model = loaded("qwen2_vl", attn_implementation="sdpa")
+    with refused_before_running(model, "relevancy is unavailable: it weighs the attention pattern"):
+        analysis.relevancy(model, chat(model), [PICTURE])

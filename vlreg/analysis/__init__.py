@@ -18,10 +18,13 @@ helper takes one prompt, or a list of prompts, with its images, as ``model.trace
 * `attribution_patching` (`attribution`): the first-order effect of patching every token of
   every block from a corrupt run, from one backward (AtP, with AtP*'s keys and queries);
 * `saliency`, `integrated_gradients` (`saliency`): gradient x input and integrated gradients
-  at the image tokens and at the pixels of the image as given.
+  at the image tokens and at the pixels of the image as given;
+* `relevancy` (`relevancy`): gradient-weighted attention relevancy of each image token
+  through the text blocks (Chefer et al. 2021).
 """
 
 from .attribution import Attribution, attribution_patching
+from .relevancy import Relevancy, relevancy
 from .saliency import IntegratedGradients, Saliency, integrated_gradients, saliency
 from .attention import ImageAttention, TowerPatterns, attention_to_images, tower_patterns
 from .compare import compare_streams
@@ -56,4 +59,6 @@ __all__ = [
     "saliency",
     "IntegratedGradients",
     "integrated_gradients",
+    "Relevancy",
+    "relevancy",
 ]

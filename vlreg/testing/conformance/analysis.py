@@ -111,6 +111,12 @@ class AnalysisConformance:
             return together.per_token(0).shape == (tokens,) and scale > 0 and bool(first.isfinite().all()) \
                 and torch.allclose(first, second, rtol=2e-2, atol=2e-2 * scale)
 
+        def relevancy() -> bool:
+            found = analysis.relevancy(model, prompt, images)
+            # the identity's diagonal plus what the blocks add: the position's own relevancy is at least 1
+            return found.tokens[0].shape == (tokens,) and bool(found.sequence.isfinite().all()) \
+                and bool((found.sequence >= 0).all()) and float(found.sequence[found.position]) >= 1
+
         batch = max(1, (tokens + 1) // 2)
         return {
             "logit_lens": lambda: analysis.logit_lens(model, prompt, images, top=2).top_ids[0].shape[1] == tokens,
@@ -132,4 +138,5 @@ class AnalysisConformance:
             "attribution_patching": attribution_patching,
             "saliency": saliency,
             "integrated_gradients": integrated_gradients,
+            "relevancy": relevancy,
         }
