@@ -88,7 +88,7 @@ class Batches:
             saved = self._in_range(saved)
         if self.kind == "tower":
             return self._tower(images, prompts, saved)
-        if self.cross:
+        if self.cross and self.at == "image":  # the states at the image's positions; the text's are the stream's
             return self._cross(images, prompts, saved)
         return self._tokens(images, prompts, mask.bool(), image_mask, saved)
 
@@ -171,8 +171,9 @@ class Batches:
         return found
 
     def _cross(self, images, prompts, saved) -> list[Rows]:
-        """Each image's rows on a cross-attention family: the states at its positions
-        (``vision.image_features``, the one value collected at the image there)."""
+        """Each image's rows on a cross-attention family at ``at="image"``: the states at its
+        positions (``vision.image_features``, the one value collected at the image there).
+        Stream values at the text's positions are rows of tokens, as on any family."""
         found = []
         for row, (image, prompt) in enumerate(zip(images, prompts)):
             geometry = self.geometry(prompt, image)

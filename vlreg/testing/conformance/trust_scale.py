@@ -92,6 +92,8 @@ class ScaleTrust:
                 close(store[value][rows], own)
             boxes = geometry.boxes.float() if grids else torch.full((len(store.index.box[rows]), 4), float("nan"))
             assert torch.equal(store.index.box[rows].nan_to_num(-1), boxes.nan_to_num(-1))
+        if _not_in_stream(model) is not None:  # cross-attention: the stream is collected at the text's tokens
+            _text_rows_are_each_prompts_own(model, pictures, prompt, tmp_path / "text")
         try:
             collect(model, values, pictures, tmp_path / "half", prompt=prompt, batch=2, dtype="float16", progress=False)
         except ValueError as error:
@@ -199,6 +201,22 @@ class ScaleTrust:
         with torch.no_grad(), offloaded.trace(args, **kwargs):
             features_on_disk, logits_on_disk = offloaded.vision.image_features.save(), offloaded.logits.save()
         assert torch.equal(features_on_disk, features) and torch.equal(logits_on_disk, logits)
+
+
+def _text_rows_are_each_prompts_own(model: Any, pictures: dict, prompt: str, folder: Any) -> None:
+    """A stream value collected at ``at="text"`` on a cross-attention family: each image's
+    rows are its prompt's tokens in a trace of it alone, [tokens, hidden] (they were read
+    as the image's cross-attention positions, a few scalars an image)."""
+    from ...collect import collect, open_store
+
+    collect(model, ["layers[0].layer_output"], pictures, folder, prompt=prompt, at="text", batch=2, progress=False)
+    store = open_store(folder)
+    (full,) = set(store.prompts.values())
+    for name, picture in pictures.items():
+        with torch.no_grad(), model.trace(full, images=[picture]):
+            mask = model.vision.image_token_mask.save()
+            own = model.layers[0].layer_output.save()
+        close(store["layers[0].layer_output"][store.index.rows(name)], own[0][~mask[0]])
 
 
 def _on_disk(model: Any, name: str) -> dict[str, str]:
