@@ -165,6 +165,18 @@ def test_a_float16_store_refuses_what_float16_cannot_hold(folder, tmp_path):
     assert stored.manifest["dtype"] == "bfloat16" and stored["layers[0].input"][:].isfinite().all()
     with pytest.raises(ValueError, match=r"dtype='int8' is not a floating-point dtype .*'bfloat16' \('bf16'\)"):
         collect(model, ["layers[0].input"], folder, tmp_path / "ints", dtype="int8", progress=False)
+    one = {"photo0.png": pictures(folder)["photo0.png"]}
+    for value, dtype, stored in ((65519.0, "float16", 65504.0), (3.4e38, "bfloat16", None)):
+        with torch.no_grad():  # the text rows of layers[0].input are the embeddings: ``value`` and zeros
+            model.embed_tokens.weight.zero_()[:, 0] = value
+        if stored is None:  # past bfloat16's range: the refusal names the wider dtype, not bfloat16 again
+            with pytest.raises(ValueError, match=r"past bfloat16's largest value .*dtype='float32', into"):
+                collect(model, ["layers[0].input"], one, tmp_path / dtype, prompt=QUESTION, at="text", dtype=dtype,
+                        progress=False)
+            continue
+        collect(model, ["layers[0].input"], one, tmp_path / dtype, prompt=QUESTION, at="text", dtype=dtype,
+                progress=False)  # 65519 rounds to float16's largest, 65504: finite, so stored
+        assert set(open_store(tmp_path / dtype)["layers[0].input"][:][:, 0].tolist()) == {stored}
 
 
 def test_a_dataset_with_a_key_and_a_prompt_column(qwen, folder, tmp_path):

@@ -94,17 +94,18 @@ class Batches:
 
     def _in_range(self, saved: list) -> list:
         """The values as stored, after refusing one the store's dtype cannot hold: a finite
-        value past its largest (float16's 65504; real checkpoints' massive activations
-        reach 1e5) would be stored as inf."""
+        value that rounds past its largest (float16's 65504; real checkpoints' massive
+        activations reach 1e5) would be stored as inf. One that rounds to the largest
+        (float16's 65504 to 65519) is stored."""
         values, peaks = saved[: len(self.sites)], saved[len(self.sites):]
         largest = torch.finfo(self.dtype).max
+        wider = "'float32'" if self.dtype == torch.bfloat16 else "'bfloat16' (float32's range, in as little disk) or 'float32'"
         for site, peak in zip(self.sites, peaks):
-            if float(peak) > largest:
+            if not torch.isfinite(peak.to(self.dtype)):
                 raise ValueError(
                     f"{site.name} reaches {float(peak):.4g} in this batch, past {str(self.dtype).removeprefix('torch.')}'s "
                     f"largest value ({largest:.6g}), so the store would hold inf where the model computed a finite "
-                    f"value: collect with dtype='bfloat16' (float32's range, in as little disk) or 'float32', into "
-                    f"another folder (the shards written so far are kept)")
+                    f"value: collect with dtype={wider}, into another folder (the shards written so far are kept)")
         return values
 
     def _groups(self, images: Sequence[Any], prompts: Sequence[str]) -> list[list[int]]:
