@@ -2,6 +2,7 @@
 boxes the geometry's, its index aligned with every value; bad input is refused before
 the model runs."""
 
+import numpy
 import pytest
 import torch
 from PIL import Image
@@ -133,6 +134,24 @@ def test_a_second_family_and_tower_values(llava, qwen, folder, tmp_path):
         rows = store.index.rows(name)
         assert torch.allclose(store["vision.tower_output"][rows], out.reshape(-1, out.shape[-1]), atol=1e-5)
         assert store.index.box[rows].isnan().all()
+
+
+def test_transparent_and_16_bit_files_are_their_own_trace(qwen, tmp_path):
+    """A half-transparent PNG and a 16-bit grey PNG: each image's rows are a trace of the
+    file opened with PIL, whose transparency the processor lays over white (the loader
+    dropped it instead), and the 16-bit file's are the 8-bit grey image's (each value
+    times 257, which the RGB conversion clipped to white)."""
+    pixels = torch.randint(0, 256, (56, 84, 3), generator=torch.Generator().manual_seed(9), dtype=torch.uint8).numpy()
+    grey = Image.fromarray(pixels).convert("L")
+    files = tmp_path / "files"
+    files.mkdir()
+    Image.fromarray(numpy.concatenate([pixels, numpy.full((56, 84, 1), 128, numpy.uint8)], -1), "RGBA").save(files / "clear.png")
+    Image.fromarray(numpy.asarray(grey).astype(numpy.uint16) * 257).save(files / "deep.png")
+    collect(qwen, ["vision.image_features"], files, tmp_path / "store", prompt=QUESTION, batch=2, progress=False)
+    store = open_store(tmp_path / "store")
+    for name, same in (("clear.png", Image.open(files / "clear.png")), ("deep.png", grey)):
+        _, _, features = alone(qwen, full(qwen), same, lambda m: (m.vision.image_features,))
+        assert torch.allclose(store["vision.image_features"][store.index.rows(name)], features, atol=1e-5), name
 
 
 def test_store_dtype_halves_the_disk(qwen, folder, tmp_path):

@@ -13,7 +13,7 @@ from typing import Any, Iterator
 
 import torch
 
-from .processing import MEDIA, image_size
+from .processing import MEDIA, as_rgb, image_size
 
 ACCEPTED = (
     "images= takes a PIL image, a numpy array (height x width x 3, uint8) or a torch tensor "
@@ -305,7 +305,9 @@ def for_processor(images: Any, processor: Any) -> Any:
     over channels first (a tensor to the torchvision and PIL backends; a numpy array, like
     such a PIL image, to the older kind), where the guess is right. An image processor of
     that older kind (Emu3's) also takes no torch tensor (its RGB conversion fails deep
-    inside on one): each is handed to it as the numpy array of the same pixels and layout."""
+    inside on one): each is handed to it as the numpy array of the same pixels and layout.
+    Every image has three colour channels by then (`as_rgb`: grey, transparent and 16-bit
+    images as the PIL image of them made RGB)."""
     from transformers.image_processing_backends import PilBackend, TorchvisionBackend
 
     image_processor = getattr(processor, "image_processor", None)
@@ -314,6 +316,7 @@ def for_processor(images: Any, processor: Any) -> Any:
     if isinstance(images, (list, tuple)):
         return [for_processor(image, processor) for image in images]
     backend = isinstance(image_processor, (PilBackend, TorchvisionBackend))
+    images = as_rgb(images)
     if isinstance(images, torch.Tensor):
         return images if backend else images.detach().cpu().numpy()
     import numpy
