@@ -24,8 +24,9 @@ from .helpers import image
 #: Thin sizes (width, height), as a hostile user passes them: arrays 1, 3 or 4 rows tall
 #: were read channels first. Each family takes two, chosen by its class's name.
 THIN = ((40, 3), (40, 4), (3, 40), (40, 1), (1, 40), (64, 3))
-#: Tiny and far-from-square sizes, which crashed inside transformers on some families.
-SMALL = ((1, 1), (2, 2), (16, 16), (200, 3))
+#: Tiny and far-from-square sizes, which crashed inside transformers on some families (the
+#: Qwen processors' resize refuses a side over 200 times the other).
+SMALL = ((1, 1), (2, 2), (16, 16), (200, 3), (1, 201))
 
 
 def close(value: torch.Tensor, want: torch.Tensor) -> None:
