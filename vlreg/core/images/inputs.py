@@ -128,9 +128,16 @@ def _placed_by_the_processor(model: Any, prompts: list, images: Any, token: str)
         cause = None
     if placed:
         return
+    tokenizer = getattr(model.processor, "tokenizer", None)
+    owner = next((f"model.{name}" for name, part in (("processor", model.processor), ("tokenizer", tokenizer))
+                  if getattr(part, "chat_template", None)), None)
+    if owner is None:  # Chameleon's: no chat template to point to
+        raise ValueError(f"the prompt holds no image placeholder ({token!r}), so the images have nowhere to go, and "
+                         f"this model has no chat template to write one: put {token} where each image goes "
+                         f"('{token}What is in this image?')") from cause
     raise ValueError(
         f"the prompt holds no image placeholder ({token!r}), so the images have nowhere to go: write the prompt "
-        f"with the chat template, an {{'type': 'image'}} entry where each image goes (model.processor."
+        f"with the chat template, an {{'type': 'image'}} entry where each image goes ({owner}."
         f"apply_chat_template([{{'role': 'user', 'content': [{{'type': 'image'}}, {{'type': 'text', 'text': "
         f"'...'}}]}}], add_generation_prompt=True, tokenize=False)), or put {token} where each image goes"
     ) from cause
