@@ -13,7 +13,7 @@ from typing import Any, Iterator
 
 import torch
 
-from .processing import MEDIA, as_rgb, image_size
+from .processing import MEDIA, as_rgb, image_size, takes_text_alone
 
 ACCEPTED = (
     "images= takes a PIL image, a numpy array (height x width x 3, uint8) or a torch tensor "
@@ -45,6 +45,13 @@ def check_invokes(model: Any, invokes: list) -> None:
     carrying = [kwargs["images"] for _, kwargs in invokes if kwargs.get("images") is not None]
     if len(carrying) > 1:  # every invoke's images go through one processor call
         _together(carrying, model.__dict__.get("vision"), "the invokes' images")
+    texts = [_texts(inputs[0] if inputs else kwargs.get("text")) for inputs, kwargs in invokes]
+    pixels = any(kwargs.get("pixel_values") is not None for _, kwargs in invokes)
+    if not carrying and not pixels and model.processor is not None and None not in texts:
+        if not takes_text_alone(model.processor):  # PaliGemma's: transformers' words, deep in the pipeline
+            raise ValueError(
+                f"this model's processor ({type(model.processor).__name__}) takes no prompt without an image: pass "
+                f"images=[...] with it, or load with task='text-generation' (the default) to trace text alone")
 
 
 def _token(model: Any) -> str | None:

@@ -7,6 +7,7 @@ a trace's options, the encoding a trace makes, and the images in order however n
 
 from __future__ import annotations
 
+import weakref
 from typing import Any, Sequence
 
 #: The trace keywords that carry media to the processor.
@@ -144,3 +145,26 @@ def as_rgb(image: Any) -> Any:
     pixels = numpy.ascontiguousarray(pixels[..., 0] if pixels.ndim == 3 and pixels.shape[-1] == 1 else pixels)
     rgb = numpy.asarray(as_rgb(Image.fromarray(pixels)))
     return torch.from_numpy(numpy.ascontiguousarray(numpy.moveaxis(rgb, -1, 0))) if tensor else rgb
+
+
+_ALONE: "weakref.WeakKeyDictionary[Any, bool]" = weakref.WeakKeyDictionary()
+
+
+def takes_text_alone(processor: Any) -> bool:
+    """Whether ``processor`` encodes a prompt given no image, as a text-only trace calls it
+    (PaliGemma's refuses one), asked once per processor."""
+    try:
+        return _ALONE[processor]
+    except (KeyError, TypeError):
+        pass
+    try:
+        processor(text=["Hello"], return_tensors="pt")
+    except ValueError:
+        found = False
+    else:
+        found = True
+    try:
+        _ALONE[processor] = found
+    except TypeError:  # not weakly referable: asked again next time
+        pass
+    return found
