@@ -6,11 +6,10 @@ from pathlib import Path
 
 import pytest
 import torch
-from PIL import Image
 
 from vlreg_qwen2_vl import plugin as qwen2_vl
 from vlreg import OutOfOrder, ReadOnly, StandardizedTransformer, Unavailable, analysis, hookimpl
-from vlreg.core.host import hookspecs, plugins
+from vlreg.core.host import hookspecs
 from vlreg.plugin import ImageGrid, Layer, read_only, value
 from vlreg.testing import build, builders, load, registered
 from vlreg.testing.conformance import image

@@ -8,7 +8,6 @@ import subprocess
 import sys
 
 import pytest
-import torch
 from PIL import Image
 
 from vlreg import analysis

@@ -8,7 +8,6 @@ spill over to neighbours, so the largest change, not the only one, is the test).
 import math
 
 import pytest
-import torch
 
 from vlreg.testing.conformance import lit
 

@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from vlreg import Unavailable
-from vlreg.testing import chat
+from vlreg.testing import build, chat
 from vlreg.testing.conformance import image
 
 CHECKPOINT = "gemma3n"
@@ -126,7 +126,7 @@ def test_a_gemma3n_whose_tower_is_no_mobilenet_is_refused_by_name(tmp_path):
     import json
     import shutil
 
-    from vlreg import NoFamily
+    from vlreg import NoFamily, StandardizedTransformer
 
     folder = tmp_path / "gemma3n_vit"
     shutil.copytree(build("gemma3n"), folder)

@@ -13,7 +13,6 @@ its 28 x 28 square of the resized image scaled back to the original, and:
 
 from __future__ import annotations
 
-import torch
 
 from vlreg.testing import chat
 from vlreg.testing.conformance import image, lit

@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+import pytest
 import torch
 
 from vlreg.testing import chat

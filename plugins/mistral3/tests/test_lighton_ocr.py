@@ -6,6 +6,7 @@ key/value heads; a 24-block Pixtral tower 1024 wide, 14-pixel patches merged 2 x
 
 from __future__ import annotations
 
+import pytest
 import torch
 from transformers import AutoProcessor, LightOnOcrConfig
 

@@ -16,6 +16,8 @@ served per image (`PixtralAttention`, a `PackedVisionAttention`): a list of
 
 from __future__ import annotations
 
+from typing import Any
+
 from nnsight.intervention.util import first_input, replace_first_input
 
 from vlreg.plugin import PackedVisionAttention, Unavailable, Vision, tower_envoys, value

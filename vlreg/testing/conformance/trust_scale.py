@@ -113,7 +113,7 @@ class ScaleTrust:
         from ...collect import collect
 
         pictures = {"image": self.images()[0]}
-        refused = [(f"{row}[0].layer_output", reason) for row, reason in model.family.refuses.items()
+        refused = [(f"{row}[0].layer_output", reason) for row, reason in model.family.sentences.items()
                    if row.endswith("layers")]
         if "encoder" in model.__dict__:
             refused.append(("layers[0].layer_output", "encoder.layers"))
