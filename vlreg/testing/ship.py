@@ -18,7 +18,7 @@ import argparse
 import shutil
 import sys
 
-from . import dictionary, toy
+from . import dictionary, toy, toy_training
 
 
 def main(argv: "list[str] | None" = None) -> int:
@@ -27,7 +27,7 @@ def main(argv: "list[str] | None" = None) -> int:
     arguments = parser.parse_args(argv)
     scratch = toy.SHIPPED.with_name(".toy-training")
     shutil.rmtree(scratch, ignore_errors=True)
-    report = toy.train(scratch, threads=arguments.threads)
+    report = toy_training.train(scratch, threads=arguments.threads)
     shutil.rmtree(toy.SHIPPED, ignore_errors=True)
     scratch.rename(toy.SHIPPED)
     print(f"toy: held-out accuracy {report['held_out_accuracy']:.1%}, trained in {report['train_seconds']:.0f} s, "
