@@ -122,7 +122,12 @@ def pixel_refusal(model: Any) -> str | None:
     if "image_codes" in type(model.vision).values() and model.vision.why_unavailable("image_codes") is None:
         return ("this family reads the image as discrete codes (vision.image_codes), through which no gradient "
                 "flows")
+    from transformers.video_processing_utils import BaseVideoProcessor
+
     processor = getattr(model.processor, "image_processor", None)
+    if isinstance(processor, BaseVideoProcessor):  # InstructBLIP-Video's frames: batched through numpy
+        return ("this family's images go through a video processor, which batches frames through numpy, so no "
+                "gradient reaches the picture")
     if not model.vision.takes_arrays or getattr(processor, "backend", None) != "torchvision":
         return ("this family's image processor is no torchvision one (it converts to PIL or numpy), so no gradient "
                 "reaches the picture")
