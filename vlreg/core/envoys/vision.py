@@ -72,6 +72,30 @@ def _derived_mask(vision: "Vision") -> str:
     )
 
 
+def _derived_video_mask(vision: "Vision") -> str:
+    return (
+        "it is derived from the prompt's tokens (input_ids == the video token id); to change what a "
+        "video contributes, edit vision.video_features"
+    )
+
+
+def _no_video_token(vision: "Vision") -> str | None:
+    if getattr(vision.root._module.config, "video_token_id", None) is not None:
+        return None
+    return f"the {vision.root.family.name!r} family's config has no video token (video_token_id), so no prompt holds a video"
+
+
+def _no_video_entry(vision: "Vision") -> str | None:
+    """Why this family serves no video value: its entry writes no video in (`Entry.video_features`)."""
+    entry = vision.place.entry
+    if entry is not None and entry.video_features(vision) is not None:
+        return None
+    return (
+        f"the {vision.root.family.name!r} family serves no video values: its wrapper writes no video's "
+        "features in where vlreg reads them (its entry declares no videos=)"
+    )
+
+
 def _input_ids(raw: Any) -> torch.Tensor:
     args, kwargs = raw
     ids = kwargs.get("input_ids", args[0] if args else None)
@@ -81,6 +105,10 @@ def _input_ids(raw: Any) -> torch.Tensor:
             "(inputs_embeds only), so the image tokens cannot be found"
         )
     return ids
+
+
+#: A video's values, each with the image's it follows in forward order.
+VIDEO_VALUES = {"video_token_mask": "image_token_mask", "video_features": "image_features"}
 
 
 class Vision(Standard):
@@ -133,12 +161,22 @@ class Vision(Standard):
         `image_refusal`; a trace (all its invokes: one call) and the geometry refuse them."""
         return None
 
-    refuses = {"image_token_mask": read_only(_derived_mask)}
+    refuses = {
+        "image_token_mask": read_only(_derived_mask),
+        "video_token_mask": (_no_video_token, read_only(_derived_video_mask)),
+        "video_features": _no_video_entry,
+    }
 
     @value(model_inputs, layout="batch")
     def image_token_mask(self, raw: Any) -> torch.Tensor:
         """``[batch, seq]``, True at the image tokens (read it before the tower runs)."""
         return _input_ids(raw) == self.root._module.config.image_token_id
+
+    @value(model_inputs, layout="batch")
+    def video_token_mask(self, raw: Any) -> torch.Tensor:
+        """``[batch, seq]``, True at the video tokens (the video placeholder's, apart from
+        the image's)."""
+        return _input_ids(raw) == self.root._module.config.video_token_id
 
     @value(lambda vision: f"{vision.patch_embed.path}.output")
     def patch_embeddings(self, raw: torch.Tensor) -> Patches:
@@ -165,6 +203,24 @@ class Vision(Standard):
         layout=lambda vision: vision.place.entry.features_layout,
         description="the features as the text model receives them",
     )
+
+    video_features = built(
+        lambda vision: vision.place.entry.video_features(vision),
+        inside=lambda vision: vision.place.entry.features_inside(vision),
+        layout="video_tokens",
+        description="the video's features as the text model receives them, at the video tokens",
+    )
+
+    @classmethod
+    def values(cls) -> list[str]:
+        """In forward order, a video's values each beside the image's (a family's ``order``
+        need not name them): its mask off the inputs after the image's, its features after
+        the image's (the Qwen and LLaVA video lines write the video in after the image)."""
+        names = [name for name in super().values() if name not in VIDEO_VALUES]
+        for video, image in VIDEO_VALUES.items():
+            if image in names:
+                names.insert(names.index(image) + 1, video)
+        return names
 
     def geometry(self, prompt: Any, images: Any, **options: Any) -> list:
         """Each image of ``prompt`` as the text model sees it, in the order given: its batch

@@ -19,6 +19,10 @@ from .parts import Claim, Part, is_kind
 
 #: transformers' composite layout's image entry: ``model``'s first ``inputs_embeds.masked_scatter``.
 SCATTER = Scatter(host="model", operation="inputs_embeds_masked_scatter_0", argument=1)
+#: The same, for a wrapper that reads videos too: the video's features written in by ``model``'s
+#: second ``inputs_embeds.masked_scatter`` (the Qwen VL and LLaVA video lines').
+VIDEO_SCATTER = Scatter(host="model", operation="inputs_embeds_masked_scatter_0", argument=1,
+                        videos="inputs_embeds_masked_scatter_1")
 #: The text model's mounts, by their name in transformers' text models.
 TEXT_MOUNTS = ("layers", "embed_tokens", "norm")
 
