@@ -8,7 +8,7 @@ differs is the tower: RMSNorm blocks, a biased SwiGLU MLP and windowed attention
 by `WindowedQwenVision` (`vision`).
 """
 
-from vlreg.plugin import Plugin, Text, Tower, Wrapper, adapter
+from vlreg.plugin import VIDEO_SCATTER, Plugin, Text, Tower, Wrapper, adapter
 
 from .vision import WindowedQwenVision, tower_envoys, window_layout
 
@@ -33,7 +33,7 @@ def builders():
 
 
 plugin = Plugin(
-    Wrapper("qwen2_5_vl", **QWEN_VIT.mounts, refuses=QWEN_VIT.refuses, image_grids=lambda part: QWEN_VIT.image_grids),
+    Wrapper("qwen2_5_vl", **QWEN_VIT.mounts, entry=VIDEO_SCATTER, refuses=QWEN_VIT.refuses, image_grids=lambda part: QWEN_VIT.image_grids),
     Text("qwen2_5_vl_text", envoys=text_envoys),
     Tower("qwen2_5_vl_vision", rename=QWEN_VIT.tower_rename, envoys=tower_envoys),
     checkpoints=builders,

@@ -17,7 +17,7 @@ from .vision import QwenViT, QwenVision, QwenVisionAttention, tower_envoys
 #: The tower and its merger (the projector); the rest is transformers' layout, the merger's
 #: output written into the embeddings in Qwen2VLModel.forward, an image's by its first
 #: ``masked_scatter``, a video's by its second.
-MOUNTS = {"vision": "model.visual", "projector": "model.visual.merger", "entry": VIDEO_SCATTER}
+MOUNTS = {"vision": "model.visual", "projector": "model.visual.merger"}
 
 #: The merger runs inside the tower's forward, before the tower returns: a write to
 #: the tower's output reaches nothing. The same stream, before the merger, is the last
@@ -72,7 +72,7 @@ def builders():
 
 
 plugin = Plugin(
-    Wrapper("qwen2_vl", **MOUNTS, refuses={**READ_ONLY, "videos": VIDEOS}, image_grids=lambda part: qwen_image_grids),
+    Wrapper("qwen2_vl", **MOUNTS, entry=VIDEO_SCATTER, refuses={**READ_ONLY, "videos": VIDEOS}, image_grids=lambda part: qwen_image_grids),
     Text("qwen2_vl_text", envoys=text_envoys),
     Tower("qwen2_vl_vision", rename=TOWER_RENAME, envoys=tower_envoys),
     adapters={"qwen_vit": QWEN_VIT},

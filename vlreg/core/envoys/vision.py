@@ -90,6 +90,8 @@ def _no_video_entry(vision: "Vision") -> str | None:
     entry = vision.place.entry
     if entry is not None and entry.video_features(vision) is not None:
         return None
+    if "vision.video_features" in vision.root.family.sentences:  # the family says why, in its words
+        return None
     return (
         f"the {vision.root.family.name!r} family serves no video values: its wrapper writes no video's "
         "features in where vlreg reads them (its entry declares no videos=)"
