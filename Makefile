@@ -1,7 +1,10 @@
 # make demo: install into .venv if needed, then trace the toy model (shipped in vlreg/testing/shipped)
 #            and draw its pictures into $(DEMO_OUT) (the pictures of docs/seeing-into-the-image.md).
 # make test: install into .venv if needed, then run the tests (a worker per core) on the newest
-#            transformers pyproject.toml's range allows (a fresh .venv takes it).
+#            transformers pyproject.toml's range allows (a fresh .venv takes it). The tests that
+#            train a dictionary need sae-lens (pip install -e '.[train]') and the feature browser's
+#            test Chromium (apt-get install chromium); without them they skip, saying so (.ci/run
+#            installs both).
 # make test-slow: the tests too slow for make test (training the toy from scratch: minutes).
 # make test-floor: the floor's smoke set, on the oldest transformers vlreg supports (README: Compatibility).
 # make test-remote (opt-in): a localhost NDIF server in .venv-remote, vlreg traces through it.
@@ -64,6 +67,8 @@ demo: $(STAMP)
 bench: $(STAMP)
 	$(PY) benchmarks/run.py
 	$(PY) benchmarks/collect.py
+	if $(PY) -c "import sae_lens" 2>/dev/null; then $(PY) benchmarks/training.py; \
+	else echo "benchmarks/training.py not run: it trains with sae-lens (pip install -e '.[train]')"; fi
 
 # The NDIF server's own venv, so .venv and make test never see it. ndif 0.1.2 says
 # Python >= 3.12, but its sources run on 3.11 beside this stack (pip check is clean);

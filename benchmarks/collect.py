@@ -23,7 +23,6 @@ memory against the number of images, and the time to open a large store.
 from __future__ import annotations
 
 import argparse
-import json
 import shutil
 import statistics
 import subprocess
@@ -37,7 +36,7 @@ import torch
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from workloads import geometry  # noqa: E402
+from workloads import geometry, write  # noqa: E402
 
 TARGETS = {"collect throughput / hooks": 0.95, "memory growth over the last half (MiB)": 8.0, "open store (s)": 1.0}
 #: The growth target is one shard of the memory run's rows (100 images x 60 positions x 320 logits x 4 bytes,
@@ -290,10 +289,7 @@ def main(argv=None) -> int:
     print("open a large store ...", flush=True)
     results["open"] = open_large(0.01 if smoke else 2.0, 2 if smoke else 8)
     results["targets"] = TARGETS
-    print(report(results))
-    out = Path(arguments.out) if arguments.out else HERE / "collect.json"
-    out.write_text(json.dumps(results, indent=2))
-    print(f"\nwrote {out}")
+    write(results, report(results), Path(arguments.out) if arguments.out else HERE / "collect.json")
     return 0
 
 

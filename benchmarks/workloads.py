@@ -7,6 +7,7 @@ the limit), raw nnsight (native module paths) and vlreg (standard names). Each
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import torch
@@ -137,3 +138,10 @@ def plain_forward(module, inputs):
 
 def saved_bytes(tensors) -> int:
     return sum(t.numel() * t.element_size() for t in tensors if isinstance(t, torch.Tensor))
+
+
+def write(results: dict, table: str, out: Path) -> None:
+    """Print a benchmark's ``table`` and write its ``results`` to ``out`` as JSON."""
+    print(table)
+    out.write_text(json.dumps(results, indent=2))
+    print(f"\nwrote {out}")

@@ -60,6 +60,37 @@ def run(block: Block, namespace: dict, name: str) -> str:
     return printed.getvalue()
 
 
+#: A ```sh block: each line (a trailing backslash joins the next) a ``vlreg`` command.
+SHELL = re.compile(r"```sh\n(.*?)```\n", re.S)
+
+
+def in_order(text: str) -> list:
+    """The doc's Python blocks (`Block`) and ```sh blocks (their text) in the order they
+    appear, for a doc whose commands and code build on each other."""
+    found = [(match.start(), block) for match, block in zip(BLOCK.finditer(text), blocks(text))]
+    found += [(match.start(), match.group(1)) for match in SHELL.finditer(text)]
+    return [block for _, block in sorted(found, key=lambda pair: pair[0])]
+
+
+def run_shell(code: str) -> None:
+    """A ```sh block's ``vlreg`` commands, each run in this process by `vlreg.cli.main`
+    (what the ``vlreg`` command calls), so a doc's commands share the suite's imports;
+    a command that fails fails the doc. Only ``vlreg`` commands are run."""
+    import shlex
+
+    from vlreg.cli import main
+
+    for line in code.replace("\\\n", " ").splitlines():
+        words = shlex.split(line, comments=True)
+        if not words:
+            continue
+        if words[0] != "vlreg":
+            raise ValueError(f"a doc's sh block runs vlreg commands only, not {line!r}")
+        code_ = main(["--debug", *words[1:]])  # a failure shows its whole traceback
+        if code_ != 0:
+            raise RuntimeError(f"`{line}` exited with {code_}")
+
+
 def mismatches(found: list[Block], printed: list[str]) -> list[str]:
     """A message for each block whose output differs from what the doc shows."""
     wrong = []

@@ -1,6 +1,8 @@
 """``make bench`` still runs: a smoke run at tiny size (no timing is asserted), in this
-process as ``python benchmarks/run.py --smoke`` runs it (`make demo` in a fresh one)."""
+process as ``python benchmarks/run.py --smoke`` runs it (`make demo` in a fresh one), and
+``python benchmarks/training.py --smoke`` where sae-lens is installed."""
 
+import importlib.util
 import json
 import sys
 from pathlib import Path
@@ -46,3 +48,21 @@ def test_a_gpu_run_says_plainly_when_there_is_no_gpu(tmp_path, capsys):
     assert run.main(["--smoke", "--device", "cuda", "--dtype", "bfloat16", "--out", str(tmp_path / "gpu.json")]) == 0
     assert "no CUDA device on this machine" in capsys.readouterr().out
     assert not (tmp_path / "gpu.json").exists()
+
+
+@pytest.mark.skipif(importlib.util.find_spec("sae_lens") is None,
+                    reason="sae-lens is not installed (pip install 'vlreg[train]'): benchmarks/training.py trains with it")
+def test_the_training_benchmark_runs_and_reports_throughput_and_memory(tmp_path, capsys):
+    import training
+
+    out = tmp_path / "training.json"
+    assert training.main(["--smoke", "--out", str(out)]) == 0
+    done = capsys.readouterr().out
+    results = json.loads(out.read_text())
+    assert results["throughput"]["vlreg activations/s"] > 0 and results["throughput"]["floor activations/s"] > 0
+    stores = [key for key in results["memory"] if key.startswith("store of")]
+    assert len(stores) == 2 and all(results["memory"][key]["peak anonymous memory added (MiB)"] >= 0 for key in stores)
+    assert results["memory"]["the trainer's own"]["peak anonymous memory added (MiB)"] >= 0
+    assert {"memory, larger store over smaller (MiB)", "stream / buffer"} <= set(results["memory"])
+    assert set(results["targets"]) == set(training.TARGETS)
+    assert "train throughput (TopK" in done and "activations/s" in done and "the larger store over the smaller" in done

@@ -17,7 +17,8 @@ def test_plugins_json_lists_the_builtin_families(capsys):
     assert rows["qwen2_vl"]["distribution"] == "vlreg-qwen2-vl" and rows["qwen2_vl"]["families"] == ["qwen2_vl"]
     assert rows["qwen2_5_vl"]["distribution"] == "vlreg-qwen2-5-vl" and rows["qwen2_5_vl"]["families"] == ["qwen2_5_vl"]
     assert rows["llava"]["distribution"] == "vlreg-llava"
-    assert rows["llava"]["families"] == ["llava", "llava_next", "llava_next_video", "llava_onevision", "video_llava"]
+    assert rows["llava"]["families"] == ["llava", "llava_next", "llava_next_video", "llava_onevision", "video_llava",
+                                         "vipllava"]
 
 
 def test_plugins_all_lists_parts_and_hooks(capsys):

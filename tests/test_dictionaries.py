@@ -93,7 +93,7 @@ def test_jumprelu_keeps_a_feature_only_above_its_threshold():
 
 def test_an_sae_lens_shaped_sae_is_read_by_its_attributes_and_config():
     """What `from_sae` reads off sae-lens's ``SAE``: the five tensors and ``cfg``'s
-    architecture and ``apply_b_dec_to_input``; nothing else of the object is used."""
+    architecture, ``apply_b_dec_to_input`` and (TopK) ``k``; nothing else of the object is used."""
     made = tensors(10, 20, seed=5, threshold=True)
     sae = types.SimpleNamespace(**{k: v.clone().requires_grad_() for k, v in made.items()},
                                 cfg=types.SimpleNamespace(architecture="jumprelu", apply_b_dec_to_input=True,
@@ -104,8 +104,10 @@ def test_an_sae_lens_shaped_sae_is_read_by_its_attributes_and_config():
     torch.testing.assert_close(read.encode(x), torch.where(pre > made["threshold"], pre, torch.zeros(())))
     standard = types.SimpleNamespace(**made, cfg=types.SimpleNamespace(architecture=lambda: "standard"))
     assert Dictionary.from_sae(standard).architecture == "relu"
-    with pytest.raises(ValueError, match="'topk'"):
-        Dictionary.from_sae(types.SimpleNamespace(**made, cfg=types.SimpleNamespace(architecture="topk")))
+    topk = Dictionary.from_sae(types.SimpleNamespace(**made, cfg=types.SimpleNamespace(architecture="topk", k=3)))
+    assert (topk.architecture, topk.k) == ("topk", 3) and ((topk.encode(x) != 0).sum(-1) <= 3).all()
+    with pytest.raises(ValueError, match="'gated'"):
+        Dictionary.from_sae(types.SimpleNamespace(**made, cfg=types.SimpleNamespace(architecture="gated")))
     with pytest.raises(ValueError, match="normalises"):
         Dictionary.from_sae(types.SimpleNamespace(**made, cfg=types.SimpleNamespace(
             architecture="standard", normalize_activations="expected_average_only_in")))

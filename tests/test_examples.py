@@ -1,6 +1,7 @@
 """The VipLLaVA example is a third-party plugin: installed from its folder with pip, it is
-found through its entry point, serves VipLLaVA with its CLIP tower and Llama text model
-from vlreg-llava, and passes the conformance suite."""
+found through its entry point, overrides vlreg-llava's claim on the VipLLaVA wrapper,
+serves VipLLaVA with its CLIP tower and Llama text model from vlreg-llava, and passes the
+conformance suite."""
 
 import json
 import os
@@ -74,6 +75,7 @@ def test_it_is_listed_with_its_distribution(vlreg):
     assert (example["distribution"], example["version"], example["families"]) == (DISTRIBUTION, "0.1.0", ["vipllava"])
     assert example["parts"] == {"wrapper": ["vipllava"], "text": [], "vision": []}
     assert "clip_vision_model" in rows["llava"]["parts"]["vision"] and "llama" in rows["llava"]["parts"]["text"]
+    assert "vipllava" not in rows["llava"]["parts"]["wrapper"]  # vlreg-llava claims it too; the example's claim wins
     assert f"vipllava ({DISTRIBUTION} 0.1.0): families vipllava" in vlreg("plugins")
     assert "plugin 'vipllava'" in vlreg("plugins", "--coverage")
 

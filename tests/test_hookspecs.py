@@ -1,6 +1,7 @@
 """One test per hookspec: a throwaway plugin serves Qwen2-VL with one contribution
 changed, registered by hand in place of the built-in plugin, and the change shows."""
 
+import copy
 import inspect
 from pathlib import Path
 
@@ -11,7 +12,7 @@ from vlreg_qwen2_vl import plugin as qwen2_vl
 from vlreg import OutOfOrder, ReadOnly, StandardizedTransformer, Unavailable, analysis, hookimpl
 from vlreg.core.host import hookspecs
 from vlreg.plugin import ImageGrid, Layer, read_only, value
-from vlreg.testing import build, builders, load, registered
+from vlreg.testing import Forwarding, build, builders, load, registered
 from vlreg.testing.conformance import image
 
 
@@ -20,24 +21,12 @@ def path():
     return str(build("qwen2_vl"))
 
 
-class Qwen2VLAgain:
-    """Serves what the built-in plugin serves; tests override one hook each."""
+class Qwen2VLAgain(Forwarding):
+    """Serves what the built-in plugin serves, its hooks written by hand; tests override one
+    hook each."""
 
-    @hookimpl
-    def vlreg_claims(self):
-        return qwen2_vl.vlreg_claims()
-
-    @hookimpl
-    def vlreg_rename(self, part):
-        return qwen2_vl.vlreg_rename(part)
-
-    @hookimpl
-    def vlreg_envoys(self, part):
-        return qwen2_vl.vlreg_envoys(part)
-
-    @hookimpl
-    def vlreg_entry(self, part):
-        return qwen2_vl.vlreg_entry(part)
+    def __init__(self):
+        super().__init__(qwen2_vl)
 
 
 def prompt(model):
@@ -185,6 +174,37 @@ def test_vlreg_load_options(path):
         assert load(path, dtype=torch.float32)._module.dtype == torch.float32  # the user's keyword wins
         assert StandardizedTransformer(path, dispatch=True, device="cpu")._module.dtype == torch.float32
     assert load(path)._module.dtype == torch.float32
+
+
+def test_vlreg_processor(path):
+    """The wrapper's adaptation of the processor transformers loads is ``model.processor``:
+    traces encode with it, and a lazy build that dispatches keeps it (ShieldGemma 2's, which
+    keeps the text it is given, `plugins/gemma/tests/test_shieldgemma2.py`)."""
+    seen = []
+
+    def adapt(processor):
+        if getattr(processor, "adapted", False):
+            return processor
+        adapted = copy.copy(processor)
+        adapted.adapted = True
+        call = type(processor).__call__
+        adapted.__class__ = type("Counted", (type(processor),), {"__call__": lambda self, *a, **k: seen.append(1) or call(self, *a, **k)})
+        return adapted
+
+    class Adapting(Qwen2VLAgain):
+        @hookimpl
+        def vlreg_processor(self, part):
+            return adapt
+
+    with registered(Adapting(), name="adapting", replacing=[qwen2_vl]):
+        for dispatch in (True, False):
+            model = StandardizedTransformer(path, task="image-text-to-text", dispatch=dispatch, device="cpu")
+            assert model.processor.adapted and model.family.processor is adapt
+            with model.trace(prompt(model), images=[image(56, 56)]):
+                model.logits.save()
+            assert model.processor.adapted and seen, dispatch
+            seen.clear()
+    assert not getattr(load(path).processor, "adapted", False)
 
 
 def test_vlreg_suppressed_tokens(path):

@@ -11,7 +11,7 @@ from vlreg_qwen2_vl import VIDEOS, plugin as qwen2_vl
 from vlreg import Unavailable, hookimpl
 from vlreg.cli import main, partial
 from vlreg.plugin import Claim
-from vlreg.testing import build, chat, load, registered
+from vlreg.testing import Forwarding, build, chat, load, registered
 from vlreg.testing.conformance import image
 
 PATCHES = "the patch embedding is not served by this patched build; read vision.layers[0].input"
@@ -19,25 +19,16 @@ SECOND_TOWER = "the high-resolution tower has no standard names; its output reac
 AUDIO = "audio is not served: the processor is handed text, images and videos only"
 
 
-class Patched:
+class Patched(Forwarding):
     """Qwen2-VL as a patched build that serves less of it, and says what."""
+
+    def __init__(self):
+        super().__init__(qwen2_vl)
 
     @hookimpl
     def vlreg_claims(self):
         refuses = {"vision.patch_embeddings": PATCHES, "vision.high_resolution": SECOND_TOWER, "audio": AUDIO}
         return [Claim("wrapper", "qwen2_vl", overrides="qwen2_vl", refuses=refuses)]
-
-    @hookimpl
-    def vlreg_rename(self, part):
-        return qwen2_vl.vlreg_rename(part)
-
-    @hookimpl
-    def vlreg_envoys(self, part):
-        return qwen2_vl.vlreg_envoys(part)
-
-    @hookimpl
-    def vlreg_entry(self, part):
-        return qwen2_vl.vlreg_entry(part)
 
 
 @pytest.fixture(scope="module")

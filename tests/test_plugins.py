@@ -14,7 +14,7 @@ from vlreg_qwen2_vl import plugin as qwen2_vl
 from vlreg import NoFamily, StandardizedTransformer, hookimpl
 from vlreg.core.host import plugins
 from vlreg.plugin import Claim
-from vlreg.testing import build, registered
+from vlreg.testing import Forwarding, build, registered
 
 
 @pytest.fixture(scope="module")
@@ -156,24 +156,12 @@ def test_a_plugin_registered_by_hand_is_removed_after(path):
 
 
 def test_a_claim_that_overrides_the_holder_takes_the_part(path):
-    class Patched:
+    class Patched(Forwarding):
         @hookimpl
         def vlreg_claims(self):
             return [Claim(kind, claim.model_type, overrides="qwen2_vl") for claim in qwen2_vl.vlreg_claims() for kind in [claim.kind]]
 
-        @hookimpl
-        def vlreg_rename(self, part):
-            return qwen2_vl.vlreg_rename(part)
-
-        @hookimpl
-        def vlreg_envoys(self, part):
-            return qwen2_vl.vlreg_envoys(part)
-
-        @hookimpl
-        def vlreg_entry(self, part):
-            return qwen2_vl.vlreg_entry(part)
-
-    with registered(Patched(), name="patched"):
+    with registered(Patched(qwen2_vl), name="patched"):
         assert plugins.claimant("wrapper", "qwen2_vl").__class__ is Patched
         assert StandardizedTransformer(path, task="image-text-to-text").family.name == "patched"
     assert plugins.claimant("wrapper", "qwen2_vl") is qwen2_vl

@@ -16,7 +16,7 @@ import pytest
 import torch
 
 from vlreg import analysis
-from vlreg.testing import toy
+from vlreg.testing import toy, toy_training
 from vlreg.testing.sampling import repeat, sample
 
 pytestmark = pytest.mark.heavy  # the helpers over many scenes: started first under make test
@@ -60,7 +60,7 @@ def test_training_sees_what_the_processor_makes(model, held_out):
     """Training makes its pixel values by hand, in a batch: they must be the processor's."""
     pictures = [scene.image for scene in held_out[:8]]
     made = model.processor.image_processor(images=pictures, return_tensors="pt")["pixel_values"]
-    torch.testing.assert_close(toy.pixels(pictures, model.processor.image_processor), made)
+    torch.testing.assert_close(toy_training.pixels(pictures, model.processor.image_processor), made)
 
 
 def test_scenes_are_fixed_and_each_target_sits_in_one_token(model, held_out):

@@ -26,7 +26,7 @@ from pathlib import Path
 import pytest
 
 from vlreg import StandardizedTransformer
-from vlreg.testing import cache, dictionary, toy
+from vlreg.testing import cache, dictionary, toy, toy_training
 
 pytestmark = pytest.mark.heavy  # training in three processes: started first under make test
 
@@ -34,7 +34,7 @@ pytestmark = pytest.mark.heavy  # training in three processes: started first und
 @pytest.mark.slow
 def test_a_fresh_toy_reaches_the_shipped_ones_held_out_accuracy(tmp_path):
     shipped = toy.shipped_report()
-    fresh = toy.train(tmp_path / "fresh")
+    fresh = toy_training.train(tmp_path / "fresh")
     same = (tmp_path / "fresh" / "model.safetensors").read_bytes() == (toy.SHIPPED / "model.safetensors").read_bytes()
     print(f"fresh toy: held-out accuracy {fresh['held_out_accuracy']:.3f} in {fresh['train_seconds']} s "
           f"(shipped {shipped['held_out_accuracy']:.3f}); the same bits as the shipped: {same}")
@@ -100,7 +100,7 @@ def test_processes_started_at_once_train_another_recipe_once_and_as_this_one_doe
     assert path.parent == toy.cache_dir() and path.with_suffix(".json").exists()
     assert not [p.name for p in toy.cache_dir().iterdir() if p.name.startswith(".") and not p.name.endswith(".lock")]
 
-    here = toy.train(tmp_path / "here", recipe)
+    here = toy_training.train(tmp_path / "here", recipe)
     assert (tmp_path / "here" / "model.safetensors").read_bytes() == (folder / "model.safetensors").read_bytes()
     assert here["held_out_accuracy"] == json.loads((folder / "toy.json").read_text())["held_out_accuracy"]
     model = StandardizedTransformer(str(folder), task="image-text-to-text", dispatch=True, device="cpu")

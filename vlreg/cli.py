@@ -1,4 +1,5 @@
-"""The ``vlreg`` command: ``plugins``, ``inspect``, ``demo``, ``new-plugin``, ``collect``."""
+"""The ``vlreg`` command: ``plugins``, ``inspect``, ``demo``, ``new-plugin``, ``collect``, ``train``,
+``features`` (the last two's arguments in `vlreg.commands`)."""
 
 from __future__ import annotations
 
@@ -57,6 +58,10 @@ def parser() -> argparse.ArgumentParser:
     new.set_defaults(run=_new_plugin_command)
 
     _collect_parser(commands)
+    from .commands import add_features, add_train
+
+    add_train(commands)
+    add_features(commands)
     return top
 
 

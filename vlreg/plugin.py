@@ -6,7 +6,8 @@ declarations it is made of are below: the image's entries (`Scatter`, `QueryToke
 `ImageCodes`, `CrossAttention`), the standard envoy classes a family maps its modules
 onto, the value descriptors a family serves a value from elsewhere with, and image grids.
 A `Wrapper` states only what differs from transformers' composite layout (`SCATTER` is its
-entry; `VIDEO_SCATTER` where a video is written in too); `tower_envoys` and `FEATURE_LAYER_READ_ONLY` are what many families declare alike.
+entry; `VIDEO_SCATTER` where a video is written in too); `modeling_envoys`, `tower_envoys` and
+`FEATURE_LAYER_READ_ONLY` are what many families declare alike.
 A module of hook functions (`hookimpl`, `vlreg.core.host.hookspecs`) registers too: the
 escape hatch.
 
@@ -60,6 +61,7 @@ __all__ = [
     "SCATTER",
     "VIDEO_SCATTER",
     "tower_envoys",
+    "modeling_envoys",
     "FEATURE_LAYER_READ_ONLY",
     "Text",
     "Tower",
@@ -122,19 +124,25 @@ __all__ = [
 ]
 
 
+def modeling_envoys(module: str, classes: dict[str, type]) -> Callable[[Any], dict[type, type]]:
+    """``envoys=`` as data: ``{class name in transformers' modeling_<module>: envoy class}``
+    (``modeling_envoys("lfm2", {"Lfm2DecoderLayer": Layer, ...})``). The module is imported
+    when a checkpoint resolves, not with the plugin."""
+
+    def envoys(part: Any) -> dict[type, type]:
+        modeling = import_module(f"transformers.models.{module}.modeling_{module}")
+        return {getattr(modeling, name): envoy for name, envoy in classes.items()}
+
+    return envoys
+
+
 def tower_envoys(module: str, names: tuple[str, str, str, str], *, vision: type = Vision, layer: type = VisionLayer,
                  attention: type = VisionAttention, mlp: type = VisionMlp) -> Callable[[Any], dict[type, type]]:
     """``envoys=`` for a tower of four classes, named in transformers' ``modeling_<module>``:
     the tower, its block, the block's attention and its MLP (``("SiglipVisionModel",
     "SiglipEncoderLayer", "SiglipAttention", "SiglipMLP")``), onto `Vision`, `VisionLayer`,
-    `VisionAttention` and `VisionMlp` or the subclasses given. The module is imported when a
-    checkpoint resolves, not with the plugin."""
-
-    def envoys(part: Any) -> dict[type, type]:
-        modeling = import_module(f"transformers.models.{module}.modeling_{module}")
-        return {getattr(modeling, name): envoy for name, envoy in zip(names, (vision, layer, attention, mlp))}
-
-    return envoys
+    `VisionAttention` and `VisionMlp` or the subclasses given (`modeling_envoys`)."""
+    return modeling_envoys(module, dict(zip(names, (vision, layer, attention, mlp))))
 
 
 #: The refusal table of a wrapper whose projector reads ``hidden_states[vision_feature_layer]``

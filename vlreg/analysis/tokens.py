@@ -130,12 +130,13 @@ def _turn_end(model: Any) -> "tuple[str, str] | None":
 def warn_if_turn_ended(model: Any, prompt: Any, position: int, helper: str) -> None:
     """Warn where ``helper`` reads position -1 of a prompt that ends a chat turn (made
     without ``add_generation_prompt=True``): position -1 is then the turn's end token, not
-    the position the assistant's answer is predicted from."""
+    the position the assistant's answer is predicted from. A prompt given as an encoding
+    (a processor's, where it takes no prompt without an image) is read as its rows' text."""
     import warnings
 
     if position != -1:
         return
-    prompts = [prompt] if isinstance(prompt, str) else prompt
+    prompts = [prompt] if isinstance(prompt, str) else _decoded(model, prompt) if _encoded(prompt) else prompt
     if not isinstance(prompts, (list, tuple)) or not all(isinstance(each, str) for each in prompts):
         return
     ending = _turn_end(model)
@@ -151,3 +152,16 @@ def warn_if_turn_ended(model: Any, prompt: Any, position: int, helper: str) -> N
             UserWarning,
             stacklevel=3,
         )
+
+
+def _encoded(prompt: Any) -> bool:
+    """Whether ``prompt`` is a processor's or tokenizer's encoding (a mapping with ``input_ids``)."""
+    return hasattr(prompt, "keys") and "input_ids" in prompt.keys()
+
+
+def _decoded(model: Any, encoding: Any) -> list[str]:
+    """Each row of an encoding as text, its padding left out: what the prompt ends with."""
+    ids, mask = encoding["input_ids"], encoding.get("attention_mask")
+    rows = ids.tolist() if hasattr(ids, "tolist") else [list(ids)] if ids and isinstance(ids[0], int) else list(ids)
+    kept = mask.tolist() if hasattr(mask, "tolist") else [[1] * len(row) for row in rows]
+    return [model.tokenizer.decode([token for token, keep in zip(row, flags) if keep]) for row, flags in zip(rows, kept)]

@@ -15,6 +15,7 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
+from ..core.images.inputs import placeholder_token
 from .sources import Item
 
 
@@ -45,8 +46,7 @@ class Prompts:
     def __init__(self, model: Any, at: str) -> None:
         self.model = model
         self.at = at
-        token = getattr(model.processor, "image_token", None)
-        self.token = getattr(token, "content", token)  # BLIP-2's processor keeps an AddedToken
+        self.token = placeholder_token(model)
         self.writes = getattr(model.__dict__.get("vision"), "writes_placeholders", False)
         tokenizer = getattr(model.processor, "tokenizer", None)
         special = set(getattr(tokenizer, "all_special_tokens", ()))

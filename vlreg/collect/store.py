@@ -250,6 +250,18 @@ class Index:
         where = (self.image_id == number).nonzero()[:, 0]
         return slice(int(where[0]), int(where[-1]) + 1) if len(where) else slice(0, 0)
 
+    def table(self) -> Any:
+        """The index as a pandas DataFrame, a row per store row (`supervised.table`)."""
+        from .supervised import table
+
+        return table(self)
+
+    def dataset(self) -> Any:
+        """The index as a ``datasets.Dataset`` (`supervised.dataset`)."""
+        from .supervised import dataset
+
+        return dataset(self)
+
     def __getitem__(self, row: int) -> Record:
         number = int(self.image_id[row])
         box = tuple(float(x) for x in self.box[row])
@@ -317,6 +329,18 @@ class Store:
         order = torch.randperm(len(column), generator=torch.Generator().manual_seed(seed))
         for start in range(0, len(order), size):
             yield column[order[start : start + size]]
+
+    def examples(self, name: str, size: int, *, shuffle: bool = False, seed: int = 0, labels: Any = None) -> Iterator:
+        """`batches` whose rows carry their index entries and labels (`supervised.examples`)."""
+        from .supervised import examples
+
+        return examples(self, name, size, shuffle=shuffle, seed=seed, labels=labels)
+
+    def labels(self, labels: Any, missing: Any = "refuse") -> Any:
+        """Per-image ``labels`` as one per row (`supervised.per_row`)."""
+        from .supervised import per_row
+
+        return per_row(self, labels, missing)
 
 
 def open_store(path: "str | os.PathLike") -> Store:

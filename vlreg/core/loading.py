@@ -5,7 +5,7 @@ does not load, a local folder that is not there (rather than half a minute of hu
 retries and a message about repo ids), a hub id with no hub in reach and no copy in the
 hub cache, a ``model_type`` transformers does not know, a folder with a config and no
 weights, a weights file cut short (at load, not at the first trace of a lazy build), a
-text-generation load no image can reach.
+text-generation load no image can reach (`tasks`).
 """
 
 from __future__ import annotations
@@ -14,7 +14,6 @@ import contextlib
 import difflib
 import functools
 import json
-import logging
 import os
 import re
 import warnings
@@ -24,7 +23,6 @@ from typing import Any, Iterator
 import torch
 
 from .errors import NoFamily
-from .host.family import vision_config
 
 IMAGE_TEXT = "image-text-to-text"
 TEXT = "text-generation"
@@ -279,66 +277,6 @@ def _safetensors_problem(file: Path) -> str | None:
     if needed > size:
         return f"its tensors need {needed} bytes but the file has {size}"
     return None
-
-
-def check_needs_images(family: Any, task: str) -> None:
-    """Refuse a text-generation load of a wrapper whose forward needs an image on every call
-    (`Entry.needs_images`, BLIP-2's): it has no processor, so no call could run."""
-    entry = family.entry
-    if task == TEXT and entry is not None and entry.needs_images:
-        model_type = family.parts["wrapper"].model_type
-        raise ValueError(
-            f"{model_type!r} runs its vision tower on every forward (its wrapper takes pixel_values with every "
-            f"prompt), so a {TEXT!r} load, which has no processor, could run nothing: load with "
-            f"task={IMAGE_TEXT!r} and pass images=[...] with each prompt"
-        )
-
-
-def text_task_fallback(config: Any, task: str, dispatch: bool) -> contextlib.AbstractContextManager:
-    """Refuse or warn about a text-generation load that no image can reach.
-
-    Where transformers has no causal-LM class for the config, its text-generation
-    pipeline loads the wrapper itself, with a tokenizer and no processor; that cannot
-    be built lazily. Where the causal-LM class of a vision-language config is the
-    wrapper (Gemma 3's), the load is the same but can be lazy. Either way it is
-    warned about. Returns a context that silences the pipeline's own complaint about
-    a missing class, which lists every causal-LM class and says nothing useful here.
-    """
-    from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING
-
-    if task != TEXT:
-        return contextlib.nullcontext()
-    quiet: contextlib.AbstractContextManager = contextlib.nullcontext()
-    if type(config) in MODEL_FOR_CAUSAL_LM_MAPPING:
-        if vision_config(config) is None:
-            return quiet
-        loaded = MODEL_FOR_CAUSAL_LM_MAPPING[type(config)].__name__
-        what = f"{TEXT!r} loads {config.model_type!r} as {loaded}"
-    elif not dispatch:
-        raise ValueError(
-            f"transformers has no text-only class for {config.model_type!r}, so it cannot "
-            f"be built lazily for {TEXT!r}: load with task={IMAGE_TEXT!r} (the wrapper "
-            f"with its processor), or with dispatch=True (the wrapper, text prompts only)."
-        )
-    else:
-        what = f"transformers has no text-only class for {config.model_type!r}: loading the wrapper"
-        quiet = _silenced(logging.getLogger("transformers.pipelines.base"))
-    warnings.warn(
-        f"{what} with a tokenizer and no processor, so no image reaches the model. "
-        f"Load with task={IMAGE_TEXT!r} to trace images.",
-        stacklevel=3,
-    )
-    return quiet
-
-
-@contextlib.contextmanager
-def _silenced(logger: logging.Logger) -> Iterator[None]:
-    level = logger.level
-    logger.setLevel(logging.CRITICAL)
-    try:
-        yield
-    finally:
-        logger.setLevel(level)
 
 
 @contextlib.contextmanager

@@ -24,7 +24,7 @@ from .envoys.vision import Vision
 from .host import plugins
 from .host.family import Family, resolve
 from .images.geometry import image_geometry
-from .images.inputs import check_invokes, for_processor, in_weights_dtype
+from .images.inputs import check_invokes, for_processor, in_weights_dtype, takes_flat
 from .images.invokes import combine
 from .images.options import encode_invoke, processing, refuse_unknown, route, same_options, split
 from .images.processing import MEDIA, configured
@@ -33,17 +33,16 @@ from .loading import (
     IMAGE_TEXT,
     TEXT,
     built_for_real,
-    check_needs_images,
     check_preprocessors,
     check_task,
     check_weights,
     config_of,
     hub_checkpoint,
     lazily,
-    text_task_fallback,
     weights_to_check,
 )
 from .order import in_words
+from .tasks import check_needs_images, text_task_fallback
 from .reuse import cache
 from .serving.batching import Run, run_of
 
@@ -163,6 +162,14 @@ class StandardizedTransformer(TextSizes, TransformersModel):
         return [index for index, block in enumerate(self.layers) if isinstance(block, CrossAttentionLayer)]
 
     @property
+    def image_token_id(self) -> int | None:
+        """The id of the placeholder token the image's features are written at, read off the
+        config field the family's entry names (`Entry.token`: ``image_token_id``, or
+        InstructBLIP-Video's ``video_token_id``); ``None`` where the config has none."""
+        entry = self.family.entry
+        return getattr(self._module.config, entry.token if entry is not None else "image_token_id", None)
+
+    @property
     def num_layers(self) -> int:
         """The number of text blocks."""
         return len(self.layers)
@@ -241,13 +248,12 @@ class StandardizedTransformer(TextSizes, TransformersModel):
                 invokes = [((), encode_invoke(self, prompts, kwargs, options))]
         elif self.processor is not None:
             options = same_options(routed)
-            invokes = combine(configured(self.processor, options), invokes, options)
+            invokes = combine(configured(self.processor, options), invokes, options, flat=takes_flat(self))
         args, kwargs = super()._batch(invokes, fn)
         kwargs = in_weights_dtype(kwargs, self._module.dtype)
-        config = self._module.config
-        self._run = run_of(kwargs, getattr(config, "image_token_id", None), groups,
+        self._run = run_of(kwargs, self.image_token_id, groups,
                            generating=getattr(fn, "__name__", "") == "generate",
-                           video_token_id=getattr(config, "video_token_id", None))
+                           video_token_id=getattr(self._module.config, "video_token_id", None))
         return args, kwargs
 
     def _image_geometry(self, prompt: Any, images: Any, **options: Any) -> list:
@@ -280,6 +286,15 @@ class StandardizedTransformer(TextSizes, TransformersModel):
         self._check_weights()
         super().dispatch()
         self._instrument()
+
+    def _sync(self) -> None:
+        """nnsight adopts the pipeline's processor (at load, and when a lazy build
+        dispatches); where the family adapts it (`vlreg_processor`: the checkpoint's own
+        does not encode the prompt it is given), the adapted one takes its place."""
+        super()._sync()
+        adapt = self.family.processor
+        if adapt is not None and self.processor is not None:
+            self.processor = self.pipeline.processor = adapt(self.processor)
 
     def _check_weights(self) -> None:
         """Before weights are read from a local folder: it holds them (`check_weights`)."""

@@ -7,7 +7,11 @@ store ``W_enc`` as ``[d_in, features]`` and ``W_dec`` as ``[features, d_in]``; a
 dictionary saved as ``torch.nn.Linear`` weights has them the other way round. Both are
 taken, told apart by the biases' lengths, and ``orientation`` says which was found.
 `Dictionary.from_sae` reads the same tensors off an sae-lens ``SAE`` (or any object with
-those attributes and a ``cfg``), so vlreg never imports sae-lens.
+those attributes and a ``cfg``), and `Dictionary.load` of a folder reads the folder an
+sae-lens SAE saves (``cfg.json``, ``sae_weights.safetensors``; `vlreg.dictionaries.train`
+writes one): vlreg never imports sae-lens to read a dictionary. TopK dictionaries keep
+their ``k`` largest pre-activations; a transcoder's decoder predicts another value
+(``output``), so it encodes and decodes but does not edit.
 
 `attach` binds a dictionary to a model's value (``"layers[3].layer_output"``,
 ``"layers[3].input"``, ``"vision.layers[1].layer_output"``, ``"vision.image_features"``):
@@ -41,10 +45,12 @@ SITES = ("layers[i].layer_output", "layers[i].input", "vision.layers[j].layer_ou
 
 @frozen(eq=False, repr=False)
 class Dictionary:
-    """A ReLU or JumpReLU dictionary: ``encode(x) = act(x @ W_enc + b_enc)`` (``x - b_dec``
-    in place of ``x`` when ``subtract_decoder_bias``, as some ReLU dictionaries are
+    """A ReLU, JumpReLU or TopK dictionary: ``encode(x) = act(x @ W_enc + b_enc)`` (``x -
+    b_dec`` in place of ``x`` when ``subtract_decoder_bias``, as some ReLU dictionaries are
     trained), where ``act`` is ReLU, or with a ``threshold`` keeps a pre-activation only
-    above its feature's threshold; ``decode(f) = f @ W_dec + b_dec``.
+    above its feature's threshold, or with ``k`` keeps the ``k`` largest of a row (ReLU
+    on them); ``decode(f) = f @ W_dec + b_dec``. A transcoder's ``output`` names the value
+    its decoder predicts (it reads the attached one).
 
     The matrices are held as ``W_enc [d_in, features]`` and ``W_dec [features, d_in]``
     whatever the file's orientation (``orientation`` says which the file had). ``site``
@@ -56,6 +62,8 @@ class Dictionary:
     b_dec: torch.Tensor
     threshold: torch.Tensor | None = None
     subtract_decoder_bias: bool = False
+    k: int | None = None
+    output: str | None = None
     orientation: str = STANDARD
     source: str = ""
     site: str | None = None
@@ -76,22 +84,31 @@ class Dictionary:
 
     @property
     def architecture(self) -> str:
-        return "relu" if self.threshold is None else "jumprelu"
+        return "topk" if self.k is not None else "relu" if self.threshold is None else "jumprelu"
 
     # ---- loading -------------------------------------------------------------------
 
     @classmethod
     def load(cls, path: "str | Path", *, transposed: bool | None = None, subtract_decoder_bias: bool = False) -> "Dictionary":
         """A dictionary from a ``.safetensors``, torch (``.pt``, ``.pth``, ``.bin``, read
-        with ``weights_only=True``) or ``.npz`` file of plain tensors. ``transposed``
-        settles the orientation where the biases cannot (``d_in == features``)."""
+        with ``weights_only=True``) or ``.npz`` file of plain tensors, or from a folder an
+        sae-lens SAE was saved to (`saelens.read`). ``transposed`` settles the
+        orientation where the biases cannot (``d_in == features``)."""
         path = Path(path)
+        if path.is_dir():
+            from .saelens import read
+
+            return read(cls, path)
         if not path.is_file():
             raise FileNotFoundError(f"no dictionary file at {path}")
+        k = None
         if path.suffix == ".safetensors":
+            from safetensors import safe_open
             from safetensors.torch import load_file
 
             tensors = load_file(str(path))
+            with safe_open(str(path), "pt") as handle:
+                k = (handle.metadata() or {}).get("k")
         elif path.suffix == ".npz":
             import numpy as np
 
@@ -103,8 +120,9 @@ class Dictionary:
                 raise ValueError(f"{path} holds a {type(tensors).__name__}, not a dict of tensors")
         else:
             raise ValueError(f"{path}: a dictionary is read from .safetensors, .pt, .pth, .bin or .npz, not {path.suffix!r}")
-        return cls.from_tensors(tensors, transposed=transposed, subtract_decoder_bias=subtract_decoder_bias,
-                                source=str(path))
+        found = cls.from_tensors(tensors, transposed=transposed, subtract_decoder_bias=subtract_decoder_bias,
+                                 source=str(path))
+        return found if k is None else evolve(found, k=int(k))
 
     @classmethod
     def from_tensors(cls, tensors: dict, *, transposed: bool | None = None, subtract_decoder_bias: bool = False,
@@ -147,13 +165,14 @@ class Dictionary:
         ``b_dec`` and (JumpReLU) ``threshold``, and from its ``cfg`` the architecture and
         ``apply_b_dec_to_input``. Read duck-typed: sae-lens is an optional extra
         (``pip install vlreg[sae]``), never imported here. Architectures other than
-        standard (ReLU) and JumpReLU are refused, as are activations normalised by the SAE."""
+        standard (ReLU), JumpReLU and TopK (``cfg.k``) are refused, as are activations
+        normalised by the SAE."""
         cfg = getattr(sae, "cfg", None)
         architecture = getattr(cfg, "architecture", "standard")
         architecture = architecture() if callable(architecture) else architecture
-        if architecture not in ("standard", "jumprelu"):
-            raise ValueError(f"this SAE's architecture is {architecture!r}: vlreg reads 'standard' (ReLU) and "
-                             "'jumprelu' dictionaries")
+        if architecture not in ("standard", "jumprelu", "topk"):
+            raise ValueError(f"this SAE's architecture is {architecture!r}: vlreg reads 'standard' (ReLU), "
+                             "'jumprelu' and 'topk' dictionaries")
         normalize = getattr(cfg, "normalize_activations", "none")
         if normalize not in (None, "none"):
             raise ValueError(f"this SAE normalises its input ({normalize!r}); vlreg encodes the value as it is, so "
@@ -161,8 +180,13 @@ class Dictionary:
         tensors = {name: getattr(sae, name).detach() for name in NAMES[:4]}
         if architecture == "jumprelu":
             tensors["threshold"] = sae.threshold.detach()
-        return cls.from_tensors(tensors, transposed=False, source=f"{type(sae).__name__} ({architecture})",
-                                subtract_decoder_bias=bool(getattr(cfg, "apply_b_dec_to_input", False)))
+        if architecture == "topk" and getattr(cfg, "rescale_acts_by_decoder_norm", False):
+            from .saelens import fold_norms
+
+            fold_norms(tensors)
+        found = cls.from_tensors(tensors, transposed=False, source=f"{type(sae).__name__} ({architecture})",
+                                 subtract_decoder_bias=bool(getattr(cfg, "apply_b_dec_to_input", False)))
+        return evolve(found, k=int(cfg.k)) if architecture == "topk" else found
 
     def save(self, path: "str | Path") -> Path:
         """Write the tensors as safetensors (``W_enc [d_in, features]``)."""
@@ -171,7 +195,8 @@ class Dictionary:
         tensors = {"W_enc": self.W_enc, "b_enc": self.b_enc, "W_dec": self.W_dec, "b_dec": self.b_dec}
         if self.threshold is not None:
             tensors["threshold"] = self.threshold
-        save_file({name: t.detach().cpu().contiguous() for name, t in tensors.items()}, str(path))
+        save_file({name: t.detach().cpu().contiguous() for name, t in tensors.items()}, str(path),
+                  None if self.k is None else {"k": str(self.k)})
         return Path(path)
 
     # ---- binding to a model ----------------------------------------------------------
@@ -256,6 +281,9 @@ class Dictionary:
         self._check(x)
         bias = self.b_enc - self.b_dec @ self.W_enc if self.subtract_decoder_bias else self.b_enc
         pre = torch.addmm(bias, x, self.W_enc) if x.dim() == 2 else torch.matmul(x, self.W_enc).add_(bias)
+        if self.k is not None:
+            top = pre.topk(self.k, dim=-1)
+            return torch.zeros_like(pre).scatter_(-1, top.indices, top.values.relu_())
         pre.relu_()
         return pre if self.threshold is None else pre.mul_(pre > self.threshold)
 
@@ -272,6 +300,7 @@ class Dictionary:
         dictionary: encode, ``change(features)`` (a copy, change it as you like), decode,
         and keep the error, i.e. add ``(changed - features) @ W_dec``. Returns the
         features before the change."""
+        self._editable()
         features = self.encode(x)
         delta = (change(features.clone()) - features) @ self.W_dec
         x += delta
@@ -287,6 +316,7 @@ class Dictionary:
 
     def add(self, x: torch.Tensor, feature: int, amount: float) -> torch.Tensor:
         """Add ``amount`` of ``feature`` (``amount * W_dec[feature]``) at the rows ``x``."""
+        self._editable()
         x += amount * self.W_dec[feature]
         return x
 
@@ -296,6 +326,11 @@ class Dictionary:
         if x.dtype != self.W_enc.dtype or x.device != self.W_enc.device:
             raise ValueError(f"the rows are {x.dtype} on {x.device}, the dictionary {self.W_enc.dtype} on "
                              f"{self.W_enc.device}: attach it to the model (or .to(...)) rather than copy the rows")
+
+    def _editable(self) -> None:
+        if self.output is not None:
+            raise ValueError(f"this is a transcoder: its decoder predicts {self.output}, not the value it reads, so "
+                             "an edit through it would write the wrong value; encode and decode only")
 
     def _model(self) -> Any:
         if self.model is None:

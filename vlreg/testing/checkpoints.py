@@ -81,6 +81,23 @@ def builders() -> dict[str, Callable[..., Path]]:
     return found
 
 
+def family_builders(make: Callable[..., Path], families: Iterable[str]) -> dict[str, Callable[..., Path]]:
+    """A builder per family of a plugin whose families one function builds: ``build(path,
+    **overrides)`` calls ``make(family, path, text, vision, overrides)``, the ``text_config``
+    and ``vision_config`` overrides taken out of the others (fields of the top-level config)."""
+
+    def builder(family: str) -> Callable[..., Path]:
+        def build(path: str | os.PathLike, **overrides: Any) -> Path:
+            text, vision = dict(overrides.pop("text_config", {})), dict(overrides.pop("vision_config", {}))
+            return make(family, Path(path), text, vision, overrides)
+
+        build.__doc__ = (f"Write a random-weight {family} checkpoint to ``path``. ``overrides``: ``text_config`` "
+                         f"and ``vision_config`` dicts, other fields of the top-level config.")
+        return build
+
+    return {family: builder(family) for family in families}
+
+
 def build(name: str, path: str | os.PathLike | None = None, **overrides: Any) -> Path:
     """Write the checkpoint ``name`` (into ``path``, else a cached temporary folder that
     is removed when the process exits; `forget` removes it sooner).

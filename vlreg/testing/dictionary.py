@@ -1,20 +1,22 @@
-"""A dictionary whose features we can check: a small ReLU sparse autoencoder trained here,
-on the toy model's (`vlreg.testing.toy`) block output at image tokens.
+"""A dictionary whose features we can check: a small TopK sparse autoencoder trained on
+the toy model's (`vlreg.testing.toy`) block output at image tokens, with sae-lens' trainer
+through `vlreg.dictionaries.train`.
 
 The toy's image tokens each hold one 28-pixel cell of a scene: mostly background, some a
 shape of one of six colours. Its answer (a shape's colour) is read from the shape's token
 after block 0, so a dictionary on ``layers[0].layer_output`` at the image tokens should
 find features for what a cell holds, and turning such a feature off at a shape's token
 may move the answer (see docs/seeing-into-the-image.md). `build` returns the one shipped
-in the package (``shipped/dictionary.safetensors``, trained from `RECIPE` on the shipped
-toy, its report beside it); another recipe is trained into the cache once, under a file
-lock, keyed by a hash of the recipe (which holds the toy's own key).
+in the package (``shipped/dictionary``: the sae-lens SAE folder `train` writes, its
+``training.json`` holding the recipe), trained from `RECIPE` on the shipped toy; another
+recipe is trained into the cache once, under a file lock, keyed by a hash of the recipe
+(which holds the toy's own key).
 
-Training is torch only, on activations `vlreg.collect` wrote into a store and read back
-(the path a dictionary trainer takes over a dataset), from scenes the toy's tests never
-use (a seed stream of their own), one thread by default, seeded: about twenty seconds on a quiet machine. The loss is the reconstruction's
-squared error over the data's variance plus an L1 penalty on the activations, each
-decoder row kept at unit norm.
+Training reads activations `vlreg.collect` wrote into a store (the path a dictionary
+trainer takes over a dataset), from scenes the toy's tests never use (a seed stream of
+their own), on one thread by default, seeded: sae-lens' TopK SAE (`RECIPE`'s ``k``
+features active a token), saved with unit-norm decoder rows; about twenty seconds on a
+quiet machine.
 
 `label`, `purity` and `zero_effects` are the known-answer check of docs and tests: which
 shape (and colour) each image token holds, how purely a feature's strongest tokens are
@@ -26,6 +28,7 @@ from __future__ import annotations
 import hashlib
 import json
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -34,7 +37,7 @@ import torch
 
 from . import cache, toy
 
-VERSION = "dictionary-1"
+VERSION = "dictionary-2"
 
 RECIPE = {
     "version": VERSION,
@@ -43,11 +46,13 @@ RECIPE = {
     "scenes": 1000,
     "scene_seed": 1000,
     "seed": 0,
+    "architecture": "topk",
     "features": 128,
-    "l1": 3e-3,
+    "k": 6,
     "steps": 2000,
     "batch": 1024,
     "lr": 3e-3,
+    "lr_decay": 0.5,
 }
 
 
@@ -56,32 +61,39 @@ def key(recipe: dict | None = None) -> str:
     return hashlib.sha256(json.dumps(recipe, sort_keys=True).encode()).hexdigest()[:16]
 
 
-#: The shipped dictionary: package data, trained from `RECIPE` on the shipped toy.
-SHIPPED = toy.SHIPPED.parent / "dictionary.safetensors"
+#: The shipped dictionary: package data, an sae-lens SAE folder trained from `RECIPE` on the shipped toy.
+SHIPPED = toy.SHIPPED.parent / "dictionary"
+REPORT = "training.json"
 
 
 def path(recipe: dict | None = None) -> Path:
     """Where the recipe's dictionary is: `SHIPPED` for `RECIPE`, else in the cache beside
-    toys of other recipes. Its report is beside it (``.json``)."""
+    toys of other recipes. Its report is in it (``training.json``)."""
     recipe = RECIPE if recipe is None else recipe
-    return SHIPPED if recipe == RECIPE else toy.cache_dir() / f"dictionary-{key(recipe)}.safetensors"
+    return SHIPPED if recipe == RECIPE else toy.cache_dir() / f"dictionary-{key(recipe)}"
+
+
+def shipped_report() -> dict:
+    """The shipped dictionary's ``training.json``: its recipe and key, the trainer's
+    settings and metrics, the evaluation on its training rows."""
+    return json.loads((SHIPPED / REPORT).read_text())
 
 
 def load_model() -> Any:
-    from .. import StandardizedTransformer
+    """The shipped toy, loaded as the test kit loads a checkpoint (`vlreg.testing.load`)."""
+    from .kit import load
 
-    return StandardizedTransformer(str(toy.build()), task="image-text-to-text", dispatch=True,
-                                   attn_implementation="eager", device="cpu")
+    return load(toy.build())
 
 
 def build(model: Any = None, recipe: dict | None = None) -> Path:
-    """The trained dictionary's file (safetensors): the shipped one for `RECIPE`; another
-    recipe's trained into the cache if absent, once, under a file lock. ``model`` is the
-    toy, loaded if needed and not given. Raises `toy.NotShipped` where `RECIPE` and the
+    """The trained dictionary's folder: the shipped one for `RECIPE`; another recipe's
+    trained into the cache if absent, once, under a file lock. ``model`` is the toy,
+    loaded if needed and not given. Raises `toy.NotShipped` where `RECIPE` and the
     shipped files disagree, rather than training silently."""
     recipe = RECIPE if recipe is None else recipe
     if recipe == RECIPE:
-        shipped = json.loads(SHIPPED.with_suffix(".json").read_text())
+        shipped = shipped_report()
         if shipped["key"] != key():
             raise toy.NotShipped(
                 f"the toy dictionary shipped in {SHIPPED} was trained from recipe {shipped['key']}, but "
@@ -92,16 +104,9 @@ def build(model: Any = None, recipe: dict | None = None) -> Path:
 
     def make(scratch: Path) -> None:
         print(f"training the toy dictionary from recipe {key(recipe)} ...", file=sys.stderr, flush=True)
-        dictionary, report = train(load_model() if model is None else model, recipe)
-        write_report(path(recipe), report)  # first: the dictionary's file is renamed in last
-        dictionary.save(scratch)
+        train(load_model() if model is None else model, scratch, recipe)
 
     return cache.once(path(recipe), make, f"training the toy dictionary from recipe {key(recipe)}")
-
-
-def write_report(target: Path, report: dict) -> None:
-    """A trained dictionary's report, beside its file ``target`` (``.json``)."""
-    Path(target).with_suffix(".json").write_text(json.dumps(report, indent=2) + "\n")
 
 
 def load(model: Any = None, recipe: dict | None = None) -> Any:
@@ -110,7 +115,48 @@ def load(model: Any = None, recipe: dict | None = None) -> Any:
 
     recipe = RECIPE if recipe is None else recipe
     model = load_model() if model is None else model
-    return Dictionary.load(build(model, recipe), transposed=False).attach(model, recipe["site"])
+    return Dictionary.load(build(model, recipe)).attach(model, recipe["site"])
+
+
+def collected(model: Any, scenes: list, folder: "str | Path", site: str = RECIPE["site"], chunk: int = 50) -> list[str]:
+    """``scenes`` collected by `vlreg.collect` at ``site`` into a store at ``folder``, each
+    under its name ``scene-<index>`` (returned, in scene order), with its own prompt."""
+    from ..collect import collect
+
+    names = [f"scene-{index:05d}" for index in range(len(scenes))]
+    prompts = dict(zip(names, (scene.prompt for scene in scenes)))
+    collect(model, [site], dict(zip(names, (scene.image for scene in scenes))), folder,
+            prompt=lambda record: prompts[record["image"]], batch=chunk, shard_images=10 * chunk, progress=False)
+    return names
+
+
+def train(model: Any, out: "str | Path", recipe: dict | None = None, threads: int = 1) -> dict:
+    """Train the recipe's dictionary on fresh scenes into ``out`` (`vlreg.dictionaries.train`
+    on a store of them); returns the report it writes there (``training.json``: the
+    trainer's, with the recipe, its key, the threads and the seconds spent collecting)."""
+    from ..dictionaries import train as train_on
+
+    recipe = RECIPE if recipe is None else recipe
+    before = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        with tempfile.TemporaryDirectory(prefix="vlreg-dictionary-") as store:
+            started = time.perf_counter()
+            collected(model, toy.scenes(recipe["scenes"], seed=recipe["scene_seed"]), store, recipe["site"])
+            seconds = time.perf_counter() - started
+            trained = train_on(store, recipe["site"], out, architecture=recipe["architecture"],
+                               features=recipe["features"], l1=recipe.get("l1", 1.0), k=recipe.get("k", 32), steps=recipe["steps"],
+                               batch=recipe["batch"], lr=recipe["lr"], lr_decay=recipe["lr_decay"], seed=recipe["seed"], progress=False)
+    finally:
+        torch.set_num_threads(before)
+    report = {"recipe": recipe, "key": key(recipe), "threads": threads, "collect_seconds": round(seconds, 1),
+              **trained.report}
+    report["settings"].update(store="a temporary store of the recipe's scenes", model="vlreg.testing.toy")
+    (Path(out) / REPORT).write_text(json.dumps(report, indent=2) + "\n")
+    config = json.loads((Path(out) / "cfg.json").read_text())  # no paths of this machine in what ships
+    config["metadata"].update(model_name="vlreg.testing.toy", vlreg_store=report["settings"]["store"])
+    (Path(out) / "cfg.json").write_text(json.dumps(config))
+    return report
 
 
 @torch.no_grad()
@@ -118,72 +164,13 @@ def activations(model: Any, scenes: list, site: str = RECIPE["site"], chunk: int
     """The value at ``site`` at every image token of ``scenes``, ``[scenes * 36, hidden]``,
     in scene order: collected into a store by `vlreg.collect` (as a dictionary trainer reads
     a dataset's activations), then read back from it."""
-    import tempfile
+    from ..collect import open_store
 
-    from ..collect import collect, open_store
-
-    names = [f"scene-{index:05d}" for index in range(len(scenes))]
-    prompts = dict(zip(names, (scene.prompt for scene in scenes)))
     with tempfile.TemporaryDirectory(prefix="vlreg-dictionary-") as store:
-        collect(model, [site], dict(zip(names, (scene.image for scene in scenes))), store,
-                prompt=lambda record: prompts[record["image"]], batch=chunk, shard_images=10 * chunk,
-                progress=False)
+        names = collected(model, scenes, store, site, chunk)
         opened = open_store(store)
         rows = [opened.index.rows(name) for name in names]  # a clean run writes them in order; a resumed one may not
         return torch.cat([opened[site][part].float() for part in rows])
-
-
-def train(model: Any, recipe: dict | None = None, threads: int = 1) -> tuple[Any, dict]:
-    """Train the dictionary on fresh scenes; returns it and a report (seconds, the
-    reconstruction's share of variance explained, mean active features per token)."""
-    from ..dictionaries import Dictionary
-
-    recipe = RECIPE if recipe is None else recipe
-    before = torch.get_num_threads()
-    torch.set_num_threads(threads)
-    started = time.perf_counter()
-    try:
-        data = activations(model, toy.scenes(recipe["scenes"], seed=recipe["scene_seed"]), recipe["site"])
-        collected = time.perf_counter() - started
-        generator = torch.Generator().manual_seed(recipe["seed"])
-        width, features = data.shape[1], recipe["features"]
-        mean = data.mean(0)
-        variance = (data - mean).pow(2).sum(-1).mean()
-        w_dec = torch.randn(features, width, generator=generator)
-        w_dec = (w_dec / w_dec.norm(dim=-1, keepdim=True)).requires_grad_()
-        w_enc = w_dec.detach().T.clone().requires_grad_()
-        b_enc = torch.zeros(features, requires_grad=True)
-        b_dec = mean.clone().requires_grad_()
-        optimiser = torch.optim.Adam([w_enc, b_enc, w_dec, b_dec], lr=recipe["lr"])
-        steps = recipe["steps"]
-        schedule = torch.optim.lr_scheduler.LambdaLR(optimiser, lambda s: min(1.0, 2 * (1 - s / steps)))
-        for step in range(steps):
-            x = data[torch.randint(len(data), (recipe["batch"],), generator=generator)]
-            f = torch.relu((x - b_dec) @ w_enc + b_enc)
-            error = (f @ w_dec + b_dec - x).pow(2).sum(-1).mean() / variance
-            sparsity = f.sum(-1).mean()
-            optimiser.zero_grad()
-            (error + recipe["l1"] * sparsity).backward()
-            optimiser.step()
-            schedule.step()
-            with torch.no_grad():
-                w_dec /= w_dec.norm(dim=-1, keepdim=True)
-        # the decoder bias is subtracted in training: fold it into the encoder's bias
-        dictionary = Dictionary.from_tensors(
-            {"W_enc": w_enc.detach(), "b_enc": (b_enc - b_dec @ w_enc).detach(), "W_dec": w_dec.detach(),
-             "b_dec": b_dec.detach()}, transposed=False, source="vlreg.testing.dictionary")
-        with torch.no_grad():
-            f = dictionary.encode(data)
-            explained = 1 - float((dictionary.decode(f) - data).pow(2).sum(-1).mean() / variance)
-            active = float((f > 0).float().sum(-1).mean())
-            alive = int((f > 0).any(0).sum())
-        seconds = time.perf_counter() - started
-    finally:
-        torch.set_num_threads(before)
-    report = {"recipe": recipe, "key": key(recipe), "threads": threads, "collect_seconds": round(collected, 1),
-              "train_seconds": round(seconds, 1), "tokens": len(data), "variance_explained": round(explained, 4),
-              "active_per_token": round(active, 2), "alive_features": alive}
-    return dictionary, report
 
 
 def label(model: Any, scenes: list) -> list[tuple[str, str] | None]:

@@ -1,4 +1,5 @@
-"""Registering a plugin for the length of a test."""
+"""Registering a plugin for the length of a test, and a plugin of hooks written by hand to
+register there."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import contextlib
 from typing import Any, Iterable, Iterator
 
 from ..core.host import plugins
+from ..core.host.hookspecs import hookimpl
 
 
 @contextlib.contextmanager
@@ -27,3 +29,29 @@ def registered(plugin: Any = None, *, name: str | None = None, replacing: Iterab
     finally:
         for p, p_name, dist in replaced:
             plugins.register(p, name=p_name, distribution=dist)
+
+
+class Forwarding:
+    """A plugin of hook methods written by hand, as a third party may write one, serving
+    what ``plugin`` serves: it answers `vlreg_claims`, `vlreg_rename`, `vlreg_envoys` and
+    `vlreg_entry` as ``plugin`` does. A test subclasses it and changes one hook (a method of
+    the same name, itself a ``hookimpl``); registered, it stands in for ``plugin``."""
+
+    def __init__(self, plugin: Any) -> None:
+        self.plugin = plugin
+
+    @hookimpl
+    def vlreg_claims(self) -> Any:
+        return self.plugin.vlreg_claims()
+
+    @hookimpl
+    def vlreg_rename(self, part: Any) -> Any:
+        return self.plugin.vlreg_rename(part)
+
+    @hookimpl
+    def vlreg_envoys(self, part: Any) -> Any:
+        return self.plugin.vlreg_envoys(part)
+
+    @hookimpl
+    def vlreg_entry(self, part: Any) -> Any:
+        return self.plugin.vlreg_entry(part)

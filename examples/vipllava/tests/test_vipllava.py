@@ -14,8 +14,10 @@ from vlreg_vipllava import plugin
 CHECKPOINT = "vipllava"
 
 
-def test_only_the_wrapper_is_this_plugins(model):
+def test_only_the_wrapper_is_this_plugins_which_overrides_vlreg_llavas(model):
+    """vlreg-llava claims the ``vipllava`` wrapper too; this plugin's claim overrides it."""
     assert model.family.plugins == {"wrapper": plugin, "text": llava, "vision": llava}
+    assert ("wrapper", "vipllava") in llava.parts
 
 
 def test_the_chat_template_writes_vipllavas_turns(model):

@@ -1,8 +1,14 @@
-"""vlreg-vipllava-example: VipLLaVA as a third-party vlreg plugin.
+"""vlreg-vipllava-example: VipLLaVA as a third-party vlreg plugin that overrides a built-in one.
 
 Written only against vlreg's public plugin API (`vlreg.plugin`, `vlreg.testing`), the
 way a plugin from outside vlreg's repository would be: one declaration, ``plugin``, that
 the ``vlreg`` entry point names (``vipllava = "vlreg_vipllava:plugin"``).
+
+vlreg-llava serves VipLLaVA itself. This plugin claims the ``vipllava`` wrapper too, with
+``overrides="llava"``: installed beside vlreg-llava, its declaration is the one a VipLLaVA
+checkpoint is served by, and every other claim of both plugins stands. That is how an
+outside author replaces how a built-in family serves a model type (to try another
+geometry, or read-only rows, before proposing them upstream) without forking vlreg.
 
 VipLlavaForConditionalGeneration has three parts, and this plugin claims one:
 
@@ -19,22 +25,15 @@ VipLlavaForConditionalGeneration has three parts, and this plugin claims one:
 What the projector does not read cannot be edited to any effect, so the tower's output
 and every block after the last one it reads are declared read-only
 (`FEATURE_LAYER_READ_ONLY`). `geometry` lays out each image's tokens over CLIP's centre
-crop; `checkpoints` builds the tiny checkpoint its tests load.
+crop, written here from the processor's settings. Its tests load vlreg-llava's tiny
+``vipllava`` checkpoint (`vlreg.testing.build`).
 """
 
 from vlreg.plugin import FEATURE_LAYER_READ_ONLY, Plugin, Wrapper
 
 from .geometry import image_grids
 
-
-def builders():
-    """The checkpoint builder, imported when a test asks for it."""
-    from .checkpoints import build_vipllava
-
-    return {"vipllava": build_vipllava}
-
-
 plugin = Plugin(
-    Wrapper("vipllava", refuses=FEATURE_LAYER_READ_ONLY, image_grids=lambda part: image_grids(part.config)),
-    checkpoints=builders,
+    Wrapper("vipllava", overrides="llava", refuses=FEATURE_LAYER_READ_ONLY,
+            image_grids=lambda part: image_grids(part.config)),
 )

@@ -5,20 +5,9 @@ queries: 8 image tokens. The text model's MLPs are experts beside shared experts
 """
 
 from vlreg.testing.conformance import AnalysisConformance, ExpertsConformance, VisionConformance
+from vlreg.testing.conformance.native import SIGLIP, composite
 
-NATIVE = {
-    "layers": "model.language_model.layers",
-    "embed_tokens": "model.language_model.embed_tokens",
-    "norm": "model.language_model.norm",
-    "lm_head": "lm_head",
-    "vision": "model.vision_tower",
-    "vision.layers": "model.vision_tower.encoder.layers",
-    "vision.patch_embed": "model.vision_tower.embeddings.patch_embedding",
-    "vision.norm": "model.vision_tower.post_layernorm",
-    "vision.layers.0.self_attn": "model.vision_tower.encoder.layers.0.self_attn",
-    "vision.layers.0.input_layernorm": "model.vision_tower.encoder.layers.0.layer_norm1",
-    "projector": "model.multi_modal_projector",
-}
+NATIVE = composite(SIGLIP)
 
 
 class TestAria(ExpertsConformance, AnalysisConformance, VisionConformance):

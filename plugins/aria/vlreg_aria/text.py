@@ -10,9 +10,7 @@ every token. The block adds their sum. The attention and norms use the standard 
 
 from __future__ import annotations
 
-from typing import Any
-
-from vlreg.plugin import Attention, Layer, MoeMlp, value
+from vlreg.plugin import Attention, Layer, MoeMlp, modeling_envoys, value
 
 MODEL_TYPES = ("aria_text",)
 
@@ -32,7 +30,4 @@ class AriaMoe(MoeMlp):
     )(lambda mlp, raw: raw.view(-1, raw.shape[-1])).writes(lambda mlp, raw, new: new.reshape(raw.shape))
 
 
-def envoys(part: Any) -> dict[type, type]:
-    from transformers.models.aria import modeling_aria as aria
-
-    return {aria.AriaTextDecoderLayer: Layer, aria.AriaTextAttention: Attention, aria.AriaTextMoELayer: AriaMoe}
+envoys = modeling_envoys("aria", {"AriaTextDecoderLayer": Layer, "AriaTextAttention": Attention, "AriaTextMoELayer": AriaMoe})

@@ -1,4 +1,4 @@
-"""BLIP-2 and InstructBLIP against the conformance suite the core ships.
+"""BLIP-2, InstructBLIP and InstructBLIP-Video against the conformance suite the core ships.
 
 What the suite is told, and why:
 
@@ -15,7 +15,10 @@ What the suite is told, and why:
   (`QueryTokens.order`);
 * OPT adds learned position embeddings before its first block, so the features are checked
   where the text model is called (`StandardizedTransformer.prompt_entry`);
-* ``tower_patterns`` refuses: an image token is a query that reads every patch, no patch.
+* ``tower_patterns`` refuses: an image token is a query that reads every patch, no patch;
+* InstructBLIP-Video's images are a clip's frames, its placeholder ``<video>``: the suite's
+  image is a clip of one frame (`vlreg_blip.wrappers.per_frame`), and a prompt of two images,
+  which no template writes, holds one ``<video>`` placeholder too many.
 """
 
 import pytest
@@ -152,3 +155,13 @@ class TestInstructBlip(BlipConformance):
             other = model.vision.image_features.save()
         assert not torch.equal(features, other)
 
+
+class TestInstructBlipVideo(TestInstructBlip):
+    """InstructBLIP on a clip: the suite's image is a clip of one frame, its query tokens
+    written at ``<video>`` (the config's ``video_token_id``); the same tower, Q-Former and
+    Llama text model as InstructBLIP's."""
+
+    checkpoint = "instructblipvideo"
+
+    def image_prompt(self, model, images=1, question=None):
+        return model.processor.video_token.content * (images - 1) + chat(model, text=question or self.question)

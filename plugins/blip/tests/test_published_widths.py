@@ -1,18 +1,21 @@
-"""BLIP-2 and InstructBLIP at the published widths, built on the meta device (no weights).
+"""BLIP-2, InstructBLIP and InstructBLIP-Video at the published widths, built on the meta
+device (no weights).
 
 The widths are transformers 5.23's config defaults, read from the classes, not recalled:
-``Blip2Config()`` and ``InstructBlipConfig()`` both pair the EVA ViT-g tower (39 blocks, 1408
+``Blip2Config()``, ``InstructBlipConfig()`` and ``InstructBlipVideoConfig()`` all pair the EVA ViT-g tower (39 blocks, 1408
 wide, 16 heads, 14-pixel patches of a 224-pixel image: 256 patches and a class token) with a
 Q-Former of 12 blocks, 768 wide, cross-attending on every second block, 32 learned queries,
 and OPT-125m's widths for the text model (12 blocks, 768 wide, 12 heads); the default configs
-name no image token, so the tiny tokenizer's ``<image>`` is given. The processor is the
-published one's: 224-pixel images, 32 queries an image.
+name no image token, so the tiny tokenizer's ``<image>`` (InstructBLIP-Video's ``<video>``) is
+given. The processor is the published one's: 224-pixel images (a clip's frames, on
+InstructBLIP-Video), 32 queries an image.
 """
 
 import transformers
 
 from vlreg.testing import build
 from vlreg.testing.conformance import PublishedWidths, image
+
 
 class TestBlip2(PublishedWidths):
     config = transformers.Blip2Config
@@ -57,3 +60,22 @@ class TestInstructBlip(TestBlip2):
     processor_class = transformers.InstructBlipProcessor
     checkpoint = "instructblip"
     parts = {"text": ("opt", "vlreg-blip"), "vision": ("instructblip_vision_model", "vlreg-blip")}
+
+
+class TestInstructBlipVideo(TestBlip2):
+    config = transformers.InstructBlipVideoConfig
+    processor_class = transformers.InstructBlipVideoProcessor
+    checkpoint = "instructblipvideo"
+    parts = {"text": ("opt", "vlreg-blip"), "vision": ("instructblipvideo_vision_model", "vlreg-blip")}
+
+    def published_config(self, tokenizer=None):
+        """The defaults name no video token: the tiny tokenizer's ``<video>``."""
+        token = {"video_token_index": tokenizer.convert_tokens_to_ids("<video>")} if tokenizer is not None else {}
+        return self.config(**token)
+
+    def published_processor(self, tokenizer):
+        """The published processor: a clip's frames at 224 pixels, 32 queries a frame."""
+        tiny = transformers.AutoProcessor.from_pretrained(build(self.checkpoint))
+        frames = transformers.InstructBlipVideoVideoProcessor(size={"height": 224, "width": 224})
+        return self.processor_class(video_processor=frames, tokenizer=tiny.tokenizer,
+                                    qformer_tokenizer=tiny.qformer_tokenizer, num_query_tokens=32)

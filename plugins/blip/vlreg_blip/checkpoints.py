@@ -1,5 +1,5 @@
-"""BLIP-2 and InstructBLIP checkpoints for tests: tiny random-weight ones, written as a hub
-checkpoint is.
+"""BLIP-2, InstructBLIP and InstructBLIP-Video checkpoints for tests: tiny random-weight
+ones, written as a hub checkpoint is.
 
 Each builder writes the config, random weights, a byte-level tokenizer with the text
 model's roles and the ``<image>`` token (a special token of its own id, which the processor
@@ -14,7 +14,10 @@ text's first token) over the real ``BlipImageProcessor``, and a chat template:
 * ``instructblip``: the same tower and a Q-Former that also reads the instruction
   (``use_qformer_text_input``), over a Llama text model (Vicuna's shape) through
   ``InstructBlipProcessor``, which tokenizes the prompt a second time with the Q-Former's
-  own tokenizer (``qformer_input_ids``); the template writes the instruction as it is.
+  own tokenizer (``qformer_input_ids``); the template writes the instruction as it is;
+* ``instructblipvideo``: InstructBLIP's shapes under InstructBLIP-Video's classes, through
+  ``InstructBlipVideoProcessor`` over its video processor (28 x 28 frames), the placeholder
+  ``<video>``; a prompt's images are a clip's frames.
 
 The tiny tower sees 28 x 28 images in 7-pixel patches (16 patches and a class token); the
 Q-Former has `QUERIES` learned queries, so an image is `QUERIES` image tokens whatever its
@@ -29,7 +32,7 @@ from typing import Any
 
 from vlreg.testing import TINY_TEXT, TINY_VISION, save, tokenizer
 
-BOS, PAD, EOS, UNK, IMAGE = "<s>", "<pad>", "</s>", "<unk>", "<image>"
+BOS, PAD, EOS, UNK, IMAGE, VIDEO = "<s>", "<pad>", "</s>", "<unk>", "<image>", "<video>"
 #: The image's tokens, one per learned query of the Q-Former.
 QUERIES = 8
 SIDE, PATCH = 28, 7
@@ -119,27 +122,54 @@ def build_blip_2(path: Path, **overrides: Any) -> Path:
     return _save(path, config, processor, tok)
 
 
-def build_instructblip(path: Path, **overrides: Any) -> Path:
-    """Write a tiny InstructBLIP (Llama) checkpoint. ``overrides`` as `build_blip_2`'s."""
-    from transformers import InstructBlipConfig, InstructBlipProcessor
+def _qformer_tokenizer() -> Any:
+    """The Q-Former's own tokenizer (BERT's on the published checkpoints): [PAD] is id 0, as its config expects."""
+    return tokenizer(("[PAD]", "[UNK]", "[CLS]", "[SEP]"), pad_token="[PAD]", unk_token="[UNK]", cls_token="[CLS]",
+                     sep_token="[SEP]")
 
-    tok = tokenizer((UNK, BOS, EOS, PAD, IMAGE), bos_token=BOS, eos_token=EOS, pad_token=PAD, unk_token=UNK)
-    # the Q-Former's own tokenizer (BERT's on the published checkpoints): [PAD] is id 0, as its config expects
-    qformer_tok = tokenizer(("[PAD]", "[UNK]", "[CLS]", "[SEP]"), pad_token="[PAD]", unk_token="[UNK]",
-                            cls_token="[CLS]", sep_token="[SEP]")
-    queries = overrides.pop("num_query_tokens", QUERIES)
-    processor = InstructBlipProcessor(image_processor=_images(), tokenizer=tok, qformer_tokenizer=qformer_tok,
-                                      num_query_tokens=queries)
-    processor.chat_template = INSTRUCTBLIP_TEMPLATE
-    config = InstructBlipConfig(
+
+def _instructblip_config(config_class: type, tok: Any, qformer_tok: Any, queries: int, overrides: dict, **fields: Any):
+    return config_class(
         vision_config={**TOWER, **overrides.pop("vision_config", {})},
         qformer_config={**QFORMER, "vocab_size": len(qformer_tok), "pad_token_id": qformer_tok.pad_token_id,
                         **overrides.pop("qformer_config", {})},
         text_config=_text(tok, LLAMA, overrides.pop("text_config", {})),
         num_query_tokens=queries,
-        image_token_index=tok.convert_tokens_to_ids(IMAGE),
+        **fields,
         **overrides,
     )
+
+
+def build_instructblip(path: Path, **overrides: Any) -> Path:
+    """Write a tiny InstructBLIP (Llama) checkpoint. ``overrides`` as `build_blip_2`'s."""
+    from transformers import InstructBlipConfig, InstructBlipProcessor
+
+    tok = tokenizer((UNK, BOS, EOS, PAD, IMAGE), bos_token=BOS, eos_token=EOS, pad_token=PAD, unk_token=UNK)
+    qformer_tok = _qformer_tokenizer()
+    queries = overrides.pop("num_query_tokens", QUERIES)
+    processor = InstructBlipProcessor(image_processor=_images(), tokenizer=tok, qformer_tokenizer=qformer_tok,
+                                      num_query_tokens=queries)
+    processor.chat_template = INSTRUCTBLIP_TEMPLATE
+    config = _instructblip_config(InstructBlipConfig, tok, qformer_tok, queries, overrides,
+                                  image_token_index=tok.convert_tokens_to_ids(IMAGE))
+    return _save(path, config, processor, tok)
+
+
+def build_instructblipvideo(path: Path, **overrides: Any) -> Path:
+    """Write a tiny InstructBLIP-Video (Llama) checkpoint. ``overrides`` as `build_blip_2`'s."""
+    from transformers import InstructBlipVideoConfig, InstructBlipVideoProcessor, InstructBlipVideoVideoProcessor
+
+    # <video> is in the vocabulary, as the processor adds it; the tokenizer names no video_token, as the
+    # published ones do not (the processor then reads the token as its own AddedToken)
+    tok = tokenizer((UNK, BOS, EOS, PAD, VIDEO), bos_token=BOS, eos_token=EOS, pad_token=PAD, unk_token=UNK)
+    qformer_tok = _qformer_tokenizer()
+    queries = overrides.pop("num_query_tokens", QUERIES)
+    frames = InstructBlipVideoVideoProcessor(size={"height": SIDE, "width": SIDE})
+    processor = InstructBlipVideoProcessor(video_processor=frames, tokenizer=tok, qformer_tokenizer=qformer_tok,
+                                           num_query_tokens=queries)
+    processor.chat_template = INSTRUCTBLIP_TEMPLATE
+    config = _instructblip_config(InstructBlipVideoConfig, tok, qformer_tok, queries, overrides,
+                                  video_token_index=tok.convert_tokens_to_ids(VIDEO))
     return _save(path, config, processor, tok)
 
 
@@ -150,4 +180,4 @@ def _save(path: Path, config: Any, processor: Any, tok: Any) -> Path:
     return save(path, config, processor, generation)
 
 
-BUILDERS = {"blip-2": build_blip_2, "instructblip": build_instructblip}
+BUILDERS = {"blip-2": build_blip_2, "instructblip": build_instructblip, "instructblipvideo": build_instructblipvideo}

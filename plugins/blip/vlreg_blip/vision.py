@@ -1,6 +1,7 @@
-"""The BLIP-2 / InstructBLIP tower and the Q-Former, as vision parts.
+"""The BLIP-2 / InstructBLIP / InstructBLIP-Video tower and the Q-Former, as vision parts.
 
-The tower (``Blip2VisionModel``, ``InstructBlipVisionModel``) is a ViT with a class token:
+The tower (``Blip2VisionModel``, ``InstructBlipVisionModel``, ``InstructBlipVideoVisionModel``,
+which runs on every frame of a clip, `BlipClipVision`) is a ViT with a class token:
 ``embeddings.patch_embedding`` (a convolution), ``encoder.layers`` of pre-norm blocks
 (``layer_norm1``, ``self_attn`` with one fused ``qkv`` and its output ``projection``,
 ``layer_norm2``, ``mlp``) and ``post_layernorm``, which norms every row: ``tower_output``
@@ -29,6 +30,7 @@ and ``layer_norm2`` are the tower blocks' alone (OPT's are ``self_attn_layer_nor
 from __future__ import annotations
 
 import warnings
+from importlib import import_module
 from typing import Any
 
 import torch
@@ -60,6 +62,13 @@ class BlipVision(Vision):
     order = ("image_token_mask", "patch_embeddings", "layers", "tower_output", "qformer", "image_features")
     class_tokens = 1
     writes_placeholders = True
+
+
+class BlipClipVision(BlipVision):
+    """InstructBLIP-Video's tower: a prompt's images are one clip's frames, each run through
+    the tower and the Q-Former as an image (`Vision.clips`)."""
+
+    clips = True
 
 
 def _queries(qformer: Any) -> int:
@@ -119,23 +128,22 @@ class QFormerLayer(Layer):
     order = ("input", "output", "layer_output")
 
 
+#: model_type prefix -> (transformers module, class-name prefix), the longest prefix first
+MODELING = {"blip_2": ("blip_2", "Blip2"), "instructblipvideo": ("instructblipvideo", "InstructBlipVideo"),
+            "instructblip": ("instructblip", "InstructBlip")}
+
+
 def _modeling(part: Any) -> tuple[Any, str]:
-    """BLIP-2's or InstructBLIP's modeling module and its class prefix, by the part's
-    ``model_type``."""
-    if part.model_type.startswith("blip_2"):
-        from transformers.models.blip_2 import modeling_blip_2 as m
-
-        return m, "Blip2"
-    from transformers.models.instructblip import modeling_instructblip as m
-
-    return m, "InstructBlip"
+    """The part's modeling module and class prefix, by its ``model_type``."""
+    module, prefix = next(found for start, found in MODELING.items() if part.model_type.startswith(start))
+    return import_module(f"transformers.models.{module}.modeling_{module}"), prefix
 
 
 def envoys(part: Any) -> dict[type, type]:
     """The tower's module classes."""
     m, prefix = _modeling(part)
     return {
-        getattr(m, f"{prefix}VisionModel"): BlipVision,
+        getattr(m, f"{prefix}VisionModel"): BlipClipVision if prefix == "InstructBlipVideo" else BlipVision,
         getattr(m, f"{prefix}EncoderLayer"): VisionLayer,
         getattr(m, f"{prefix}Attention"): VisionAttention,
         getattr(m, f"{prefix}MLP"): VisionMlp,

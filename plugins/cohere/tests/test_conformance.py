@@ -5,22 +5,9 @@ suite's plain sum is their identity: ``input + attention_output + mlp_output ==
 layer_output`` (`test_block_identity`)."""
 
 from vlreg.testing.conformance import AnalysisConformance, VisionConformance
+from vlreg.testing.conformance.native import SIGLIP, composite
 
-NATIVE = {
-    "layers": "model.language_model.layers",
-    "embed_tokens": "model.language_model.embed_tokens",
-    "norm": "model.language_model.norm",
-    "lm_head": "lm_head",
-    "vision": "model.vision_tower",
-    "projector": "model.multi_modal_projector",
-    "vision.layers": "model.vision_tower.encoder.layers",
-    "vision.patch_embed": "model.vision_tower.embeddings.patch_embedding",
-    "vision.norm": "model.vision_tower.post_layernorm",
-    "vision.layers.0.self_attn": "model.vision_tower.encoder.layers.0.self_attn",
-    "vision.layers.0.mlp": "model.vision_tower.encoder.layers.0.mlp",
-    "vision.layers.0.input_layernorm": "model.vision_tower.encoder.layers.0.layer_norm1",
-    "layers.0.input_layernorm": "model.language_model.layers.0.input_layernorm",
-}
+NATIVE = composite(SIGLIP) | {"layers.0.input_layernorm": "model.language_model.layers.0.input_layernorm"}
 
 
 class TestAyaVision(AnalysisConformance, VisionConformance):

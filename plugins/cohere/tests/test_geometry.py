@@ -15,7 +15,7 @@ import pytest
 import torch
 
 from vlreg.testing import chat
-from vlreg.testing.conformance import image, lit
+from vlreg.testing.conformance import centres, image, lit, moved_features, patch_block
 from vlreg_cohere.checkpoints import TILE
 
 
@@ -52,30 +52,16 @@ def test_a_lit_pixel_lands_in_the_cell_of_the_token_whose_box_holds_it(model):
     cell = TILE // 4  # a token's pixels a side in its crop
     for size in SIZES[model.family.parts["wrapper"].model_type]:
         (geometry,) = model.vision.geometry(chat(model), [image(*size)])
-        for index, grid in enumerate(geometry.grids):
-            for token in range(grid.tokens):
-                x0, y0, x1, y1 = grid.boxes[token].tolist()
-                if min(x1 - x0, y1 - y0) < 2:
-                    continue  # less than a pixel's probe can single out
-                x, y = (x0 + x1) / 2, (y0 + y1) / 2
-                assert geometry.token_at(x, y, index) == token
-                seen = crops(model, lit(*size, x, y))[index, 0]
-                row, column = divmod(int(seen.float().argmax()), seen.shape[-1])
-                assert (row // cell, column // cell) == divmod(token, grid.columns), (size, grid.label, token)
+        for index, grid, token, x, y in centres(geometry, smallest=2):  # a pixel's probe singles out no less
+            assert geometry.token_at(x, y, index) == token
+            seen = crops(model, lit(*size, x, y))[index, 0]
+            row, column = divmod(int(seen.float().argmax()), seen.shape[-1])
+            assert (row // cell, column // cell) == divmod(token, grid.columns), (size, grid.label, token)
 
 
 @pytest.mark.parametrize("crop, token", [(0, 0), (0, 5), (0, 15), (4, 6)])
 def test_a_token_is_its_block_of_its_crops_patches(model, crop, token):
     pictures, prompt = [image(112, 84)], chat(model)
     (geometry,) = model.vision.geometry(prompt, pictures)
-    grid = geometry.grids[crop]
-    with model.trace(prompt, images=pictures):
-        clean = model.vision.image_features.save()
-    side = grid.columns * grid.fold
-    r, c = divmod(token, grid.columns)
-    block = [(r * grid.fold + i) * side + c * grid.fold + j for i in range(2) for j in range(2)]
-    with model.trace(prompt, images=pictures):
-        model.vision.layers[-1].layer_output[crop, block] += 1
-        features = model.vision.image_features.save()
-    moved = (features != clean).any(-1).nonzero().flatten().tolist()
-    assert moved == [geometry.span(crop).start + token]
+    block = patch_block(geometry.grids[crop], token)
+    assert moved_features(model, prompt, pictures, crop, block) == [geometry.span(crop).start + token]

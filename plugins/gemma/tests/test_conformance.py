@@ -148,3 +148,13 @@ class TestGemma3n(AnalysisConformance, VisionConformance):
         assert torch.equal(first[mask], features)
         expected = torch.where(vision_range[..., None], by_id, embeddings)
         assert torch.equal(first[~mask], expected[~mask])
+
+
+class TestShieldGemma2(AnalysisConformance, VisionConformance):
+    """Gemma 3 under a ShieldGemma2Config, its weights found through a key mapping and its
+    prompts encoded as given; a text-generation load would build its classifier, which does
+    not generate, so it is refused."""
+
+    checkpoint = "shieldgemma2"
+    native = SIGLIP_NAMES
+    text_generation_load = False

@@ -6,8 +6,10 @@ PaliGemma's, Gemma 4's, Gemma 4 unified's and Gemma 3n's are transformers' defau
 Gemma 4 tower and audio tower; Gemma 4 unified with its default embedder; Gemma 3n's,
 gemma-3n-E4B's widths with its 300M MobileNetV5 and audio tower). Gemma 3's default config pairs
 a 224-pixel SigLIP with 256 tokens, which is no published geometry, so Gemma 3 is
-gemma-3-4b-it's config, its fields written out here. The tiny checkpoints' processors
-stand in: nothing is processed on meta."""
+gemma-3-4b-it's config, its fields written out here; ShieldGemma 2's default config is
+Gemma 3's defaults too, and shieldgemma-2-4b-it is trained from gemma-3-4b-it, so it is those
+fields under a ShieldGemma2Config. The tiny checkpoints' processors stand in: nothing is
+processed on meta."""
 
 import json
 
@@ -31,6 +33,7 @@ GEMMA3_4B = {
 }
 CONFIGS = {
     "gemma3": lambda: transformers.Gemma3Config(**GEMMA3_4B),
+    "shieldgemma2": lambda: transformers.ShieldGemma2Config(**GEMMA3_4B),
     "paligemma": lambda: transformers.PaliGemmaConfig(),
     "gemma4": lambda: transformers.Gemma4Config(vision_config=transformers.Gemma4VisionConfig(),
                                                 audio_config=transformers.Gemma4AudioConfig()),
@@ -64,8 +67,9 @@ def vision_sizes(vision):
             vision.patch_size)
 
 
-def test_gemma3_4b_pools_4096_patches_to_256_tokens(lazy):
-    model = lazy("gemma3")
+@pytest.mark.parametrize("name", ["gemma3", "shieldgemma2"])
+def test_gemma3_4b_pools_4096_patches_to_256_tokens(lazy, name):
+    model = lazy(name)
     assert not model.dispatched
     assert (model.num_layers, model.hidden_size, model.num_heads, model.num_kv_heads, model.head_dim) == (34, 2560, 8, 4, 256)
     assert vision_sizes(model.vision) == (27, 1152, 16, 72, 4304, 14) and model.vision.image_size == 896

@@ -1,6 +1,6 @@
 """vlreg-gemma: the Gemma vision-language families, declared against `vlreg.plugin`.
 
-Five wrappers, each holding its text model at ``model.language_model`` and writing the
+Six wrappers, each holding its text model at ``model.language_model`` and writing the
 image features into the token embeddings with the first ``inputs_embeds.masked_scatter``
 in its ``model``'s forward:
 
@@ -8,6 +8,9 @@ in its ``model``'s forward:
   (served by vlreg-llava's ``siglip_vision_model`` claim) and
   ``model.multi_modal_projector``, which average-pools SigLIP's patches 4 x 4 on the real
   checkpoints (`geometry`: the grid's ``fold``); image tokens attend to each other.
+* ``shieldgemma2``: Gemma 3 under a ShieldGemma2Config (transformers loads it as
+  Gemma3ForConditionalGeneration), its weights found through a key mapping and its prompts
+  encoded by a processor that keeps the text it is given (`wrappers`).
 * ``paligemma`` (PaliGemmaForConditionalGeneration; PaliGemma 2 is the same wrapper on a
   ``gemma2`` text model): a SigLIP tower, a linear projector, a token per patch. The
   prefix (image tokens and prompt) is attended bidirectionally; only the suffix (what
@@ -54,6 +57,18 @@ def grids(part):
     return image_grids(part.config)
 
 
+def shieldgemma2_load_options(part):
+    from .wrappers import LOAD_OPTIONS
+
+    return LOAD_OPTIONS
+
+
+def shieldgemma2_processor(part):
+    from .wrappers import prompted
+
+    return prompted
+
+
 def builders():
     from .checkpoints import BUILDERS
 
@@ -62,6 +77,8 @@ def builders():
 
 plugin = Plugin(
     Wrapper(("gemma3", "paligemma"), image_grids=grids),
+    Wrapper("shieldgemma2", image_grids=grids, load_options=shieldgemma2_load_options,
+            processor=shieldgemma2_processor),
     Wrapper("gemma4", projector="model.embed_vision", image_grids=grids),
     Wrapper("gemma4_unified", vision="model.embed_vision", projector="model.embed_vision.multimodal_embedder",
             image_grids=grids),
@@ -73,5 +90,6 @@ plugin = Plugin(
     Tower("gemma4_unified_vision", envoys=vision.embedder_envoys),
     Tower("gemma3n_vision", rename=vision.GEMMA3N_RENAME, envoys=vision.gemma3n_tower_envoys,
           declines=vision.gemma3n_refusal),
+    adapters={"sandwich": text.SANDWICH},
     checkpoints=builders,
 )

@@ -8,6 +8,8 @@ on the real ones); towers are 32 wide, two blocks (`vlreg.testing.TINY_VISION`, 
 
 * ``gemma3``: SigLIP sees 56 x 56 pixels as 4 x 4 patches of 14, pooled 2 x 2 to 4 tokens;
   a sliding-window block (8 tokens), then a global one.
+* ``shieldgemma2``: that Gemma 3 saved as ``ShieldGemma2ForImageClassification`` (under the
+  classifier's ``model.``), with the real ShieldGemma2Processor and the classifier's prompt.
 * ``paligemma`` (Gemma text) and ``paligemma2`` (Gemma 2 text, sliding then global): SigLIP
   on 56 x 56 pixels, a token per patch (16).
 * ``gemma4``: the Gemma 4 tower on 4-pixel patches pooled 2 x 2 (8-pixel tokens) under the
@@ -102,37 +104,87 @@ GEMMA3_TEMPLATE = (
 )
 
 
-def build_gemma3(path: Path, **overrides: Any) -> Path:
-    """Gemma3ForConditionalGeneration: scores scaled by ``query_pre_attn_scalar ** -0.5``
-    with a scalar that is not the head width (as on 27B). ``overrides``: ``text_config``
-    and ``vision_config`` dicts, other fields of the top-level config."""
-    from transformers import Gemma3Config, Gemma3ForConditionalGeneration, Gemma3ImageProcessor, Gemma3Processor
+GEMMA3_TOKENS_PER_IMAGE = 4  # 4 x 4 patches pooled 2 x 2
 
-    tok = tokenizer(GEMMA3_TOKENS, (*CORPUS, "user model user model"), bos_token=BOS, eos_token=EOS, pad_token=PAD,
-                    boi_token="<start_of_image>", eoi_token="<end_of_image>", image_token="<image_soft_token>")
+
+def _gemma3_parts(overrides: dict, processor_class: type, template: str, *words: str) -> tuple[Any, dict, dict]:
+    """Gemma 3's processor (``words`` added to its tokenizer's corpus), token ids and config
+    fields (``overrides`` in)."""
+    from transformers import Gemma3ImageProcessor
+
+    tok = tokenizer(GEMMA3_TOKENS, (*CORPUS, "user model user model", *words), bos_token=BOS, eos_token=EOS,
+                    pad_token=PAD, boi_token="<start_of_image>", eoi_token="<end_of_image>",
+                    image_token="<image_soft_token>")
+    processor = processor_class(image_processor=Gemma3ImageProcessor(size={"height": IMAGE_SIZE, "width": IMAGE_SIZE}),
+                                tokenizer=tok, chat_template=template, image_seq_length=GEMMA3_TOKENS_PER_IMAGE)
     ids = _ids(tok, GEMMA3_TOKENS)
-    tokens_per_image = 4  # 4 x 4 patches pooled 2 x 2
-    processor = Gemma3Processor(
-        image_processor=Gemma3ImageProcessor(size={"height": IMAGE_SIZE, "width": IMAGE_SIZE}),
-        tokenizer=tok, chat_template=GEMMA3_TEMPLATE, image_seq_length=tokens_per_image,
-    )
     special = {"pad_token_id": ids[PAD], "eos_token_id": ids["<end_of_turn>"], "bos_token_id": ids[BOS]}
-    config = Gemma3Config(
+    fields = dict(
         text_config={**TEXT, "vocab_size": len(tok), "query_pre_attn_scalar": 32,
                      "layer_types": ["sliding_attention", "full_attention"], "sliding_window": 8, **special,
                      **overrides.pop("text_config", {})},
         vision_config={**SIGLIP, **overrides.pop("vision_config", {})},
-        mm_tokens_per_image=tokens_per_image,
+        mm_tokens_per_image=GEMMA3_TOKENS_PER_IMAGE,
         boi_token_index=ids["<start_of_image>"],
         eoi_token_index=ids["<end_of_image>"],
         image_token_index=ids["<image_soft_token>"],
         **overrides,
     )
+    return processor, ids, fields
+
+
+def build_gemma3(path: Path, **overrides: Any) -> Path:
+    """Gemma3ForConditionalGeneration: scores scaled by ``query_pre_attn_scalar ** -0.5``
+    with a scalar that is not the head width (as on 27B). ``overrides``: ``text_config``
+    and ``vision_config`` dicts, other fields of the top-level config."""
+    from transformers import Gemma3Config, Gemma3ForConditionalGeneration, Gemma3Processor
+
+    processor, ids, fields = _gemma3_parts(overrides, Gemma3Processor, GEMMA3_TEMPLATE)
     torch.manual_seed(0)
-    model = Gemma3ForConditionalGeneration(config).eval()
+    model = Gemma3ForConditionalGeneration(Gemma3Config(**fields)).eval()
     with torch.no_grad():
-        model.model.multi_modal_projector.mm_input_projection_weight.normal_(std=0.1)
+        model.model.multi_modal_projector.mm_input_projection_weight.normal_(std=0.1)  # zero at init
     model.save_pretrained(path)
+    processor.save_pretrained(path)
+    _generation(ids, "<end_of_turn>", EOS).save_pretrained(path)
+    return Path(path)
+
+
+# -- ShieldGemma 2 ---------------------------------------------------------------
+
+#: ShieldGemma 2's classifier prompt, in its published one's shape: the task, the image, the
+#: turn's texts as the policy, the question; then the model's turn (Yes or No comes next).
+SHIELDGEMMA2_TEMPLATE = (
+    "{{ bos_token }}{% for message in messages %}"
+    "{% if message['role'] == 'assistant' %}<start_of_turn>model\n"
+    + _texts() + "{% if item['type'] == 'text' %}{{ item['text'] | trim }}{% endif %}{% endfor %}{% endif %}"
+    "<end_of_turn>\n{% else %}"
+    "<start_of_turn>user\nYou judge whether an image breaks the safety policy below, by its words alone.\n\n"
+    "{% if message['content'] is not string %}"
+    "{% for item in message['content'] if item['type'] == 'image' %}<start_of_image>{% endfor %}{% endif %}"
+    "{{ '\\n\\nThe safety policy:\\n\\n* ' }}"
+    + _texts() + "{% if item['type'] == 'text' %}{{ item['text'] | trim }}{% endif %}{% endfor %}{% endif %}"
+    "{{ '\\n\\nDoes the image break the policy? Answer Yes or No.<end_of_turn>\\n' }}"
+    "{% endif %}{% endfor %}{{ '<start_of_turn>model\\n' }}"
+)
+
+
+def build_shieldgemma2(path: Path, **overrides: Any) -> Path:
+    """The tiny Gemma 3 under a ShieldGemma2Config, saved as transformers saves ShieldGemma 2
+    (``ShieldGemma2ForImageClassification``, the Gemma 3 model at ``model``), with the real
+    ShieldGemma2Processor (its default policies). ``overrides`` as `build_gemma3`'s."""
+    from transformers import ShieldGemma2Config, ShieldGemma2ForImageClassification, ShieldGemma2Processor
+
+    processor, ids, fields = _gemma3_parts(overrides, ShieldGemma2Processor, SHIELDGEMMA2_TEMPLATE,
+                                           "policy image safety Yes No Yes No Yes No")
+    # the classifier reads its scores at the answer's first token, Yes or No (10784 and 3771 published)
+    answers = processor.tokenizer.convert_tokens_to_ids(["Yes", "No"])
+    fields = {"yes_token_index": answers[0], "no_token_index": answers[1], **fields}
+    torch.manual_seed(0)
+    classifier = ShieldGemma2ForImageClassification(ShieldGemma2Config(**fields)).eval()
+    with torch.no_grad():
+        classifier.model.model.multi_modal_projector.mm_input_projection_weight.normal_(std=0.1)  # zero at init
+    classifier.save_pretrained(path)
     processor.save_pretrained(path)
     _generation(ids, "<end_of_turn>", EOS).save_pretrained(path)
     return Path(path)
@@ -338,6 +390,7 @@ def build_gemma3n(path: Path, **overrides: Any) -> Path:
 
 BUILDERS = {
     "gemma3": build_gemma3,
+    "shieldgemma2": build_shieldgemma2,
     "paligemma": _paligemma("gemma", {}),
     "paligemma2": _paligemma("gemma2", {"layer_types": ["sliding_attention", "full_attention"], "sliding_window": 8,
                                         "query_pre_attn_scalar": 32}),

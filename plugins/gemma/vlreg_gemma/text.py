@@ -78,17 +78,23 @@ def _after(norm: str):
 
 
 class SandwichAttention(Attention):
-    """A Gemma attention whose block norms its output: what it adds to the stream is the
-    post-attention norm's output."""
+    """An attention whose block norms its output (Gemma's): what it adds to the stream is
+    the post-attention norm's output."""
 
     attention_output = returned(_after("post_attention_layernorm"))
 
 
 class SandwichMlp(Mlp):
-    """A Gemma MLP whose block norms its output: what it adds to the stream is the
+    """An MLP whose block norms its output (Gemma's): what it adds to the stream is the
     post-feedforward norm's output."""
 
     mlp_output = returned(_after("post_feedforward_layernorm"))
+
+
+#: The adapter ``"sandwich"``: the envoy classes of a text block that norms each sublayer's
+#: output before adding it (``post_attention_layernorm``, ``post_feedforward_layernorm``),
+#: for another family's blocks of that shape (EXAONE 4's, which norm nothing before).
+SANDWICH = {"attention": SandwichAttention, "mlp": SandwichMlp}
 
 
 #: wrapper model_type -> how its text attention departs from a causal pattern
@@ -97,6 +103,8 @@ WHERE_NOT_CAUSAL = {
                  "the suffix (token_type_ids 1: a suffix= given to the processor, then what is generated)",
     "gemma3": "causal, except that the tokens of one image attend to each other (within the window on "
               "sliding blocks)",
+    "shieldgemma2": "causal, except that the tokens of one image attend to each other (within the window on "
+                    "sliding blocks), as on Gemma 3",
     "gemma4": "causal, except that on sliding-window blocks the tokens of one image attend to each other "
               "where the text config's use_bidirectional_attention is 'vision'",
     "gemma4_unified": "causal, except that the tokens of one image attend to each other where the text "

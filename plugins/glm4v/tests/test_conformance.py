@@ -2,29 +2,15 @@
 
 import torch
 
-from vlreg.testing.conformance import AnalysisConformance, ExpertsConformance, VisionConformance
+from vlreg.testing.conformance import AnalysisConformance, ExpertsConformance, VisionConformance, no_patterns
+from vlreg.testing.conformance.native import QWEN_VIT, composite
 
 PER_CALL = "once per image"
-GLM = {
-    "layers": "model.language_model.layers",
-    "embed_tokens": "model.language_model.embed_tokens",
-    "norm": "model.language_model.norm",
-    "lm_head": "lm_head",
-    "vision": "model.visual",
-    "vision.layers": "model.visual.blocks",
-    "vision.patch_embed": "model.visual.patch_embed",
-    "vision.layers.0.self_attn": "model.visual.blocks.0.attn",
-    "vision.layers.0.input_layernorm": "model.visual.blocks.0.norm1",
-    "vision.layers.0.post_attention_layernorm": "model.visual.blocks.0.norm2",
-    "projector": "model.visual.merger",
+GLM = composite(QWEN_VIT, vision="model.visual", projector="model.visual.merger") | {
     # the text block's own names: post_attention_layernorm is the norm before the MLP
     "layers.0.post_attention_layernorm": "model.language_model.layers.0.post_attention_layernorm",
 }
-TOWER_PATTERN = {
-    "vision.self_attn.attention_scores": PER_CALL,
-    "vision.self_attn.attention_probabilities": PER_CALL,
-    "vision.video_features": "videos are not served on this family",
-}
+TOWER_PATTERN = no_patterns(PER_CALL) | {"vision.video_features": "videos are not served on this family"}
 
 
 class TestGlm4v(AnalysisConformance, VisionConformance):

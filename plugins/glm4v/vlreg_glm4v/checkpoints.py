@@ -23,7 +23,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from vlreg.testing import TINY_TEXT, save, tokenizer
+from vlreg.testing import TINY_TEXT, family_builders, save, tokenizer
 
 SPECIAL_TOKENS = (
     "<|endoftext|>",
@@ -132,20 +132,6 @@ FAMILIES = {
 }
 
 
-def builder(family: str):
-    """The checkpoint builder of ``family`` (`vlreg_checkpoints`)."""
-
-    def build(path: Path, **overrides: Any) -> Path:
-        return _tiny(family, Path(path), dict(overrides.pop("text_config", {})),
-                     dict(overrides.pop("vision_config", {})), overrides)
-
-    build.__doc__ = (
-        f"Write a random-weight {family} checkpoint to ``path`` (see the module). ``overrides``: "
-        f"``text_config`` and ``vision_config`` dicts, other fields of the top-level config."
-    )
-    return build
-
-
 def processor(family: str, **sizes: Any) -> Any:
     """The family's real processor over the tiny tokenizer; ``sizes`` are the image
     processor's (``size={"shortest_edge": ..., "longest_edge": ...}``)."""
@@ -196,4 +182,4 @@ def _tiny(family: str, path: Path, text: dict, vision: dict, overrides: dict) ->
     return save(path, config, made, GenerationConfig(eos_token_id=stops, pad_token_id=pad))
 
 
-BUILDERS = {family: builder(family) for family in FAMILIES}
+BUILDERS = family_builders(_tiny, FAMILIES)

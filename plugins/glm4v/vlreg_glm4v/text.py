@@ -23,7 +23,7 @@ from __future__ import annotations
 from importlib import import_module
 from typing import Any
 
-from vlreg.plugin import Attention, Layer, Mlp, MoeMlp, returned, value
+from vlreg.plugin import Attention, Layer, Mlp, MoeMlp, modeling_envoys, returned, value
 
 #: sandwich-normed text model type -> (transformers module, class-name prefix)
 SANDWICHED = {"glm4v_text": ("glm4v", "Glm4vText"), "glm_ocr_text": ("glm_ocr", "GlmOcrText")}
@@ -119,9 +119,6 @@ def sandwich_envoys(part: Any) -> dict:
             getattr(modeling, f"{prefix}MLP"): SandwichMlp}
 
 
-def moe_envoys(part: Any) -> dict:
-    """GLM-4.5V's blocks: pre-norm, a dense MLP or `GlmMoe`."""
-    from transformers.models.glm4v_moe import modeling_glm4v_moe as modeling
-
-    return {modeling.Glm4vMoeTextDecoderLayer: Layer, modeling.Glm4vMoeTextAttention: Attention,
-            modeling.Glm4vMoeTextMLP: Mlp, modeling.Glm4vMoeTextMoE: GlmMoe}
+#: GLM-4.5V's blocks: pre-norm, a dense MLP or `GlmMoe`.
+moe_envoys = modeling_envoys("glm4v_moe", {"Glm4vMoeTextDecoderLayer": Layer, "Glm4vMoeTextAttention": Attention,
+                                           "Glm4vMoeTextMLP": Mlp, "Glm4vMoeTextMoE": GlmMoe})

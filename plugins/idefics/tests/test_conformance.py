@@ -8,21 +8,9 @@ runs on padded frames.
 """
 
 from vlreg.testing.conformance import AnalysisConformance, VisionConformance
+from vlreg.testing.conformance.native import SIGLIP, composite
 
-NATIVE = {
-    "layers": "model.text_model.layers",
-    "embed_tokens": "model.text_model.embed_tokens",
-    "norm": "model.text_model.norm",
-    "lm_head": "lm_head",
-    "vision": "model.vision_model",
-    "vision.layers": "model.vision_model.encoder.layers",
-    "vision.patch_embed": "model.vision_model.embeddings.patch_embedding",
-    "vision.norm": "model.vision_model.post_layernorm",
-    "vision.layers.0.self_attn": "model.vision_model.encoder.layers.0.self_attn",
-    "vision.layers.0.input_layernorm": "model.vision_model.encoder.layers.0.layer_norm1",
-    "vision.layers.0.post_attention_layernorm": "model.vision_model.encoder.layers.0.layer_norm2",
-    "projector": "model.connector",
-}
+NATIVE = composite(SIGLIP, text="model.text_model", vision="model.vision_model", projector="model.connector")
 
 
 class TestIdefics3(AnalysisConformance, VisionConformance):

@@ -1,21 +1,16 @@
 """The InternVL shapes against the conformance suite the core ships."""
 
 from vlreg.testing.conformance import AnalysisConformance, ExpertsConformance, VisionConformance
+from vlreg.testing.conformance.native import composite
 
-NATIVE = {
-    "layers": "model.language_model.layers",
-    "embed_tokens": "model.language_model.embed_tokens",
-    "norm": "model.language_model.norm",
-    "lm_head": "lm_head",
-    "vision": "model.vision_tower",
-    "projector": "model.multi_modal_projector",
-    "vision.layers": "model.vision_tower.encoder.layer",
-    "vision.patch_embed": "model.vision_tower.embeddings.patch_embeddings.projection",
-    "vision.layers.0.self_attn": "model.vision_tower.encoder.layer.0.attention",
-    "vision.layers.0.mlp": "model.vision_tower.encoder.layer.0.mlp",
-    "vision.layers.0.input_layernorm": "model.vision_tower.encoder.layer.0.layernorm_before",
-    "vision.layers.0.post_attention_layernorm": "model.vision_tower.encoder.layer.0.layernorm_after",
-}
+NATIVE = composite({  # the InternViT's names, from the tower
+    "layers": "encoder.layer",
+    "patch_embed": "embeddings.patch_embeddings.projection",
+    "layers.0.self_attn": "encoder.layer.0.attention",
+    "layers.0.mlp": "encoder.layer.0.mlp",
+    "layers.0.input_layernorm": "encoder.layer.0.layernorm_before",
+    "layers.0.post_attention_layernorm": "encoder.layer.0.layernorm_after",
+})
 
 
 class TestInternVL(AnalysisConformance, VisionConformance):
@@ -36,3 +31,19 @@ class TestInternVL35Moe(ExpertsConformance, TestInternVL):
 
     checkpoint = "internvl3_5_moe"
     unavailable = {"mlp.shared_expert_output": "no shared expert"}
+
+
+class TestQianfanOCR(TestInternVL):
+    """Qianfan-OCR: the InternViT under other names (its blocks at ``layers``) on Qwen3 (served
+    by vlreg-text's claim); its template writes ``<image>``, which the processor expands."""
+
+    checkpoint = "qianfan_ocr"
+    native = {
+        **{name: path for name, path in NATIVE.items() if not name.startswith("vision.")},
+        "vision.layers": "model.vision_tower.layers",
+        "vision.patch_embed": "model.vision_tower.embeddings.patch_embeddings.projection",
+        "vision.layers.0.self_attn": "model.vision_tower.layers.0.attention",
+        "vision.layers.0.mlp": "model.vision_tower.layers.0.mlp",
+        "vision.layers.0.input_layernorm": "model.vision_tower.layers.0.layernorm_before",
+        "vision.layers.0.post_attention_layernorm": "model.vision_tower.layers.0.layernorm_after",
+    }

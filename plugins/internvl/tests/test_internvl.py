@@ -135,7 +135,8 @@ def test_vision_feature_layer_other_than_the_last_makes_later_values_read_only(t
     assert not any(row.startswith("vision.layers.0.") for row in rows)
 
 
-CLAIMS = {Claim("wrapper", "internvl"), Claim("vision", "internvl_vision"), Claim("text", "qwen3_moe")}
+CLAIMS = {Claim("wrapper", "internvl"), Claim("vision", "internvl_vision"), Claim("text", "qwen3_moe"),
+          Claim("wrapper", "qianfan_ocr"), Claim("vision", "qianfan_ocr_vision")}
 
 
 def test_claims_are_held():
@@ -152,9 +153,7 @@ def test_internvl3_5s_qwen3_text_comes_from_the_plugin_that_claims_it():
     model = StandardizedTransformer(str(build("internvl3_5")), task="image-text-to-text", dispatch=True, device="cpu")
     assert model.family.parts["text"].model_type == "qwen3"
     assert model.family.plugins["text"] is plugins.claims()[("text", "qwen3")] is not plugin
-    messages = [{"role": "user", "content": [{"type": "image"}, {"type": "text", "text": "What is in this image?"}]}]
-    prompt = model.processor.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
-    with model.trace(prompt, images=[image(112, 84)]):
+    with model.trace(chat(model), images=[image(112, 84)]):
         mask = model.vision.image_token_mask.save()
         features = model.vision.image_features.save()
         first = model.layers[0].input.save()
@@ -174,9 +173,7 @@ ALONE = textwrap.dedent(
     with tempfile.TemporaryDirectory() as folder:
         model = StandardizedTransformer(str(build("internvl3_5_moe", folder)),
                                         task="image-text-to-text", dispatch=True, device="cpu")
-        messages = [{"role": "user", "content": [{"type": "image"}, {"type": "text", "text": "What is in this image?"}]}]
-        prompt = model.processor.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
-        with model.trace(prompt, images=[image(112, 84)]):
+        with model.trace(chat(model), images=[image(112, 84)]):
             mask = model.vision.image_token_mask.save()
             features = model.vision.image_features.save()
             first = model.layers[0].input.save()

@@ -2,9 +2,11 @@
 
 Three kinds of part:
 
-* the wrapper, here: ``internvl`` (InternVLForConditionalGeneration);
+* the wrapper, here: ``internvl`` (InternVLForConditionalGeneration) and ``qianfan_ocr``
+  (QianfanOCRForConditionalGeneration: InternVL's layout and forward, a Qwen3 text model,
+  no videos);
 * the tower (`vision`): ``internvl_vision``, the InternViT, with its class token and
-  layer-scaled blocks;
+  layer-scaled blocks, and ``qianfan_ocr_vision``, the same tower under other names;
 * the text model (`text`): ``qwen3_moe``, InternVL3.5-MoE's. InternVL3's ``qwen2`` is
   served by vlreg-llava's claim, with nothing imported from it.
 
@@ -28,7 +30,7 @@ from vlreg.plugin import Plugin, Text, Tower, Wrapper, hidden_states_read_only
 
 from .geometry import internvl_image_grids
 from .text import text_envoys
-from .vision import TOWER_RENAME, internvl_envoys
+from .vision import QIANFAN_RENAME, TOWER_RENAME, internvl_envoys, qianfan_envoys
 
 #: The tower's values past the block the projector reads (``vision_feature_layer``) take no write.
 READ_ONLY = hidden_states_read_only(output_when_last=True)
@@ -41,8 +43,9 @@ def builders():
 
 
 plugin = Plugin(
-    Wrapper("internvl", refuses=READ_ONLY, image_grids=lambda part: internvl_image_grids(part.config)),
+    Wrapper(("internvl", "qianfan_ocr"), refuses=READ_ONLY, image_grids=lambda part: internvl_image_grids(part.config)),
     Text("qwen3_moe", envoys=text_envoys),
     Tower("internvl_vision", rename=TOWER_RENAME, envoys=internvl_envoys),
+    Tower("qianfan_ocr_vision", rename=QIANFAN_RENAME, envoys=qianfan_envoys),
     checkpoints=builders,
 )

@@ -101,4 +101,33 @@ def build_internvl(path: Path, *, text_model: str = "qwen2", **overrides: Any) -
     )
 
 
-BUILDERS = {"internvl": _builder("qwen2"), "internvl3_5": _builder("qwen3"), "internvl3_5_moe": _builder("qwen3_moe")}
+#: Qianfan-OCR's format: Qwen's turns, each image part as ``<image>``, which its processor
+#: replaces by the image's ``<img><IMG_CONTEXT>...</img>``.
+QIANFAN_TEMPLATE = chat_template("<|im_start|>{role}\n", "<|im_end|>\n", "<image>\n")
+
+
+def build_qianfan_ocr(path: Path, **overrides: Any) -> Path:
+    """Write a tiny Qianfan-OCR checkpoint: InternVL3.5's shape (the InternViT renamed, on a
+    Qwen3 text model) through ``QianfanOCRProcessor``, which takes no video. ``overrides`` as
+    for `build_internvl`."""
+    from transformers import GotOcr2ImageProcessor, QianfanOCRConfig, QianfanOCRProcessor
+    from transformers.image_utils import IMAGENET_DEFAULT_MEAN, IMAGENET_DEFAULT_STD
+
+    images = {"size": {"height": TILE, "width": TILE}, "min_patches": 1, "max_patches": MAX_TILES,
+              "image_mean": IMAGENET_DEFAULT_MEAN, "image_std": IMAGENET_DEFAULT_STD}
+    images.update(overrides.pop("image_processor", {}))
+    return tiny(
+        path, QianfanOCRConfig,
+        lambda tok: QianfanOCRProcessor(image_processor=GotOcr2ImageProcessor(**images), tokenizer=tok,
+                                        image_seq_length=TOKENS_PER_TILE, chat_template=QIANFAN_TEMPLATE),
+        tokens=(*SPECIAL_TOKENS, "<image>"), roles=ROLES,
+        text={"model_type": "qwen3", **TINY_TEXT, **TEXTS["qwen3"], "tie_word_embeddings": True},
+        vision={**TOWER, "drop_path_rate": 0.0}, ids={"image_token_id": IMAGE},
+        fields={"image_seq_length": TOKENS_PER_TILE, "downsample_ratio": 0.5, "vision_feature_layer": -1,
+                "vision_feature_select_strategy": "default", "tie_word_embeddings": True},
+        overrides=overrides,
+    )
+
+
+BUILDERS = {"internvl": _builder("qwen2"), "internvl3_5": _builder("qwen3"), "internvl3_5_moe": _builder("qwen3_moe"),
+            "qianfan_ocr": build_qianfan_ocr}

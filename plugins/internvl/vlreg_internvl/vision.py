@@ -16,6 +16,10 @@ products are bound to names in the block's forward (``attention_output_0``,
 is what the stream adds. The modules' own outputs stay at ``self_attn.output`` and
 ``mlp.output``.
 
+Qianfan-OCR's tower (``qianfan_ocr_vision``) is the InternViT with its classes renamed, its
+blocks at ``layers`` and each product assigned to ``hidden_states`` (`QianfanAttention`,
+`QianfanMlp`).
+
 The class token is row 0 of every block's sequence (`Vision.class_tokens`); InternVL's
 default strategy drops it before the pixel shuffle.
 """
@@ -33,6 +37,8 @@ TOWER_RENAME = {
     "layernorm_before": "input_layernorm",
     "layernorm_after": "post_attention_layernorm",
 }
+#: Qianfan-OCR's: its blocks are the tower's own ``layers``.
+QIANFAN_RENAME = {name: standard for name, standard in TOWER_RENAME.items() if name != "encoder.layer"}
 
 
 def _block(envoy: Any) -> Any:
@@ -59,6 +65,26 @@ class InternMlp(VisionMlp):
 
     mlp_output = patches(
         At(_bound("layer_output_3"), inside=_block),
+        description="what the MLP adds to the stream (its output times lambda_2), [images, patches, hidden]",
+    )
+
+
+class QianfanAttention(VisionAttention):
+    """Qianfan-OCR's InternViT attention: its block scales the output into ``hidden_states``
+    (nnsight's ``hidden_states_1``, not InternVL's ``attention_output_0``), read there."""
+
+    attention_output = patches(
+        At(_bound("hidden_states_1"), inside=_block),
+        description="what the attention adds to the stream (its output times lambda_1), [images, patches, hidden]",
+    )
+
+
+class QianfanMlp(VisionMlp):
+    """Qianfan-OCR's InternViT MLP: ``mlp_output`` is its output times ``lambda_2``, bound to
+    ``hidden_states`` (``hidden_states_7``) in the block's forward."""
+
+    mlp_output = patches(
+        At(_bound("hidden_states_7"), inside=_block),
         description="what the MLP adds to the stream (its output times lambda_2), [images, patches, hidden]",
     )
 
@@ -90,3 +116,18 @@ class InternVision(Vision):
 internvl_envoys = tower_envoys(
     "internvl", ("InternVLVisionModel", "InternVLVisionLayer", "InternVLVisionAttention", "InternVLVisionMLP"),
     vision=InternVision, attention=InternAttention, mlp=InternMlp)
+
+class QianfanVision(InternVision):
+    """Qianfan-OCR's InternViT. Its constructor reads its drop-path rates off a
+    ``torch.linspace`` with ``.item()``, which a lazy build (on the meta device) runs on
+    real tensors (`built_for_real`)."""
+
+    built_for_real = ("torch.linspace",)
+
+
+#: Qianfan-OCR's InternViT (its classes renamed, its blocks at ``layers``, its layer scale
+#: bound to ``hidden_states``) onto the same envoys but where the scaled outputs are read.
+qianfan_envoys = tower_envoys(
+    "qianfan_ocr", ("QianfanOCRVisionModel", "QianfanOCRVisionLayer", "QianfanOCRVisionAttention",
+                    "QianfanOCRVisionMLP"),
+    vision=QianfanVision, attention=QianfanAttention, mlp=QianfanMlp)

@@ -3,22 +3,9 @@ the aligner, the scatter into Llama's embeddings). ``vision.image_codes`` is ref
 every load: the VQ model encodes images only to generate them."""
 
 from vlreg.testing.conformance import AnalysisConformance, VisionConformance
+from vlreg.testing.conformance.native import SIGLIP, composite
 
-NATIVE = {
-    "layers": "model.language_model.layers",
-    "embed_tokens": "model.language_model.embed_tokens",
-    "norm": "model.language_model.norm",
-    "lm_head": "lm_head",
-    "vision": "model.vision_model",
-    "projector": "model.aligner",
-    "vision.layers": "model.vision_model.encoder.layers",
-    "vision.patch_embed": "model.vision_model.embeddings.patch_embedding",
-    "vision.norm": "model.vision_model.post_layernorm",
-    "vision.layers.0.self_attn": "model.vision_model.encoder.layers.0.self_attn",
-    "vision.layers.0.mlp": "model.vision_model.encoder.layers.0.mlp",
-    "vision.layers.0.input_layernorm": "model.vision_model.encoder.layers.0.layer_norm1",
-    "vision.layers.0.post_attention_layernorm": "model.vision_model.encoder.layers.0.layer_norm2",
-}
+NATIVE = composite(SIGLIP, vision="model.vision_model", projector="model.aligner")
 
 
 class TestJanus(AnalysisConformance, VisionConformance):

@@ -9,19 +9,10 @@ thumbnail (3 x 4 tokens, its crop padded past its patches); the 40 x 40 one a si
 from vlreg_lfm2_vl.vision import PER_CROP
 
 from vlreg.testing.conformance import AnalysisConformance, VisionConformance
+from vlreg.testing.conformance.native import SIGLIP, composite
 
-NATIVE = {
-    "layers": "model.language_model.layers",
-    "embed_tokens": "model.language_model.embed_tokens",
+NATIVE = composite(SIGLIP) | {
     "norm": "model.language_model.embedding_norm",
-    "lm_head": "lm_head",
-    "vision": "model.vision_tower",
-    "projector": "model.multi_modal_projector",
-    "vision.layers": "model.vision_tower.encoder.layers",
-    "vision.patch_embed": "model.vision_tower.embeddings.patch_embedding",
-    "vision.norm": "model.vision_tower.post_layernorm",
-    "vision.layers.0.self_attn": "model.vision_tower.encoder.layers.0.self_attn",
-    "vision.layers.0.input_layernorm": "model.vision_tower.encoder.layers.0.layer_norm1",
     "layers.0.short_conv": "model.language_model.layers.0.conv",
     "layers.0.short_conv.conv": "model.language_model.layers.0.conv.conv",
     "layers.2.self_attn": "model.language_model.layers.2.self_attn",

@@ -19,7 +19,7 @@ import pytest
 import torch
 
 from vlreg.testing import chat
-from vlreg.testing.conformance import image, lit
+from vlreg.testing.conformance import centres, image, lit, moved_features, patch_block
 
 CHECKPOINT = "lfm2_vl"
 
@@ -66,35 +66,21 @@ def test_grids_are_the_processors_crops_without_their_padding(model):
 def test_a_lit_pixel_lands_in_the_patches_of_the_token_whose_box_holds_it(model):
     for size in SIZES:
         (geometry,) = model.vision.geometry(chat(model), [image(*size)])
-        for index, grid in enumerate(geometry.grids):
-            for token in range(grid.tokens):
-                x0, y0, x1, y1 = grid.boxes[token].tolist()
-                if min(x1 - x0, y1 - y0) < 2:
-                    continue  # less than a pixel's probe can single out
-                x, y = (x0 + x1) / 2, (y0 + y1) / 2
-                assert geometry.token_at(x, y, index) == token
-                encoded = encoding(model, lit(*size, x, y))
-                own = int(encoded["pixel_attention_mask"][index].sum())
-                brightness = encoded["pixel_values"][index, :own].amax(-1)  # the crop's own patches, raster order
-                row, column = divmod(int(brightness.argmax()), grid.columns * grid.fold)
-                assert (row // grid.fold, column // grid.fold) == divmod(token, grid.columns), (size, grid.label, token)
+        for index, grid, token, x, y in centres(geometry, smallest=2):  # a pixel's probe singles out no less
+            assert geometry.token_at(x, y, index) == token
+            encoded = encoding(model, lit(*size, x, y))
+            own = int(encoded["pixel_attention_mask"][index].sum())
+            brightness = encoded["pixel_values"][index, :own].amax(-1)  # the crop's own patches, raster order
+            row, column = divmod(int(brightness.argmax()), grid.columns * grid.fold)
+            assert (row // grid.fold, column // grid.fold) == divmod(token, grid.columns), (size, grid.label, token)
 
 
 @pytest.mark.parametrize("crop, token", [(0, 0), (0, 5), (3, 15), (4, 0), (4, 11)])
 def test_a_token_is_its_block_of_its_crops_patches(model, crop, token):
     pictures, prompt = [image(112, 84)], chat(model)
     (geometry,) = model.vision.geometry(prompt, pictures)
-    grid = geometry.grids[crop]
-    with model.trace(prompt, images=pictures):
-        clean = model.vision.image_features.save()
-    side = grid.columns * grid.fold
-    r, c = divmod(token, grid.columns)
-    block = [(r * grid.fold + i) * side + c * grid.fold + j for i in range(2) for j in range(2)]
-    with model.trace(prompt, images=pictures):
-        model.vision.layers[-1].layer_output[crop, block] += 1
-        features = model.vision.image_features.save()
-    moved = (features != clean).any(-1).nonzero().flatten().tolist()
-    assert moved == [geometry.span(crop).start + token]
+    block = patch_block(geometry.grids[crop], token)
+    assert moved_features(model, prompt, pictures, crop, block) == [geometry.span(crop).start + token]
 
 
 def test_the_padding_after_a_crop_reaches_no_token(model):

@@ -11,7 +11,7 @@ import torch
 from vlreg import Unavailable
 from vlreg.analysis import attention_to_images
 from vlreg.testing import chat
-from vlreg.testing.conformance import image
+from vlreg.testing.conformance import at_each_step, image
 from vlreg_lfm2_vl.checkpoints import TOKENS_PER_TILE
 from vlreg_lfm2_vl.text import ShortConv
 
@@ -111,21 +111,17 @@ def test_the_convolution_values_are_the_prefills(model):
             gates.append(model.layers[0].short_conv.gates.save())
             added.append(model.layers[0].short_conv.attention_output.save())
     assert added[0].shape[1] > 1 and added[1].shape[1] == gates[1].shape[1] == 1
+    def convolved(model):
+        return model.layers[0].short_conv.conv_output
+
     if model.layers[0].short_conv.one_call:  # transformers 5.25: one call at every step, served there
-        with model.generate(prompt, max_new_tokens=2, min_new_tokens=2) as tracer:
-            for step in tracer.iter[0:2]:
-                outputs.append(model.layers[0].short_conv.conv_output.save())
+        outputs = at_each_step(model, prompt, convolved)
         assert outputs[0].shape[1] == added[0].shape[1] and outputs[1].shape[1] == 1
         return
     with pytest.raises(Unavailable, match=r"conv_output is unavailable: at step 1, after the prefill"):
-        with model.generate(prompt, max_new_tokens=2, min_new_tokens=2) as tracer:
-            for step in tracer.iter[0:2]:
-                outputs.append(model.layers[0].short_conv.conv_output.save())
+        at_each_step(model, prompt, convolved, outputs)
     assert len(outputs) == 1
-    outputs.clear()
-    with model.generate(prompt, max_new_tokens=2, min_new_tokens=2, use_cache=False) as tracer:
-        for step in tracer.iter[0:2]:
-            outputs.append(model.layers[0].short_conv.conv_output.save())
+    outputs = at_each_step(model, prompt, convolved, use_cache=False)
     assert outputs[1].shape[1] == outputs[0].shape[1] + 1
 
 

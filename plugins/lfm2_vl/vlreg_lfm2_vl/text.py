@@ -25,7 +25,7 @@ from __future__ import annotations
 import sys
 from typing import Any, ClassVar
 
-from vlreg.plugin import Attention, Gate, Layer, Mixer, Mlp, Standard, prefill_only, returned, value
+from vlreg.plugin import Attention, Gate, Layer, Mixer, Mlp, Standard, modeling_envoys, prefill_only, returned, value
 
 #: The norms keep their names (``operator_norm``, ``ffn_norm``): SigLIP's blocks, in the same model, are
 #: the ones served as ``input_layernorm`` and ``post_attention_layernorm``.
@@ -122,14 +122,5 @@ class Lfm2Mlp(Mlp):
     _widening = ("w1",)
 
 
-def envoys(part: Any) -> dict[type, type]:
-    """The standard classes keyed on the modeling module's types, imported when a model is
-    built (importing the modeling module costs seconds, which ``import vlreg`` must not)."""
-    from transformers.models.lfm2 import modeling_lfm2 as modeling
-
-    return {
-        modeling.Lfm2DecoderLayer: Lfm2Layer,
-        modeling.Lfm2Attention: Attention,
-        modeling.Lfm2ShortConv: ShortConv,
-        modeling.Lfm2MLP: Lfm2Mlp,
-    }
+envoys = modeling_envoys("lfm2", {"Lfm2DecoderLayer": Lfm2Layer, "Lfm2Attention": Attention, "Lfm2ShortConv": ShortConv,
+                                  "Lfm2MLP": Lfm2Mlp})

@@ -16,7 +16,7 @@ import torch
 from PIL import Image
 
 from vlreg.testing import chat
-from vlreg.testing.conformance import image, lit
+from vlreg.testing.conformance import centres, image, lit, moved_features, patch_block
 
 CHECKPOINT = "llama4"
 LOAD_OPTIONS = {"dtype": torch.bfloat16}
@@ -44,15 +44,12 @@ def test_grids_are_the_tiles_the_separators_write_then_the_global_image(model):
 def test_a_token_box_covers_the_pixels_of_its_cell(model):
     for size in SIZES:
         (geometry,) = model.vision.geometry(chat(model), [image(*size)])
-        for index, grid in enumerate(geometry.grids):
-            for token in range(grid.tokens):
-                x0, y0, x1, y1 = grid.boxes[token].tolist()
-                if not grid.covered[token] or min(x1 - x0, y1 - y0) < 2:
-                    continue  # no pixel of the image, or less than a pixel's probe can single out
-                probe = lit(*size, (x0 + x1) / 2, (y0 + y1) / 2)
-                tiles = model.processor(text=chat(model), images=[probe], return_tensors="pt")["pixel_values"][:, 0]
-                y, x = divmod(int(tiles[index].float().argmax()), tiles.shape[-1])
-                assert (y // 16, x // 16) == divmod(token, grid.columns), (size, grid.label, token)
+        for index, grid, token, x, y in centres(geometry, smallest=2):  # a pixel's probe singles out no less
+            if not grid.covered[token]:
+                continue  # no pixel of the image
+            tiles = model.processor(text=chat(model), images=[lit(*size, x, y)], return_tensors="pt")["pixel_values"][:, 0]
+            row, column = divmod(int(tiles[index].float().argmax()), tiles.shape[-1])
+            assert (row // 16, column // 16) == divmod(token, grid.columns), (size, grid.label, token)
         # the tiles' tokens over the padding alone: their cells of the canvas are black
         tiles = model.processor(text=chat(model), images=[Image.new("RGB", size, "white")], return_tensors="pt")["pixel_values"]
         for index, grid in enumerate(geometry.grids):
@@ -70,14 +67,8 @@ def test_a_token_is_its_block_of_its_tiles_patches(model):
         clean = model.vision.image_features.save()
     offset = 0
     for tile, grid in enumerate(geometry.grids):
-        side = grid.columns * grid.fold  # patches a row of the tile (the class token follows them)
-        for token in range(grid.tokens):
-            r, c = divmod(token, grid.columns)
-            block = [(r * grid.fold + i) * side + c * grid.fold + j for i in range(2) for j in range(2)]
-            with model.trace(prompt, images=pictures):
-                model.vision.layers[-1].layer_output[tile, block] += 1
-                features = model.vision.image_features.save()
-            moved = (features != clean).any(-1).nonzero().flatten().tolist()
+        for token in range(grid.tokens):  # the tile's patches in raster order (the class token follows them)
+            moved = moved_features(model, prompt, pictures, tile, patch_block(grid, token), clean)
             assert moved == [offset + token], (grid.label, token)
         offset += grid.tokens
 

@@ -106,3 +106,11 @@ class TestVideoLlava(AnalysisConformance, VisionConformance):
 
     checkpoint = "video_llava"
     native = {**_image_tower(WRAPPER), **_image_tower(TOWER)}
+
+
+class TestVipLlava(AnalysisConformance, VisionConformance):
+    """VipLLaVA: CLIP on Llama, the projector reading blocks 1 and 0 without their CLS rows
+    (``vision_feature_layer`` a list), so the last block and the tower's output are read-only."""
+
+    checkpoint = "vipllava"
+    native = {**WRAPPER, **TOWER}

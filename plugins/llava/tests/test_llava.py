@@ -205,6 +205,7 @@ def test_tower_sizes_agree_with_its_weights(loaded, name):
 CLAIMS = {
     Claim("wrapper", "llava"),
     Claim("wrapper", "llava_next"),
+    Claim("wrapper", "vipllava"),
     Claim("wrapper", "llava_onevision"),
     Claim("wrapper", "llava_next_video"),
     Claim("wrapper", "video_llava"),

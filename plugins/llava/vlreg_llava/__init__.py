@@ -4,7 +4,9 @@ The plugin serves three kinds of part, each from its own module, so each adapter
 one place and serves any wrapper whose config names its model_type:
 
 * wrappers (`wrappers`): ``llava`` (LlavaForConditionalGeneration: llava-interleave,
-  LLaVA-1.5), ``llava_next`` (LlavaNextForConditionalGeneration), ``llava_onevision``
+  LLaVA-1.5), ``llava_next`` (LlavaNextForConditionalGeneration), ``vipllava``
+  (VipLlavaForConditionalGeneration: LLaVA-1.5's layout, its projector reading several
+  tower blocks, ``vision_feature_layer`` a list), ``llava_onevision``
   (LlavaOnevisionForConditionalGeneration), ``llava_next_video``
   (LlavaNextVideoForConditionalGeneration: NeXT's images) and ``video_llava``
   (VideoLlavaForConditionalGeneration: LLaVA-1.5's images on a tower of their own), the
@@ -36,7 +38,7 @@ def builders():
 IMAGES = {"image_grids": lambda part: llava_image_grids(part.config)}
 
 plugin = Plugin(
-    Wrapper(("llava", "llava_next"), refuses=wrappers.REFUSES["llava"], **IMAGES),
+    Wrapper(("llava", "llava_next", "vipllava"), refuses=wrappers.REFUSES["llava"], **IMAGES),
     Wrapper("llava_onevision", entry=VIDEO_SCATTER, refuses=wrappers.REFUSES["llava_onevision"], **IMAGES),
     Wrapper("llava_next_video", entry=VIDEO_SCATTER, refuses=wrappers.REFUSES["llava_next_video"], **IMAGES),
     # Video-LLaVA's image tower is `vision`; its video tower has the same class

@@ -11,6 +11,8 @@ chat template in the prompt format of the checkpoints the shape stands for:
   projected without the CLS row (-2, "default");
 * ``llava_next``: LlavaNextForConditionalGeneration, a CLIP tower on a Mistral text
   model, each image cut into crops on a grid (anyres), unpadded, with newline rows;
+* ``vipllava``: vip-llava-7b's shape, ``llava_1_5``'s but for a projector reading blocks 1 and 0
+  (``vision_feature_layer`` [-2, 1]: the last block runs for nothing), in ``###Human:`` turns;
 * ``llava_onevision``: LlavaOnevisionForConditionalGeneration, a SigLIP tower on a Qwen2
   text model, crops on grids of up to 3 x 3 tiles, unpadded, shrunk past 4 tiles' worth
   of tokens (``anyres_max_4``; the real checkpoints allow 9 of 36), with newline rows;
@@ -159,16 +161,45 @@ def build_llava_1_5(path: Path, *, source: str | Path | None = None, **overrides
     deep by default, so block -2 is neither the first nor the last."""
     if source is not None:
         return real_geometry(path, source, **overrides)
-    from transformers import CLIPImageProcessor, LlavaConfig, LlavaProcessor
+    from transformers import LlavaConfig
+
+    return _clip_on_llama(path, LlavaConfig, LLAVA_1_5_TEMPLATE, overrides, **DEFAULT)
+
+
+#: VipLLaVA's format: a fixed system line (a system turn's text replaces it), then turns as
+#: "###Human: " or "###Assistant: ", a turn's images each "<image>" on a line before its text.
+VIPLLAVA_SYSTEM = ("A chat between a curious human and an artificial intelligence assistant. "
+                   "The assistant gives helpful, detailed, and polite answers to the human's questions.")
+VIPLLAVA_TEMPLATE = (
+    "{{ bos_token }}{% set system = namespace(text='" + VIPLLAVA_SYSTEM.replace("'", "\\'") + "') %}"
+    "{% for turn in messages if turn['role'] == 'system' %}" + _TEXTS + "{% set system.text = texts | join(' ') %}"
+    "{% endfor %}{{ system.text }}{% for turn in messages if turn['role'] != 'system' %}" + _TEXTS
+    + "{{ '###Human: ' if turn['role'] == 'user' else '###Assistant: ' }}" + _IMAGE_LINES
+    + "{{ texts | join(' ') }}{% endfor %}{% if add_generation_prompt %}###Assistant:{% endif %}"
+)
+
+
+def build_vipllava(path: Path, *, source: str | Path | None = None, **overrides: Any) -> Path:
+    """Write a VipLLaVA checkpoint (the module's ``vipllava``); ``overrides`` as for `build_llava_interleave`."""
+    if source is not None:
+        return real_geometry(path, source, **overrides)
+    from transformers import VipLlavaConfig
+
+    return _clip_on_llama(path, VipLlavaConfig, VIPLLAVA_TEMPLATE, overrides, vision_feature_layer=[-2, 1])
+
+
+def _clip_on_llama(path: Path, config_class: type, template: str, overrides: dict, **fields: Any) -> Path:
+    """A CLIP tower (3 blocks, CLS dropped) on Llama through LLaVA's processor; ``fields``, the wrapper's own."""
+    from transformers import CLIPImageProcessor, LlavaProcessor
 
     return tiny(
-        path, LlavaConfig,
+        path, config_class,
         lambda tok: LlavaProcessor(image_processor=_clip_image_processor(CLIPImageProcessor), tokenizer=tok,
                                    patch_size=PATCH_SIZE, vision_feature_select_strategy="default",
-                                   num_additional_image_tokens=1, chat_template=LLAVA_1_5_TEMPLATE),
+                                   num_additional_image_tokens=1, chat_template=template),
         tokens=LLAMA_TOKENS, roles=LLAMA_ROLES, text={"model_type": "llama", **TINY_TEXT},
         vision={"model_type": "clip_vision_model", **TOWER, "num_hidden_layers": 3}, ids={"image_token_index": IMAGE},
-        fields={"image_seq_length": (IMAGE_SIZE // PATCH_SIZE) ** 2, **DEFAULT}, overrides=overrides, **LLAVA,
+        fields={"image_seq_length": (IMAGE_SIZE // PATCH_SIZE) ** 2, **fields}, overrides=overrides, **LLAVA,
     )
 
 
@@ -360,6 +391,7 @@ BUILDERS = {
     "llava_interleave": build_llava_interleave,
     "llava_1_5": build_llava_1_5,
     "llava_next": build_llava_next,
+    "vipllava": build_vipllava,
     "llava_onevision": build_llava_onevision,
     "llava_pixtral": build_llava_pixtral,
     "llava_next_video": build_llava_next_video,

@@ -11,11 +11,10 @@
 
 from __future__ import annotations
 
-import pytest
 import torch
 
 from vlreg.testing import chat
-from vlreg.testing.conformance import image, lit
+from vlreg.testing.conformance import centres, image, lit, moved_features, patch_block, taken_sizes
 
 CHECKPOINT = "mistral3"
 
@@ -27,11 +26,7 @@ SIZES = ((1, 1), (7, 9), (16, 16), (17, 15), (31, 33), (48, 64), (64, 48), (64, 
 
 def test_an_image_is_its_grid_rows_each_ended_by_a_break(model):
     ids = model.processor.image_break_token_id, model.processor.image_end_token_id
-    for size in SIZES:
-        if model.vision.image_refusal(*size):  # a side scaled to nothing, or too few tokens: refused first
-            with pytest.raises(ValueError, match="too small or too thin"):
-                model.vision.geometry(chat(model), [image(*size)])
-            continue
+    for size in taken_sizes(model, chat(model), SIZES):
         encoding = model.processor(text=chat(model), images=[image(*size)], return_tensors="pt")
         (geometry,) = model.vision.geometry(chat(model), [image(*size)])
         (grid,) = geometry.grids
@@ -45,20 +40,14 @@ def test_an_image_is_its_grid_rows_each_ended_by_a_break(model):
 
 
 def test_a_token_box_covers_the_pixels_of_its_cell(model):
-    for size in SIZES:
-        if model.vision.image_refusal(*size):  # a side scaled to nothing, or too few tokens: refused first
-            with pytest.raises(ValueError, match="too small or too thin"):
-                model.vision.geometry(chat(model), [image(*size)])
-            continue
+    for size in taken_sizes(model, chat(model), SIZES):
         (geometry,) = model.vision.geometry(chat(model), [image(*size)])
         (grid,) = geometry.grids
         assert torch.allclose(grid.boxes[-1, 2:], torch.tensor(size, dtype=torch.float64)), size
-        for token in range(grid.tokens):
-            x0, y0, x1, y1 = grid.boxes[token].tolist()
-            probe = lit(*size, (x0 + x1) / 2, (y0 + y1) / 2)
-            pixels = model.processor(text=chat(model), images=[probe], return_tensors="pt")["pixel_values"][0, 0]
-            y, x = divmod(int(pixels.argmax()), pixels.shape[1])
-            assert (y // 16, x // 16) == divmod(token, grid.columns), (size, token)
+        for _, _, token, x, y in centres(geometry):
+            pixels = model.processor(text=chat(model), images=[lit(*size, x, y)], return_tensors="pt")["pixel_values"][0, 0]
+            row, column = divmod(int(pixels.argmax()), pixels.shape[1])
+            assert (row // 16, column // 16) == divmod(token, grid.columns), (size, token)
 
 
 def test_a_token_is_its_block_of_the_packed_patches(model):
@@ -72,13 +61,7 @@ def test_a_token_is_its_block_of_the_packed_patches(model):
     start = 0
     for geometry in geometries:
         (grid,) = geometry.grids
-        columns = grid.columns * grid.fold
         for token in range(grid.tokens):
-            r, c = divmod(token, grid.columns)
-            block = [start + (r * grid.fold + i) * columns + c * grid.fold + j for i in range(2) for j in range(2)]
-            with model.trace(prompt, images=pictures):
-                model.vision.layers[-1].layer_output[0, block] += 1
-                features = model.vision.image_features.save()
-            moved = (features != clean).any(-1).nonzero().flatten().tolist()
+            moved = moved_features(model, prompt, pictures, 0, patch_block(grid, token, first=start), clean)
             assert moved == [geometry.offset + token], (geometry.index, token)
         start += grid.tokens * grid.fold**2

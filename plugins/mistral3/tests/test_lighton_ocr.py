@@ -6,13 +6,12 @@ key/value heads; a 24-block Pixtral tower 1024 wide, 14-pixel patches merged 2 x
 
 from __future__ import annotations
 
-import pytest
 import torch
 from transformers import AutoProcessor, LightOnOcrConfig
 
 from vlreg import StandardizedTransformer
 from vlreg.testing import build, chat
-from vlreg.testing.conformance import image, lit
+from vlreg.testing.conformance import image, lit, taken_sizes
 
 CHECKPOINT = "lighton_ocr"
 
@@ -39,11 +38,7 @@ def test_the_chat_format_is_the_published_checkpoints(model):
 
 def test_the_grids_count_the_image_tokens_with_no_row_breaks(model):
     prompt = chat(model, text=None)
-    for size in SIZES:
-        if model.vision.image_refusal(*size):  # a side scaled to nothing, or too few tokens: refused first
-            with pytest.raises(ValueError, match="too small or too thin"):
-                model.vision.geometry(prompt, [image(*size)])
-            continue
+    for size in taken_sizes(model, prompt, SIZES):
         encoding = model.processor(text=prompt, images=[image(*size)], return_tensors="pt")
         height, width = encoding["image_sizes"][0].tolist()
         (geometry,) = model.vision.geometry(prompt, [image(*size)])
@@ -58,11 +53,7 @@ def test_a_lit_pixel_lands_in_the_token_whose_box_holds_it(model):
     """A pixel lit at a token's box centre is brightest in that token's 2 x 2 patches of
     the pixels the processor hands the tower."""
     prompt = chat(model, text=None)
-    for size in SIZES:
-        if model.vision.image_refusal(*size):  # a side scaled to nothing, or too few tokens: refused first
-            with pytest.raises(ValueError, match="too small or too thin"):
-                model.vision.geometry(prompt, [image(*size)])
-            continue
+    for size in taken_sizes(model, prompt, SIZES):
         (geometry,) = model.vision.geometry(prompt, [image(*size)])
         (grid,) = geometry.grids
         for token in range(grid.tokens):

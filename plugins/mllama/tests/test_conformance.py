@@ -6,17 +6,10 @@ is cut into 2 x 2 tiles of 28 pixels, so the states hold 4 tiles of a class toke
 """
 
 from vlreg.testing.conformance.cross import CrossAttentionConformance
+from vlreg.testing.conformance.native import composite
 
-NATIVE = {
-    "layers": "model.language_model.layers",
-    "embed_tokens": "model.language_model.embed_tokens",
-    "norm": "model.language_model.norm",
-    "lm_head": "lm_head",
-    "vision": "model.vision_model",
-    "vision.layers": "model.vision_model.transformer.layers",
-    "vision.global_layers": "model.vision_model.global_transformer.layers",
-    "vision.patch_embed": "model.vision_model.patch_embedding",
-    "projector": "model.multi_modal_projector",
+NATIVE = composite({"layers": "transformer.layers", "global_layers": "global_transformer.layers",
+                    "patch_embed": "patch_embedding"}, vision="model.vision_model") | {
     "layers.1.cross_attn": "model.language_model.layers.1.cross_attn",
     "layers.2.self_attn": "model.language_model.layers.2.self_attn",
 }

@@ -9,7 +9,7 @@ import torch
 
 from vlreg import Unavailable, analysis
 from vlreg.testing import chat, load
-from vlreg.testing.conformance import image
+from vlreg.testing.conformance import at_each_step, image
 
 CHECKPOINT = "nemotron_h_omni"
 
@@ -171,19 +171,15 @@ def test_the_scans_values_are_the_prefills_unless_there_is_no_cache(model):
         for step in tracer.iter[0:2]:
             added.append(model.layers[0].mamba.attention_output.save())
     assert added[0].shape[1] > 1 and added[1].shape[1] == 1
+    def heads(model):
+        return model.layers[0].mamba.attention_head_outputs
+
     if model.layers[0].mamba.one_call:
-        with model.generate(prompt, max_new_tokens=2, min_new_tokens=2) as tracer:
-            for step in tracer.iter[0:2]:
-                outputs.append(model.layers[0].mamba.attention_head_outputs.save())
+        outputs = at_each_step(model, prompt, heads)
         assert outputs[0].shape[1] == added[0].shape[1] and outputs[1].shape[1] == 1
         return
     with pytest.raises(Unavailable, match="at step 1, after the prefill"):
-        with model.generate(prompt, max_new_tokens=2, min_new_tokens=2) as tracer:
-            for step in tracer.iter[0:2]:
-                outputs.append(model.layers[0].mamba.attention_head_outputs.save())
+        at_each_step(model, prompt, heads, outputs)
     assert len(outputs) == 1
-    outputs.clear()
-    with model.generate(prompt, max_new_tokens=2, min_new_tokens=2, use_cache=False) as tracer:
-        for step in tracer.iter[0:2]:
-            outputs.append(model.layers[0].mamba.attention_head_outputs.save())
+    outputs = at_each_step(model, prompt, heads, use_cache=False)
     assert outputs[1].shape[1] == outputs[0].shape[1] + 1

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from vlreg.plugin import Attention, Layer, Mamba, Mlp, MoeMlp
+from vlreg.plugin import Attention, Layer, Mamba, Mlp, MoeMlp, modeling_envoys
 
 #: block type -> the standard name of its mixer
 STANDARD = {"linear_attention": "mamba", "full_attention": "self_attn", "moe": "mlp", "mlp": "mlp"}
@@ -34,15 +34,5 @@ class NemotronMoe(MoeMlp):
              "shared_expert_output", "mlp_output")
 
 
-def envoys(part: Any) -> dict:
-    """The standard classes keyed on the modeling module's types, imported when a model is
-    built (importing the modeling module costs seconds, which ``import vlreg`` must not)."""
-    from transformers.models.nemotron_h import modeling_nemotron_h as modeling
-
-    return {
-        modeling.NemotronHBlock: Layer,
-        modeling.NemotronHMamba2Mixer: Mamba,
-        modeling.NemotronHAttention: Attention,
-        modeling.NemotronHMLP: Mlp,
-        modeling.NemotronHMoE: NemotronMoe,
-    }
+envoys = modeling_envoys("nemotron_h", {"NemotronHBlock": Layer, "NemotronHMamba2Mixer": Mamba,
+                                         "NemotronHAttention": Attention, "NemotronHMLP": Mlp, "NemotronHMoE": NemotronMoe})

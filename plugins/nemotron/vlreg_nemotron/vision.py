@@ -30,6 +30,7 @@ from vlreg.plugin import (
     VisionMlp,
     as_patches,
     eager_only,
+    modeling_envoys,
     patches,
     returned,
     value,
@@ -167,15 +168,5 @@ class RadioMlp(VisionMlp):
     )
 
 
-def envoys(part: Any) -> dict:
-    """The standard classes keyed on the modeling module's types, imported when a model is
-    built (importing the modeling module costs seconds, which ``import vlreg`` must not)."""
-    from transformers.models.radio import modeling_radio as modeling
-
-    return {
-        modeling.RadioModel: RadioVision,
-        modeling.RadioLayer: VisionLayer,
-        modeling.RadioAttention: RadioAttention,
-        modeling.RadioMLP: RadioMlp,
-        modeling.RadioSwiGLUFFN: RadioMlp,
-    }
+envoys = modeling_envoys("radio", {"RadioModel": RadioVision, "RadioLayer": VisionLayer, "RadioAttention": RadioAttention,
+                                   "RadioMLP": RadioMlp, "RadioSwiGLUFFN": RadioMlp})

@@ -1,30 +1,15 @@
 """Qwen2.5-VL against the conformance suite the core ships, on images larger than a window."""
 
-from vlreg.testing.conformance import VisionConformance
+from vlreg.testing.conformance import VisionConformance, no_patterns
+from vlreg.testing.conformance.native import QWEN_VIT, composite
 
 PER_CALL = "once per window on a windowed block"
 
 
 class TestQwen2_5VL(VisionConformance):
     checkpoint = "qwen2_5_vl"
-    native = {
-        "layers": "model.language_model.layers",
-        "embed_tokens": "model.language_model.embed_tokens",
-        "norm": "model.language_model.norm",
-        "lm_head": "lm_head",
-        "vision": "model.visual",
-        "vision.layers": "model.visual.blocks",
-        "vision.patch_embed": "model.visual.patch_embed",
-        "vision.layers.0.self_attn": "model.visual.blocks.0.attn",
-        "vision.layers.0.mlp": "model.visual.blocks.0.mlp",
-        "vision.layers.0.input_layernorm": "model.visual.blocks.0.norm1",
-        "vision.layers.0.post_attention_layernorm": "model.visual.blocks.0.norm2",
-        "projector": "model.visual.merger",
-    }
-    unavailable = {
-        "vision.self_attn.attention_scores": PER_CALL,
-        "vision.self_attn.attention_probabilities": PER_CALL,
-    }
+    native = composite(QWEN_VIT, vision="model.visual", projector="model.visual.merger")
+    unavailable = no_patterns(PER_CALL)
     # 112 x 168 pixels is 4 x 6 merge blocks: six 56-pixel windows, so the tower's
     # window order differs from the image tokens' order.
     image_sizes = ((112, 168), (168, 112))

@@ -5,7 +5,8 @@ Qwen2_5_VLForConditionalGeneration has Qwen2-VL's layout (the text model at
 ``masked_scatter`` in ``model``'s forward), so the paths, the tower's names and its
 envoy classes are the ones vlreg-qwen2-vl publishes as the adapter ``"qwen_vit"``. What
 differs is the tower: RMSNorm blocks, a biased SwiGLU MLP and windowed attention, served
-by `WindowedQwenVision` (`vision`).
+by `WindowedQwenVision` (`vision`), which it publishes as the adapter
+``"windowed_qwen_vit"`` for the lines whose tower is this one (EXAONE 4.5's).
 """
 
 from vlreg.plugin import VIDEO_SCATTER, Plugin, Text, Tower, Wrapper, adapter
@@ -36,5 +37,6 @@ plugin = Plugin(
     Wrapper("qwen2_5_vl", **QWEN_VIT.mounts, entry=VIDEO_SCATTER, refuses=QWEN_VIT.refuses, image_grids=lambda part: QWEN_VIT.image_grids),
     Text("qwen2_5_vl_text", envoys=text_envoys),
     Tower("qwen2_5_vl_vision", rename=QWEN_VIT.tower_rename, envoys=tower_envoys),
+    adapters={"windowed_qwen_vit": WindowedQwenVision},
     checkpoints=builders,
 )

@@ -1,6 +1,6 @@
 """Qwen2.5-VL checkpoints for tests: tiny, or a real geometry at reduced depth.
 
-The tokenizer's special tokens, the chat template and the processor's pixel bounds are
+The tokenizer's special tokens, the chat template, the processor and its pixel bounds are
 Qwen2-VL's (the Instruct templates are the same text; a test checks it against the
 real one), so they come from that plugin.
 """
@@ -10,8 +10,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from vlreg.testing import from_source, save, tokenizer
-from vlreg_qwen2_vl.checkpoints import CHAT_TEMPLATE, MAX_PIXELS, MIN_PIXELS, SPECIAL_TOKENS, TINY_TEXT
+from vlreg.testing import from_source, save
+from vlreg_qwen2_vl.checkpoints import MAX_PIXELS, MIN_PIXELS, TINY_TEXT, image_token_fields, qwen_processor
 
 #: The tiny tower's window: 56 pixels, 2 x 2 merge blocks, so a 112 x 168 image
 #: (4 x 6 merge blocks) has six windows.
@@ -51,26 +51,13 @@ def _from_source(path: Path, source: Path, text: dict, vision: dict, overrides: 
 
 
 def _tiny(path: Path, text: dict, vision: dict, overrides: dict) -> Path:
-    from transformers import (
-        GenerationConfig,
-        Qwen2_5_VLConfig,
-        Qwen2_5_VLProcessor,
-        Qwen2VLImageProcessor,
-    )
+    from transformers import GenerationConfig, Qwen2_5_VLConfig, Qwen2_5_VLProcessor
     from transformers.models.qwen2_vl.video_processing_qwen2_vl import Qwen2VLVideoProcessor
 
-    tok = tokenizer(SPECIAL_TOKENS, eos_token="<|im_end|>", pad_token="<|endoftext|>")
-    ids = dict(zip(SPECIAL_TOKENS, tok.convert_tokens_to_ids(list(SPECIAL_TOKENS))))
-    pixels = dict(min_pixels=MIN_PIXELS, max_pixels=MAX_PIXELS)
-    processor = Qwen2_5_VLProcessor(
-        image_processor=Qwen2VLImageProcessor(**pixels),
-        video_processor=Qwen2VLVideoProcessor(**pixels),
-        tokenizer=tok,
-        chat_template=CHAT_TEMPLATE,
-    )
+    processor, ids = qwen_processor(Qwen2_5_VLProcessor, Qwen2VLVideoProcessor, min_pixels=MIN_PIXELS, max_pixels=MAX_PIXELS)
     eos, pad = ids["<|im_end|>"], ids["<|endoftext|>"]
     text = {
-        "vocab_size": len(tok),
+        "vocab_size": len(processor.tokenizer),
         **TINY_TEXT,
         "bos_token_id": None,
         "eos_token_id": eos,
@@ -93,10 +80,7 @@ def _tiny(path: Path, text: dict, vision: dict, overrides: dict) -> Path:
     config = Qwen2_5_VLConfig(
         text_config=text,
         vision_config=vision,
-        image_token_id=ids["<|image_pad|>"],
-        video_token_id=ids["<|video_pad|>"],
-        vision_start_token_id=ids["<|vision_start|>"],
-        vision_end_token_id=ids["<|vision_end|>"],
+        **image_token_fields(ids),
         tie_word_embeddings=False,
         bos_token_id=None,
         eos_token_id=eos,

@@ -52,6 +52,24 @@ TINY_TEXT = {
 }
 
 
+def qwen_processor(processor_class: Any, video_class: Any, **sizes: Any) -> tuple[Any, dict[str, int]]:
+    """A Qwen VL processor (``processor_class``) over the tiny tokenizer, the Qwen2-VL image
+    processor and ``video_class`` at ``sizes``, with `CHAT_TEMPLATE`; and the ids of
+    `SPECIAL_TOKENS`. Qwen2-VL, Qwen2.5-VL and the Qwen3 line share it."""
+    from transformers import Qwen2VLImageProcessor
+
+    tok = tokenizer(SPECIAL_TOKENS, eos_token="<|im_end|>", pad_token="<|endoftext|>")
+    made = processor_class(image_processor=Qwen2VLImageProcessor(**sizes), video_processor=video_class(**sizes),
+                           tokenizer=tok, chat_template=CHAT_TEMPLATE)
+    return made, dict(zip(SPECIAL_TOKENS, tok.convert_tokens_to_ids(list(SPECIAL_TOKENS))))
+
+
+def image_token_fields(ids: dict[str, int]) -> dict[str, int]:
+    """The config's image and video token ids, from `qwen_processor`'s ``ids``."""
+    return {"image_token_id": ids["<|image_pad|>"], "video_token_id": ids["<|video_pad|>"],
+            "vision_start_token_id": ids["<|vision_start|>"], "vision_end_token_id": ids["<|vision_end|>"]}
+
+
 def build_qwen2_vl(
     path: Path, *, source: str | Path | None = None, pixels: tuple[int, int] = (MIN_PIXELS, MAX_PIXELS), **overrides: Any
 ) -> Path:
@@ -65,7 +83,7 @@ def build_qwen2_vl(
     to. ``overrides``: ``text_config`` and ``vision_config`` dicts, other fields of the
     top-level config.
     """
-    from transformers import GenerationConfig, Qwen2VLConfig, Qwen2VLImageProcessor, Qwen2VLProcessor
+    from transformers import GenerationConfig, Qwen2VLConfig, Qwen2VLProcessor
     from transformers.models.qwen2_vl.video_processing_qwen2_vl import Qwen2VLVideoProcessor
 
     text = dict(overrides.pop("text_config", {}))
@@ -75,18 +93,10 @@ def build_qwen2_vl(
         vision.setdefault("depth", 2)
         return from_source(path, source, text=text, vision=vision, **overrides)
 
-    tok = tokenizer(SPECIAL_TOKENS, eos_token="<|im_end|>", pad_token="<|endoftext|>")
-    ids = dict(zip(SPECIAL_TOKENS, tok.convert_tokens_to_ids(list(SPECIAL_TOKENS))))
-    size = dict(min_pixels=pixels[0], max_pixels=pixels[1])
-    processor = Qwen2VLProcessor(
-        image_processor=Qwen2VLImageProcessor(**size),
-        video_processor=Qwen2VLVideoProcessor(**size),
-        tokenizer=tok,
-        chat_template=CHAT_TEMPLATE,
-    )
+    processor, ids = qwen_processor(Qwen2VLProcessor, Qwen2VLVideoProcessor, min_pixels=pixels[0], max_pixels=pixels[1])
     config = Qwen2VLConfig(
         text_config={
-            "vocab_size": len(tok),
+            "vocab_size": len(processor.tokenizer),
             **TINY_TEXT,
             "tie_word_embeddings": True,
             "bos_token_id": None,
@@ -105,10 +115,7 @@ def build_qwen2_vl(
             "temporal_patch_size": 2,
             **vision,
         },
-        image_token_id=ids["<|image_pad|>"],
-        video_token_id=ids["<|video_pad|>"],
-        vision_start_token_id=ids["<|vision_start|>"],
-        vision_end_token_id=ids["<|vision_end|>"],
+        **image_token_fields(ids),
         tie_word_embeddings=True,
         bos_token_id=None,
         eos_token_id=ids["<|im_end|>"],

@@ -98,8 +98,11 @@ class QwenVisionAttention(VisionAttention):
         """The pattern of each attention call, ``[heads, n, n]`` for a call over ``n``
         patches, from values saved in a trace: ``softmax(q k^T / sqrt(head_dim))`` over
         each slice ``cu_seqlens[j]:cu_seqlens[j + 1]``, computed as the eager attention
-        computes it, so each pattern times that slice's values is its head outputs."""
+        computes it, so each pattern times that slice's values is its head outputs. Where
+        the keys have fewer heads than the queries (grouped-query: EXAONE 4.5's), each key
+        head serves its group of query heads, as the attention repeats it."""
         scale = queries.shape[-1] ** -0.5
+        keys = keys.repeat_interleave(queries.shape[1] // keys.shape[1], dim=1)
         found = []
         for start, end in zip(cu_seqlens[:-1].tolist(), cu_seqlens[1:].tolist()):
             q, k = queries[:, :, start:end], keys[:, :, start:end]

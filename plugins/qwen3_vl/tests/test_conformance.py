@@ -10,31 +10,18 @@ from vlreg.testing.conformance import (
     LinearAttentionConformance,
     VisionConformance,
     image,
+    no_patterns,
 )
+from vlreg.testing.conformance.native import QWEN_VIT, composite
 
 PER_CALL = "once per image"
-QWEN = {
-    "layers": "model.language_model.layers",
-    "embed_tokens": "model.language_model.embed_tokens",
-    "norm": "model.language_model.norm",
-    "lm_head": "lm_head",
-    "vision": "model.visual",
-    "vision.layers": "model.visual.blocks",
-    "vision.patch_embed": "model.visual.patch_embed",
-    "vision.layers.0.self_attn": "model.visual.blocks.0.attn",
-    "vision.layers.0.input_layernorm": "model.visual.blocks.0.norm1",
-    "projector": "model.visual.merger",
-}
+QWEN = composite(QWEN_VIT, vision="model.visual", projector="model.visual.merger")
 
 
 class TestQwen3VL(AnalysisConformance, VisionConformance):
     checkpoint = "qwen3_vl"
     native = QWEN
-    unavailable = {
-        "vision.self_attn.attention_scores": PER_CALL,
-        "vision.self_attn.attention_probabilities": PER_CALL,
-        "layers.2.deepstack_output": "feed layers[0] to layers[1] only",
-    }
+    unavailable = no_patterns(PER_CALL) | {"layers.2.deepstack_output": "feed layers[0] to layers[1] only"}
     image_sizes = ((112, 84), (64, 128))
 
 
@@ -56,10 +43,7 @@ class TestQwen3VLRealGeometry(TestQwen3VL):
     # occlusion at these widths (a 151k-token readout per copy of the prompt) takes about a
     # minute; every analysis helper runs on the tiny checkpoint above
     test_every_analysis_helper_runs_or_says_why_not = None
-    unavailable = {
-        "vision.self_attn.attention_scores": PER_CALL,
-        "vision.self_attn.attention_probabilities": PER_CALL,
-    }
+    unavailable = no_patterns(PER_CALL)
 
     @pytest.fixture(scope="class")
     @classmethod
@@ -108,11 +92,7 @@ class TestQwen3_5(LinearAttentionConformance, TestQwen3VL):
     """Linear, full, linear text blocks; a tower with learned positions and no DeepStack."""
 
     checkpoint = "qwen3_5"
-    unavailable = {
-        "vision.self_attn.attention_scores": PER_CALL,
-        "vision.self_attn.attention_probabilities": PER_CALL,
-        "vision.deepstack_features": "no DeepStack taps",
-    }
+    unavailable = no_patterns(PER_CALL) | {"vision.deepstack_features": "no DeepStack taps"}
 
 
 class TestQwen3_5Moe(ExpertsConformance, TestQwen3_5):
@@ -126,3 +106,10 @@ class TestCosmos3Omni(TestQwen3VL):
     its checkpoint saving a Qwen3VLProcessor (transformers maps none to cosmos3_omni)."""
 
     checkpoint = "cosmos3_omni"
+
+
+class TestCohereCompass(TestQwen3VL):
+    """Cohere's North: Qwen3-VL's classes under other names (DeepStack included), parallel
+    Cohere2 text blocks (a global block with no positions), logits scaled by ``logit_scale``."""
+
+    checkpoint = "cohere_compass"

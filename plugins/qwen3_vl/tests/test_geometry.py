@@ -17,7 +17,7 @@ import torch
 from PIL import Image
 
 from vlreg.testing import chat
-from vlreg.testing.conformance import image
+from vlreg.testing.conformance import image, moved_features
 
 CHECKPOINTS = ("qwen3_vl", "cosmos3_omni")
 
@@ -64,10 +64,5 @@ def test_a_token_is_its_merge_block_of_patches(model, token):
     pictures, prompt = [image(112, 84)], chat(model)
     (geometry,) = model.vision.geometry(prompt, pictures)
     merge = model.vision.spatial_merge_size ** 2
-    with model.trace(prompt, images=pictures):
-        clean = model.vision.image_features.save()
-    with model.trace(prompt, images=pictures):
-        model.vision.layers[-1].layer_output[0, token * merge : (token + 1) * merge] += 1  # one packed row of patches
-        features = model.vision.image_features.save()
-    moved = (features != clean).any(-1).nonzero().flatten().tolist()
+    moved = moved_features(model, prompt, pictures, 0, slice(token * merge, (token + 1) * merge))  # one packed row
     assert geometry.tokens == 12 and moved == [token]

@@ -12,7 +12,11 @@ from the ``"qwen_vit"`` adapter vlreg-qwen2-vl publishes:
 * ``qwen3_5_moe``: Qwen3.5 with routed MLPs and a shared expert;
 * ``cosmos3_omni`` (Cosmos3OmniForConditionalGeneration): a wrapper whose model classes are
   Qwen3-VL's line for line, over a ``qwen3_vl_text`` text model and a ``qwen3_vl_vision``
-  tower (its config forces that model type), so only the wrapper is new.
+  tower (its config forces that model type), so only the wrapper is new;
+* ``cohere_compass`` (CohereCompassForConditionalGeneration, Cohere's North): Qwen3-VL's model
+  classes under other names, the tower and DeepStack as Qwen3-VL's, the text blocks Cohere2's
+  (parallel: one norm, the attention and the MLP both read it; rotated on sliding-window blocks
+  only), the logits scaled by the text config's ``logit_scale`` (which the readout applies).
 
 The text and vision parts are looked up by their own ``model_type`` (``qwen3_5_text``,
 ``qwen3_vl_vision``; `text.TEXTS`, `vision.TOWERS`), never the checkpoint's: another
@@ -45,6 +49,8 @@ plugin = Plugin(
     # Qwen3_5ForCausalLM, the text model at `model`
     Wrapper((*FAMILIES, *HOSTS), **QWEN_VIT.mounts, text_only="model", refuses=QWEN_VIT.refuses,
             image_grids=lambda part: QWEN_VIT.image_grids),
+    # transformers has no text-only class for it: a text-generation load builds the wrapper
+    Wrapper("cohere_compass", **QWEN_VIT.mounts, refuses=QWEN_VIT.refuses, image_grids=lambda part: QWEN_VIT.image_grids),
     Text(tuple(TEXTS), envoys=text_envoys),
     Tower(tuple(TOWERS), rename=QWEN_VIT.tower_rename, envoys=tower_envoys),
     checkpoints=builders,

@@ -8,6 +8,11 @@ interleaved, and the tower is 32 wide. The tiny tower has three blocks and, on Q
 DeepStack taps after blocks 0 and 1, so text blocks 0 and 1 receive them. The MoE text
 models route each token to 2 of 4 experts; Qwen3.5's blocks are linear, full, linear.
 
+``cohere_compass`` is Cohere's North on Qwen3-VL's shape: its text blocks are Cohere2's
+(parallel, sliding-window blocks rotated, the last block global with no positions), the
+logits scaled by ``logit_scale`` 0.5, and its own processor classes (Qwen3-VL's by another
+name).
+
 ``cosmos3_omni`` is the Qwen3-VL checkpoint under a ``Cosmos3OmniConfig`` (untied
 embeddings, the config's default). transformers maps no processor to ``cosmos3_omni``
 (only its image processor, ``Qwen2VLImageProcessor``, and its tokenizer), so the
@@ -18,9 +23,8 @@ checkpoint saves a ``Qwen3VLProcessor``, which ``AutoProcessor`` then loads from
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
-from vlreg.testing import TINY_TEXT, from_source, save, tokenizer
+from vlreg.testing import TINY_TEXT, chat_template, family_builders, from_source, save, tokenizer
 from vlreg_qwen2_vl.checkpoints import CHAT_TEMPLATE, SPECIAL_TOKENS
 
 #: Pixels the tiny processor resizes an image between: 2 x 2 to 5 x 5 tokens of 32 pixels.
@@ -38,6 +42,9 @@ VISION = {
     "temporal_patch_size": 2,
     "num_position_embeddings": 16,
 }
+#: Cohere's blocks: two sliding-window blocks rotated, the last global and unrotated.
+COHERE = {"layer_types": ["sliding_attention", "sliding_attention", "full_attention"], "sliding_window": 4096,
+          "rope_parameters": {"sliding_attention": MROPE, "full_attention": None}, "logit_scale": 0.5}
 MOE = {"num_experts": 4, "num_experts_per_tok": 2, "moe_intermediate_size": 32}
 LINEAR = {
     "layer_types": ["linear_attention", "full_attention", "linear_attention"],
@@ -52,29 +59,36 @@ LINEAR = {
 FAMILIES = {
     "qwen3_vl": ("Qwen3VLConfig", {}, {"deepstack_visual_indexes": [0, 1]}, True),
     "cosmos3_omni": ("Cosmos3OmniConfig", {}, {"deepstack_visual_indexes": [0, 1]}, False),
+    "cohere_compass": ("CohereCompassConfig", COHERE, {"deepstack_visual_indexes": [0, 1]}, False),
     "qwen3_vl_moe": ("Qwen3VLMoeConfig", {**MOE, "num_local_experts": 4}, {"deepstack_visual_indexes": [0, 1]}, True),
     # untied, as Qwen3.5's are: its text-only class reads lm_head from the checkpoint
     "qwen3_5": ("Qwen3_5Config", LINEAR, {}, False),
     "qwen3_5_moe": ("Qwen3_5MoeConfig", {**LINEAR, **MOE, "shared_expert_intermediate_size": 32}, {}, False),
 }
 
+#: The tokens a prompt is written with: the special tokens, then the end of a turn, the padding,
+#: the image's and the video's placeholders and the vision markers (Qwen's, in its chat format).
+QWEN_PROMPTS = (SPECIAL_TOKENS, ("<|im_end|>", "<|endoftext|>", "<|image_pad|>", "<|video_pad|>", "<|vision_start|>",
+                                 "<|vision_end|>"), CHAT_TEMPLATE)
+#: Cohere's North's: its processor's placeholders and markers, in Cohere's turns (the published
+#: template's preamble and role tokens left out).
+_COHERE = ("<|END_OF_TURN_TOKEN|>", "<PAD>", "<|IMAGE_PAD|>", "<|VIDEO_PAD|>", "<|VISION_START|>", "<|VISION_END|>")
+COHERE_PROMPTS = (("<|START_OF_TURN_TOKEN|>", *_COHERE), _COHERE, chat_template(
+    "<|START_OF_TURN_TOKEN|>{role}\n", "<|END_OF_TURN_TOKEN|>", "<|VISION_START|><|IMAGE_PAD|><|VISION_END|>",
+    "<|VISION_START|><|VIDEO_PAD|><|VISION_END|>"))
+#: family -> its processor's, image processor's and video processor's classes and its prompts,
+#: where not Qwen3-VL's
+PROCESSORS = {"cohere_compass": ("CohereCompassProcessor", "CohereCompassImageProcessor", "CohereCompassVideoProcessor",
+                                 COHERE_PROMPTS)}
 
-def builder(family: str):
-    """The checkpoint builder of ``family`` (`vlreg_checkpoints`)."""
 
-    def build(path: Path, *, source: str | Path | None = None, **overrides: Any) -> Path:
-        text = dict(overrides.pop("text_config", {}))
-        vision = dict(overrides.pop("vision_config", {}))
-        if source is not None:
-            return _from_source(Path(path), Path(source), text, vision, overrides)
-        return _tiny(family, Path(path), text, vision, overrides)
-
-    build.__doc__ = (
-        f"Write a random-weight {family} checkpoint to ``path``: tiny (see the module), or with "
-        f"``source`` a real checkpoint's metadata folder at 2 text blocks and a tower cut to keep "
-        f"its DeepStack taps. ``overrides``: ``text_config``/``vision_config`` dicts, other fields."
-    )
-    return build
+def _build(family: str, path: Path, text: dict, vision: dict, overrides: dict) -> Path:
+    """Tiny (see the module), or with ``source=`` a real checkpoint's metadata folder at 2
+    text blocks and a tower cut to keep its DeepStack taps."""
+    source = overrides.pop("source", None)
+    if source is not None:
+        return _from_source(path, Path(source), text, vision, overrides)
+    return _tiny(family, path, text, vision, overrides)
 
 
 def _from_source(path: Path, source: Path, text: dict, vision: dict, overrides: dict) -> Path:
@@ -93,34 +107,37 @@ def _from_source(path: Path, source: Path, text: dict, vision: dict, overrides: 
 
 def _tiny(family: str, path: Path, text: dict, vision: dict, overrides: dict) -> Path:
     import transformers
-    from transformers import GenerationConfig, Qwen2VLImageProcessor, Qwen3VLProcessor
-    from transformers.models.qwen3_vl.video_processing_qwen3_vl import Qwen3VLVideoProcessor
+    from transformers import GenerationConfig
 
     config_class, text_extra, vision_extra, tied = FAMILIES[family]
-    tok = tokenizer(SPECIAL_TOKENS, eos_token="<|im_end|>", pad_token="<|endoftext|>")
-    ids = dict(zip(SPECIAL_TOKENS, tok.convert_tokens_to_ids(list(SPECIAL_TOKENS))))
+    *names, (tokens, named, template) = PROCESSORS.get(
+        family, ("Qwen3VLProcessor", "Qwen2VLImageProcessor", "Qwen3VLVideoProcessor", QWEN_PROMPTS))
+    processor_class, image_class, video_class = (getattr(transformers, name) for name in names)
+    end, padding, image, video, start, stop = named
+    tok = tokenizer(tokens, eos_token=end, pad_token=padding)
+    ids = dict(zip(tokens, tok.convert_tokens_to_ids(list(tokens))))
     sizes = dict(patch_size=16, merge_size=2, size={"shortest_edge": MIN_PIXELS, "longest_edge": MAX_PIXELS})
-    processor = Qwen3VLProcessor(
-        image_processor=Qwen2VLImageProcessor(**sizes),
-        video_processor=Qwen3VLVideoProcessor(**sizes),
+    processor = processor_class(
+        image_processor=image_class(**sizes),
+        video_processor=video_class(**sizes),
         tokenizer=tok,
-        chat_template=CHAT_TEMPLATE,
+        chat_template=template,
     )
-    eos, pad = ids["<|im_end|>"], ids["<|endoftext|>"]
+    eos, pad = ids[end], ids[padding]
     text = {"vocab_size": len(tok), **TEXT, "rope_parameters": MROPE, **text_extra, "bos_token_id": None,
             "eos_token_id": eos, "pad_token_id": pad, "tie_word_embeddings": tied, **text}
     vision = {**VISION, "out_hidden_size": text["hidden_size"], **vision_extra, **vision}
     config = getattr(transformers, config_class)(
         text_config=text,
         vision_config=vision,
-        image_token_id=ids["<|image_pad|>"],
-        video_token_id=ids["<|video_pad|>"],
-        vision_start_token_id=ids["<|vision_start|>"],
-        vision_end_token_id=ids["<|vision_end|>"],
+        image_token_id=ids[image],
+        video_token_id=ids[video],
+        vision_start_token_id=ids[start],
+        vision_end_token_id=ids[stop],
         tie_word_embeddings=tied,
         **overrides,
     )
     return save(path, config, processor, GenerationConfig(eos_token_id=[eos, pad], pad_token_id=pad))
 
 
-BUILDERS = {family: builder(family) for family in FAMILIES}
+BUILDERS = family_builders(_build, FAMILIES)

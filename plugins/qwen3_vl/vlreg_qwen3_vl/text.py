@@ -28,6 +28,9 @@ TEXTS = {
     "qwen3_vl_moe_text": ("qwen3_vl_moe", "Qwen3VLMoeText"),
     "qwen3_5_text": ("qwen3_5", "Qwen3_5"),
     "qwen3_5_moe_text": ("qwen3_5_moe", "Qwen3_5Moe"),
+    # Qwen3-VL's text model with Cohere2's blocks: parallel (the attention and the MLP both read
+    # input_layernorm's output, the block returns their plain sum), DeepStack after the first
+    "cohere_compass_text": ("cohere_compass", "CohereCompass"),
 }
 
 

@@ -1,20 +1,9 @@
 """The Qwen omni thinkers' image and text paths against the conformance suite the core ships."""
 
-from vlreg.testing.conformance import AnalysisConformance, ExpertsConformance, VisionConformance
+from vlreg.testing.conformance import AnalysisConformance, ExpertsConformance, VisionConformance, no_patterns
+from vlreg.testing.conformance.native import QWEN_VIT, composite
 
-QWEN = {
-    "layers": "model.language_model.layers",
-    "embed_tokens": "model.language_model.embed_tokens",
-    "norm": "model.language_model.norm",
-    "lm_head": "lm_head",
-    "vision": "model.visual",
-    "vision.layers": "model.visual.blocks",
-    "vision.patch_embed": "model.visual.patch_embed",
-    "vision.layers.0.self_attn": "model.visual.blocks.0.attn",
-    "vision.layers.0.input_layernorm": "model.visual.blocks.0.norm1",
-    "vision.layers.0.post_attention_layernorm": "model.visual.blocks.0.norm2",
-    "projector": "model.visual.merger",
-}
+QWEN = composite(QWEN_VIT, vision="model.visual", projector="model.visual.merger")
 
 
 class TestQwen2_5OmniThinker(AnalysisConformance, VisionConformance):
@@ -23,10 +12,7 @@ class TestQwen2_5OmniThinker(AnalysisConformance, VisionConformance):
 
     checkpoint = "qwen2_5_omni_thinker"
     native = QWEN
-    unavailable = {
-        "vision.self_attn.attention_scores": "once per window on a windowed block",
-        "vision.self_attn.attention_probabilities": "once per window on a windowed block",
-    }
+    unavailable = no_patterns("once per window on a windowed block")
     image_sizes = ((112, 168), (168, 112))
     projector_output_is_features = False
 
@@ -37,10 +23,8 @@ class TestQwen3OmniMoeThinker(ExpertsConformance, VisionConformance):
 
     checkpoint = "qwen3_omni_moe_thinker"
     native = QWEN
-    unavailable = {
+    unavailable = no_patterns("once per image") | {
         "vision.position_embeddings": "not served on this family yet",
-        "vision.self_attn.attention_scores": "once per image",
-        "vision.self_attn.attention_probabilities": "once per image",
         "vision.deepstack_features": "not served on this family yet",
         "mlp.shared_expert_output": "no shared expert",
         "layers.0.deepstack_output": "not served on this family yet",

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 
 from vlreg.testing import chat
-from vlreg.testing.conformance import image, lit
+from vlreg.testing.conformance import centres, image, lit
 
 CHECKPOINTS = ("qwen2_5_omni_thinker", "qwen3_omni_moe_thinker")
 
@@ -32,9 +32,7 @@ def test_the_grids_count_the_image_tokens(model):
 def test_a_lit_pixel_lands_in_the_token_whose_box_holds_it(model):
     for size in SIZES:
         (geometry,) = model.vision.geometry(chat(model), [image(*size)])
-        (grid,) = geometry.grids
-        for token in range(grid.tokens):
-            x0, y0, x1, y1 = grid.boxes[token].tolist()
-            probe = lit(*size, (x0 + x1) / 2, (y0 + y1) / 2)
-            pixels = model.processor(text=chat(model), images=[probe], return_tensors="pt")["pixel_values"]
+        assert len(geometry.grids) == 1, size
+        for _, _, token, x, y in centres(geometry):
+            pixels = model.processor(text=chat(model), images=[lit(*size, x, y)], return_tensors="pt")["pixel_values"]
             assert int(pixels.argmax()) // pixels.shape[-1] // 4 == token, (size, token)

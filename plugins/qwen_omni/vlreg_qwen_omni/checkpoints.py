@@ -19,9 +19,8 @@ published one, and the thinker's config:
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
-from vlreg.testing import TINY_TEXT, save, tokenizer
+from vlreg.testing import TINY_TEXT, family_builders, save, tokenizer
 
 #: role -> token, as the processors ask the tokenizer for them
 QWEN2_5_ROLES = {
@@ -104,20 +103,6 @@ FAMILIES = {
 PIXELS = {14: (56 * 56, 168 * 168), 16: (64 * 64, 192 * 192)}
 
 
-def builder(family: str):
-    """The checkpoint builder of ``family`` (`vlreg_checkpoints`)."""
-
-    def build(path: Path, **overrides: Any) -> Path:
-        return _tiny(family, Path(path), dict(overrides.pop("text_config", {})),
-                     dict(overrides.pop("vision_config", {})), overrides)
-
-    build.__doc__ = (
-        f"Write a random-weight {family} checkpoint to ``path`` (see the module). ``overrides``: "
-        f"``text_config`` and ``vision_config`` dicts, other fields of the thinker's config."
-    )
-    return build
-
-
 def _tiny(family: str, path: Path, text: dict, vision: dict, overrides: dict) -> Path:
     import transformers
     from transformers import GenerationConfig, Qwen2VLImageProcessor, WhisperFeatureExtractor
@@ -155,4 +140,4 @@ def _tiny(family: str, path: Path, text: dict, vision: dict, overrides: dict) ->
     return save(path, config, processor, GenerationConfig(eos_token_id=[eos, pad], pad_token_id=pad))
 
 
-BUILDERS = {family: builder(family) for family in FAMILIES}
+BUILDERS = family_builders(_tiny, FAMILIES)

@@ -10,18 +10,10 @@
   32-pixel centre crop, 4 x 4 tokens.
 """
 
-from vlreg.testing.conformance import AnalysisConformance, VisionConformance
+from vlreg.testing.conformance import AnalysisConformance, VisionConformance, no_patterns
+from vlreg.testing.conformance.native import composite
 
-TEXT = {
-    "layers": "model.language_model.layers",
-    "embed_tokens": "model.language_model.embed_tokens",
-    "norm": "model.language_model.norm",
-    "lm_head": "lm_head",
-    "vision": "model.vision_tower",
-    "projector": "model.multi_modal_projector",
-    "layers.0.input_layernorm": "model.language_model.layers.0.input_layernorm",
-}
-PE = "model.vision_tower.timm_model"
+COMPOSITE = composite() | {"layers.0.input_layernorm": "model.language_model.layers.0.input_layernorm"}
 #: timm's fused path (its default) forms no pattern; its queries, keys and values are served.
 NO_PATTERN = "runs the fused F.scaled_dot_product_attention, which forms no pattern"
 
@@ -33,18 +25,17 @@ class TestPerceptionLM(AnalysisConformance, VisionConformance):
     #: transformers' own forward fails with the whole tower on disk (it reads a tower weight's
     #: device or value before accelerate loads it): the tower's blocks go there.
     on_disk = "vision.layers"
-    native = {
-        **TEXT,
-        "vision.layers": f"{PE}.blocks",
-        "vision.patch_embed": f"{PE}.patch_embed.proj",
-        "vision.norm": f"{PE}.norm",
-        "vision.layers.0.self_attn": f"{PE}.blocks.0.attn",
-        "vision.layers.0.mlp": f"{PE}.blocks.0.mlp",
-        "vision.layers.0.input_layernorm": f"{PE}.blocks.0.norm1",
-        "vision.layers.0.post_attention_layernorm": f"{PE}.blocks.0.norm2",
-    }
+    native = COMPOSITE | composite({  # the Perception Encoder's names, from the tower
+        "layers": "timm_model.blocks",
+        "patch_embed": "timm_model.patch_embed.proj",
+        "norm": "timm_model.norm",
+        "layers.0.self_attn": "timm_model.blocks.0.attn",
+        "layers.0.mlp": "timm_model.blocks.0.mlp",
+        "layers.0.input_layernorm": "timm_model.blocks.0.norm1",
+        "layers.0.post_attention_layernorm": "timm_model.blocks.0.norm2",
+    })
     tower_o_proj = "proj"
-    unavailable = {f"vision.self_attn.attention_{name}": NO_PATTERN for name in ("scores", "probabilities")}
+    unavailable = no_patterns(NO_PATTERN)
     analysis_refuses = {"tower_patterns": NO_PATTERN}
 
 
@@ -56,6 +47,6 @@ class TestFastVlm(AnalysisConformance, VisionConformance):
     #: weight's device, the meta device when offloaded), and the tower has no standard blocks:
     #: the text blocks go there.
     on_disk = "layers"
-    native = {**TEXT, "vision.patch_embed": "model.vision_tower.timm_model.stem"}
+    native = {**COMPOSITE, "vision.patch_embed": "model.vision_tower.timm_model.stem"}
     tower_blocks = False
     analysis_refuses = {"tower_patterns": "FastViT's stages"}

@@ -18,7 +18,7 @@ import pytest
 import torch
 
 from vlreg.testing import chat, load
-from vlreg.testing.conformance import image, lit
+from vlreg.testing.conformance import image, lit, moved_features, patch_block
 
 #: (width, height) -> (columns, rows) of 56-pixel tiles, by hand from the rule (at most 4
 #: tiles): the canvas that holds the image and lets it grow most, else the closest aspect.
@@ -89,17 +89,8 @@ def test_a_lit_pixel_lands_in_the_patches_of_the_token_whose_box_holds_it(plm, s
 def test_a_perception_lm_token_is_its_block_of_its_crops_patches(plm, crop, token):
     pictures, prompt = [image(112, 84)], chat(plm)
     (geometry,) = plm.vision.geometry(prompt, pictures)
-    grid = geometry.grids[crop]
-    side = grid.columns * grid.fold
-    r, c = divmod(token, grid.columns)
-    block = [plm.vision.class_tokens + (r * grid.fold + i) * side + c * grid.fold + j for i in range(2) for j in range(2)]
-    with plm.trace(prompt, images=pictures):
-        clean = plm.vision.image_features.save()
-    with plm.trace(prompt, images=pictures):
-        plm.vision.layers[-1].layer_output[crop, block] += 1
-        features = plm.vision.image_features.save()
-    moved = (features != clean).any(-1).nonzero().flatten().tolist()
-    assert moved == [geometry.span(crop).start + token]
+    block = patch_block(geometry.grids[crop], token, first=plm.vision.class_tokens)
+    assert moved_features(plm, prompt, pictures, crop, block) == [geometry.span(crop).start + token]
 
 
 # -- FastVLM ---------------------------------------------------------------------------

@@ -29,7 +29,7 @@ def _with_model_input(raw: Any, name: str, new: torch.Tensor, model: Any = None)
     old = _model_input(raw, name)
     if new.shape != old.shape:
         raise ValueError(f"{name} keeps its shape {tuple(old.shape)} in a trace, not {tuple(new.shape)}")
-    image_token = getattr(getattr(getattr(model, "_module", None), "config", None), "image_token_id", None)
+    image_token = getattr(model, "image_token_id", None)
     if name == "input_ids" and image_token is not None and not torch.equal(new == image_token, old == image_token):
         moved = (new == image_token) != (old == image_token)
         where = moved.nonzero()[:, -1].unique().tolist()

@@ -80,9 +80,13 @@ def _derived_video_mask(vision: "Vision") -> str:
 
 
 def _no_video_token(vision: "Vision") -> str | None:
-    if getattr(vision.root._module.config, "video_token_id", None) is not None:
-        return None
-    return f"the {vision.root.family.name!r} family's config has no video token (video_token_id), so no prompt holds a video"
+    video = getattr(vision.root._module.config, "video_token_id", None)
+    if video is None:
+        return f"the {vision.root.family.name!r} family's config has no video token (video_token_id), so no prompt holds a video"
+    if video == vision.root.image_token_id:
+        return ("this family writes its image at the video's placeholder (video_token_id): a video's frames are its "
+                "images, served as vision.image_token_mask and vision.image_features")
+    return None
 
 
 def _no_video_entry(vision: "Vision") -> str | None:
@@ -143,6 +147,19 @@ class Vision(Standard):
     #: text, one image a prompt (Florence-2's): a prompt holding a placeholder, or a prompt
     #: given another number of images, is refused before the processor runs.
     writes_placeholders: bool = False
+    #: Whether a prompt's images are the frames of one clip (InstructBLIP-Video's, whose
+    #: processor writes a row of query tokens per frame): with `writes_placeholders`, a
+    #: prompt takes any number of frames, a list of them per prompt where several prompts
+    #: carry clips, every clip as long.
+    clips: bool = False
+    #: Whether each image's placeholder in the prompt is one run of the image token, counted
+    #: as one image however long (PP-Chart2Table's template writes an image's tokens out and
+    #: its processor expands nothing; GOT-OCR 2's one ``<imgpad>`` is a run of one).
+    placeholder_runs: bool = False
+    #: Whether the processor takes a batch's images as one flat list, each prompt's in order,
+    #: where others take a list per prompt (GOT-OCR 2's reads a nested list as one prompt's
+    #: pages): vlreg hands it the prompts' images so.
+    flat_images: bool = False
     #: Whether the processor takes numpy arrays and torch tensors as images. Idefics2's
     #: loads every image through transformers' ``load_image``, which takes PIL images (and
     #: paths, URLs) only: an array is then refused in vlreg's words before the processor runs.
@@ -172,7 +189,7 @@ class Vision(Standard):
     @value(model_inputs, layout="batch")
     def image_token_mask(self, raw: Any) -> torch.Tensor:
         """``[batch, seq]``, True at the image tokens (read it before the tower runs)."""
-        return _input_ids(raw) == self.root._module.config.image_token_id
+        return _input_ids(raw) == self.root.image_token_id
 
     @value(model_inputs, layout="batch")
     def video_token_mask(self, raw: Any) -> torch.Tensor:

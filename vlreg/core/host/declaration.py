@@ -1,9 +1,7 @@
 """A family plugin as one declaration: `Plugin` over its parts (`Wrapper`, `Text`, `Tower`,
-and `Other`, another config the top-level one holds), answering each hook of `hookspecs` from
-the declared field of its name (a subclass adds `hookimpl` methods of its own). A field is its
-value, or a function of the `Part` giving it, called when a checkpoint resolves: never at
-import, so transformers' modeling modules (``envoys=``) are imported then, not when the
-plugin loads or is asked what it claims."""
+`Other`), answering each hook of `hookspecs` from the declared field of its name. A field is
+its value, or a function of the `Part` called when a checkpoint resolves (never at import,
+so ``envoys=`` imports transformers' modeling modules then, not when the plugin loads)."""
 
 from __future__ import annotations
 
@@ -19,11 +17,8 @@ from .parts import Claim, Part, is_kind
 
 #: transformers' composite layout's image entry: ``model``'s first ``inputs_embeds.masked_scatter``.
 SCATTER = Scatter(host="model", operation="inputs_embeds_masked_scatter_0", argument=1)
-#: The same, for a wrapper that reads videos too: the video's features written in by ``model``'s
-#: second ``inputs_embeds.masked_scatter`` (the Qwen VL and LLaVA video lines').
-VIDEO_SCATTER = Scatter(host="model", operation="inputs_embeds_masked_scatter_0", argument=1,
-                        videos="inputs_embeds_masked_scatter_1")
-#: The text model's mounts, by their name in transformers' text models.
+#: The same where a video is written in too, by ``model``'s second one (the Qwen VL and LLaVA video lines).
+VIDEO_SCATTER = Scatter(host="model", operation="inputs_embeds_masked_scatter_0", videos="inputs_embeds_masked_scatter_1")
 TEXT_MOUNTS = ("layers", "embed_tokens", "norm")
 
 
@@ -37,10 +32,8 @@ def _model_types(value: Any) -> tuple[str, ...]:
 @frozen(eq=False)
 class Declared:
     """What a plugin serves of one kind of part, for each of ``model_types``: a field answers
-    the hook of its name (``rename``: `vlreg_rename`; ``refuses``, the part's refusal table:
-    `vlreg_refuses`; ``declines``, a function of the part: `vlreg_declines`); ``overrides``
-    is the claims' (`Claim`), and so are the refusal table's sentences on a name, where the
-    table is given as data rather than as a function of the part."""
+    the hook of its name (``refuses``: `vlreg_refuses`); ``overrides`` is the claims'
+    (`Claim`), and so are the refusal table's sentences where it is given as data."""
 
     kind: ClassVar[str] = ""
     model_types: tuple[str, ...] = field(converter=_model_types)
@@ -52,8 +45,7 @@ class Declared:
 
     def claims(self) -> list[Claim]:
         refused = sentences(self.refuses)
-        return [Claim(self.kind, model_type, overrides=self.overrides, refuses=refused)
-                for model_type in self.model_types]
+        return [Claim(self.kind, each, overrides=self.overrides, refuses=refused) for each in self.model_types]
 
     def answer(self, name: str, part: Part) -> Any:
         """The field ``name`` for ``part``: its value, or what its function gives."""
@@ -63,14 +55,13 @@ class Declared:
 
 @frozen(eq=False)
 class Wrapper(Declared):
-    """The top-level config. It states only what differs from transformers' composite
-    layout: the text model at ``text`` (its ``layers``, ``embed_tokens`` and ``norm``
-    mounted), the tower at ``vision``, the projector at ``projector`` (paths from the root;
-    ``None`` mounts none), the image written in by `SCATTER` (``entry``). ``text_only`` is
-    the text model's path where a text-generation load builds transformers' text-only class
-    (``"model"``); its mounts are added too, each binding where it resolves. ``rename`` adds
-    mounts, replacing one of these of the same name (LFM2's norm is ``embedding_norm``).
-    ``image_grids`` is a function of the part giving the grids function."""
+    """The top-level config, stating only what differs from transformers' composite layout:
+    the text model at ``text`` (its `TEXT_MOUNTS` mounted), the tower at ``vision``, the
+    projector at ``projector`` (paths from the root; ``None`` mounts none), the image written
+    in by `SCATTER` (``entry``); ``text_only`` mounts the text-only class a text-generation
+    load builds (``"model"``). ``rename`` adds mounts, replacing one of the same name.
+    ``image_grids`` and ``processor`` are functions of the part giving the grids function and
+    the processor's adaptation (`vlreg_processor`)."""
 
     kind: ClassVar[str] = "wrapper"
     text: str | None = "model.language_model"
@@ -81,6 +72,7 @@ class Wrapper(Declared):
     image_grids: Any = None
     load_options: Any = None
     suppressed_tokens: Any = None
+    processor: Any = None
 
     def answer(self, name: str, part: Part) -> Any:
         found = super().answer(name, part)
@@ -127,8 +119,7 @@ def _answering(name: str) -> Any:
 
 class Plugin:
     """A family plugin declared as data: its parts, what it publishes to other plugins
-    (``adapters``) and its checkpoint builders (``checkpoints``; either may be a function
-    giving them, called when asked). Two declarations of one part are an error at once."""
+    (``adapters``) and its checkpoint builders (``checkpoints``), either maybe a function."""
 
     def __init__(self, *parts: Declared, adapters: Any = None, checkpoints: Any = None) -> None:
         self.parts: dict[tuple[str, str], Declared] = {}
@@ -154,6 +145,7 @@ class Plugin:
     vlreg_image_grids = _answering("image_grids")
     vlreg_load_options = _answering("load_options")
     vlreg_suppressed_tokens = _answering("suppressed_tokens")
+    vlreg_processor = _answering("processor")
     vlreg_refuses = _answering("refuses")
 
     @hookimpl

@@ -10,16 +10,15 @@ from attrs import frozen
 
 from ..errors import NoFamily
 from ..serving.reference import ServerSide
-from ..serving.refusals import reasons_of, sentences
+from ..serving.refusals import first_sentences, merge
 from . import plugins
 from .parts import KINDS, Part, is_kind
 
 
 @frozen
 class Family:
-    """What serves one checkpoint: the plugin per part and their merged contributions.
-    ``name`` is the plugin that claimed the wrapper (the family); the other parts' plugins
-    may differ (``plugins``)."""
+    """What serves one checkpoint: the plugin per part and their merged contributions;
+    ``name`` is the wrapper's plugin (the family), the other parts' may differ."""
 
     name: str
     parts: dict[str, Part]
@@ -27,25 +26,20 @@ class Family:
     rename: dict
     envoys: dict
     entry: Any  # the wrapper's `vlreg_entry`, or None
-    #: The family's refusal table, ``{row from the root, or a pattern: (reason, ...)}``: its
-    #: parts' claims and declarations, and its entry's (`vlreg.core.serving.refusals`).
+    #: The refusal table, ``{row or pattern: (reason, ...)}``, of its parts and entry.
     refuses: dict[str, tuple] = {}
     image_grids: Callable | None = None  # the wrapper's `vlreg_image_grids`
     unserved: dict[str, str] = {}  # the config's other parts no plugin claims: {field: model_type}
     load_options: dict[str, dict] = {}  # the wrapper's `vlreg_load_options`
     suppressed_tokens: tuple[int, ...] = ()  # the wrapper's `vlreg_suppressed_tokens`
+    #: The wrapper's `vlreg_processor`: ``adapt(processor)``, the processor prompts are
+    #: encoded with from the one transformers loaded, or None (that one, as it is).
+    processor: Callable | None = None
 
     @property
     def sentences(self) -> dict[str, str]:
-        """What the family never serves, whatever the load, ``{name: why}``: its table's
-        plain sentences on a name, which `support` lists (videos, a path without standard
-        names, a child it does not bind)."""
-        found: dict[str, str] = {}
-        for name, reasons in self.refuses.items():
-            for reason in reasons:
-                for found_name, sentence in sentences({name: reason}).items():
-                    found.setdefault(found_name, sentence)
-        return found
+        """What the family never serves, whatever the load, ``{name: why}``: `support` lists it."""
+        return first_sentences(self.refuses)
 
     @property
     def plugin(self) -> Any:
@@ -118,8 +112,8 @@ def resolve(config: Any) -> Family:
                                  f"but another part of {config.model_type!r} renames it to {rename[key]!r}.")
         envoys.update(plugins.call(plugin, "vlreg_envoys", part=part) or {})
         prefix = "vision." if kind == "vision" else ""
-        _add(refuses, prefix, plugins.refusals(kind, part.model_type))
-        _add(refuses, prefix, plugins.call(plugin, "vlreg_refuses", part=part))
+        merge(refuses, plugins.refusals(kind, part.model_type), prefix)
+        merge(refuses, plugins.call(plugin, "vlreg_refuses", part=part), prefix)
 
     def wrapper(hook: str) -> Any:
         return plugins.call(served["wrapper"], hook, part=parts["wrapper"])
@@ -127,7 +121,7 @@ def resolve(config: Any) -> Family:
     entry = wrapper("vlreg_entry") if "vision" in parts else None
     if entry is not None:
         envoys.update(entry.envoys())
-        _add(refuses, "", entry.refuses())
+        merge(refuses, entry.refuses())
 
     return Family(
         name=plugins.plugin_manager().get_name(served["wrapper"]), parts=parts, plugins=served,
@@ -135,13 +129,6 @@ def resolve(config: Any) -> Family:
         image_grids=wrapper("vlreg_image_grids") if "vision" in parts else None,
         unserved=unserved, load_options=dict(wrapper("vlreg_load_options") or {}),
         suppressed_tokens=tuple(wrapper("vlreg_suppressed_tokens") or ()),
+        processor=wrapper("vlreg_processor"),
     )
 
-
-def _add(refuses: dict[str, tuple], prefix: str, table: Any) -> None:
-    """Merge a part's refusal table (rows relative to the part, under ``prefix`` from the
-    root) into the family's: each row's reasons in the order declared, a reason declared
-    twice (by the claim and the declaration) once."""
-    for row, entry in (table or {}).items():
-        known = refuses.setdefault(prefix + row, ())
-        refuses[prefix + row] = known + tuple(reason for reason in reasons_of(entry) if reason not in known)

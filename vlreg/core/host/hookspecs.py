@@ -1,15 +1,11 @@
 """Every hook a vlreg plugin can implement, on one page (docs/writing-a-plugin.md says more).
 
-A checkpoint's config has *parts*, each served by the plugin that claims its ``model_type``:
-the ``"wrapper"`` (the top-level config; its plugin is the model's *family*), ``"text"``
-(``config.text_config``), ``"vision"`` (``config.vision_config``, else ``vq_config``), and any
-other config it holds, by its field (``"qformer_config"``), named where no plugin claims it.
-Parts are claimed separately, so one plugin's tower serves another plugin's wrapper.
-
-`vlreg.plugin.Plugin` answers these from a declaration; a module of hook functions registers
-as well. A hook taking a ``part`` is asked only of the plugin that claimed it, and answers
-``None`` for what it does not contribute; its paths are from the part (the wrapper's from the
-root, a text part's from a block, a tower's from the tower).
+A checkpoint's config has *parts* (`parts`: the wrapper, text, vision and any other config it
+holds), each served by the plugin that claims its ``model_type``, so one plugin's tower can
+serve another's wrapper. `vlreg.plugin.Plugin` answers these from a declaration; a module of
+hook functions registers as well. A hook taking a ``part`` is asked only of the plugin that
+claimed it and answers ``None`` for what it does not contribute; its paths are from the part
+(the wrapper's from the root, a text part's from a block, a tower's from the tower).
 """
 
 from __future__ import annotations
@@ -31,18 +27,15 @@ hookimpl = pluggy.HookimplMarker(PROJECT)
 @hookspec
 def vlreg_claims() -> list[Claim]:
     """The parts this plugin serves, ``[Claim(kind, model_type)]``, asked once at registration
-    (and of a plugin held back, to name it). Who serves a part is settled from every claim on
-    it, never from load order: ``overrides=`` a plugin's name beats that plugin's claim; two
-    claims where neither overrides the other leave the part contested, served by neither."""
+    (and of a plugin held back, to name it). ``overrides=`` a plugin's name beats that
+    plugin's claim; two claims neither overriding the other leave the part served by neither."""
 
 
 @hookspec(firstresult=True)
 def vlreg_declines(part: Part) -> str | None:
-    """Why this plugin declines the whole checkpoint though it claims the part: one sentence
-    saying what is not served and what would load, or ``None``; not a refusal of part of what
-    it serves (`vlreg_refuses`): the load stops. Asked as the part's claim is found, the
-    wrapper's first, before any weight is read (BLIP-2 over a T5 is declined by name rather
-    than have the load name a missing text plugin)."""
+    """Why this plugin declines the whole checkpoint though it claims the part (the load
+    stops): one sentence saying what is not served and what would load, or ``None``. Asked
+    as the part's claim is found, the wrapper's first, before any weight is read."""
 
 
 @hookspec(firstresult=True)
@@ -56,8 +49,7 @@ def vlreg_rename(part: Part) -> dict[str, str] | None:
 @hookspec(firstresult=True)
 def vlreg_envoys(part: Part) -> dict[type, type] | None:
     """nnsight ``envoys`` entries, ``{module class: envoy class}``: the part's module classes
-    onto vlreg's standard envoys (`Layer`, `Attention`, `Vision`, ...) or subclasses of them,
-    which is where a part serves a value from another place."""
+    onto vlreg's standard envoys (`Layer`, `Attention`, `Vision`, ...) or subclasses of them."""
 
 
 @hookspec(firstresult=True)
@@ -83,6 +75,14 @@ def vlreg_load_options(part: Part) -> dict[str, dict[str, Any]] | None:
 
 
 @hookspec(firstresult=True)
+def vlreg_processor(part: Part) -> Callable[[Any], Any] | None:
+    """Where the checkpoint's processor does not encode the prompt it is given (ShieldGemma
+    2's writes prompts of its own and drops the text): ``adapt(processor)``, giving the
+    processor ``model.processor`` becomes from the one transformers loaded; given one it
+    made, it gives it back. The wrapper's."""
+
+
+@hookspec(firstresult=True)
 def vlreg_suppressed_tokens(part: Part) -> Sequence[int] | None:
     """Ids whose logits the wrapper's forward sets lowest after ``lm_head`` (Chameleon's image
     codes): vlreg applies the same edit wherever it reads a stream out itself (the logit lens),
@@ -98,9 +98,7 @@ def vlreg_refuses(part: Part) -> dict[str, Any] | None:
     (``"vision.layers"``), a trace input (``"videos"``) or a path without standard names. A
     reason is a sentence (never served: `support` lists it, the claim repeats it), a predicate
     of the envoy (``None`` where served), a `Gate` of the read (its run, step, invoke), a tuple
-    of them, or `read_only(reason)`: served, but a write is refused with `vlreg.ReadOnly`
-    instead of landing nowhere (the conformance suite writes every other value and checks the
-    logits move)."""
+    of them, or `read_only(reason)`: served, but a write raises `vlreg.ReadOnly`."""
 
 
 @hookspec

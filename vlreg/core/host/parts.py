@@ -7,10 +7,8 @@ from typing import Any
 
 from attrs import field, frozen
 
-Kind = str
-#: The parts every vision-language checkpoint has. Any other part is named by its field of
-#: the top-level config (``"qformer_config"``, ``"audio_config"``): `is_kind` says which are.
-KINDS: tuple[Kind, ...] = ("wrapper", "text", "vision")
+#: The parts every vision-language checkpoint has; any other is named by its config field.
+KINDS: tuple[str, ...] = ("wrapper", "text", "vision")
 OTHER = "_config"
 
 
@@ -42,27 +40,16 @@ class Claim:
     that holds another part (``"qformer_config"``). ``overrides`` names the plugin this claim
     replaces where both claim the part (a patched build of a family, say).
 
-    ``refuses`` declares what of the part is *never* served, and why: ``{name: reason}``,
-    the reason one sentence a user reads (what is missing and what to do instead): the
+    ``refuses`` is what of the part is *never* served, ``{name: reason}``: the plain
     sentences of the part's refusal table (`vlreg_refuses`; a `Plugin` takes them from its
-    declaration's ``refuses=``). A claim that refuses something serves its type partially,
-    and the host says so without running the family (`vlreg plugins --coverage`). A name is
-    one of:
-
-    * a trace input (``"videos"``, ``"audio"``): the model may still run on it, but none
-      of its values are served; a trace whose input carries only that input and no image
-      refuses the image values with this reason;
-    * a standard row (``"vision.video_features"``), named from the part as in
-      `vlreg_refuses`: reading it raises `Unavailable` with this reason;
-    * a path the model has no standard names for (``"vision.high_resolution"``): named so
-      that `support` lists it.
-
-    Every name is a row of `StandardizedTransformer.support`, its value the reason.
-    Refusals do not take part in deciding who serves a part (two claims differing only in
-    them are one claim).
+    declaration's ``refuses=``), each name a row of `StandardizedTransformer.support` (a
+    trace input such as ``"videos"``, a standard row, a path without standard names). A
+    claim that refuses something serves its type partially, and the host says so without
+    running the family (`vlreg plugins --coverage`); refusals take no part in deciding who
+    serves a part (two claims differing only in them are one claim).
     """
 
-    kind: Kind = field(validator=_kind)
+    kind: str = field(validator=_kind)
     model_type: str
     overrides: str | None = None
     refuses: dict[str, str] = field(factory=dict, converter=_refusals, eq=False)
@@ -73,7 +60,7 @@ class Part:
     """One part of a checkpoint's config, as the hooks are asked about it: ``config`` is the
     part's own (``config.text_config`` for the text part), ``root`` the whole checkpoint's."""
 
-    kind: Kind = field(validator=_kind)
+    kind: str = field(validator=_kind)
     model_type: str
     config: Any = field(eq=False, repr=False)
     root: Any = field(eq=False, repr=False)

@@ -1,14 +1,9 @@
-"""The plugin host: one pluggy manager, built-in and third-party plugins alike, found through
-the ``vlreg`` entry-point group. Each loads on its own: one that fails is named in one warning
-(``VLREG_STRICT_PLUGINS=1``: an error). ``VLREG_LOAD_PLUGINS`` (an allowlist) and
-``VLREG_DISABLE_PLUGINS`` (a blocklist) choose what loads; a plugin held back is never
-registered, but imported to be asked what it would serve where a checkpoint needs it (its
-declaration imports no modeling code). One not installed is named from ``catalog.json``.
-
-A hook matching no hookspec fails its plugin's registration (``check_pending``). Who serves a
-part is settled from every claim on it, never from load order: a claim that ``overrides``
-another plugin beats that plugin's; two where neither overrides the other leave the part
-*contested*, served by neither, every other claim of both standing."""
+"""The plugin host: one pluggy manager over the ``vlreg`` entry-point group, built-in and
+third-party plugins alike, each loaded on its own (one that fails is named in one warning;
+``VLREG_STRICT_PLUGINS=1``: an error). ``VLREG_LOAD_PLUGINS`` and ``VLREG_DISABLE_PLUGINS``
+choose what loads; one held back is imported to be asked what it would serve, never
+registered; one not installed is named from ``catalog.json``. Who serves a part is settled
+from every claim on it, never from load order (`claimant`)."""
 
 from __future__ import annotations
 
@@ -80,8 +75,7 @@ def _load_entry_points() -> None:
 
 def register(plugin: Any, name: str | None = None, distribution: Any = None) -> str:
     """Register ``plugin`` (a `Plugin`, or a module or object of hook functions); raises,
-    registering nothing, if a hook matches no hookspec. A part it claims that another plugin
-    claims too, neither overriding the other, is contested: a warning, not an error."""
+    registering nothing, if a hook matches no hookspec. A part it contests: a warning."""
     manager = plugin_manager()
     if name is not None and (holder := manager.get_plugin(name)) is not None:
         raise ValueError(f"two plugins are named {name!r}: {describe(holder)} and one from "
@@ -207,11 +201,11 @@ def adapter(name: str) -> Any:
     """What a plugin publishes as ``name`` (`vlreg_adapters`), for another plugin to build on.
     Asked at import time too, so the host is not started here: a plugin not registered yet, or
     held back, is imported to ask it. Two publishers are an error."""
-    registered = sorted(_manager.get_plugins(), key=_name) if _manager is not None else []
-    found = [(plugin, offer[name]) for plugin in registered if name in (offer := ask(plugin, "vlreg_adapters") or {})]
-    if not found:
-        others = [_imported(ep) for ep in _entry_points() if _manager is None or _manager.get_plugin(ep.name) is None]
-        found = [(plugin, offer[name]) for plugin in others if name in (offer := ask(plugin, "vlreg_adapters") or {})]
+    def offers(candidates: Any) -> list[tuple[Any, Any]]:
+        return [(plugin, offer[name]) for plugin in candidates if name in (offer := ask(plugin, "vlreg_adapters") or {})]
+
+    found = (offers(sorted(_manager.get_plugins(), key=_name) if _manager is not None else [])
+             or offers(_imported(ep) for ep in _entry_points() if _manager is None or _manager.get_plugin(ep.name) is None))
     if not found:
         raise LookupError(f"no installed vlreg plugin publishes the adapter {name!r}: "
                           f"{_install(name, 'adapters') or 'install the plugin that publishes it'}")

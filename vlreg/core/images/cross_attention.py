@@ -87,7 +87,7 @@ class CrossAttention(Entry):
 
         Every image of a batch gets as many positions (the processor pads tiles and images
         to the largest), so the family's grids for each must add up to the same count."""
-        rows = (encoding["input_ids"] == model._module.config.image_token_id).nonzero(as_tuple=True)[0].tolist()
+        rows = (encoding["input_ids"] == model.image_token_id).nonzero(as_tuple=True)[0].tolist()
         if len(rows) != len(images):
             raise ValueError(f"the prompt holds {len(rows)} image placeholders, but {len(images)} images were given")
         counts = {sum(grid.tokens for grid in grids) for grids in declared}

@@ -68,6 +68,7 @@ class Entry:
 
     host: str = ""
     argument: int | str = 1
+    token: str = "image_token_id"  # the config field naming the placeholder's id (`Scatter.token`)
     #: The root's values between the image-token mask and the blocks, in the order the
     #: forward computes them (`StandardizedTransformer.order`). An entry ``"vision.<value>"``
     #: places that tower value there, after the tower's others.
@@ -190,7 +191,7 @@ class Entry:
         """Each image's `ImageGeometry`, from the processor's ``encoding``, the family's
         grids for each image (``declared``) and the images: its tokens are the next run of
         image tokens in mask order, as many as its grids hold."""
-        rows, positions = (encoding["input_ids"] == model._module.config.image_token_id).nonzero(as_tuple=True)
+        rows, positions = (encoding["input_ids"] == model.image_token_id).nonzero(as_tuple=True)
         counts = [sum(grid.tokens for grid in grids) for grids in declared]
         if sum(counts) != rows.numel():
             raise ValueError(
@@ -252,6 +253,9 @@ class Scatter(Entry):
     #: unconditionally): a text-generation load, which has no processor, and a prompt
     #: without an image are refused before the model runs.
     needs_images: bool = False
+    #: The config field naming the id of the placeholder the features are written at
+    #: (InstructBLIP-Video's: ``video_token_id``; `StandardizedTransformer.image_token_id`).
+    token: str = "image_token_id"
     #: The operation in the host's forward that writes a video's features in, with the same
     #: arguments as ``operation`` (``inputs_embeds_masked_scatter_1`` on the Qwen line):
     #: ``vision.video_features`` is read there. ``None``: the family serves no video value.

@@ -19,7 +19,7 @@ import torch
 from attrs import field, frozen
 
 from ..errors import Unavailable
-from .inputs import check_images, check_placeholders, for_processor, takes_arrays
+from .inputs import check_images, check_placeholders, for_processor, takes_arrays, takes_flat
 from .options import check_options, given
 from .processing import as_pil, configured, encode, leaves
 
@@ -176,7 +176,8 @@ def image_geometry(model: Any, prompt: "str | Sequence[str]", images: Any, **opt
     check_images(given_images, model.processor, takes_arrays(model), vision)
     check_placeholders(model, prompt, given_images)
     processor = configured(model.processor, options)
-    encoding = encode(processor, prompt, for_processor(given_images, processor), **options)  # as the trace calls it: a processor's own defaults would override the copy's
+    handed = leaves(given_images) if takes_flat(model) else given_images
+    encoding = encode(processor, prompt, for_processor(handed, processor), **options)  # as the trace calls it: a processor's own defaults would override the copy's
     images = [as_pil(image) for image in leaves(given_images)]  # the family's grids, and the sizes, are per image in order
     declared = [_grids(one) for one in declare(encoding, images, processor)]
     if len(declared) != len(images):

@@ -7,12 +7,12 @@ processor would divide by 255 again. Each is refused with what to pass instead.
 
 from __future__ import annotations
 
-import warnings
-import weakref
+import re
 from typing import Any, Iterator
 
 import torch
 
+from .markers import warn_unmarked
 from .processing import MEDIA, image_size
 
 ACCEPTED = (
@@ -47,9 +47,14 @@ def check_invokes(model: Any, invokes: list) -> None:
         _together(carrying, model.__dict__.get("vision"), "the invokes' images")
 
 
-def _token(model: Any) -> str | None:
-    """The processor's image placeholder, as text."""
-    token = getattr(model.processor, "image_token", None)
+def placeholder_token(model: Any, named: bool = False) -> str | None:
+    """The processor's image placeholder as a prompt holds it: the token its chat template
+    writes where the processor expands it into others (Qianfan-OCR's ``<image>``,
+    ``image_placeholder_token``), else its ``image_token``; with ``named``, where the
+    processor names none, the tokenizer's name for the model's placeholder id (`_named`)."""
+    processor = model.processor
+    token = getattr(processor, "image_placeholder_token", None) or getattr(processor, "image_token", None)
+    token = token or (_named(model) if named else None)
     token = getattr(token, "content", token)  # BLIP-2's processor keeps an AddedToken
     return token if isinstance(token, str) and token else None
 
@@ -62,14 +67,21 @@ def _texts(prompts: Any) -> list[str] | None:
     return list(prompts)
 
 
+def _count(prompt: str, token: str, runs: bool) -> int:
+    """The placeholders in ``prompt``; with ``runs``, a run of the token is one (`Vision.placeholder_runs`)."""
+    return len(re.findall(f"(?:{re.escape(token)})+", prompt)) if runs else prompt.count(token)
+
+
 def _no_images(model: Any, prompts: Any, media: set) -> None:
     """Refuse prompts that hold image placeholders given no image: the processor would
     embed each as the text of its token (Idefics2's does, and the model runs on them
     silently), or fail deep inside."""
-    token, texts = _token(model), _texts(prompts)
+    vision = model.__dict__.get("vision")
+    runs = getattr(vision, "placeholder_runs", False)
+    token, texts = placeholder_token(model, named=runs or getattr(vision, "writes_placeholders", False)), _texts(prompts)
     if token is None or texts is None:
         return
-    held = sum(prompt.count(token) for prompt in texts)
+    held = sum(_count(prompt, token, runs) for prompt in texts)
     if held:
         given = f"only {' and '.join(sorted(media))}=" if media else "no images="
         raise ValueError(
@@ -86,18 +98,26 @@ def check_placeholders(model: Any, prompts: Any, images: Any) -> None:
     (NemotronH Omni's). A prompt with no placeholder is left to a processor that puts
     them in itself (PaliGemma's) and refused for any other, saying how to write one; a
     placeholder without the markers the chat template writes around it is warned about.
+    Where the processor writes the placeholders (`Vision.writes_placeholders`) a prompt
+    holds none; where they come in runs (`Vision.placeholder_runs`) a run is one image.
     Prompts that are not text (an encoding) are not counted."""
-    token, prompts = _token(model), _texts(prompts)
+    vision = model.__dict__.get("vision")
+    writes, runs = getattr(vision, "writes_placeholders", False), getattr(vision, "placeholder_runs", False)
+    token, prompts = placeholder_token(model, named=writes or runs), _texts(prompts)
     if images is None or token is None or prompts is None:
         return
-    counts = [prompt.count(token) for prompt in prompts]
-    if getattr(model.__dict__.get("vision"), "writes_placeholders", False):
-        _one_image_a_prompt(prompts, counts, len(list(_leaves(images))), token)
+    counts = [_count(prompt, token, runs) for prompt in prompts]
+    if writes:
+        _none_written(counts, token)
+        if getattr(vision, "clips", False):
+            _one_clip_a_prompt(prompts, images)
+        else:
+            _one_image_a_prompt(prompts, len(list(_leaves(images))))
         return
     if sum(counts) == 0:
         _placed_by_the_processor(model, prompts, images, token)
         return
-    _marked(model.processor, prompts, token)
+    warn_unmarked(model.processor, prompts, token)
     nested = isinstance(images, (list, tuple)) and len(prompts) > 1 and len(images) == len(prompts) and all(
         isinstance(each, (list, tuple)) for each in images)
     given = [len(list(_leaves(each))) for each in images] if nested else [len(list(_leaves(images)))]
@@ -121,7 +141,7 @@ def _placed_by_the_processor(model: Any, prompts: list, images: Any, token: str)
 
     try:
         encoding = encode(model.processor, prompts, for_processor(images, model.processor))
-        placed = bool((encoding["input_ids"] == model._module.config.image_token_id).any())
+        placed = bool((encoding["input_ids"] == model.image_token_id).any())
     except Exception as error:  # the processor's own failure ("Found total 0 ... tokens"), said in vlreg's words below
         placed, cause = False, error
     else:
@@ -136,79 +156,17 @@ def _placed_by_the_processor(model: Any, prompts: list, images: Any, token: str)
     ) from cause
 
 
-def _marked(processor: Any, prompts: list, token: str) -> None:
-    """Warn where a placeholder stands without the special tokens the chat template writes
-    around an image (Qwen's ``<|vision_start|>`` and ``<|vision_end|>``): the model runs,
-    off what it was trained on."""
-    markers = image_markers(processor, token)
-    if markers is None:
-        return
-    before, after = markers
-    for prompt in prompts:
-        at = prompt.find(token)
-        while at >= 0:
-            if not (prompt[:at].endswith(before) and prompt[at + len(token):].startswith(after)):
-                warnings.warn(
-                    f"an image placeholder {token!r} in the prompt stands without the markers the chat template "
-                    f"writes around an image ({before}{token}{after}): the model runs, but off what it was trained "
-                    f"on; write the prompt with the chat template's {{'type': 'image'}} entry",
-                    stacklevel=5,
-                )
-                return
-            at = prompt.find(token, at + len(token))
+def _named(model: Any) -> str | None:
+    """The placeholder's text where the processor names none: the tokenizer's name for
+    `StandardizedTransformer.image_token_id` (InstructBLIP-Video's ``<video>``,
+    PP-Chart2Table's ``<imgpad>``)."""
+    tokenizer, token_id = getattr(model.processor, "tokenizer", None), model.image_token_id
+    return tokenizer.convert_ids_to_tokens(token_id) if tokenizer is not None and token_id is not None else None
 
 
-_MARKERS: "weakref.WeakKeyDictionary[Any, Any]" = weakref.WeakKeyDictionary()
-
-
-def image_markers(processor: Any, token: str) -> tuple[str, str] | None:
-    """The special tokens the processor's chat template writes right before and after an
-    image's placeholder (``("<|vision_start|>", "<|vision_end|>")``), or ``None`` where it
-    writes none (or has no template). Kept per processor."""
-    try:
-        return _MARKERS[processor]
-    except (KeyError, TypeError):
-        pass
-    found = _markers(processor, token)
-    try:
-        _MARKERS[processor] = found
-    except TypeError:  # not weakly referable: found again next time
-        pass
-    return found
-
-
-def _markers(processor: Any, token: str) -> tuple[str, str] | None:
-    """The special tokens next to the placeholder in the template's rendering of an image
-    before a text and after one: only those beside it both ways mark the image (a turn's
-    own token that happens to precede the first item does not)."""
-    tokenizer = getattr(processor, "tokenizer", None)
-    owner = next((part for part in (processor, tokenizer) if getattr(part, "chat_template", None)), None)
-    if owner is None:
-        return None
-    special = set(getattr(tokenizer, "all_special_tokens", ()))
-    special |= {added.content for added in getattr(tokenizer, "added_tokens_decoder", {}).values() if added.special}
-    special.discard(token)
-    sides = []
-    for content in ([{"type": "image"}, {"type": "text", "text": "Hello"}],
-                    [{"type": "text", "text": "Hello"}, {"type": "image"}]):
-        try:
-            rendered = owner.apply_chat_template([{"role": "user", "content": content}], tokenize=False)
-        except Exception:  # a template that takes no list of content
-            return None
-        at = rendered.find(token) if isinstance(rendered, str) else -1
-        if at < 0:
-            return None
-        before = max((s for s in special if s and rendered[:at].endswith(s)), key=len, default="")
-        after = max((s for s in special if s and rendered[at + len(token):].startswith(s)), key=len, default="")
-        sides.append((before, after))
-    (before, after), (again_before, again_after) = sides
-    before, after = (before if before == again_before else ""), (after if after == again_after else "")
-    return (before, after) if before or after else None
-
-
-def _one_image_a_prompt(prompts: list, counts: list, pictures: int, token: str) -> None:
+def _none_written(counts: list, token: str) -> None:
     """Where the processor writes each image's placeholders itself, before its prompt's
-    text (Florence-2's: `Vision.writes_placeholders`), a prompt holds none and takes one image."""
+    text (Florence-2's: `Vision.writes_placeholders`), a prompt holds none."""
     if any(counts):
         index = next(i for i, count in enumerate(counts) if count)
         raise ValueError(
@@ -216,12 +174,42 @@ def _one_image_a_prompt(prompts: list, counts: list, pictures: int, token: str) 
             f"but this processor writes each image's placeholders itself, before the prompt's text: leave them out "
             f"(a task token such as '<CAPTION>', or plain text, is the whole prompt)"
         )
+
+
+def _one_image_a_prompt(prompts: list, pictures: int) -> None:
+    """Where the processor writes each image's placeholders itself, a prompt takes one image."""
     if pictures != len(prompts):
         raise ValueError(
             f"{pictures} image{'s were' if pictures != 1 else ' was'} given for {len(prompts)} prompt"
             f"{'s' if len(prompts) != 1 else ''}: this processor writes one image's placeholders before each "
             f"prompt, so pass one image per prompt"
         )
+
+
+def _one_clip_a_prompt(prompts: list, images: Any) -> None:
+    """Where a prompt's images are one clip's frames (InstructBLIP-Video's: `Vision.clips`),
+    a prompt takes any number of them; several prompts take a list of frames each, every
+    clip as long (the video processor stacks them)."""
+    if len(prompts) == 1:
+        return
+    nested = isinstance(images, (list, tuple)) and len(images) == len(prompts) and all(
+        isinstance(each, (list, tuple)) for each in images)
+    if not nested:
+        raise ValueError(
+            f"{len(prompts)} prompts were given, and each takes the frames of one clip: pass a list of frames per "
+            f"prompt (images=[[frame, ...], [frame, ...]]), in the prompts' order"
+        )
+    lengths = [len(list(_leaves(each))) for each in images]
+    if len(set(lengths)) > 1:
+        raise ValueError(
+            f"the prompts' clips have {lengths} frames: the video processor stacks one batch's clips, so give "
+            f"every prompt as many frames, or trace them apart"
+        )
+
+
+def takes_flat(model: Any) -> bool:
+    """Whether the model's processor takes a batch's images as one flat list (`Vision.flat_images`)."""
+    return getattr(model.__dict__.get("vision"), "flat_images", False)
 
 
 def takes_arrays(model: Any) -> bool:

@@ -18,12 +18,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from .processing import MEDIA
+from .processing import MEDIA, leaves
 
 
-def combine(processor: Any, invokes: list, options: dict | None = None) -> list:
+def combine(processor: Any, invokes: list, options: dict | None = None, flat: bool = False) -> list:
     """Several invokes, at least one carrying images, as one invoke of a padded encoding
-    (with the processor's ``options``); other inputs are left to nnsight."""
+    (with the processor's ``options``); other inputs are left to nnsight. With ``flat``, the
+    processor takes the images as one flat list only (`Vision.flat_images`)."""
     options = options or {}
     if len(invokes) < 2 or not any(kwargs.keys() & MEDIA for _, kwargs in invokes):
         return invokes
@@ -41,17 +42,18 @@ def combine(processor: Any, invokes: list, options: dict | None = None) -> list:
             )
         given, moving = kwargs.get("images"), list(kwargs.get("videos") or [])
         media = {"videos": moving} if moving else {}
-        alone += _lengths(processor(text=prompts, images=given, **media, **options, padding=True, return_tensors="pt"))
+        alone += _lengths(processor(text=prompts, images=leaves(given) if flat and given is not None else given,
+                                    **media, **options, padding=True, return_tensors="pt"))
         videos += moving
         prompts = [prompts] if isinstance(prompts, str) else list(prompts)
         per_prompt = _per_prompt(given, len(prompts))
         texts += prompts
         images += per_prompt
         rest.update({key: value for key, value in kwargs.items() if key not in MEDIA | {"text"}})
-    flat = [image for each in images for image in each]
+    flattened = [image for each in images for image in each]
     media = {"videos": videos} if videos else {}
-    forms = (images, flat) if any(len(each) > 1 for each in images) else (images,)
-    for form in forms if flat else (None,):
+    forms = (flattened,) if flat else (images, flattened) if any(len(each) > 1 for each in images) else (images,)
+    for form in forms if flattened else (None,):
         encoding = processor(text=texts, images=form, **media, **options, padding=True, return_tensors="pt")
         if _lengths(encoding) in (None, alone):
             return [((), {**encoding, **rest})]

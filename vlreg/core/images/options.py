@@ -17,7 +17,8 @@ import functools
 import inspect
 from typing import Any, Callable, Iterator
 
-from .processing import MEDIA, OWN, configured, processor_options
+from .inputs import takes_flat
+from .processing import MEDIA, OWN, configured, leaves, processor_options
 
 
 def split(processor: Any, kwargs: dict, generating: bool = False) -> tuple[dict, dict]:
@@ -76,6 +77,8 @@ def encode_invoke(model: Any, prompts: Any, kwargs: dict, options: dict) -> dict
     reads ``do_image_splitting`` to write the image tokens, writes them for the frames the
     options make."""
     media = {key: value for key, value in kwargs.items() if key in MEDIA}
+    if media.get("images") is not None and takes_flat(model):
+        media["images"] = leaves(media["images"])
     rest = {key: value for key, value in kwargs.items() if key not in MEDIA | {"text"}}
     text = list(prompts) if isinstance(prompts, (list, tuple)) else prompts
     processor = configured(model.processor, options)

@@ -127,6 +127,21 @@ def sentences(table: Any) -> dict[str, str]:
             if isinstance(entry, str) and not any(mark in name for mark in "*?[")}
 
 
+def first_sentences(table: Mapping[str, tuple]) -> dict[str, str]:
+    """The first plain sentence (`sentences`) of a merged table on each name."""
+    return {name: found[0] for name, reasons in table.items()
+            if (found := [why for why in reasons if sentences({name: why})])}
+
+
+def merge(table: dict[str, tuple], entries: Any, prefix: str = "") -> None:
+    """Add a part's ``entries`` (rows relative to the part, under ``prefix`` from the root) to
+    a family's merged ``table``: each row's reasons in the order declared, a reason declared
+    twice (by the claim and the declaration) once."""
+    for row, entry in (entries or {}).items():
+        known = table.setdefault(prefix + row, ())
+        table[prefix + row] = known + tuple(reason for reason in reasons_of(entry) if reason not in known)
+
+
 def _own(envoy: Any, name: str) -> tuple:
     """The envoy class's entry for its value ``name``: that of the nearest class, from the
     envoy's own to the one that defines the value, whose table has one (a class that

@@ -13,7 +13,7 @@ Every ``test_*`` method then runs against that family's checkpoint, loaded throu
 from .analysis import AnalysisConformance
 from .cross import CrossAttentionConformance
 from .experts import ExpertsConformance
-from .helpers import image, lit
+from .helpers import at_each_step, centres, image, lit, moved_features, no_patterns, patch_block, taken_sizes
 from .linear import LinearAttentionConformance
 from .mamba import MambaConformance
 from .published import PublishedWidths
@@ -22,4 +22,5 @@ from .text import TextConformance
 from .vision import VisionConformance
 
 __all__ = ["TextConformance", "VisionConformance", "ExpertsConformance", "LinearAttentionConformance", "MambaConformance",
-           "CrossAttentionConformance", "AnalysisConformance", "RemoteConformance", "PublishedWidths", "image", "lit"]
+           "CrossAttentionConformance", "AnalysisConformance", "RemoteConformance", "PublishedWidths", "at_each_step", "centres", "image",
+           "lit", "moved_features", "no_patterns", "patch_block", "taken_sizes"]

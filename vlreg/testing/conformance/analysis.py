@@ -21,7 +21,7 @@ class AnalysisConformance:
       the reason its `vlreg.Unavailable` gives, e.g. ``{"tower_patterns": "has no blocks"}``:
       each must raise that, before the model runs;
     * ``image_token``: the image token as a user writes it (by default the tokenizer's
-      name for the config's ``image_token_id``).
+      name for the model's ``image_token_id``).
 
     Occlusion runs in two chunks of copies (the chunks' scores must join in order) and the
     image patched in is the first image's size, so the test costs a few traces."""
@@ -65,7 +65,7 @@ class AnalysisConformance:
             return found.patterns[0].shape[-1] == geometry.grids[found.grids[0]].tokens
 
         def token_id() -> bool:
-            wanted = model._module.config.image_token_id
+            wanted = model.image_token_id
             name = self.image_token or model.tokenizer.convert_ids_to_tokens(wanted)
             return analysis.token_id(model, name) == wanted
 

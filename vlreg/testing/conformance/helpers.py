@@ -4,6 +4,7 @@ served values and blocks that several mixins take."""
 from __future__ import annotations
 
 import contextlib
+import re
 from typing import Any, Iterator
 
 import pytest
@@ -48,6 +49,71 @@ def lit(width: int, height: int, x: float, y: float) -> Any:
     pixels = torch.zeros(height, width, 3, dtype=torch.uint8)
     pixels[int(y), int(x)] = 255
     return Image.fromarray(pixels.numpy())
+
+
+def at_each_step(model: StandardizedTransformer, prompt: Any, read: Any, saved: list | None = None,
+                 **options: Any) -> list:
+    """``read(model)``'s value at each step of a two-token generation, appended to ``saved``
+    (given, it keeps what was saved before a refusal raised); ``options`` go to `generate`
+    (``use_cache=False``)."""
+    saved = [] if saved is None else saved
+    with model.generate(prompt, max_new_tokens=2, min_new_tokens=2, **options) as tracer:
+        for _ in tracer.iter[0:2]:
+            saved.append(read(model).save())
+    return saved
+
+
+def taken_sizes(model: StandardizedTransformer, prompt: Any, sizes: Any) -> Iterator[tuple[int, int]]:
+    """The ``(width, height)`` of ``sizes`` whose images ``model`` takes; an image of each
+    other size is checked refused by `vision.geometry` with the family's reason
+    (`Vision.image_refusal`: a side scaled to nothing, too few tokens)."""
+    for size in sizes:
+        why = model.vision.image_refusal(*size)
+        if why is None:
+            yield size
+            continue
+        with pytest.raises(ValueError, match=re.escape(why)):
+            model.vision.geometry(prompt, [image(*size)])
+
+
+def no_patterns(reason: str) -> dict[str, str]:
+    """``unavailable`` rows of a tower whose attention forms no pattern a value can serve (it
+    runs once per image or window, or fused): its scores and probabilities, with ``reason``."""
+    return {f"vision.self_attn.attention_{name}": reason for name in ("scores", "probabilities")}
+
+
+def centres(geometry: Any, smallest: float = 0) -> Iterator[tuple[int, Any, int, float, float]]:
+    """``(frame, grid, token, x, y)`` for each token of ``geometry`` (frame: its grid's index)
+    whose box is at least ``smallest`` pixels a side, ``(x, y)`` the box's centre: where a
+    pixel lit there (`lit`) must land in that token's patches."""
+    for frame, grid in enumerate(geometry.grids):
+        for token in range(grid.tokens):
+            x0, y0, x1, y1 = grid.boxes[token].tolist()
+            if min(x1 - x0, y1 - y0) >= smallest:
+                yield frame, grid, token, (x0 + x1) / 2, (y0 + y1) / 2
+
+
+def patch_block(grid: Any, token: int, first: int = 0) -> list[int]:
+    """The patches ``token`` of ``grid`` folds (``grid.fold`` x ``grid.fold``), as indices
+    into the tower's row of the grid's patches in raster order, where the grid's first patch
+    is at ``first`` (after a class token, or an image packed before it in the same row)."""
+    side = grid.columns * grid.fold
+    r, c = divmod(token, grid.columns)
+    return [first + (r * grid.fold + i) * side + c * grid.fold + j for i in range(grid.fold) for j in range(grid.fold)]
+
+
+def moved_features(model: StandardizedTransformer, prompt: Any, pictures: list, frame: int, patches: Any,
+                   clean: Any = None) -> list[int]:
+    """The rows of ``vision.image_features`` that change when the last tower block's output
+    is raised at ``patches`` of its ``frame`` (first index); ``clean``, the features before,
+    is traced here where not given. A token's features must move alone when its patches do."""
+    if clean is None:
+        with model.trace(prompt, images=pictures):
+            clean = model.vision.image_features.save()
+    with model.trace(prompt, images=pictures):
+        model.vision.layers[-1].layer_output[frame, patches] += 1
+        features = model.vision.image_features.save()
+    return (features != clean).any(-1).nonzero().flatten().tolist()
 
 
 def written(model: StandardizedTransformer) -> list[tuple[Standard, str]]:

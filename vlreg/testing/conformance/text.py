@@ -44,7 +44,8 @@ class TextConformance(TextTrust, RemoteConformance):
     * ``checkpoint``: the name of a checkpoint builder (`vlreg_checkpoints`);
     * ``build_options``: overrides for the builder;
     * ``native``: standard names (dotted, from the root) and the native paths they must
-      resolve to, e.g. ``{"layers": "model.language_model.layers"}``;
+      resolve to, e.g. ``{"layers": "model.language_model.layers"}`` (`native.composite`
+      writes a composite layout's);
     * ``unavailable``: rows of ``support()`` expected unavailable on an eager image load,
       each with a fragment its reason must contain; reading a row's value must raise
       `Unavailable` with it, before the model runs;

@@ -32,6 +32,10 @@ class VisionConformance(VideoConformance, ScaleTrust, VisionTrust, TextConforman
       none: its ``vision`` is an embedder; FastVLM's FastViT and Gemma 3n's MobileNetV5 have
       stages of other widths, which their claims refuse as ``vision.layers``), and the tests
       of blocks say so instead of running;
+    * ``text_generation_load``: whether a text-generation load is served; where it is not
+      (ShieldGemma 2's config names its classifier, which transformers' text-generation
+      pipeline would build and which does not generate), it is refused before loading,
+      naming ``task='image-text-to-text'``, and the tests of a text-only load check that;
     * ``projector_feature_calls``: on a projector the forward calls several times
       (`PerCall`), the calls whose outputs, joined in order, are the features: every call
       by default (LFM2-VL's, once per crop); Gemma 3n's embedder embeds the prompt's ids
@@ -43,6 +47,7 @@ class VisionConformance(VideoConformance, ScaleTrust, VisionTrust, TextConforman
     tower_plain_sum: ClassVar[bool] = True
     tower_blocks: ClassVar[bool] = True
     projector_feature_calls: ClassVar[slice] = slice(None)
+    text_generation_load: ClassVar[bool] = True
     question: ClassVar[str] = "What is in this image?"
 
     def image_prompt(self, model: Any, images: int = 1, question: str | None = None) -> str:
@@ -208,7 +213,10 @@ class VisionConformance(VideoConformance, ScaleTrust, VisionTrust, TextConforman
                   "vision.self_attn.attention_probabilities", "vision.mlp.mlp_output")
         for row in ("vision.patch_embeddings", "vision.tower_output", "vision.image_token_mask",
                     "vision.image_features", *blocks):
-            assert (row in rows) == (self.tower_blocks or row not in blocks), row
+            # a value the blocks serve differently (GOT-OCR 2's windowed and global attention) has a row a block
+            per_block = [found for found in rows if found.startswith("vision.layers.")
+                         and found.split(".", 3)[3] == row.removeprefix("vision.")]
+            assert (row in rows or bool(per_block)) == (self.tower_blocks or row not in blocks), row
         assert model.vision.support() == {
             row.removeprefix("vision."): reason for row, reason in rows.items() if row.startswith("vision.")
         }
@@ -233,6 +241,11 @@ class VisionConformance(VideoConformance, ScaleTrust, VisionTrust, TextConforman
         the wrapper with no processor, or transformers' text-only class where it has one
         (Qwen3.5's): either way no image reaches it, images are refused, and the text
         model is the same one."""
+        if not self.text_generation_load:
+            for dispatch in (True, False):
+                with pytest.raises(ValueError, match="task='image-text-to-text'"):
+                    self.load(path, task=None, dispatch=dispatch)
+            return
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             text_only = self.load(path, task=None, attn_implementation="eager")  # as `model`

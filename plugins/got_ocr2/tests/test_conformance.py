@@ -1,0 +1,44 @@
+"""GOT-OCR 2.0 and PP-Chart2Table against the conformance suite the core ships.
+
+Both processors take no prompt without an image, so the suite's text prompt carries one
+(``text_images``), and a text-only load's prompt is the tokenizer's encoding. transformers
+runs GotOcr2 under eager attention only. The tiny tower's first block attends within windows
+and its interior is refused by name (`vlreg_got_ocr2.vision.WINDOWED`); its second block,
+global, serves it."""
+
+from vlreg.testing.conformance import AnalysisConformance, VisionConformance
+
+NATIVE = {
+    "layers": "model.language_model.layers",
+    "embed_tokens": "model.language_model.embed_tokens",
+    "norm": "model.language_model.norm",
+    "lm_head": "lm_head",
+    "vision": "model.vision_tower",
+    "projector": "model.multi_modal_projector",
+    "vision.layers": "model.vision_tower.layers",
+    "vision.patch_embed": "model.vision_tower.patch_embed",
+    "vision.layers.0.self_attn": "model.vision_tower.layers.0.attn",
+    "vision.layers.0.mlp": "model.vision_tower.layers.0.mlp",
+    "vision.layers.0.input_layernorm": "model.vision_tower.layers.0.layer_norm1",
+    "vision.layers.1.post_attention_layernorm": "model.vision_tower.layers.1.layer_norm2",
+}
+WINDOWED = {f"vision.layers.0.self_attn.{name}": "attends within 6 x 6-patch windows" for name in (
+    "attention_queries", "attention_keys", "attention_values", "attention_scores", "attention_probabilities",
+    "attention_head_outputs")}
+
+
+class TestGotOcr2(AnalysisConformance, VisionConformance):
+    """A 112 x 84 image squeezed onto the 32-pixel crop: 16 x 16 patches, 4 x 4 tokens."""
+
+    checkpoint = "got_ocr2"
+    native = NATIVE
+    unavailable = WINDOWED
+    text_images = 1
+    supports_sdpa = False
+    analysis_refuses = {"compare_streams": "no prompt without an image"}  # the processor takes no text-only prompt
+
+
+class TestPPChart2Table(TestGotOcr2):
+    """The same model under PP-Chart2Table's config, processor and template."""
+
+    checkpoint = "pp_chart2table"

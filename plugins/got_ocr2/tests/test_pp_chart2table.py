@@ -1,0 +1,36 @@
+"""PP-Chart2Table, served by vlreg-got-ocr2 as GOT-OCR 2.0's model under another config and
+processor: its template writes an image's tokens out (its processor expands nothing), an
+image's placeholder is that run, and the logits a trace reads are transformers' own."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from transformers import AutoModelForImageTextToText, PPChart2TableProcessor
+
+from vlreg.testing import build, chat
+from vlreg.testing.conformance import image
+
+
+CHECKPOINT = "pp_chart2table"
+
+
+def test_the_logits_are_transformers_own(model):
+    path = build("pp_chart2table")
+    assert type(model.processor) is PPChart2TableProcessor
+    assert chat(model, text="Chart to table").count("<imgpad>") == 16  # written out by the template
+    inputs = PPChart2TableProcessor.from_pretrained(path)(text=chat(model, text="Chart to table"), images=[image(80, 60)], return_tensors="pt")
+    with model.trace(chat(model, text="Chart to table"), images=[image(80, 60)]):
+        logits = model.logits.save()
+    with torch.no_grad():
+        expected = AutoModelForImageTextToText.from_pretrained(path, attn_implementation="eager").eval()(**inputs).logits
+    torch.testing.assert_close(logits, expected, rtol=0, atol=0)
+
+
+def test_an_image_is_a_run_of_its_tokens(model):
+    pictures = [image(80, 60), image(30, 50, seed=1)]
+    geometries = model.vision.geometry(chat(model, text="Chart to table", images=2), pictures)
+    assert [geometry.tokens for geometry in geometries] == [16, 16]
+    with pytest.raises(ValueError, match=r"holds 2 image placeholders \('<imgpad>'\), but 1 image was given"):
+        with model.trace(chat(model, text="Chart to table", images=2), images=pictures[:1]):
+            model.logits.save()
