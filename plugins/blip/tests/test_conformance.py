@@ -62,8 +62,7 @@ class BlipConformance(AnalysisConformance, VisionConformance):
         features are written in after."""
         assert model.vision.values()[0] == "image_token_mask"
         rows = list(model.support())
-        assert rows[:5] == ["input_ids", "attention_mask", "vision.image_token_mask", "vision.video_token_mask",
-                            "vision.patch_embeddings"]
+        assert rows[:4] == ["input_ids", "attention_mask", "vision.image_token_mask", "vision.patch_embeddings"]
         order = ["vision.tower_output", "vision.qformer.layer_output", "vision.qformer.query_output", "token_embeddings",
                  "vision.image_features", "input"]
         assert [rows.index(row) for row in order] == sorted(rows.index(row) for row in order)

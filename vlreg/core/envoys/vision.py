@@ -80,6 +80,10 @@ def _derived_video_mask(vision: "Vision") -> str:
 
 
 def _no_video_token(vision: "Vision") -> str | None:
+    return vision.no_videos()
+
+
+def _no_videos(vision: "Vision") -> str | None:
     video = getattr(vision.root._module.config, "video_token_id", None)
     if video is None:
         return f"the {vision.root.family.name!r} family's config has no video token (video_token_id), so no prompt holds a video"
@@ -126,6 +130,7 @@ class Vision(Standard):
     """
 
     standard_children = {"layers": ""}
+    video_values = VIDEO_VALUES
     order = ("image_token_mask", "patch_embeddings", "layers", "tower_output", "image_features")
     #: Rows before the patches in the tower's own sequence (CLIP's class token: 1).
     class_tokens: int = 0
@@ -272,6 +277,12 @@ class Vision(Standard):
                 "load with task='image-text-to-text'"
             )
         return None
+
+    def no_videos(self) -> str | None:
+        """``None`` where a prompt can hold a video (the config names a video token of its
+        own), else why not: `support` then leaves a video's rows out, as it leaves a
+        tower's out where no image reaches it."""
+        return _no_videos(self)
 
     def without_blocks(self) -> str:
         """Why a helper over the tower's blocks cannot run where `num_layers` is 0: a family
