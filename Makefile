@@ -67,6 +67,8 @@ demo: $(STAMP)
 bench: $(STAMP)
 	$(PY) benchmarks/run.py
 	$(PY) benchmarks/collect.py
+	$(PY) benchmarks/attribution.py
+	$(PY) benchmarks/gradients.py
 	if $(PY) -c "import sae_lens" 2>/dev/null; then $(PY) benchmarks/training.py; \
 	else echo "benchmarks/training.py not run: it trains with sae-lens (pip install -e '.[train]')"; fi
 

@@ -66,3 +66,29 @@ def test_the_training_benchmark_runs_and_reports_throughput_and_memory(tmp_path,
     assert {"memory, larger store over smaller (MiB)", "stream / buffer"} <= set(results["memory"])
     assert set(results["targets"]) == set(training.TARGETS)
     assert "train throughput (TopK" in done and "activations/s" in done and "the larger store over the smaller" in done
+
+
+def test_the_attribution_benchmark_runs_and_reports(tmp_path, capsys):
+    """benchmarks/attribution.py on one scene: attribution patching against exact patching
+    on the toy (no figure asserted: a smoke run)."""
+    import attribution
+
+    out = tmp_path / "attribution.json"
+    assert attribution.main(["--scenes", "1", "--repeats", "1", "--out", str(out)]) == 0
+    summary = json.loads(out.read_text())["summary"]
+    assert -1 <= summary["spearman, lowest"] <= summary["spearman, median"] <= 1
+    assert summary["exact passes"] == 3 * 36 + 2 and summary["attribution passes"] == 3
+    assert summary["exact (s), median"] > 0 and summary["attribution (s), median"] > 0
+    assert "speed-up (wall time), median" in capsys.readouterr().out
+
+
+def test_the_gradients_benchmark_runs_and_reports(tmp_path, capsys):
+    """benchmarks/gradients.py --smoke: vlreg's .grad against a hand autograd loop on the tiny
+    checkpoint (no timing asserted); the two read the same gradients."""
+    import gradients
+
+    out = tmp_path / "gradients.json"
+    assert gradients.main(["--smoke", "--out", str(out)]) == 0
+    results = json.loads(out.read_text())
+    assert results["equal to the hand loop's"] is True and results["gradients read"] == 3
+    assert results["vlreg / hand loop"] > 0 and "vlreg / hand loop" in capsys.readouterr().out

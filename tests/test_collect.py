@@ -2,6 +2,7 @@
 boxes the geometry's, its index aligned with every value; bad input is refused before
 the model runs."""
 
+import numpy
 import pytest
 import torch
 from PIL import Image
@@ -135,6 +136,24 @@ def test_a_second_family_and_tower_values(llava, qwen, folder, tmp_path):
         assert store.index.box[rows].isnan().all()
 
 
+def test_transparent_and_16_bit_files_are_their_own_trace(qwen, tmp_path):
+    """A half-transparent PNG and a 16-bit grey PNG: each image's rows are a trace of the
+    file opened with PIL, whose transparency the processor lays over white (the loader
+    dropped it instead), and the 16-bit file's are the 8-bit grey image's (each value
+    times 257, which the RGB conversion clipped to white)."""
+    pixels = torch.randint(0, 256, (56, 84, 3), generator=torch.Generator().manual_seed(9), dtype=torch.uint8).numpy()
+    grey = Image.fromarray(pixels).convert("L")
+    files = tmp_path / "files"
+    files.mkdir()
+    Image.fromarray(numpy.concatenate([pixels, numpy.full((56, 84, 1), 128, numpy.uint8)], -1), "RGBA").save(files / "clear.png")
+    Image.fromarray(numpy.asarray(grey).astype(numpy.uint16) * 257).save(files / "deep.png")
+    collect(qwen, ["vision.image_features"], files, tmp_path / "store", prompt=QUESTION, batch=2, progress=False)
+    store = open_store(tmp_path / "store")
+    for name, same in (("clear.png", Image.open(files / "clear.png")), ("deep.png", grey)):
+        _, _, features = alone(qwen, full(qwen), same, lambda m: (m.vision.image_features,))
+        assert torch.allclose(store["vision.image_features"][store.index.rows(name)], features, atol=1e-5), name
+
+
 def test_store_dtype_halves_the_disk(qwen, folder, tmp_path):
     collect(qwen, ["layers[1].layer_output"], folder, tmp_path / "wide", prompt=QUESTION, progress=False)
     collect(qwen, ["layers[1].layer_output"], folder, tmp_path / "half", prompt=QUESTION, dtype="bfloat16",
@@ -165,6 +184,18 @@ def test_a_float16_store_refuses_what_float16_cannot_hold(folder, tmp_path):
     assert stored.manifest["dtype"] == "bfloat16" and stored["layers[0].input"][:].isfinite().all()
     with pytest.raises(ValueError, match=r"dtype='int8' is not a floating-point dtype .*'bfloat16' \('bf16'\)"):
         collect(model, ["layers[0].input"], folder, tmp_path / "ints", dtype="int8", progress=False)
+    one = {"photo0.png": pictures(folder)["photo0.png"]}
+    for value, dtype, stored in ((65519.0, "float16", 65504.0), (3.4e38, "bfloat16", None)):
+        with torch.no_grad():  # the text rows of layers[0].input are the embeddings: ``value`` and zeros
+            model.embed_tokens.weight.zero_()[:, 0] = value
+        if stored is None:  # past bfloat16's range: the refusal names the wider dtype, not bfloat16 again
+            with pytest.raises(ValueError, match=r"past bfloat16's largest value .*dtype='float32', into"):
+                collect(model, ["layers[0].input"], one, tmp_path / dtype, prompt=QUESTION, at="text", dtype=dtype,
+                        progress=False)
+            continue
+        collect(model, ["layers[0].input"], one, tmp_path / dtype, prompt=QUESTION, at="text", dtype=dtype,
+                progress=False)  # 65519 rounds to float16's largest, 65504: finite, so stored
+        assert set(open_store(tmp_path / dtype)["layers[0].input"][:][:, 0].tolist()) == {stored}
 
 
 def test_a_dataset_with_a_key_and_a_prompt_column(qwen, folder, tmp_path):

@@ -68,9 +68,19 @@ def test_an_offloaded_model_serves_and_edits_what_it_does_in_memory(in_memory, p
 
 
 def test_a_map_with_every_module_on_disk_is_refused_saying_what_to_map(tmp_path):
-    with pytest.raises(ValueError, match="puts every module on disk, so nothing says where to compute"):
+    with pytest.raises(ValueError, match="puts every module on disk, .* map one module to 'cpu'"):
         StandardizedTransformer(str(build("qwen2_vl")), task="image-text-to-text", dispatch=True,
                                 device_map={"": "disk"}, offload_folder=str(tmp_path))
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="a GPU is here: a load onto it works")
+@pytest.mark.parametrize("where", [{"device": "cuda"}, {"device_map": {"": 0}}, {"device_map": "cuda:1"}])
+def test_a_gpu_where_torch_sees_none_is_refused_saying_load_on_the_cpu(where):
+    """transformers fails deep in the load ("Found no NVIDIA driver"), which nnsight wraps in
+    every model class's traceback; a lazy build (remote use) places nothing and is taken."""
+    with pytest.raises(ValueError, match=r"puts weights on a GPU, and torch sees none here .*device='cpu'"):
+        StandardizedTransformer(str(build("qwen2_vl")), task="image-text-to-text", dispatch=True, **where)
+    StandardizedTransformer(str(build("qwen2_vl")), task="image-text-to-text", **where)
 
 
 def test_the_largest_qwen_geometries_build_on_meta_with_no_weights(tmp_path):

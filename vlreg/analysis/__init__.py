@@ -14,9 +14,18 @@ helper takes one prompt, or a list of prompts, with its images, as ``model.trace
 * `project_on_vocab`, `top_tokens`, `next_token_probs` (`lens`): the readout of any
   stream value, the likeliest tokens, the next token's distribution;
 * `steer`, `skip_layers` (`steering`): edits to call inside a trace or a generation;
-* `compare_streams` (`compare`): two models' streams block by block on the same text.
+* `compare_streams` (`compare`): two models' streams block by block on the same text;
+* `attribution_patching` (`attribution`): the first-order effect of patching every token of
+  every block from a corrupt run, from one backward (AtP, with AtP*'s keys and queries);
+* `saliency`, `integrated_gradients` (`saliency`): gradient x input and integrated gradients
+  at the image tokens and at the pixels of the image as given;
+* `relevancy` (`relevancy`): gradient-weighted attention relevancy of each image token
+  through the text blocks (Chefer et al. 2021).
 """
 
+from .attribution import Attribution, attribution_patching
+from .relevancy import Relevancy, relevancy
+from .saliency import IntegratedGradients, Saliency, integrated_gradients, saliency
 from .attention import ImageAttention, TowerPatterns, attention_to_images, tower_patterns
 from .compare import compare_streams
 from .edits import Ablation, Occlusion, Patching, ablate_image, occlusion, patch_image
@@ -44,4 +53,12 @@ __all__ = [
     "steer",
     "skip_layers",
     "compare_streams",
+    "Attribution",
+    "attribution_patching",
+    "Saliency",
+    "saliency",
+    "IntegratedGradients",
+    "integrated_gradients",
+    "Relevancy",
+    "relevancy",
 ]

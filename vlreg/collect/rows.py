@@ -88,23 +88,24 @@ class Batches:
             saved = self._in_range(saved)
         if self.kind == "tower":
             return self._tower(images, prompts, saved)
-        if self.cross:
+        if self.cross and self.at == "image":  # the states at the image's positions; the text's are the stream's
             return self._cross(images, prompts, saved)
         return self._tokens(images, prompts, mask.bool(), image_mask, saved)
 
     def _in_range(self, saved: list) -> list:
         """The values as stored, after refusing one the store's dtype cannot hold: a finite
-        value past its largest (float16's 65504; real checkpoints' massive activations
-        reach 1e5) would be stored as inf."""
+        value that rounds past its largest (float16's 65504; real checkpoints' massive
+        activations reach 1e5) would be stored as inf. One that rounds to the largest
+        (float16's 65504 to 65519) is stored."""
         values, peaks = saved[: len(self.sites)], saved[len(self.sites):]
         largest = torch.finfo(self.dtype).max
+        wider = "'float32'" if self.dtype == torch.bfloat16 else "'bfloat16' (float32's range, in as little disk) or 'float32'"
         for site, peak in zip(self.sites, peaks):
-            if float(peak) > largest:
+            if not torch.isfinite(peak.to(self.dtype)):
                 raise ValueError(
                     f"{site.name} reaches {float(peak):.4g} in this batch, past {str(self.dtype).removeprefix('torch.')}'s "
                     f"largest value ({largest:.6g}), so the store would hold inf where the model computed a finite "
-                    f"value: collect with dtype='bfloat16' (float32's range, in as little disk) or 'float32', into "
-                    f"another folder (the shards written so far are kept)")
+                    f"value: collect with dtype={wider}, into another folder (the shards written so far are kept)")
         return values
 
     def _groups(self, images: Sequence[Any], prompts: Sequence[str]) -> list[list[int]]:
@@ -171,8 +172,9 @@ class Batches:
         return found
 
     def _cross(self, images, prompts, saved) -> list[Rows]:
-        """Each image's rows on a cross-attention family: the states at its positions
-        (``vision.image_features``, the one value collected at the image there)."""
+        """Each image's rows on a cross-attention family at ``at="image"``: the states at its
+        positions (``vision.image_features``, the one value collected at the image there).
+        Stream values at the text's positions are rows of tokens, as on any family."""
         found = []
         for row, (image, prompt) in enumerate(zip(images, prompts)):
             geometry = self.geometry(prompt, image)

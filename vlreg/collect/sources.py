@@ -16,6 +16,8 @@ from typing import Any, Callable, Mapping
 
 from attrs import field, frozen
 
+from ..core.images.processing import as_rgb
+
 
 @frozen
 class Item:
@@ -83,8 +85,9 @@ def too_small(refusal: Callable[[int, int], "str | None"] | None, width: int, he
 
 
 def load(item: Item) -> Any:
-    """The image, decoded, RGB: files are oriented by their EXIF tag, as transformers'
-    ``load_image`` does."""
+    """The image, decoded, RGB as a trace makes a PIL image (`as_rgb`: transparency over
+    white, 16-bit grey scaled to 8 bits), so its rows are a trace's of the same file: files
+    are oriented by their EXIF tag, as transformers' ``load_image`` does."""
     from PIL import Image, ImageOps
 
     image = item.load()
@@ -93,7 +96,7 @@ def load(item: Item) -> Any:
     image.load()
     if item.file is not None:
         image = ImageOps.exif_transpose(image)
-    return image if image.mode == "RGB" else image.convert("RGB")
+    return as_rgb(image)
 
 
 def _as_pil(image: Any, name: str) -> Any:

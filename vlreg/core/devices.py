@@ -38,14 +38,20 @@ def dtype_of(dtype: Any, where: str = "dtype", auto: bool = True) -> Any:
     )
 
 
-def placement(kwargs: dict) -> None:
-    """Check and order a ``device_map`` given as a dict before the load: transformers'
-    pipeline runs inputs on the map's first device, which must not be ``"disk"`` (a map
-    whose first entry is offloaded there fails at load naming a "device string"). The
-    first entry not on disk is moved to the front (the map's meaning does not depend on
-    its order); a map with every module on disk is refused, since nothing then says where
-    to compute."""
+def placement(kwargs: dict, dispatch: bool = True) -> None:
+    """Check and order a ``device_map`` before the load. A GPU where torch sees none is
+    refused on a load that places the weights (``dispatch``; a lazy build places nothing,
+    and a remote one is placed by the server). transformers' pipeline runs inputs on a
+    dict map's first device, which must not be ``"disk"`` (a map whose first entry is
+    offloaded there fails at load naming a "device string"): the first entry not on disk
+    is moved to the front (the map's meaning does not depend on its order), and a map
+    with every module on disk, which has no such entry, is refused."""
     device_map = kwargs.get("device_map")
+    if dispatch and not torch.cuda.is_available() and any(_is_gpu(where) for where in _places(device_map)):
+        raise ValueError(
+            f"device_map={device_map!r} puts weights on a GPU, and torch sees none here (torch.cuda.is_available() "
+            f"is False): load with device='cpu', or on a machine with a GPU and a CUDA build of torch"
+        )
     if not isinstance(device_map, dict) or not device_map:
         return
     places = list(device_map.items())
@@ -54,11 +60,29 @@ def placement(kwargs: dict) -> None:
     ahead = next((index for index, (_, where) in enumerate(places) if where != "disk"), None)
     if ahead is None:
         raise ValueError(
-            f"device_map={device_map!r} puts every module on disk, so nothing says where to compute: map one module "
-            f"to 'cpu' (or a GPU), e.g. the embeddings, or pass device_map='auto' with max_memory= and "
-            f"offload_folder=, which offloads what does not fit"
+            f"device_map={device_map!r} puts every module on disk, and the pipeline vlreg loads through feeds the "
+            f"inputs to the map's first device, which disk is not: map one module to 'cpu' (or a GPU), e.g. the "
+            f"embeddings, or pass device_map='auto' with max_memory= and offload_folder=, which offloads what does "
+            f"not fit"
         )
     kwargs["device_map"] = dict([places[ahead], *places[:ahead], *places[ahead + 1:]])
+
+
+def _places(device_map: Any) -> list:
+    """The devices a ``device_map`` names (a dict's values, or itself)."""
+    if isinstance(device_map, dict):
+        return list(device_map.values())
+    return [] if device_map is None else [device_map]
+
+
+def _is_gpu(where: Any) -> bool:
+    """Whether a map's device is a CUDA GPU: ``"cuda"``, ``"cuda:1"``, a ``torch.device``
+    of that type, or a bare index (accelerate's and transformers' spelling of one)."""
+    if isinstance(where, bool):
+        return False
+    if isinstance(where, int):
+        return True
+    return str(where).split(":")[0] == "cuda"
 
 
 def execution_device(module: torch.nn.Module) -> torch.device | None:

@@ -120,7 +120,7 @@ class StandardizedTransformer(TextSizes, TransformersModel):
             if "device_map" in kwargs:
                 raise ValueError("pass either device= or device_map=, not both")
             kwargs["device_map"] = device
-        placement(kwargs)
+        placement(kwargs, dispatch)
         if dtype is not None:
             kwargs["dtype"] = dtype_of(dtype)
         if attn_implementation is not None:

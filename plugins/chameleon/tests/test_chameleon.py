@@ -33,6 +33,9 @@ def test_the_prompt_and_the_image_expansion(model):
     assert tokens[start + 1 : start + 1 + SIDE * SIDE] == [IMAGE] * SIDE * SIDE and tokens[start + 1 + SIDE * SIDE] == EOI
     completion = model.processor(text=PROMPT, images=[PICTURE], return_for_text_completion=True, return_tensors="pt")
     assert completion["input_ids"][0, -1] != model.tokenizer.sep_token_id
+    with pytest.raises(ValueError, match=r"no chat template to write one: put <image> where each image goes"):
+        with model.trace("What is in this image?", images=[PICTURE]):  # no placeholder, and no template to point to
+            model.logits.save()
 
 
 def test_the_parts_of_a_flat_config_and_who_serves_them(model):

@@ -133,6 +133,15 @@ class Emu3Vision(VqEncoder):
             "of vision.patch_size within its pixel bounds (model.processor.image_processor.min_pixels, max_pixels)"
         )
 
+    def image_refusal(self, width: int, height: int) -> str | None:
+        """An image more than 200 times as long one way as the other, which Emu3's processor
+        (Qwen2-VL's resize) refuses in its own words."""
+        ratio = max(width, height) / max(1, min(width, height))
+        if ratio <= 200:
+            return None
+        return (f"one side is {ratio:.0f} times the other, and the processor's resize takes at most 200: pad it "
+                f"closer to square, or cut it into pieces")
+
 
 def envoys(part: Any) -> dict[type, type]:
     """The VQ encoder's class onto its envoy (the rest of the VQ model is read natively)."""

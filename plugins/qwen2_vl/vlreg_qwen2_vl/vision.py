@@ -69,6 +69,15 @@ class QwenVision(Vision):
         """The side of an attention window in pixels (Qwen2.5-VL), else None."""
         return getattr(self._vision_config, "window_size", None)
 
+    def image_refusal(self, width: int, height: int) -> str | None:
+        """An image more than 200 times as long one way as the other, which the processor's
+        resize refuses in its own words (Qwen2-VL's and every processor built on it)."""
+        ratio = max(width, height) / max(1, min(width, height))
+        if ratio <= 200:
+            return None
+        return (f"one side is {ratio:.0f} times the other, and the processor's resize takes at most 200: pad it "
+                f"closer to square, or cut it into pieces")
+
 
 class QwenVisionAttention(VisionAttention):
     """Queries, keys and values whole, ``[1, heads, patches, head_dim]`` (queries and keys

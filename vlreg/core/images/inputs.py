@@ -13,7 +13,7 @@ from typing import Any, Iterator
 import torch
 
 from .markers import warn_unmarked
-from .processing import MEDIA, image_size
+from .processing import MEDIA, as_rgb, image_size, takes_text_alone
 
 ACCEPTED = (
     "images= takes a PIL image, a numpy array (height x width x 3, uint8) or a torch tensor "
@@ -45,6 +45,13 @@ def check_invokes(model: Any, invokes: list) -> None:
     carrying = [kwargs["images"] for _, kwargs in invokes if kwargs.get("images") is not None]
     if len(carrying) > 1:  # every invoke's images go through one processor call
         _together(carrying, model.__dict__.get("vision"), "the invokes' images")
+    texts = [_texts(inputs[0] if inputs else kwargs.get("text")) for inputs, kwargs in invokes]
+    pixels = any(kwargs.get("pixel_values") is not None for _, kwargs in invokes)
+    if not carrying and not pixels and model.processor is not None and None not in texts:
+        if not takes_text_alone(model.processor):  # PaliGemma's: transformers' words, deep in the pipeline
+            raise ValueError(
+                f"this model's processor ({type(model.processor).__name__}) takes no prompt without an image: pass "
+                f"images=[...] with it, or load with task='text-generation' (the default) to trace text alone")
 
 
 def placeholder_token(model: Any, named: bool = False) -> str | None:
@@ -148,9 +155,16 @@ def _placed_by_the_processor(model: Any, prompts: list, images: Any, token: str)
         cause = None
     if placed:
         return
+    tokenizer = getattr(model.processor, "tokenizer", None)
+    owner = next((f"model.{name}" for name, part in (("processor", model.processor), ("tokenizer", tokenizer))
+                  if getattr(part, "chat_template", None)), None)
+    if owner is None:  # Chameleon's: no chat template to point to
+        raise ValueError(f"the prompt holds no image placeholder ({token!r}), so the images have nowhere to go, and "
+                         f"this model has no chat template to write one: put {token} where each image goes "
+                         f"('{token}What is in this image?')") from cause
     raise ValueError(
         f"the prompt holds no image placeholder ({token!r}), so the images have nowhere to go: write the prompt "
-        f"with the chat template, an {{'type': 'image'}} entry where each image goes (model.processor."
+        f"with the chat template, an {{'type': 'image'}} entry where each image goes ({owner}."
         f"apply_chat_template([{{'role': 'user', 'content': [{{'type': 'image'}}, {{'type': 'text', 'text': "
         f"'...'}}]}}], add_generation_prompt=True, tokenize=False)), or put {token} where each image goes"
     ) from cause
@@ -293,7 +307,9 @@ def for_processor(images: Any, processor: Any) -> Any:
     over channels first (a tensor to the torchvision and PIL backends; a numpy array, like
     such a PIL image, to the older kind), where the guess is right. An image processor of
     that older kind (Emu3's) also takes no torch tensor (its RGB conversion fails deep
-    inside on one): each is handed to it as the numpy array of the same pixels and layout."""
+    inside on one): each is handed to it as the numpy array of the same pixels and layout.
+    Every image has three colour channels by then (`as_rgb`: grey, transparent and 16-bit
+    images as the PIL image of them made RGB)."""
     from transformers.image_processing_backends import PilBackend, TorchvisionBackend
 
     image_processor = getattr(processor, "image_processor", None)
@@ -302,6 +318,7 @@ def for_processor(images: Any, processor: Any) -> Any:
     if isinstance(images, (list, tuple)):
         return [for_processor(image, processor) for image in images]
     backend = isinstance(image_processor, (PilBackend, TorchvisionBackend))
+    images = as_rgb(images)
     if isinstance(images, torch.Tensor):
         return images if backend else images.detach().cpu().numpy()
     import numpy

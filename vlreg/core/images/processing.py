@@ -7,6 +7,7 @@ a trace's options, the encoding a trace makes, and the images in order however n
 
 from __future__ import annotations
 
+import weakref
 from typing import Any, Sequence
 
 #: The trace keywords that carry media to the processor.
@@ -103,3 +104,67 @@ def as_pil(image: Any) -> Any:
         return image
     width, height = image_size(image)
     return Image.new("RGB", (width, height))
+
+
+#: PIL's modes of 16-bit grey: their RGB conversion clips every value past 255, so a
+#: 16-bit image would reach the model all but white.
+SIXTEEN_BIT = frozenset({"I;16", "I;16L", "I;16B", "I;16N"})
+
+
+def as_rgb(image: Any) -> Any:
+    """``image`` with three colour channels, as transformers' processors make a PIL image RGB
+    (grey repeated, transparency laid over white), so a processor that converts nothing
+    (LFM2-VL's, Janus's) gets the three channels its normalization expects, and a grey or
+    transparent array the pixels of the same PIL image: a PIL image of another mode (a
+    16-bit grey one scaled to 8 bits), a uint8 numpy array ``height x width`` or with 1, 2
+    or 4 channels last, a uint8 tensor with them first. A numpy array is made contiguous
+    (a flipped view has negative strides, which torch takes nowhere). Anything else is
+    returned as it is."""
+    import numpy
+    import torch
+    from PIL import Image
+
+    if isinstance(image, Image.Image):
+        if image.mode == "RGB":
+            return image
+        if image.mode in SIXTEEN_BIT:
+            image = Image.fromarray((numpy.asarray(image).astype(numpy.uint16) >> 8).astype(numpy.uint8))
+        if "A" in image.getbands() or "transparency" in image.info:
+            rgba = image.convert("RGBA")
+            return Image.alpha_composite(Image.new("RGBA", rgba.size, (255, 255, 255, 255)), rgba).convert("RGB")
+        return image.convert("RGB")
+    tensor = isinstance(image, torch.Tensor)
+    pixels = image.detach().cpu().numpy() if tensor else image
+    if not isinstance(pixels, numpy.ndarray):
+        return image
+    if tensor and pixels.ndim == 3:
+        pixels = numpy.moveaxis(pixels, 0, -1)
+    grey = pixels.ndim == 2 or (pixels.ndim == 3 and pixels.shape[-1] in (1, 2, 4))
+    if pixels.dtype != numpy.uint8 or not grey:
+        return image if tensor else numpy.ascontiguousarray(image)
+    pixels = numpy.ascontiguousarray(pixels[..., 0] if pixels.ndim == 3 and pixels.shape[-1] == 1 else pixels)
+    rgb = numpy.asarray(as_rgb(Image.fromarray(pixels)))
+    return torch.from_numpy(numpy.ascontiguousarray(numpy.moveaxis(rgb, -1, 0))) if tensor else rgb
+
+
+_ALONE: "weakref.WeakKeyDictionary[Any, bool]" = weakref.WeakKeyDictionary()
+
+
+def takes_text_alone(processor: Any) -> bool:
+    """Whether ``processor`` encodes a prompt given no image, as a text-only trace calls it
+    (PaliGemma's refuses one), asked once per processor."""
+    try:
+        return _ALONE[processor]
+    except (KeyError, TypeError):
+        pass
+    try:
+        processor(text=["Hello"], return_tensors="pt")
+    except ValueError:
+        found = False
+    else:
+        found = True
+    try:
+        _ALONE[processor] = found
+    except TypeError:  # not weakly referable: asked again next time
+        pass
+    return found

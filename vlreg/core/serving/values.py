@@ -18,7 +18,8 @@ What the user reads is a view of what the model holds (the tensor itself, an ele
 of a tuple, a reshape), so in-place edits land. An assignment is mapped back to the
 model's layout by the value's ``writes`` function, which is handed the raw value at
 the location and the new one. The location, the view and its inverse on one envoy are the
-value's `Site` (`value.site`).
+value's `Site` (`value.site`). Inside ``with metric.backward():`` a value's ``.grad`` is the
+same view of the gradient of what the model holds there (`vlreg.core.serving.gradients`).
 
 A read the forward has already passed raises `vlreg.OutOfOrder`, naming the value, the
 one read before it and the order the forward computes them in.
@@ -35,6 +36,7 @@ from nnsight.intervention.interleaver import Mediator, OutOfOrderError
 
 from ..errors import OutOfOrder, ReadOnly
 from .batching import select, splice
+from .gradients import mark
 from .guards import read_only_view
 from .sites import At, Site, model_inputs
 
@@ -158,23 +160,28 @@ class value(eproperty):
 
     def _one(self, obj: Any, owner: Any, label: str, occurrence: int | None) -> Any:
         with _in_order(obj, label, occurrence), _served_whole(obj, label, self.layout_on(obj)) as group:
-            served = super().__get__(obj, owner) if self._views is None else self._as_view(obj)
+            served, raw = (super().__get__(obj, owner), None) if self._transform is not None else self._read(obj)
         if group is not None:
             served = select(self.layout_on(obj), served, group, obj.run)
         reason = obj.why_read_only(self.name)
         if reason is not None and isinstance(served, torch.Tensor):
-            return read_only_view(served, f"{label} cannot be written: {reason}")
-        return served
+            served = read_only_view(served, f"{label} cannot be written: {reason}")
+        return mark(obj, label, served, raw)
 
-    def _as_view(self, obj: Any) -> Any:
-        """The served value as a view of what the model holds (`viewable`)."""
+    def _read(self, obj: Any) -> tuple[Any, Any]:
+        """The served value through its `Site`, and what the model held there (``raw``,
+        which `mark` finds its gradient's source in). A value the preprocess had to copy
+        is written into the model and read again, a view of it now (`viewable`). A value
+        with a ``transform`` (`copied`) is nnsight's to serve: its copy is what the model
+        goes on to use, its own source."""
         site = self.site(obj)
         raw = Mediator.value(site.location)
         served = site.read(raw)
         if site.views is None or site.views(served, raw):
-            return served
+            return served, raw
         Mediator.swap(site.location, site.write(raw, served))
-        return site.read(Mediator.value(site.location))
+        raw = Mediator.value(site.location)
+        return site.read(raw), raw
 
     def __set__(self, obj: Any, new: Any) -> None:
         obj.refuse(self.name)

@@ -13,6 +13,7 @@ Every ``test_*`` method then runs against that family's checkpoint, loaded throu
 from .analysis import AnalysisConformance
 from .cross import CrossAttentionConformance
 from .experts import ExpertsConformance
+from .gradients import GradientConformance
 from .helpers import at_each_step, centres, image, lit, moved_features, no_patterns, patch_block, taken_sizes
 from .linear import LinearAttentionConformance
 from .mamba import MambaConformance
@@ -22,5 +23,6 @@ from .text import TextConformance
 from .vision import VisionConformance
 
 __all__ = ["TextConformance", "VisionConformance", "ExpertsConformance", "LinearAttentionConformance", "MambaConformance",
-           "CrossAttentionConformance", "AnalysisConformance", "RemoteConformance", "PublishedWidths", "at_each_step", "centres", "image",
-           "lit", "moved_features", "no_patterns", "patch_block", "taken_sizes"]
+           "CrossAttentionConformance", "AnalysisConformance", "RemoteConformance", "PublishedWidths",
+           "GradientConformance", "at_each_step", "centres", "image", "lit", "moved_features", "no_patterns", "patch_block",
+           "taken_sizes"]

@@ -9,6 +9,7 @@ from typing import Any, Callable, ClassVar
 import torch
 
 from ... import analysis
+from ...analysis.saliency import pixel_refusal
 from .helpers import image, refused_before_running
 
 
@@ -82,6 +83,40 @@ class AnalysisConformance:
             similarity = analysis.compare_streams(model, model, "The quick brown fox")
             return torch.allclose(similarity, torch.ones(model.num_layers, dtype=similarity.dtype))
 
+        def attribution_patching() -> bool:
+            found = analysis.attribution_patching(model, prompt, images, [other])
+            effects = found.of_image(0)
+            return effects.shape == (len(model.prompt_layers), tokens) and bool(effects.isfinite().all()) \
+                and bool(found.effects["layer_output"].any())
+
+        pixels = pixel_refusal(model) is None
+
+        def saliency() -> bool:
+            if not pixels:  # refused in vlreg's words before anything runs
+                with refused_before_running(model, "gradients at the pixels are unavailable"):
+                    analysis.saliency(model, prompt, images)
+            found = analysis.saliency(model, prompt, images, pixels=pixels)
+            sized = not pixels or found.pixels[0].shape == (images[0].size[1], images[0].size[0])
+            return found.tokens[0].shape == (tokens,) and sized and bool(found.tokens[0].isfinite().all())
+
+        def integrated_gradients() -> bool:
+            # the path's points one a forward and two a forward must agree (the batch of copies is
+            # the points run alone); completeness is tests/test_saliency.py's, on families with no
+            # jump along the path (a router's top-k switching, a normalized zero)
+            at = "pixels" if pixels else "tokens"
+            alone, together = (analysis.integrated_gradients(model, prompt, images, at=at, baseline=[other], steps=2,
+                                                             batch=batch) for batch in (1, 2))
+            first, second = alone.attributions[0].float(), together.attributions[0].float()
+            scale = float(first.abs().max())
+            return together.per_token(0).shape == (tokens,) and scale > 0 and bool(first.isfinite().all()) \
+                and torch.allclose(first, second, rtol=2e-2, atol=2e-2 * scale)
+
+        def relevancy() -> bool:
+            found = analysis.relevancy(model, prompt, images)
+            # the identity's diagonal plus what the blocks add: the position's own relevancy is at least 1
+            return found.tokens[0].shape == (tokens,) and bool(found.sequence.isfinite().all()) \
+                and bool((found.sequence >= 0).all()) and float(found.sequence[found.position]) >= 1
+
         batch = max(1, (tokens + 1) // 2)
         return {
             "logit_lens": lambda: analysis.logit_lens(model, prompt, images, top=2).top_ids[0].shape[1] == tokens,
@@ -100,4 +135,8 @@ class AnalysisConformance:
                                                                    positions="image")),
             "skip_layers": lambda: changes_logits(lambda: analysis.skip_layers(model, 1, 1)),
             "compare_streams": compare_streams,
+            "attribution_patching": attribution_patching,
+            "saliency": saliency,
+            "integrated_gradients": integrated_gradients,
+            "relevancy": relevancy,
         }

@@ -20,6 +20,7 @@ from ...core.model import StandardizedTransformer
 from ..checkpoints import build
 from ..kit import chat
 from ..sampling import repeat, sample
+from .gradients import GradientConformance
 from .helpers import (attention_blocks, image, refused_before_running, served_on_images, sublayer_output, sublayers,
                       text_rows, write_value, written)
 from .remote import RemoteConformance
@@ -38,7 +39,7 @@ INTERIOR = (
 WRITES = 8
 
 
-class TextConformance(TextTrust, RemoteConformance):
+class TextConformance(TextTrust, RemoteConformance, GradientConformance):
     """What every family's text model promises. Subclass it in a ``Test*`` class and set:
 
     * ``checkpoint``: the name of a checkpoint builder (`vlreg_checkpoints`);

@@ -14,16 +14,19 @@ import warnings
 import zlib
 from typing import Any, ClassVar
 
+import numpy
 import pytest
 import torch
+from PIL import Image
 
 from .helpers import image
 
 #: Thin sizes (width, height), as a hostile user passes them: arrays 1, 3 or 4 rows tall
 #: were read channels first. Each family takes two, chosen by its class's name.
 THIN = ((40, 3), (40, 4), (3, 40), (40, 1), (1, 40), (64, 3))
-#: Tiny and far-from-square sizes, which crashed inside transformers on some families.
-SMALL = ((1, 1), (2, 2), (16, 16), (200, 3))
+#: Tiny and far-from-square sizes, which crashed inside transformers on some families (the
+#: Qwen processors' resize refuses a side over 200 times the other).
+SMALL = ((1, 1), (2, 2), (16, 16), (200, 3), (1, 201))
 
 
 def close(value: torch.Tensor, want: torch.Tensor) -> None:
@@ -92,6 +95,8 @@ class ScaleTrust:
                 close(store[value][rows], own)
             boxes = geometry.boxes.float() if grids else torch.full((len(store.index.box[rows]), 4), float("nan"))
             assert torch.equal(store.index.box[rows].nan_to_num(-1), boxes.nan_to_num(-1))
+        if _not_in_stream(model) is not None:  # cross-attention: the stream is collected at the text's tokens
+            _text_rows_are_each_prompts_own(model, pictures, prompt, tmp_path / "text")
         try:
             collect(model, values, pictures, tmp_path / "half", prompt=prompt, batch=2, dtype="float16", progress=False)
         except ValueError as error:
@@ -155,6 +160,24 @@ class ScaleTrust:
                 for other in features[1:]:
                     assert torch.equal(other, features[0])
 
+    def test_grey_transparent_and_16_bit_images_are_their_rgb_image(self, model):
+        """A PIL image of another mode than RGB, a uint8 grey or RGBA array, a flipped view:
+        the image of its RGB conversion (grey repeated, transparency over white, 16 bits
+        scaled to 8), on every processor (some convert nothing and failed on any of them, a
+        16-bit one reached the model all white). Each family takes three of the forms."""
+        prompt = self.image_prompt(model)
+        forms = [form for form in _FORMS if model.vision.takes_arrays or form[0].startswith("PIL")]
+        for name, given, reference in self.sampled(tuple(forms), 3):
+            picture = image(48, 40, seed=3)
+            pixels = numpy.asarray(picture)
+            alpha = numpy.concatenate([pixels, numpy.full((*pixels.shape[:2], 1), 128, numpy.uint8)], -1)
+            made = {"rgba": Image.fromarray(alpha, "RGBA"), "grey": picture.convert("L")}
+            with torch.no_grad(), model.trace(prompt, images=[reference(picture, made)]):
+                want = model.vision.image_features.save()
+            with torch.no_grad(), model.trace(prompt, images=[given(picture, made)]):
+                got = model.vision.image_features.save()
+            assert torch.equal(got, want), name
+
     def test_tiny_and_thin_images_run_or_are_refused_first(self, model):
         """An image the family's processor or tower would fail on deep inside is refused
         before the processor runs, naming its size; every other one runs."""
@@ -199,6 +222,46 @@ class ScaleTrust:
         with torch.no_grad(), offloaded.trace(args, **kwargs):
             features_on_disk, logits_on_disk = offloaded.vision.image_features.save(), offloaded.logits.save()
         assert torch.equal(features_on_disk, features) and torch.equal(logits_on_disk, logits)
+
+
+def _over_white(rgba: Any) -> Any:
+    """An RGBA image laid over white, as a processor makes it RGB."""
+    return Image.alpha_composite(Image.new("RGBA", rgba.size, (255, 255, 255, 255)), rgba).convert("RGB")
+
+
+#: (what, the image given, the image it is): of an RGB picture and the RGBA and grey ones made of it.
+_FORMS = (
+    ("PIL L", lambda p, m: m["grey"], lambda p, m: m["grey"].convert("RGB")),
+    ("PIL RGBA", lambda p, m: m["rgba"], lambda p, m: _over_white(m["rgba"])),
+    ("PIL P", lambda p, m: p.convert("P"), lambda p, m: p.convert("P").convert("RGB")),
+    ("PIL I;16", lambda p, m: _sixteen(m["grey"]), lambda p, m: m["grey"].convert("RGB")),
+    ("numpy grey", lambda p, m: numpy.asarray(m["grey"]), lambda p, m: m["grey"].convert("RGB")),
+    ("numpy RGBA", lambda p, m: numpy.asarray(m["rgba"]), lambda p, m: _over_white(m["rgba"])),
+    ("torch grey", lambda p, m: torch.from_numpy(numpy.asarray(m["grey"]).copy())[None],
+     lambda p, m: m["grey"].convert("RGB")),
+    ("numpy flipped view", lambda p, m: numpy.asarray(p)[::-1], lambda p, m: p.transpose(Image.Transpose.FLIP_TOP_BOTTOM)),
+)
+
+
+def _sixteen(grey: Any) -> Any:
+    """The 16-bit grey image of an 8-bit one (each value times 257)."""
+    return Image.fromarray(numpy.asarray(grey).astype(numpy.uint16) * 257)
+
+
+def _text_rows_are_each_prompts_own(model: Any, pictures: dict, prompt: str, folder: Any) -> None:
+    """A stream value collected at ``at="text"`` on a cross-attention family: each image's
+    rows are its prompt's tokens in a trace of it alone, [tokens, hidden] (they were read
+    as the image's cross-attention positions, a few scalars an image)."""
+    from ...collect import collect, open_store
+
+    collect(model, ["layers[0].layer_output"], pictures, folder, prompt=prompt, at="text", batch=2, progress=False)
+    store = open_store(folder)
+    (full,) = set(store.prompts.values())
+    for name, picture in pictures.items():
+        with torch.no_grad(), model.trace(full, images=[picture]):
+            mask = model.vision.image_token_mask.save()
+            own = model.layers[0].layer_output.save()
+        close(store["layers[0].layer_output"][store.index.rows(name)], own[0][~mask[0]])
 
 
 def _on_disk(model: Any, name: str) -> dict[str, str]:
