@@ -6,8 +6,8 @@ declarations it is made of are below: the image's entries (`Scatter`, `QueryToke
 `ImageCodes`, `CrossAttention`), the standard envoy classes a family maps its modules
 onto, the value descriptors a family serves a value from elsewhere with, and image grids.
 A `Wrapper` states only what differs from transformers' composite layout (`SCATTER` is its
-entry); `modeling_envoys`, `tower_envoys` and `FEATURE_LAYER_READ_ONLY` are what many families
-declare alike.
+entry; `VIDEO_SCATTER` where a video is written in too); `modeling_envoys`, `tower_envoys` and
+`FEATURE_LAYER_READ_ONLY` are what many families declare alike.
 A module of hook functions (`hookimpl`, `vlreg.core.host.hookspecs`) registers too: the
 escape hatch.
 
@@ -43,7 +43,7 @@ from .core.envoys.vision import (
     variable_resolution,
 )
 from .core.errors import ReadOnly, Unavailable
-from .core.host.declaration import SCATTER, Other, Plugin, Text, Tower, Wrapper
+from .core.host.declaration import SCATTER, VIDEO_SCATTER, Other, Plugin, Text, Tower, Wrapper
 from .core.host.hookspecs import hookimpl
 from .core.host.parts import Claim, Part
 from .core.host.plugins import adapter
@@ -59,6 +59,7 @@ __all__ = [
     "Plugin",
     "Wrapper",
     "SCATTER",
+    "VIDEO_SCATTER",
     "tower_envoys",
     "modeling_envoys",
     "FEATURE_LAYER_READ_ONLY",

@@ -51,7 +51,7 @@ def _root_order(entry: Any) -> tuple[str, ...]:
     """The root's values and children in forward order: where the tokens are embedded
     among the image's values is the family's entry's to say (`Entry.order`)."""
     middle = entry.order if entry is not None else ("token_embeddings", "vision")
-    return ("input_ids", "attention_mask", "vision.image_token_mask", *middle, "encoder", "layers",
+    return ("input_ids", "attention_mask", "vision.image_token_mask", "vision.video_token_mask", *middle, "encoder", "layers",
             "uncapped_logits", "logits")
 
 
@@ -252,7 +252,8 @@ class StandardizedTransformer(TextSizes, TransformersModel):
         args, kwargs = super()._batch(invokes, fn)
         kwargs = in_weights_dtype(kwargs, self._module.dtype)
         self._run = run_of(kwargs, self.image_token_id, groups,
-                           generating=getattr(fn, "__name__", "") == "generate")
+                           generating=getattr(fn, "__name__", "") == "generate",
+                           video_token_id=getattr(self._module.config, "video_token_id", None))
         return args, kwargs
 
     def _image_geometry(self, prompt: Any, images: Any, **options: Any) -> list:

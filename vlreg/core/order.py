@@ -33,10 +33,14 @@ def in_words(model: Any) -> str:
     return ", then ".join(_told(model, step, stages.get(step)) for step in steps)
 
 
+#: The vision values told by their own names, not within the tower.
+TOLD_BY_NAME = ("image_token_mask", "video_token_mask", "image_features", "video_features")
+
+
 def _stage(model: Any, envoy: Any, name: str) -> str | None:
     """The stage a value is told within (``None``: told by its own name, as the mask, the
     features and what the entry tells between the projector and them are)."""
-    if envoy.place.tower is not None and name not in ("image_token_mask", "image_features", *model.family.entry.told):
+    if envoy.place.tower is not None and name not in (*TOLD_BY_NAME, *model.family.entry.told):
         return "vision"
     if envoy.block_index is not None:
         return envoy.place.label.partition("[")[0]  # "layers", "encoder.layers"
@@ -46,10 +50,12 @@ def _stage(model: Any, envoy: Any, name: str) -> str | None:
 
 
 def _named(model: Any, envoy: Any, name: str, label: str) -> str:
-    if name == "image_token_mask":
+    if name in ("image_token_mask", "video_token_mask"):
         return f"{label} (off the inputs)"
     if name == "image_features":
         return f"{label} ({model.family.entry.words})"
+    if name == "video_features":
+        return f"{label} (where the video's features enter the embeddings)"
     if envoy.place.tower is not None and name in model.family.entry.told:
         return f"{label} ({model.family.entry.told[name]})"
     return label

@@ -47,15 +47,10 @@ NO_VIDEOS = (
 
 class GlmVision(QwenVision):
     """The GLM tower (``model.visual``): the Qwen ViT, then ``post_layernorm``, the
-    downsampling convolution and the merger. Videos are named (``video_features``) and
-    refused by the wrappers' claims."""
+    downsampling convolution and the merger. A video's values (the core's
+    ``video_features``) are refused by the wrappers' claims."""
 
-    order = ("image_token_mask", "patch_embeddings", "layers", "tower_output", "video_features", "image_features")
-
-    video_features = value(
-        "output",
-        description="the features a video's frames write into the embeddings (not served: they share the image token)",
-    )(lambda vision, raw: raw)
+    order = ("image_token_mask", "patch_embeddings", "layers", "tower_output", "image_features")
 
     tower_output = patches(
         lambda vision: f"{vision.post_layernorm.path}.output",
@@ -77,8 +72,7 @@ def _put_patches(vision: Any, raw: Any, new: Any) -> Any:
 class Glm4vVision(GlmVision):
     """GLM-4.1V's tower: `GlmVision` with a normed patch embedding and learned positions."""
 
-    order = ("image_token_mask", "patch_embeddings", "position_embeddings", "layers", "tower_output",
-             "video_features", "image_features")
+    order = ("image_token_mask", "patch_embeddings", "position_embeddings", "layers", "tower_output", "image_features")
 
     patch_embeddings = value(
         lambda vision: f"{vision.post_conv_layernorm.path}.output",

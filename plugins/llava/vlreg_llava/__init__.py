@@ -21,7 +21,7 @@ vlreg-mistral3, which claims it, and its geometry from that plugin's adapter
 `checkpoints` builds small random-weight checkpoints of each shape for tests.
 """
 
-from vlreg.plugin import Plugin, Text, Tower, Wrapper
+from vlreg.plugin import VIDEO_SCATTER, Plugin, Text, Tower, Wrapper
 
 from . import text, vision, wrappers
 from .geometry import llava_image_grids
@@ -39,10 +39,10 @@ IMAGES = {"image_grids": lambda part: llava_image_grids(part.config)}
 
 plugin = Plugin(
     Wrapper(("llava", "llava_next", "vipllava"), refuses=wrappers.REFUSES["llava"], **IMAGES),
-    Wrapper("llava_onevision", refuses=wrappers.REFUSES["llava_onevision"], **IMAGES),
-    Wrapper("llava_next_video", refuses=wrappers.REFUSES["llava_next_video"], **IMAGES),
+    Wrapper("llava_onevision", entry=VIDEO_SCATTER, refuses=wrappers.REFUSES["llava_onevision"], **IMAGES),
+    Wrapper("llava_next_video", entry=VIDEO_SCATTER, refuses=wrappers.REFUSES["llava_next_video"], **IMAGES),
     # Video-LLaVA's image tower is `vision`; its video tower has the same class
-    Wrapper("video_llava", vision="model.image_tower", refuses=wrappers.REFUSES["video_llava"], **IMAGES),
+    Wrapper("video_llava", vision="model.image_tower", entry=VIDEO_SCATTER, refuses=wrappers.REFUSES["video_llava"], **IMAGES),
     Text(text.MODEL_TYPES, envoys=text.envoys),
     Tower(vision.SIGLIP, rename=vision.RENAME[vision.SIGLIP], envoys=vision.siglip_envoys),
     Tower(vision.CLIP, rename=vision.RENAME[vision.CLIP], envoys=vision.clip_envoys),

@@ -9,7 +9,7 @@ by `WindowedQwenVision` (`vision`), which it publishes as the adapter
 ``"windowed_qwen_vit"`` for the lines whose tower is this one (EXAONE 4.5's).
 """
 
-from vlreg.plugin import Plugin, Text, Tower, Wrapper, adapter
+from vlreg.plugin import VIDEO_SCATTER, Plugin, Text, Tower, Wrapper, adapter
 
 from .vision import WindowedQwenVision, tower_envoys, window_layout
 
@@ -34,7 +34,7 @@ def builders():
 
 
 plugin = Plugin(
-    Wrapper("qwen2_5_vl", **QWEN_VIT.mounts, refuses=QWEN_VIT.refuses, image_grids=lambda part: QWEN_VIT.image_grids),
+    Wrapper("qwen2_5_vl", **QWEN_VIT.mounts, entry=VIDEO_SCATTER, refuses=QWEN_VIT.refuses, image_grids=lambda part: QWEN_VIT.image_grids),
     Text("qwen2_5_vl_text", envoys=text_envoys),
     Tower("qwen2_5_vl_vision", rename=QWEN_VIT.tower_rename, envoys=tower_envoys),
     adapters={"windowed_qwen_vit": WindowedQwenVision},

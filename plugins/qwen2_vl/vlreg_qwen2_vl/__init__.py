@@ -9,13 +9,14 @@ It publishes the Qwen ViT to the other Qwen lines as the adapter ``"qwen_vit"``
 importing this package's modules.
 """
 
-from vlreg.plugin import Plugin, Text, Tower, Wrapper, read_only
+from vlreg.plugin import VIDEO_SCATTER, Plugin, Text, Tower, Wrapper, read_only
 
 from .geometry import qwen_image_grids
 from .vision import QwenViT, QwenVision, QwenVisionAttention, tower_envoys
 
 #: The tower and its merger (the projector); the rest is transformers' layout, the merger's
-#: output written into the embeddings in Qwen2VLModel.forward.
+#: output written into the embeddings in Qwen2VLModel.forward, an image's by its first
+#: ``masked_scatter``, a video's by its second.
 MOUNTS = {"vision": "model.visual", "projector": "model.visual.merger"}
 
 #: The merger runs inside the tower's forward, before the tower returns: a write to
@@ -36,13 +37,13 @@ TOWER_RENAME = {
     "norm2": "post_attention_layernorm",
 }
 
-#: Videos reach the model but none of their values are served: the wrapper runs each
-#: video's frames through the tower in a call of its own and writes them at the second
-#: scatter, and no standard name is bound there. Also the Qwen lines' (`QwenViT.videos`).
+#: A video's mask and features are served (``vision.video_token_mask``,
+#: ``vision.video_features``, at the second scatter); the tower runs each video's frames in a
+#: call of its own, after the images', and its values are served for the images' call only.
 VIDEOS = (
-    "a video's frames reach the model (its logits and text values are served), but they run through the tower "
-    "in calls of their own and are written at a scatter of their own, which no standard value reads; "
-    "pass the frames as images=[...] to read them"
+    "a video's mask and features are served (vision.video_token_mask, vision.video_features), but the "
+    "tower's values are the images' call's: a video's frames run through the tower in a call of their own, "
+    "which no standard value reads; pass the frames as images=[...] to read the tower on them"
 )
 
 #: What the Qwen VL lines share, published as the adapter "qwen_vit".
@@ -71,7 +72,7 @@ def builders():
 
 
 plugin = Plugin(
-    Wrapper("qwen2_vl", **MOUNTS, refuses={**READ_ONLY, "videos": VIDEOS}, image_grids=lambda part: qwen_image_grids),
+    Wrapper("qwen2_vl", **MOUNTS, entry=VIDEO_SCATTER, refuses={**READ_ONLY, "videos": VIDEOS}, image_grids=lambda part: qwen_image_grids),
     Text("qwen2_vl_text", envoys=text_envoys),
     Tower("qwen2_vl_vision", rename=TOWER_RENAME, envoys=tower_envoys),
     adapters={"qwen_vit": QWEN_VIT},

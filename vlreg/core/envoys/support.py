@@ -48,12 +48,14 @@ def rows(envoy: Any, ask: Callable[[Any, str], "str | None"]) -> dict[str, str |
     """`ask`'s answer for every value under ``envoy``, a row each, in forward order.
     A row blocks share is one row where every block of the stack has it and answers
     alike; else ``layers.<blocks>.<row>``, one per answer. A tower's values are left
-    out where no image reaches it."""
+    out where no image reaches it, a video's where no video can (`Vision.no_videos`)."""
     merged: dict[tuple, dict[int | None, str | None]] = {}
     sizes: dict[str, int] = {}
     for visit in tree(envoy):
         tower = visit.envoy.place.tower
         if visit.name is None or (tower is not None and tower.no_images()):
+            continue
+        if visit.envoy is tower and visit.name in tower.video_values and tower.no_videos():
             continue
         if visit.block is None:
             merged.setdefault((None, visit.row + visit.name), {None: ask(visit.envoy, visit.name)})

@@ -72,6 +72,40 @@ def _derived_mask(vision: "Vision") -> str:
     )
 
 
+def _derived_video_mask(vision: "Vision") -> str:
+    return (
+        "it is derived from the prompt's tokens (input_ids == the video token id); to change what a "
+        "video contributes, edit vision.video_features"
+    )
+
+
+def _no_video_token(vision: "Vision") -> str | None:
+    return vision.no_videos()
+
+
+def _no_videos(vision: "Vision") -> str | None:
+    video = getattr(vision.root._module.config, "video_token_id", None)
+    if video is None:
+        return f"the {vision.root.family.name!r} family's config has no video token (video_token_id), so no prompt holds a video"
+    if video == vision.root.image_token_id:
+        return ("this family writes its image at the video's placeholder (video_token_id): a video's frames are its "
+                "images, served as vision.image_token_mask and vision.image_features")
+    return None
+
+
+def _no_video_entry(vision: "Vision") -> str | None:
+    """Why this family serves no video value: its entry writes no video in (`Entry.video_features`)."""
+    entry = vision.place.entry
+    if entry is not None and entry.video_features(vision) is not None:
+        return None
+    if "vision.video_features" in vision.root.family.sentences:  # the family says why, in its words
+        return None
+    return (
+        f"the {vision.root.family.name!r} family serves no video values: its wrapper writes no video's "
+        "features in where vlreg reads them (its entry declares no videos=)"
+    )
+
+
 def _input_ids(raw: Any) -> torch.Tensor:
     args, kwargs = raw
     ids = kwargs.get("input_ids", args[0] if args else None)
@@ -83,6 +117,10 @@ def _input_ids(raw: Any) -> torch.Tensor:
     return ids
 
 
+#: A video's values, each with the image's it follows in forward order.
+VIDEO_VALUES = {"video_token_mask": "image_token_mask", "video_features": "image_features"}
+
+
 class Vision(Standard):
     """The vision tower, and the two values where the image meets the text model.
 
@@ -92,6 +130,7 @@ class Vision(Standard):
     """
 
     standard_children = {"layers": ""}
+    video_values = VIDEO_VALUES
     order = ("image_token_mask", "patch_embeddings", "layers", "tower_output", "image_features")
     #: Rows before the patches in the tower's own sequence (CLIP's class token: 1).
     class_tokens: int = 0
@@ -146,12 +185,22 @@ class Vision(Standard):
         `image_refusal`; a trace (all its invokes: one call) and the geometry refuse them."""
         return None
 
-    refuses = {"image_token_mask": read_only(_derived_mask)}
+    refuses = {
+        "image_token_mask": read_only(_derived_mask),
+        "video_token_mask": (_no_video_token, read_only(_derived_video_mask)),
+        "video_features": _no_video_entry,
+    }
 
     @value(model_inputs, layout="batch")
     def image_token_mask(self, raw: Any) -> torch.Tensor:
         """``[batch, seq]``, True at the image tokens (read it before the tower runs)."""
         return _input_ids(raw) == self.root.image_token_id
+
+    @value(model_inputs, layout="batch")
+    def video_token_mask(self, raw: Any) -> torch.Tensor:
+        """``[batch, seq]``, True at the video tokens (the video placeholder's, apart from
+        the image's)."""
+        return _input_ids(raw) == self.root._module.config.video_token_id
 
     @value(lambda vision: f"{vision.patch_embed.path}.output")
     def patch_embeddings(self, raw: torch.Tensor) -> Patches:
@@ -178,6 +227,24 @@ class Vision(Standard):
         layout=lambda vision: vision.place.entry.features_layout,
         description="the features as the text model receives them",
     )
+
+    video_features = built(
+        lambda vision: vision.place.entry.video_features(vision),
+        inside=lambda vision: vision.place.entry.features_inside(vision),
+        layout="video_tokens",
+        description="the video's features as the text model receives them, at the video tokens",
+    )
+
+    @classmethod
+    def values(cls) -> list[str]:
+        """In forward order, a video's values each beside the image's (a family's ``order``
+        need not name them): its mask off the inputs after the image's, its features after
+        the image's (the Qwen and LLaVA video lines write the video in after the image)."""
+        names = [name for name in super().values() if name not in VIDEO_VALUES]
+        for video, image in VIDEO_VALUES.items():
+            if image in names:
+                names.insert(names.index(image) + 1, video)
+        return names
 
     def geometry(self, prompt: Any, images: Any, **options: Any) -> list:
         """Each image of ``prompt`` as the text model sees it, in the order given: its batch
@@ -210,6 +277,12 @@ class Vision(Standard):
                 "load with task='image-text-to-text'"
             )
         return None
+
+    def no_videos(self) -> str | None:
+        """``None`` where a prompt can hold a video (the config names a video token of its
+        own), else why not: `support` then leaves a video's rows out, as it leaves a
+        tower's out where no image reaches it."""
+        return _no_videos(self)
 
     def without_blocks(self) -> str:
         """Why a helper over the tower's blocks cannot run where `num_layers` is 0: a family

@@ -111,6 +111,11 @@ class Entry:
         a module class or a module's path from the root): none but `ImageCodes`'."""
         return {}
 
+    def video_features(self, vision: Any) -> Site | None:
+        """``vision.video_features``' `Site`, where the wrapper writes a video's features
+        in; ``None``: this entry takes no video (the value is refused, saying so)."""
+        return None
+
     def codes(self, vision: Any) -> Site | None:
         """``vision.image_codes``' `Site` (`ImageCodes`); ``None``: the image reaches the
         text model as features, with no ids of its own."""
@@ -251,6 +256,10 @@ class Scatter(Entry):
     #: The config field naming the id of the placeholder the features are written at
     #: (InstructBLIP-Video's: ``video_token_id``; `StandardizedTransformer.image_token_id`).
     token: str = "image_token_id"
+    #: The operation in the host's forward that writes a video's features in, with the same
+    #: arguments as ``operation`` (``inputs_embeds_masked_scatter_1`` on the Qwen line):
+    #: ``vision.video_features`` is read there. ``None``: the family serves no video value.
+    videos: str | None = None
 
     def refuses(self) -> dict:
         """Where the wrapper's generate steps its text model (``steps``), the model's own
@@ -272,6 +281,15 @@ class Scatter(Entry):
         ``("model.source.inputs_embeds_masked_scatter_0", 1)`` on Qwen2-VL."""
         host = f"{self.host}." if self.host else ""
         return f"{host}source.{self.operation}", self.argument
+
+    def video_features(self, vision: Any) -> Site | None:
+        if self.videos is None:
+            return None
+        # rows of the text model's width: LLaVA-NeXT-Video hands the scatter its features flattened to one axis
+        width = vision.root.hidden_size
+        return Site(f"{self.host_envoy(vision.root).path}.source.{self.videos}.input",
+                    lambda raw: _argument(raw, self.argument).reshape(-1, width),
+                    lambda raw, new: _with_argument(raw, self.argument, new))
 
     def _generated(self, vision: Any) -> bool:
         return self.generation is not None and vision.run.generating

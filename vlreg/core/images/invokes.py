@@ -1,4 +1,4 @@
-"""Several invokes in one trace, images included, as one invoke of a padded encoding.
+"""Several invokes in one trace, images and videos included, as one invoke of a padded encoding.
 
 nnsight batches invokes whose input is text and refuses ones that carry images (the
 processor must see every prompt and every image at once to pad them). vlreg combines
@@ -9,7 +9,9 @@ batch rows nnsight gave it (`vlreg.core.serving.batching` cuts the values for it
 row must hold as many tokens as the invoke's own encoding gives it: where the nested list
 changes how the processor expands a prompt's images (LLaVA-OneVision does not tile an
 image that shares its list), the images go as one flat list, and where neither form
-agrees with every invoke, the trace is refused.
+agrees with every invoke, the trace is refused. Videos go as one flat list in invoke order
+(a video is itself a list of frames, so a list per prompt would be read as more videos): the
+processor hands them to the video placeholders in the order the prompts hold them.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ def combine(processor: Any, invokes: list, options: dict | None = None, flat: bo
         return invokes
     texts: list = []
     images: list = []
+    videos: list = []  # flat, in invoke order: the processor gives them to the video placeholders in text order
     alone: list = []
     rest: dict = {}
     for inputs, kwargs in invokes:
@@ -37,18 +40,21 @@ def combine(processor: Any, invokes: list, options: dict | None = None, flat: bo
                 "invokes that carry images take prompts as text (a string, or a list of strings): "
                 f"got {type(prompts).__name__}"
             )
-        given = kwargs.get("images")
+        given, moving = kwargs.get("images"), list(kwargs.get("videos") or [])
+        media = {"videos": moving} if moving else {}
         alone += _lengths(processor(text=prompts, images=leaves(given) if flat and given is not None else given,
-                                    **options, padding=True, return_tensors="pt"))
+                                    **media, **options, padding=True, return_tensors="pt"))
+        videos += moving
         prompts = [prompts] if isinstance(prompts, str) else list(prompts)
         per_prompt = _per_prompt(given, len(prompts))
         texts += prompts
         images += per_prompt
         rest.update({key: value for key, value in kwargs.items() if key not in MEDIA | {"text"}})
     flattened = [image for each in images for image in each]
+    media = {"videos": videos} if videos else {}
     forms = (flattened,) if flat else (images, flattened) if any(len(each) > 1 for each in images) else (images,)
-    for form in forms:
-        encoding = processor(text=texts, images=form, **options, padding=True, return_tensors="pt")
+    for form in forms if flattened else (None,):
+        encoding = processor(text=texts, images=form, **media, **options, padding=True, return_tensors="pt")
         if _lengths(encoding) in (None, alone):
             return [((), {**encoding, **rest})]
     raise ValueError(

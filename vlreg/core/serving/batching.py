@@ -12,6 +12,7 @@ cut here:
 * ``"tokens"``: the batch's rows flattened, ``[batch * seq, ...]`` (a routed MLP's tokens);
 * ``"image_tokens"``: every row's image tokens in mask order (``vision.image_features``,
   DeepStack's additions): an invoke gets its rows' image tokens;
+* ``"video_tokens"``: the same over the video tokens (``vision.video_features``);
 * ``"rows"``: the batch, served from a tensor nnsight cannot narrow (a cross-attention
   model's states, natively ``[batch * images * tiles, ...]``, served ``[batch, ...]``):
   an invoke gets its rows;
@@ -30,7 +31,7 @@ from typing import Any, Sequence
 import torch
 from attrs import field, frozen
 
-LAYOUTS = ("batch", "tokens", "image_tokens", "rows", "streams", "tower")
+LAYOUTS = ("batch", "tokens", "image_tokens", "video_tokens", "rows", "streams", "tower")
 
 
 @frozen
@@ -50,6 +51,9 @@ class Run:
     generating: bool = False
     #: Whether the run replays a cached tower output (`TowerCache.replay`): the tower does not run.
     replaying: bool = False
+    #: How many video tokens each row holds (``None``: the input carries no ids, or the model
+    #: no video token).
+    video_tokens: torch.Tensor | None = None
 
     @property
     def total(self) -> int:
@@ -63,11 +67,19 @@ class Run:
         rows = self.image_tokens if group is None else self.image_tokens[group[0] : group[0] + group[1]]
         return bool(rows.sum() > 0)
 
+    def videos_in(self, group: Sequence[int] | None) -> bool | None:
+        """Whether ``group``'s rows (the whole batch for ``None``) hold video tokens."""
+        if self.video_tokens is None:
+            return None
+        rows = self.video_tokens if group is None else self.video_tokens[group[0] : group[0] + group[1]]
+        return bool(rows.sum() > 0)
+
     def invokes_with_images(self) -> int:
         return sum(bool(self.images_in(group)) for group in self.groups)
 
 
-def run_of(kwargs: dict, image_token_id: int | None, groups: Sequence, generating: bool = False) -> Run:
+def run_of(kwargs: dict, image_token_id: int | None, groups: Sequence, generating: bool = False,
+           video_token_id: int | None = None) -> Run:
     """The `Run` of the model call nnsight assembled (``generating``: by ``generate``)."""
     ids = kwargs.get("input_ids")
     rows = sum(size for _, size in groups)
@@ -77,7 +89,8 @@ def run_of(kwargs: dict, image_token_id: int | None, groups: Sequence, generatin
             break
     if ids is None or image_token_id is None:
         return Run(None, tuple(groups), dict(kwargs), rows, generating)
-    return Run((ids == image_token_id).sum(-1), tuple(groups), dict(kwargs), rows, generating)
+    videos = None if video_token_id is None else (ids == video_token_id).sum(-1)
+    return Run((ids == image_token_id).sum(-1), tuple(groups), dict(kwargs), rows, generating, video_tokens=videos)
 
 
 def select(layout: str, whole: Any, group: Sequence[int], run: Run) -> Any:
@@ -94,11 +107,12 @@ def select(layout: str, whole: Any, group: Sequence[int], run: Run) -> Any:
         return whole[start : start + size]
     if layout == "streams":
         return whole[:, start : start + size]
-    if layout == "image_tokens":
-        if run.image_tokens is None:
+    if layout in ("image_tokens", "video_tokens"):
+        counts = run.image_tokens if layout == "image_tokens" else run.video_tokens
+        if counts is None:
             return whole
-        offset = int(run.image_tokens[:start].sum())
-        return whole[offset : offset + int(run.image_tokens[start : start + size].sum())]
+        offset = int(counts[:start].sum())
+        return whole[offset : offset + int(counts[start : start + size].sum())]
     return whole
 
 
@@ -106,7 +120,7 @@ def splice(layout: str, whole: Any, group: Sequence[int], run: Run, new: Any) ->
     """``whole`` with ``group``'s part replaced by ``new`` (a copy)."""
     if isinstance(whole, (list, tuple)):
         return [splice(layout, each, group, run, part) for each, part in zip(whole, new)]
-    if layout not in ("tokens", "image_tokens", "rows", "streams"):
+    if layout not in ("tokens", "image_tokens", "video_tokens", "rows", "streams"):
         return new
     spliced = whole.clone()
     part = select(layout, spliced, group, run)

@@ -237,13 +237,25 @@ def no_image_in_run(asked: Asked) -> str | None:
         if videos:
             return f"{where} no images, only videos: {videos}"
         return (
-            f"{where} no images, only videos: the tower's and the features' values are served "
-            f"for images (a video's frames run through the tower in calls of their own, which "
-            f"vlreg does not serve yet); pass the frames as images=[...] to read them"
+            f"{where} no images, only videos: a video's values are vision.video_token_mask and "
+            f"vision.video_features; the tower's values are served for images (a video's frames "
+            f"run through the tower in calls of their own); pass the frames as images=[...] to read them"
         )
     return (
         f"{where} no images, so the tower does not run for them and no features are "
         f"scattered; pass images=[...] with a prompt that has the image placeholder"
+    )
+
+
+def no_video_in_run(asked: Asked) -> str | None:
+    """Why the run (or this invoke) carries no video, so no video's features are written in;
+    else ``None``. Decided from the input, before the model runs."""
+    if asked.run.videos_in(asked.group) is not False:
+        return None
+    where = "this invoke's prompts carry" if asked.group is not None else "this trace's input carries"
+    return (
+        f"{where} no video, so no video's features are written in; pass videos=[...] (each a list of "
+        f"frames) with a prompt that has the video placeholder (the chat template's {{'type': 'video'}})"
     )
 
 
@@ -278,6 +290,8 @@ def _image_values(asked: Asked) -> str | None:
     if not _is_value(asked) or (place.tower is None and place.image_block is None) or asked.value.reads_model_inputs:
         return None
     if place.tower is not None:
+        if asked.name.startswith("video_"):  # a video's values, at its own scatter: a video's run, not an image's
+            return no_video_in_run(asked) or _image_after_the_first_step(asked)
         return _needs_images(asked)
     reason = no_image_in_run(asked)
     return f"{reason}; {place.image_block.skipped}" if reason else None

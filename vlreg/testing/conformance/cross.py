@@ -84,8 +84,8 @@ class CrossAttentionConformance(VisionConformance):
                 assert getattr(type(block.cross_attn), name).description in shown, name
 
     def test_vision_values_are_in_forward_order(self, model):
-        assert model.vision.values()[0] == "image_token_mask"
-        assert model.vision.values()[-1] == "image_features"
+        assert model.vision.values()[:2] == ["image_token_mask", "video_token_mask"]
+        assert model.vision.values()[-2:] == ["image_features", "video_features"]
         rows = list(model.support())
         assert rows[:3] == ["input_ids", "attention_mask", "vision.image_token_mask"]
         # the wrapper runs the tower, then calls the text model, which embeds the tokens

@@ -28,6 +28,7 @@ from ...core.errors import Unavailable
 from ...core.serving.backward import GradientOutOfOrder
 from ...core.serving.sites import Site
 from ...core.serving.values import value
+from .helpers import served_on_images
 
 SEED_VARIABLE = "VLREG_GRADIENT_SEED"
 
@@ -39,8 +40,8 @@ def gradient_seed() -> int:
 
 
 def sampled(model: Any, seed: int) -> list[tuple[Any, str]]:
-    """The served values outside the blocks and those of one block per stack (drawn with
-    ``seed``), in forward order."""
+    """The values served on image prompts outside the blocks and those of one block per
+    stack (drawn with ``seed``), in forward order."""
     stacks: dict[int, list] = {}
     for envoy, name in model.walk():
         if envoy.block_index is not None:
@@ -50,9 +51,7 @@ def sampled(model: Any, seed: int) -> list[tuple[Any, str]]:
     for entry in stacks.values():
         entry[1] = chooser.randrange(entry[0])
     chosen = []
-    for envoy, name in model.walk():
-        if envoy.why_unavailable(name) is not None:
-            continue
+    for envoy, name in served_on_images(model):
         descriptor = getattr(type(envoy), name)
         if descriptor.at.calls is not None:
             continue  # per-call lists: each call is its module's own input or output

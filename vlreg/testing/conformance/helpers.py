@@ -13,6 +13,7 @@ import torch
 from ...core.envoys.standard import Standard
 from ...core.errors import Unavailable
 from ...core.envoys.text import Layer, Mlp
+from ...core.envoys.vision import VIDEO_VALUES
 from ...core.model import StandardizedTransformer
 
 
@@ -117,7 +118,8 @@ def moved_features(model: StandardizedTransformer, prompt: Any, pictures: list, 
 
 def written(model: StandardizedTransformer) -> list[tuple[Standard, str]]:
     """The served values of the root, the tower and the first and last block of each
-    stack, in forward order: where the conformance suite writes."""
+    stack, in forward order: where the conformance suite writes on its image prompts (a
+    video's values, which need a video, are `VideoConformance`'s)."""
     ends: set[int] = set()
     for stack in (model.layers, getattr(model.__dict__.get("vision"), "layers", None)):
         if stack is not None and len(stack):
@@ -126,9 +128,22 @@ def written(model: StandardizedTransformer) -> list[tuple[Standard, str]]:
     for envoy, name in model.walk():
         if envoy.block_index is not None and id(_block_of(envoy)) not in ends:
             continue
-        if envoy.why_unavailable(name) is None:
+        if envoy.why_unavailable(name) is None and not a_video_value(envoy, name):
             chosen.append((envoy, name))
     return chosen
+
+
+def served_on_images(model: StandardizedTransformer) -> list[tuple[Standard, str]]:
+    """Every value this load serves on the suite's image prompts, in forward order (a
+    video's values need a video: `VideoConformance`'s)."""
+    return [(envoy, name) for envoy, name in model.walk()
+            if envoy.why_unavailable(name) is None and not a_video_value(envoy, name)]
+
+
+def a_video_value(envoy: Standard, name: str) -> bool:
+    """Whether ``name`` is a video's value (``vision.video_features``): it needs a video in
+    the run, and `VideoConformance` checks it, served or refused, on every family."""
+    return envoy.place.tower is not None and name in VIDEO_VALUES
 
 
 def _block_of(envoy: Standard) -> Standard:

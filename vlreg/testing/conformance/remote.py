@@ -17,6 +17,7 @@ import torch
 
 from ..sampling import repeat, sample
 from ..server import ServerBackend
+from .helpers import served_on_images
 
 WAYS = ("remote='local'", "an NDIF actor's run of the request")
 #: How many of the served values the read check reads in one run, in forward order: the
@@ -56,7 +57,7 @@ class RemoteConformance:
         where this load serves it, the logits), read in forward order in one trace: `READS`
         of them a run, drawn from its seed (over runs, every one)."""
         args, kwargs = self.order_input(model)
-        served = [(envoy, name) for envoy, name in model.walk() if envoy.why_unavailable(name) is None]
+        served = served_on_images(model)
         chosen = sample(served, READS, f"{type(self).__name__} remote reads")
 
         def run(how):

@@ -15,9 +15,10 @@ from .helpers import image
 from .text import TextConformance
 from .trust_scale import ScaleTrust
 from .trust_vision import VisionTrust
+from .videos import VideoConformance
 
 
-class VisionConformance(ScaleTrust, VisionTrust, TextConformance):
+class VisionConformance(VideoConformance, ScaleTrust, VisionTrust, TextConformance):
     """What every vision-language family promises, on top of `TextConformance`.
 
     Also set:
@@ -93,10 +94,11 @@ class VisionConformance(ScaleTrust, VisionTrust, TextConformance):
                 assert getattr(type(envoy), name).description in shown, name
 
     def test_vision_values_are_in_forward_order(self, model):
-        assert model.vision.values()[0] == "image_token_mask"
-        assert model.vision.values()[-1] == "image_features"
+        assert model.vision.values()[:2] == ["image_token_mask", "video_token_mask"]
+        assert model.vision.values()[-2:] == ["image_features", "video_features"]
         rows = list(model.support())
-        assert rows[:4] == ["input_ids", "attention_mask", "vision.image_token_mask", "token_embeddings"]
+        masks = ["vision.image_token_mask", *(["vision.video_token_mask"] if not model.vision.no_videos() else [])]
+        assert rows[: len(masks) + 3] == ["input_ids", "attention_mask", *masks, "token_embeddings"]
         assert rows.index("vision.tower_output") < rows.index("vision.image_features") < rows.index("input")
         assert rows[-1] == "logits"
 
