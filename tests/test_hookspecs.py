@@ -102,9 +102,7 @@ def test_vlreg_envoys(path):
 
 def test_vlreg_entry(path):
     class NoEntry(Qwen2VLAgain):
-        @hookimpl
-        def vlreg_entry(self, part):
-            return None
+        vlreg_entry = hookimpl(lambda self, part: None)
 
     with registered(NoEntry(), name="no-entry", replacing=[qwen2_vl]):
         model = load(path)
@@ -132,14 +130,11 @@ def test_vlreg_image_grids(path):
             return one_row
 
     class Undeclared(Qwen2VLAgain):
-        @hookimpl
-        def vlreg_image_grids(self, part):
-            return None
+        vlreg_image_grids = hookimpl(lambda self, part: None)
 
     class Miscounted(Qwen2VLAgain):
-        @hookimpl
-        def vlreg_image_grids(self, part):
-            return lambda encoding, images, processor: [ImageGrid(1, 1, [(0, 0, 1, 1)]) for _ in images]
+        vlreg_image_grids = hookimpl(
+            lambda self, part: lambda encoding, images, processor: [ImageGrid(1, 1, [(0, 0, 1, 1)]) for _ in images])
 
     picture = image(112, 84)
     with registered(Strips(), name="strips", replacing=[qwen2_vl]):
@@ -165,9 +160,7 @@ def test_vlreg_load_options(path):
     class, `plugins/chameleon/tests/test_emu3.py`)."""
 
     class HalfImages(Qwen2VLAgain):
-        @hookimpl
-        def vlreg_load_options(self, part):
-            return {"image-text-to-text": {"dtype": torch.bfloat16}}
+        vlreg_load_options = hookimpl(lambda self, part: {"image-text-to-text": {"dtype": torch.bfloat16}})
 
     with registered(HalfImages(), name="half-images", replacing=[qwen2_vl]):
         assert load(path)._module.dtype == torch.bfloat16
@@ -192,9 +185,7 @@ def test_vlreg_processor(path):
         return adapted
 
     class Adapting(Qwen2VLAgain):
-        @hookimpl
-        def vlreg_processor(self, part):
-            return adapt
+        vlreg_processor = hookimpl(lambda self, part: adapt)
 
     with registered(Adapting(), name="adapting", replacing=[qwen2_vl]):
         for dispatch in (True, False):
@@ -213,9 +204,7 @@ def test_vlreg_suppressed_tokens(path):
     logit lens) sets them lowest too. An answer given as a list reaches the host whole."""
 
     class Suppressing(Qwen2VLAgain):
-        @hookimpl
-        def vlreg_suppressed_tokens(self, part):
-            return [3, 5]
+        vlreg_suppressed_tokens = hookimpl(lambda self, part: [3, 5])
 
     with registered(Suppressing(), name="suppressing", replacing=[qwen2_vl]):
         model = load(path)
@@ -237,9 +226,7 @@ def test_vlreg_refuses(path):
         return "this block is out of service; read layers[0] instead" if envoy.place.label.startswith("layers[1]") else None
 
     class Limited(Qwen2VLAgain):
-        @hookimpl
-        def vlreg_refuses(self, part):
-            return {"mlp.mlp_output": second_block_only} if part.kind == "text" else None
+        vlreg_refuses = hookimpl(lambda self, part: {"mlp.mlp_output": second_block_only} if part.kind == "text" else None)
 
     with registered(Limited(), name="limited", replacing=[qwen2_vl]):
         model = load(path)
@@ -301,9 +288,7 @@ def test_vlreg_refuses_read_only(path):
         return "layers[1] is frozen; edit layers[0]" if envoy.block_index == 1 else None
 
     class Frozen(Qwen2VLAgain):
-        @hookimpl
-        def vlreg_refuses(self, part):
-            return {"mlp.*": read_only(frozen_second_block)} if part.kind == "text" else None
+        vlreg_refuses = hookimpl(lambda self, part: {"mlp.*": read_only(frozen_second_block)} if part.kind == "text" else None)
 
     with registered(Frozen(), name="frozen", replacing=[qwen2_vl]):
         model = load(path)

@@ -43,13 +43,13 @@ from .core.envoys.vision import (
     variable_resolution,
 )
 from .core.errors import ReadOnly, Unavailable
-from .core.host.declaration import SCATTER, VIDEO_SCATTER, Other, Plugin, Text, Tower, Wrapper
+from .core.host.declaration import Other, Plugin, Text, Tower, Wrapper
 from .core.host.hookspecs import hookimpl
 from .core.host.parts import Claim, Part
 from .core.host.plugins import adapter
 from .core.images.codes import ImageCodes
 from .core.images.cross_attention import CrossAttention
-from .core.images.entries import Entry, QueryTokens, Scatter
+from .core.images.entries import SCATTER, VIDEO_SCATTER, Entry, QueryTokens, Scatter
 from .core.images.geometry import ImageGrid, box_grid, clip_boxes
 from .core.serving.refusals import IMAGES, Gate, prefill_only, read_only
 from .core.serving.sites import At, Site

@@ -10,15 +10,11 @@ from typing import Any, ClassVar
 import attrs
 from attrs import field, frozen
 
-from ..images.entries import Scatter
+from ..images.entries import SCATTER
 from ..serving.refusals import sentences
 from .hookspecs import hookimpl
 from .parts import Claim, Part, is_kind
 
-#: transformers' composite layout's image entry: ``model``'s first ``inputs_embeds.masked_scatter``.
-SCATTER = Scatter(host="model", operation="inputs_embeds_masked_scatter_0", argument=1)
-#: The same where a video is written in too, by ``model``'s second one (the Qwen VL and LLaVA video lines).
-VIDEO_SCATTER = Scatter(host="model", operation="inputs_embeds_masked_scatter_0", videos="inputs_embeds_masked_scatter_1")
 TEXT_MOUNTS = ("layers", "embed_tokens", "norm")
 
 

@@ -49,12 +49,11 @@ def _load_entry_points() -> None:
              for variable in ("VLREG_LOAD_PLUGINS", "VLREG_DISABLE_PLUGINS")}
     allowed, disabled = named["VLREG_LOAD_PLUGINS"], named["VLREG_DISABLE_PLUGINS"] or set()
     entry_points = _entry_points()
-    installed = {entry_point.name for entry_point in entry_points}
-    for variable, names in named.items():
-        if unknown := sorted((names or set()) - installed):
-            warnings.warn(f"{variable} names {', '.join(map(repr, unknown))}, which no installed vlreg plugin is "
-                          f"called; the installed plugins are {', '.join(sorted(installed)) or 'none'} "
-                          f"(`vlreg plugins --all` lists them).", stacklevel=3)
+    installed = sorted(entry_point.name for entry_point in entry_points)
+    for variable, unknown in ((variable, sorted((names or set()) - set(installed))) for variable, names in named.items()):
+        if unknown:
+            warnings.warn(f"{variable} names {', '.join(map(repr, unknown))}, which no installed vlreg plugin is called; the "
+                          f"installed plugins are {', '.join(installed) or 'none'} (`vlreg plugins --all`).", stacklevel=3)
     failures = []
     for entry_point in entry_points:
         if entry_point.name in disabled or (allowed is not None and entry_point.name not in allowed):

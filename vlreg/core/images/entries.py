@@ -315,6 +315,12 @@ class Scatter(Entry):
         return _with_argument(raw, self.argument, new)
 
 
+#: transformers' composite layout's image entry: ``model``'s first ``inputs_embeds.masked_scatter``.
+SCATTER = Scatter(host="model", operation="inputs_embeds_masked_scatter_0", argument=1)
+#: The same where a video is written in too, by ``model``'s second one (the Qwen VL and LLaVA video lines).
+VIDEO_SCATTER = Scatter(host="model", operation="inputs_embeds_masked_scatter_0", videos="inputs_embeds_masked_scatter_1")
+
+
 @frozen
 class QueryTokens(Scatter):
     """The image reaches the text model as learned queries (BLIP-2's, InstructBLIP's).
