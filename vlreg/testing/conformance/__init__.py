@@ -20,9 +20,10 @@ from .mamba import MambaConformance
 from .published import PublishedWidths
 from .remote import RemoteConformance
 from .text import TextConformance
+from .videos import VideoConformance
 from .vision import VisionConformance
 
 __all__ = ["TextConformance", "VisionConformance", "ExpertsConformance", "LinearAttentionConformance", "MambaConformance",
            "CrossAttentionConformance", "AnalysisConformance", "RemoteConformance", "PublishedWidths",
-           "GradientConformance", "at_each_step", "centres", "image", "lit", "moved_features", "no_patterns", "patch_block",
-           "taken_sizes"]
+           "GradientConformance", "VideoConformance", "at_each_step", "centres", "image", "lit", "moved_features",
+           "no_patterns", "patch_block", "taken_sizes"]
