@@ -1,30 +1,24 @@
 """PP-Chart2Table, served by vlreg-got-ocr2 as GOT-OCR 2.0's model under another config and
 processor: its template writes an image's tokens out (its processor expands nothing), an
-image's placeholder is that run, and the logits a trace reads are transformers' own."""
+image's placeholder is that run. (That a trace's logits are the model's own, on its
+processor's encoding, the suite checks.)"""
 
 from __future__ import annotations
 
 import pytest
 import torch
-from transformers import AutoModelForImageTextToText, PPChart2TableProcessor
+from transformers import PPChart2TableProcessor
 
-from vlreg.testing import build, chat
+from vlreg.testing import chat
 from vlreg.testing.conformance import image
 
 
 CHECKPOINT = "pp_chart2table"
 
 
-def test_the_logits_are_transformers_own(model):
-    path = build("pp_chart2table")
+def test_its_template_writes_the_image_tokens_out(model):
     assert type(model.processor) is PPChart2TableProcessor
-    assert chat(model, text="Chart to table").count("<imgpad>") == 16  # written out by the template
-    inputs = PPChart2TableProcessor.from_pretrained(path)(text=chat(model, text="Chart to table"), images=[image(80, 60)], return_tensors="pt")
-    with model.trace(chat(model, text="Chart to table"), images=[image(80, 60)]):
-        logits = model.logits.save()
-    with torch.no_grad():
-        expected = AutoModelForImageTextToText.from_pretrained(path, attn_implementation="eager").eval()(**inputs).logits
-    torch.testing.assert_close(logits, expected, rtol=0, atol=0)
+    assert chat(model, text="Chart to table").count("<imgpad>") == 16
 
 
 def test_an_image_is_a_run_of_its_tokens(model):

@@ -1,9 +1,7 @@
 """Cohere's North (``cohere_compass``), served by vlreg-qwen3-vl: what the suite
 (`test_conformance.TestCohereCompass`) cannot say.
 
-* the logits a trace reads are transformers' own (its processor and class, loaded apart),
-  ``lm_head``'s output scaled by the text config's ``logit_scale``;
-* an edit of ``vision.image_features`` reaches the logits, from the first image token on;
+* the logits are ``lm_head``'s output scaled by the text config's ``logit_scale``;
 * the geometry counts the image tokens at the mask's positions;
 * a text block is parallel: the attention and the MLP both read ``input_layernorm``'s output,
   and the block returns the stream plus both; DeepStack adds its tap after it.
@@ -12,40 +10,20 @@
 from __future__ import annotations
 
 import torch
-from transformers import AutoModelForImageTextToText, AutoProcessor
 
-from vlreg.testing import build, chat
+from vlreg.testing import chat
 from vlreg.testing.conformance import image
 
 CHECKPOINT = "cohere_compass"
 PICTURES = (image(128, 96), image(64, 160, seed=1))
 
 
-def test_the_logits_are_transformers_own_scaled(model):
-    path, prompt = build(CHECKPOINT), chat(model, images=2)
-    with model.trace(prompt, images=list(PICTURES)):
+def test_the_logits_are_lm_heads_output_scaled(model):
+    with model.trace(chat(model), images=[PICTURES[0]]):
         unscaled = model.uncapped_logits.save()
         logits = model.logits.save()
-    own = AutoModelForImageTextToText.from_pretrained(path, attn_implementation="eager").eval()
-    inputs = AutoProcessor.from_pretrained(path)(text=prompt, images=list(PICTURES), return_tensors="pt")
-    with torch.no_grad():
-        expected = own(**inputs).logits
-    torch.testing.assert_close(logits, expected, rtol=0, atol=0)
     assert model._module.config.text_config.logit_scale == 0.5
     torch.testing.assert_close(logits, unscaled * 0.5)
-
-
-def test_an_edit_of_the_features_reaches_the_logits(model):
-    prompt = chat(model)
-    with model.trace(prompt, images=[PICTURES[0]]):
-        mask = model.vision.image_token_mask.save()
-        clean = model.logits.save()
-    with model.trace(prompt, images=[PICTURES[0]]):
-        model.vision.image_features[:] = 0
-        edited = model.logits.save()
-    first = int(mask[0].nonzero()[0])
-    moved = (edited - clean).abs().amax(-1)[0] > 0
-    assert not moved[:first].any() and moved[first:].all()
 
 
 def test_the_geometry_counts_the_masks_tokens(model):

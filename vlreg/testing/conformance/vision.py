@@ -141,7 +141,22 @@ class VisionConformance(VideoConformance, ScaleTrust, VisionTrust, TextConforman
         else:
             assert projected.numel() != features.numel() or not torch.equal(projected.reshape(features.shape), features)
 
+    def test_the_logits_are_the_models_own_forward_on_the_processors_encoding(self, model):
+        """What a trace reads as ``logits`` is what the model's own forward returns, untraced,
+        on the processor's encoding of the same prompt and images: vlreg's way in (chat
+        prompt, images, processor options) adds or drops nothing."""
+        prompt, images = self.image_prompt(model), self.images()
+        with model.trace(prompt, images=images[:1]):
+            logits = model.logits.save()
+        encoding = model.processor(text=prompt, images=images[:1], return_tensors="pt").to(model._module.dtype)
+        with torch.no_grad():
+            expected = model._module(**encoding).logits
+        # the same values; a model may return them upcast (NemotronH's are float32 in a bfloat16 model)
+        torch.testing.assert_close(logits, expected, rtol=0, atol=0, check_dtype=False)
+
     def test_zeroing_the_features_ablates_the_image(self, model):
+        """Zeroed features are what the first block receives at the image tokens, and they
+        move the logits from the first image token on, and none before it."""
         prompt, images = self.image_prompt(model), self.images()[:1]
         with model.trace(prompt, images=images):
             mask = model.vision.image_token_mask.save()
@@ -151,7 +166,10 @@ class VisionConformance(VideoConformance, ScaleTrust, VisionTrust, TextConforman
             first = self.entry(model).save()
             ablated = model.logits.save()
         assert first[mask].abs().max() == 0
-        assert not torch.equal(plain, ablated)
+        start = int(mask[0].nonzero()[0])
+        # a routed MLP runs its experts over other token sets: a change at rounding is no move
+        moved = (ablated - plain).abs().amax(-1)[0] > 1e-5
+        assert not moved[:start].any() and moved[start:].all()
 
     def test_assigned_features_reach_block_0(self, model):
         prompt, images = self.image_prompt(model), self.images()[:1]
