@@ -91,6 +91,16 @@ def run_shell(code: str) -> None:
             raise RuntimeError(f"`{line}` exited with {code_}")
 
 
+def run_page(page: Path) -> list[str]:
+    """Run a doc's Python blocks in order, as written, in one namespace and the current
+    folder: a message for each block whose output differs from what the doc shows, and a
+    last line saying how to rewrite them (none where all agree)."""
+    found = blocks(page.read_text())
+    namespace: dict = {}
+    wrong = mismatches(found, [run(block, namespace, page.stem) for block in found])
+    return wrong + [f"(python tests/doc_blocks.py docs/{page.name} rewrites them)"] if wrong else []
+
+
 def mismatches(found: list[Block], printed: list[str]) -> list[str]:
     """A message for each block whose output differs from what the doc shows."""
     wrong = []

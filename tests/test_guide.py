@@ -7,20 +7,17 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from doc_blocks import IMAGES, blocks, different, mismatches, run  # noqa: E402
+from doc_blocks import IMAGES, different, run_page  # noqa: E402
 
-GUIDE = (IMAGES.parent / "seeing-into-the-image.md").read_text()
+PAGE = IMAGES.parent / "seeing-into-the-image.md"
 
 
 def test_the_guides_blocks_print_what_it_shows_and_draw_its_pictures(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("VLREG_CACHE", str(tmp_path / "cache"))
-    found = blocks(GUIDE)
-    namespace: dict = {}
-    printed = [run(block, namespace, "guide") for block in found]
-    wrong = mismatches(found, printed)
-    assert not wrong, "\n".join(wrong) + "\n(python tests/doc_blocks.py docs/seeing-into-the-image.md rewrites them)"
-    shown = re.findall(r"\]\(images/([\w.-]+\.png)\)", GUIDE)
+    wrong = run_page(PAGE)
+    assert not wrong, "\n".join(wrong)
+    shown = re.findall(r"\]\(images/([\w.-]+\.png)\)", PAGE.read_text())
     assert shown and sorted(path.name for path in tmp_path.glob("*.png")) == sorted(shown)
     for picture in shown:
         assert not different(IMAGES / picture, tmp_path / picture), different(IMAGES / picture, tmp_path / picture)
