@@ -22,21 +22,19 @@ memory against the number of images, and the time to open a large store.
 
 from __future__ import annotations
 
-import argparse
 import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
-import warnings
 from pathlib import Path
 
 import torch
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from workloads import geometry, write  # noqa: E402
+from workloads import geometry, smoke_or_full, write  # noqa: E402
 
 TARGETS = {"collect throughput / hooks": 0.95, "memory growth over the last half (MiB)": 8.0, "open store (s)": 1.0}
 #: The growth target is one shard of the memory run's rows (100 images x 60 positions x 320 logits x 4 bytes,
@@ -266,11 +264,7 @@ def report(results: dict) -> str:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--smoke", action="store_true", help="tiny sizes: checks the script works")
-    parser.add_argument("--out", default=None, help="where to write the JSON (default: benchmarks/collect.json)")
-    arguments = parser.parse_args(argv)
-    warnings.simplefilter("ignore")
+    arguments = smoke_or_full(argv, __doc__, "collect")
     from transformers.utils import logging
 
     logging.disable_progress_bar()
@@ -289,7 +283,7 @@ def main(argv=None) -> int:
     print("open a large store ...", flush=True)
     results["open"] = open_large(0.01 if smoke else 2.0, 2 if smoke else 8)
     results["targets"] = TARGETS
-    write(results, report(results), Path(arguments.out) if arguments.out else HERE / "collect.json")
+    write(results, report(results), arguments.out)
     return 0
 
 

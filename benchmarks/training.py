@@ -20,22 +20,22 @@ and memory against the store's size. Needs sae-lens (``pip install -e '.[train]'
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import io
-import json
 import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
-import warnings
 from pathlib import Path
 
 import torch
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+from workloads import smoke_or_full, write  # noqa: E402
+
 TARGETS = {"train throughput / floor": 0.9, "memory, larger store over smaller (MiB)": 64.0, "stream / buffer": 1.5}
 VALUE = "rows"
 FULL = {"width": 1536, "rows": 65536, "features": 6144, "k": 32, "batch": 1024, "steps": 12, "rounds": 3,
@@ -180,11 +180,7 @@ def report(results: dict) -> str:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--smoke", action="store_true", help="tiny sizes: checks the script works")
-    parser.add_argument("--out", default=None, help="where to write the JSON (default: benchmarks/training.json)")
-    arguments = parser.parse_args(argv)
-    warnings.simplefilter("ignore")
+    arguments = smoke_or_full(argv, __doc__, "training")
     size = SMOKE if arguments.smoke else FULL
     scratch = Path(tempfile.mkdtemp(prefix="vlreg-bench-train-"))
     try:
@@ -195,10 +191,7 @@ def main(argv=None) -> int:
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     results["targets"] = TARGETS
-    print(report(results))
-    out = Path(arguments.out) if arguments.out else HERE / "training.json"
-    out.write_text(json.dumps(results, indent=2))
-    print(f"\nwrote {out}")
+    write(results, report(results), arguments.out)
     return 0
 
 

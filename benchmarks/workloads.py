@@ -7,7 +7,9 @@ the limit), raw nnsight (native module paths) and vlreg (standard names). Each
 
 from __future__ import annotations
 
+import argparse
 import json
+import warnings
 from pathlib import Path
 
 import torch
@@ -138,6 +140,19 @@ def plain_forward(module, inputs):
 
 def saved_bytes(tensors) -> int:
     return sum(t.numel() * t.element_size() for t in tensors if isinstance(t, torch.Tensor))
+
+
+def smoke_or_full(argv: list | None, doc: str, name: str) -> argparse.Namespace:
+    """The options of a benchmark that runs at full size or, with ``--smoke``, at tiny
+    size to check it works; ``--out`` defaults to ``benchmarks/<name>.json``. Warnings
+    are silenced: they would interleave with the figures."""
+    parser = argparse.ArgumentParser(description=doc.split("\n\n")[0])
+    parser.add_argument("--smoke", action="store_true", help="tiny sizes: checks the script works")
+    parser.add_argument("--out", default=None, help=f"where to write the JSON (default: benchmarks/{name}.json)")
+    arguments = parser.parse_args(argv)
+    arguments.out = Path(arguments.out) if arguments.out else Path(__file__).resolve().parent / f"{name}.json"
+    warnings.simplefilter("ignore")
+    return arguments
 
 
 def write(results: dict, table: str, out: Path) -> None:

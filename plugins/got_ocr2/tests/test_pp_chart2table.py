@@ -6,7 +6,6 @@ processor's encoding, the suite checks.)"""
 from __future__ import annotations
 
 import pytest
-import torch
 from transformers import PPChart2TableProcessor
 
 from vlreg.testing import chat
