@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from vlreg.plugin import ImageGrid, box_grid
+from vlreg.plugin import ImageGrid, box_grid, tile_grids
 
 
 def _canvas(model_type: str):
@@ -63,12 +63,7 @@ def image_grids(config: Any):
                     f"the processor cut a {width} x {height} image into {count - 1} tiles, but its tiling rule gives "
                     f"{columns} x {rows}: the image processor's settings are not the ones it ran with"
                 )
-            tile_w, tile_h = width / columns, height / rows
-            one = []
-            for index in range(rows * columns):
-                r, c = divmod(index, columns)
-                boxes = box_grid(side, side, tile_w / side, tile_h / side, c * tile_w, r * tile_h)
-                one.append(ImageGrid(side, side, boxes, label=f"tile {r},{c}", fold=fold))
+            one = tile_grids(width, height, columns, rows, side, fold)
             one.append(ImageGrid(side, side, box_grid(side, side, width / side, height / side), label="thumbnail", fold=fold))
             found.append(one)
         return found

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from vlreg.plugin import ImageGrid, box_grid
+from vlreg.plugin import ImageGrid, box_grid, tile_grids
 
 #: The tiling settings and where the processor takes them from.
 SETTINGS = ("crop_to_patches", "min_patches", "max_patches")
@@ -54,12 +54,7 @@ def internvl_image_grids(config: Any):
         for image in images:
             width, height = image.size
             columns, rows = tile_grid(processor, width, height)
-            tile_w, tile_h = width / columns, height / rows
-            one = []
-            for index in range(rows * columns):
-                r, c = divmod(index, columns)
-                boxes = box_grid(side, side, tile_w / side, tile_h / side, c * tile_w, r * tile_h)
-                one.append(ImageGrid(side, side, boxes, label=f"tile {r},{c}", fold=fold))
+            one = tile_grids(width, height, columns, rows, side, fold)
             if rows * columns > 1:
                 one.append(ImageGrid(side, side, box_grid(side, side, width / side, height / side), label="thumbnail", fold=fold))
             found.append(one)

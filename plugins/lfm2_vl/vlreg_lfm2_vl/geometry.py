@@ -30,7 +30,7 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from vlreg.plugin import ImageGrid, box_grid
+from vlreg.plugin import ImageGrid, box_grid, tile_grids
 
 
 def _crops(vision: Any, width: int, height: int) -> tuple[int, int, bool, tuple[int, int]]:
@@ -65,11 +65,7 @@ def image_grids(config: Any):
                 one.append(_whole(resized_h // token, resized_w // token, width, height, "image", fold))
             else:
                 side = vision.tile_size // token
-                tile_w, tile_h = width / columns, height / rows
-                for index in range(rows * columns):
-                    r, c = divmod(index, columns)
-                    boxes = box_grid(side, side, tile_w / side, tile_h / side, c * tile_w, r * tile_h)
-                    one.append(ImageGrid(side, side, boxes, label=f"tile {r},{c}", fold=fold))
+                one.extend(tile_grids(width, height, columns, rows, side, fold))
                 if thumbnail:
                     one.append(_whole(resized_h // token, resized_w // token, width, height, "thumbnail", fold))
             for grid in one:

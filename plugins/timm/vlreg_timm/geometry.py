@@ -26,7 +26,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from vlreg.plugin import ImageGrid, box_grid, clip_boxes
+from vlreg.plugin import ImageGrid, box_grid, clip_boxes, tile_grids
 
 
 def tiling(processor: Any, width: int, height: int) -> tuple[int, int] | None:
@@ -54,13 +54,8 @@ def perception_lm_grids(config: Any):
                 found.append([ImageGrid(side, side, whole, label="image", fold=fold)])
                 continue
             columns, rows = arrangement
-            tile_w, tile_h = width / columns, height / rows
-            one = [ImageGrid(side, side, whole, label="thumbnail", fold=fold)]
-            for index in range(rows * columns):
-                r, c = divmod(index, columns)
-                boxes = box_grid(side, side, tile_w / side, tile_h / side, c * tile_w, r * tile_h)
-                one.append(ImageGrid(side, side, boxes, label=f"tile {r},{c}", fold=fold))
-            found.append(one)
+            found.append([ImageGrid(side, side, whole, label="thumbnail", fold=fold),
+                          *tile_grids(width, height, columns, rows, side, fold)])
         return found
 
     return grids

@@ -89,6 +89,19 @@ def box_grid(rows: int, columns: int, width: float, height: float, left: float =
     return torch.stack([x0, y0, x0 + width, y0 + height], -1)
 
 
+def tile_grids(width: float, height: float, columns: int, rows: int, side: int, fold: int | None = None) -> list[ImageGrid]:
+    """The grids of an image cut into ``columns`` x ``rows`` equal tiles, in raster order,
+    each ``side`` x ``side`` tokens over its tile and labelled ``"tile r,c"``: how tiling
+    processors (InternVL's, Cohere's, LFM2-VL's, timm's) hand an image's crops over."""
+    tile_w, tile_h = width / columns, height / rows
+    found = []
+    for index in range(rows * columns):
+        r, c = divmod(index, columns)
+        boxes = box_grid(side, side, tile_w / side, tile_h / side, c * tile_w, r * tile_h)
+        found.append(ImageGrid(side, side, boxes, label=f"tile {r},{c}", fold=fold))
+    return found
+
+
 @frozen
 class ImageGeometry:
     """One image of a prompt, as the text model sees it.
