@@ -41,6 +41,15 @@ import re
 from pathlib import Path
 from typing import Any
 
+#: An encoder-decoder's (BART's) names for `TEXT`'s depth and widths.
+ENCODER_DECODER = {
+    "encoder_layers": 2,
+    "decoder_layers": 2,
+    "encoder_attention_heads": 4,
+    "decoder_attention_heads": 4,
+    "encoder_ffn_dim": 128,
+    "decoder_ffn_dim": 128,
+}
 #: Config fields set on a text config, where it has them. Experts and linear-attention
 #: heads are cut too; head sizes are kept where the config names them (see the module).
 TEXT = {
@@ -56,14 +65,8 @@ TEXT = {
     "shared_expert_intermediate_size": 32,
     "linear_num_key_heads": 2,
     "linear_num_value_heads": 4,
-    # an encoder-decoder's (BART's) and OPT's names for the same
-    "encoder_layers": 2,
-    "decoder_layers": 2,
-    "encoder_attention_heads": 4,
-    "decoder_attention_heads": 4,
-    "encoder_ffn_dim": 128,
-    "decoder_ffn_dim": 128,
-    "ffn_dim": 128,
+    **ENCODER_DECODER,
+    "ffn_dim": 128,  # OPT's name for the same
 }
 #: Text fields that are the text model's width where they equal it (OPT's embeddings).
 TEXT_WIDTHS = ("word_embed_proj_dim",)

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from vlreg.testing import tokenizer
+from vlreg.testing.shrink import ENCODER_DECODER
 
 BOS, EOS, PAD, UNK, IMAGE = "<s>", "</s>", "<pad>", "<unk>", "<image>"
 TASKS = ("<OCR>", "<CAPTION>", "<OD>")
@@ -42,12 +43,7 @@ VISION = {
 }
 TEXT = {
     "d_model": 64,
-    "encoder_layers": 2,
-    "decoder_layers": 2,
-    "encoder_attention_heads": 4,
-    "decoder_attention_heads": 4,
-    "encoder_ffn_dim": 128,
-    "decoder_ffn_dim": 128,
+    **ENCODER_DECODER,
     "max_position_embeddings": 128,
     "dropout": 0.0,
     "attention_dropout": 0.0,
