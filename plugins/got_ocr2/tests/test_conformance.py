@@ -7,21 +7,17 @@ and its interior is refused by name (`vlreg_got_ocr2.vision.WINDOWED`); its seco
 global, serves it."""
 
 from vlreg.testing.conformance import AnalysisConformance, VisionConformance
+from vlreg.testing.conformance.native import composite
 
-NATIVE = {
-    "layers": "model.language_model.layers",
-    "embed_tokens": "model.language_model.embed_tokens",
-    "norm": "model.language_model.norm",
-    "lm_head": "lm_head",
-    "vision": "model.vision_tower",
-    "projector": "model.multi_modal_projector",
-    "vision.layers": "model.vision_tower.layers",
-    "vision.patch_embed": "model.vision_tower.patch_embed",
-    "vision.layers.0.self_attn": "model.vision_tower.layers.0.attn",
-    "vision.layers.0.mlp": "model.vision_tower.layers.0.mlp",
-    "vision.layers.0.input_layernorm": "model.vision_tower.layers.0.layer_norm1",
-    "vision.layers.1.post_attention_layernorm": "model.vision_tower.layers.1.layer_norm2",
-}
+#: GOT-OCR 2's SAM-style tower; its first block windowed, the second global.
+NATIVE = composite({
+    "layers": "layers",
+    "patch_embed": "patch_embed",
+    "layers.0.self_attn": "layers.0.attn",
+    "layers.0.mlp": "layers.0.mlp",
+    "layers.0.input_layernorm": "layers.0.layer_norm1",
+    "layers.1.post_attention_layernorm": "layers.1.layer_norm2",
+})
 WINDOWED = {f"vision.layers.0.self_attn.{name}": "attends within 6 x 6-patch windows" for name in (
     "attention_queries", "attention_keys", "attention_values", "attention_scores", "attention_probabilities",
     "attention_head_outputs")}

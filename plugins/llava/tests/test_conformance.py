@@ -3,37 +3,20 @@
 from vlreg.analysis import occlusion, tower_patterns
 from vlreg.pictures import overlay
 from vlreg.testing.conformance import AnalysisConformance, VisionConformance, image
-
-WRAPPER = {
-    "layers": "model.language_model.layers",
-    "embed_tokens": "model.language_model.embed_tokens",
-    "norm": "model.language_model.norm",
-    "lm_head": "lm_head",
-    "vision": "model.vision_tower",
-    "projector": "model.multi_modal_projector",
-}
-TOWER = {
-    "vision.layers": "model.vision_tower.encoder.layers",
-    "vision.patch_embed": "model.vision_tower.embeddings.patch_embedding",
-    "vision.layers.0.self_attn": "model.vision_tower.encoder.layers.0.self_attn",
-    "vision.layers.0.mlp": "model.vision_tower.encoder.layers.0.mlp",
-    "vision.layers.0.input_layernorm": "model.vision_tower.encoder.layers.0.layer_norm1",
-    "vision.layers.0.post_attention_layernorm": "model.vision_tower.encoder.layers.0.layer_norm2",
-}
-
+from vlreg.testing.conformance.native import CLIP, PIXTRAL, SIGLIP, composite
 
 class TestLlavaInterleave(AnalysisConformance, VisionConformance):
     """SigLIP on Qwen2: the tower's post_layernorm norms the patches, so it is ``norm``."""
 
     checkpoint = "llava_interleave"
-    native = {**WRAPPER, **TOWER, "vision.norm": "model.vision_tower.post_layernorm"}
+    native = composite(SIGLIP)
 
 
 class TestLlava15(AnalysisConformance, VisionConformance):
     """CLIP on Llama: CLIP's post_layernorm norms the pooled CLS row, so no ``norm``."""
 
     checkpoint = "llava_1_5"
-    native = {**WRAPPER, **TOWER}
+    native = composite(CLIP)
 
 
 class TestLlavaNext(AnalysisConformance, VisionConformance):
@@ -41,7 +24,7 @@ class TestLlavaNext(AnalysisConformance, VisionConformance):
     and with newline rows, so the projector's output is not the features."""
 
     checkpoint = "llava_next"
-    native = {**WRAPPER, **TOWER}
+    native = composite(CLIP)
     projector_output_is_features = False
 
 
@@ -50,7 +33,7 @@ class TestLlavaOnevision(AnalysisConformance, VisionConformance):
     unpadded, shrunk where the image has many tiles, and with newline rows."""
 
     checkpoint = "llava_onevision"
-    native = {**WRAPPER, **TOWER, "vision.norm": "model.vision_tower.post_layernorm"}
+    native = composite(SIGLIP)
     projector_output_is_features = False
     image_token = "<image>"
 
@@ -61,15 +44,7 @@ class TestLlavaPixtral(AnalysisConformance, VisionConformance):
     its convolution and pack both into one row after it."""
 
     checkpoint = "llava_pixtral"
-    native = {
-        **WRAPPER,
-        "vision.layers": "model.vision_tower.transformer.layers",
-        "vision.patch_embed": "model.vision_tower.patch_conv",
-        "vision.layers.0.self_attn": "model.vision_tower.transformer.layers.0.attention",
-        "vision.layers.0.mlp": "model.vision_tower.transformer.layers.0.feed_forward",
-        "vision.layers.0.input_layernorm": "model.vision_tower.transformer.layers.0.attention_norm",
-        "vision.layers.0.post_attention_layernorm": "model.vision_tower.transformer.layers.0.ffn_norm",
-    }
+    native = composite(PIXTRAL)
     image_sizes = ((64, 48), (32, 64))
     image_token = "[IMG]"
 
@@ -91,12 +66,8 @@ class TestLlavaNextVideo(AnalysisConformance, VisionConformance):
     rows. Its videos are refused by the wrapper's claim (``support()["videos"]``)."""
 
     checkpoint = "llava_next_video"
-    native = {**WRAPPER, **TOWER}
+    native = composite(CLIP)
     projector_output_is_features = False
-
-
-def _image_tower(paths: dict) -> dict:
-    return {name: path.replace("model.vision_tower", "model.image_tower") for name, path in paths.items()}
 
 
 class TestVideoLlava(AnalysisConformance, VisionConformance):
@@ -105,7 +76,7 @@ class TestVideoLlava(AnalysisConformance, VisionConformance):
     the pixels on as ``pixel_values_images``."""
 
     checkpoint = "video_llava"
-    native = {**_image_tower(WRAPPER), **_image_tower(TOWER)}
+    native = composite(CLIP, vision="model.image_tower")
 
 
 class TestVipLlava(AnalysisConformance, VisionConformance):
@@ -113,4 +84,4 @@ class TestVipLlava(AnalysisConformance, VisionConformance):
     (``vision_feature_layer`` a list), so the last block and the tower's output are read-only."""
 
     checkpoint = "vipllava"
-    native = {**WRAPPER, **TOWER}
+    native = composite(CLIP)
