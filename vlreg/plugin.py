@@ -22,7 +22,7 @@ from typing import Any, Callable
 from .core.envoys.calls import PerCall
 from .core.envoys.codes import CodeEmbedding, CodesVision
 from .core.envoys.cross import CrossAttentionLayer, CrossAttentionMixer
-from .core.envoys.experts import MoeMlp
+from .core.envoys.experts import MoeMlp, SharedExpertsAfter
 from .core.envoys.feature_layer import hidden_states_read_only
 from .core.envoys.linear import LinearAttention
 from .core.envoys.mamba import Mamba
@@ -83,6 +83,7 @@ __all__ = [
     "Attention",
     "Mlp",
     "MoeMlp",
+    "SharedExpertsAfter",
     "LinearAttention",
     "Mamba",
     "CrossAttentionLayer",

@@ -10,19 +10,16 @@ every token. The block adds their sum. The attention and norms use the standard 
 
 from __future__ import annotations
 
-from vlreg.plugin import Attention, Layer, MoeMlp, modeling_envoys, value
+from vlreg.plugin import Attention, Layer, SharedExpertsAfter, modeling_envoys, value
 
 MODEL_TYPES = ("aria_text",)
 
 
-class AriaMoe(MoeMlp):
+class AriaMoe(SharedExpertsAfter):
     """``AriaTextMoELayer``: a softmax top-k router, experts, shared experts run after them."""
 
     router_module = "router"
     router_call = "nn_functional_linear_0"
-    shared_expert_module = "shared_experts"
-    order = ("router_logits", "expert_weights", "expert_indices", "expert_outputs", "routed_output",
-             "shared_expert_output", "mlp_output")
 
     shared_expert_output = value(
         lambda mlp: f"{mlp.shared_experts.path}.output", layout="tokens",

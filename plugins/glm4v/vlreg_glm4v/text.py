@@ -23,7 +23,7 @@ from __future__ import annotations
 from importlib import import_module
 from typing import Any
 
-from vlreg.plugin import Attention, Layer, Mlp, MoeMlp, modeling_envoys, returned, value
+from vlreg.plugin import Attention, Layer, Mlp, SharedExpertsAfter, modeling_envoys, returned, value
 
 #: sandwich-normed text model type -> (transformers module, class-name prefix)
 SANDWICHED = {"glm4v_text": ("glm4v", "Glm4vText"), "glm_ocr_text": ("glm_ocr", "GlmOcrText")}
@@ -62,7 +62,7 @@ def _tokens(mlp: Any, raw: Any) -> Any:
     return raw.view(-1, raw.shape[-1])
 
 
-class GlmMoe(MoeMlp):
+class GlmMoe(SharedExpertsAfter):
     """GLM-4.5V's mixture of experts (``Glm4vMoeTextMoE``, DeepSeek-V3's design).
 
     Its router (``gate``) scores every expert with a **sigmoid** of ``router_logits`` (no
@@ -75,10 +75,6 @@ class GlmMoe(MoeMlp):
     A shared expert (``shared_experts``) runs on every token beside them, and the block
     adds both.
     """
-
-    shared_expert_module = "shared_experts"
-    order = ("router_logits", "expert_weights", "expert_indices", "expert_outputs", "routed_output",
-             "shared_expert_output", "mlp_output")
 
     expert_weights = value(
         lambda mlp: f"{mlp.gate.path}.output", layout="tokens",

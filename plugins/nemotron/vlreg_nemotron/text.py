@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from vlreg.plugin import Attention, Layer, Mamba, Mlp, MoeMlp, modeling_envoys
+from vlreg.plugin import Attention, Layer, Mamba, Mlp, SharedExpertsAfter, modeling_envoys
 
 #: block type -> the standard name of its mixer
 STANDARD = {"linear_attention": "mamba", "full_attention": "self_attn", "moe": "mlp", "mlp": "mlp"}
@@ -24,14 +24,10 @@ def rename(part: Any) -> dict[str, str]:
     return {f"layers.{i}.mixer": f"layers.{i}.{STANDARD[kind]}" for i, kind in enumerate(part.config.layers_block_type)}
 
 
-class NemotronMoe(MoeMlp):
+class NemotronMoe(SharedExpertsAfter):
     """NemotronH's experts: a sigmoid router with a score correction (``gate``), experts of
     ``up_proj`` and ``down_proj`` alone, and a shared expert (``shared_experts``) run after
     the routed ones."""
-
-    shared_expert_module = "shared_experts"
-    order = ("router_logits", "expert_weights", "expert_indices", "expert_outputs", "routed_output",
-             "shared_expert_output", "mlp_output")
 
 
 envoys = modeling_envoys("nemotron_h", {"NemotronHBlock": Layer, "NemotronHMamba2Mixer": Mamba,

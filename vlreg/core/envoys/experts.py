@@ -137,3 +137,12 @@ class MoeMlp(Mlp):
         """One expert's hidden width."""
         experts = self._module.get_submodule(self.experts_module)
         return _size(self, "intermediate_size", (experts, "intermediate_dim"))
+
+
+class SharedExpertsAfter(MoeMlp):
+    """A sparse MLP whose shared experts (``shared_experts``) run after the routed ones, on
+    every token, and are added to their sum (GLM-4.5V's, NemotronH's, Aria's)."""
+
+    shared_expert_module = "shared_experts"
+    order = ("router_logits", "expert_weights", "expert_indices", "expert_outputs", "routed_output",
+             "shared_expert_output", "mlp_output")
