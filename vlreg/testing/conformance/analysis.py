@@ -117,10 +117,15 @@ class AnalysisConformance:
             return found.tokens[0].shape == (tokens,) and bool(found.sequence.isfinite().all()) \
                 and bool((found.sequence >= 0).all()) and float(found.sequence[found.position]) >= 1
 
+        def ablate_image() -> bool:
+            found = analysis.ablate_image(model, prompt, images)  # zeroed: the image tokens receive zeros
+            return found.received.shape[0] == tokens and bool((found.received == 0).all()) \
+                and float(found.effect.abs().max()) > 0
+
         batch = max(1, (tokens + 1) // 2)
         return {
             "logit_lens": lambda: analysis.logit_lens(model, prompt, images, top=2).top_ids[0].shape[1] == tokens,
-            "ablate_image": lambda: analysis.ablate_image(model, prompt, images).received.shape[0] == tokens,
+            "ablate_image": ablate_image,
             "occlusion": lambda: analysis.occlusion(model, prompt, images, batch=batch).scores.shape == (tokens,),
             "patch_image": lambda: analysis.patch_image(model, prompt, images, [other]).effects.shape
             == (model.num_layers,),
