@@ -39,6 +39,7 @@ from .core.envoys.vision import (
     VisionLayer,
     VisionMlp,
     as_patches,
+    config_size,
     patches,
     variable_resolution,
 )
@@ -102,6 +103,7 @@ __all__ = [
     "Patches",
     "as_patches",
     "patches",
+    "config_size",
     "variable_resolution",
     "hidden_states_read_only",
     "value",

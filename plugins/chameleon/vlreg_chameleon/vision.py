@@ -25,7 +25,7 @@ from typing import Any
 
 import torch
 
-from vlreg.plugin import CodesVision, Unavailable, patches, value
+from vlreg.plugin import CodesVision, Unavailable, config_size, patches, value
 
 NO_BLOCKS = (
     "the VQ encoder (model.vqmodel.encoder) is convolutional, stages of resnet blocks at falling resolutions "
@@ -93,15 +93,8 @@ class ChameleonVision(VqEncoder):
         description="the encoder's latents, a row per cell of the codes' grid, [images, cells, latent channels]",
     )
 
-    @property
-    def codebook_size(self) -> int:
-        """How many codes the quantizer chooses among."""
-        return self._vision_config.num_embeddings
-
-    @property
-    def image_size(self) -> int:
-        """The side of the square the processor crops every image to."""
-        return self._vision_config.resolution
+    codebook_size = config_size("num_embeddings", "How many codes the quantizer chooses among.")
+    image_size = config_size("resolution", "The side of the square the processor crops every image to.")
 
 
 def _frame(raw: torch.Tensor) -> torch.Tensor:
@@ -121,10 +114,7 @@ class Emu3Vision(VqEncoder):
         description="the encoder's latents, a row per cell of the codes' grid, [images, cells, latent channels]",
     )
 
-    @property
-    def codebook_size(self) -> int:
-        """How many codes the quantizer chooses among."""
-        return self._vision_config.codebook_size
+    codebook_size = config_size("codebook_size", "How many codes the quantizer chooses among.")
 
     @property
     def image_size(self) -> int:

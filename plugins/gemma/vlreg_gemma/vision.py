@@ -51,6 +51,7 @@ from vlreg.plugin import (
     Vision,
     VisionAttention,
     VisionMlp,
+    config_size,
     patches,
     returned,
     tower_envoys,
@@ -194,14 +195,9 @@ class Gemma4UnifiedVision(Vision):
     def num_layers(self) -> int:
         return 0
 
-    @property
-    def vision_hidden_size(self) -> int:
-        return self._vision_config.mm_embed_dim
-
-    @property
-    def patch_size(self) -> int:
-        """The side in pixels of the square each token embeds (``patch_size * pooling_kernel_size``)."""
-        return self._vision_config.model_patch_size
+    vision_hidden_size = config_size("mm_embed_dim")
+    patch_size = config_size("model_patch_size",
+                             "The side in pixels of the square each token embeds (``patch_size * pooling_kernel_size``).")
 
     image_size = property(variable_resolution)
     num_heads = property(lambda vision: _no_blocks(vision, "num_heads"))

@@ -44,7 +44,7 @@ from typing import Any
 import torch
 from nnsight.intervention.util import first_input, replace_first_input
 
-from vlreg.plugin import Vision, VisionAttention, VisionLayer, VisionMlp, patches, tower_envoys, value
+from vlreg.plugin import Vision, VisionAttention, VisionLayer, VisionMlp, config_size, patches, tower_envoys, value
 
 
 def _rows(grid: torch.Tensor) -> torch.Tensor:
@@ -77,19 +77,9 @@ class GotVision(Vision):
         description="the neck's output, what the projector reads, [images, patches, output_channels]",
     )
 
-    @property
-    def intermediate_size(self) -> int:
-        return self._vision_config.mlp_dim
-
-    @property
-    def output_channels(self) -> int:
-        """The width of ``tower_output``: the neck's channels."""
-        return self._vision_config.output_channels
-
-    @property
-    def window_size(self) -> int:
-        """The side of a windowed block's window, in patches."""
-        return self._vision_config.window_size
+    intermediate_size = config_size("mlp_dim")
+    output_channels = config_size("output_channels", "The width of ``tower_output``: the neck's channels.")
+    window_size = config_size("window_size", "The side of a windowed block's window, in patches.")
 
     @property
     def global_layers(self) -> list[int]:

@@ -14,7 +14,7 @@ from typing import Any
 
 import torch
 
-from vlreg.plugin import Vision, patches, tower_envoys
+from vlreg.plugin import Vision, config_size, patches, tower_envoys
 
 
 def _outputs(raw: Any) -> torch.Tensor:
@@ -48,15 +48,9 @@ class MllamaVision(Vision):
         """The gated global blocks, after the local ones."""
         return len(self.global_layers)
 
-    @property
-    def max_num_tiles(self) -> int:
-        """Tiles an image is cut into at most (and padded to)."""
-        return self._vision_config.max_num_tiles
-
-    @property
-    def vision_output_dim(self) -> int:
-        """The width of ``tower_output``: the hidden width times one plus the taps."""
-        return self._vision_config.vision_output_dim
+    max_num_tiles = config_size("max_num_tiles", "Tiles an image is cut into at most (and padded to).")
+    vision_output_dim = config_size("vision_output_dim",
+                                    "The width of ``tower_output``: the hidden width times one plus the taps.")
 
 
 envoys = tower_envoys(

@@ -14,7 +14,7 @@ from typing import Any, Callable
 import torch
 from attrs import frozen
 
-from vlreg.plugin import copied, returned, value
+from vlreg.plugin import config_size, copied, returned, value
 from vlreg.plugin import Vision, VisionAttention, variable_resolution
 from vlreg.plugin import tower_envoys as standard_tower_envoys
 
@@ -49,9 +49,7 @@ class QwenVision(Vision):
         config = self._vision_config
         return getattr(config, "embed_dim", None) or config.hidden_size
 
-    @property
-    def num_heads(self) -> int:
-        return self._vision_config.num_heads
+    num_heads = config_size("num_heads")
 
     @property
     def intermediate_size(self) -> int:
@@ -59,10 +57,8 @@ class QwenVision(Vision):
         size = getattr(config, "intermediate_size", None)
         return size if size is not None else int(config.embed_dim * config.mlp_ratio)
 
-    @property
-    def spatial_merge_size(self) -> int:
-        """The side of the block of patches the merger folds into one image token."""
-        return self._vision_config.spatial_merge_size
+    spatial_merge_size = config_size("spatial_merge_size",
+                                     "The side of the block of patches the merger folds into one image token.")
 
     @property
     def window_size(self) -> int | None:

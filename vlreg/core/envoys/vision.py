@@ -121,6 +121,12 @@ def _input_ids(raw: Any) -> torch.Tensor:
 VIDEO_VALUES = {"video_token_mask": "image_token_mask", "video_features": "image_features"}
 
 
+def config_size(field: str, doc: str | None = None) -> property:
+    """A tower size as its config states it: a property reading ``field`` of the vision
+    config (``doc``, its docstring), for a size no module holds."""
+    return property(lambda vision: getattr(vision._vision_config, field), doc=doc)
+
+
 class Vision(Standard):
     """The vision tower, and the two values where the image meets the text model.
 
@@ -302,9 +308,7 @@ class Vision(Standard):
     def num_layers(self) -> int:
         return len(self.layers)
 
-    @property
-    def vision_hidden_size(self) -> int:
-        return self._vision_config.hidden_size
+    vision_hidden_size = config_size("hidden_size")
 
     @property
     def patch_embedding_size(self) -> int:
@@ -333,13 +337,8 @@ class Vision(Standard):
         return agreed(self.__dict__.get("layers"), "mlp", "intermediate_size", "vision.intermediate_size",
                       lambda: self._vision_config.intermediate_size)
 
-    @property
-    def patch_size(self) -> int:
-        return self._vision_config.patch_size
-
-    @property
-    def image_size(self) -> int:
-        return self._vision_config.image_size
+    patch_size = config_size("patch_size")
+    image_size = config_size("image_size")
 
 
 def variable_resolution(vision: Vision) -> int:
