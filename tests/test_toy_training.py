@@ -97,7 +97,7 @@ def test_processes_started_at_once_train_another_recipe_once_and_as_this_one_doe
     assert len(re.findall("^training the toy model from recipe", err_a + err_b, re.M)) == 1
     assert len(re.findall("^training the toy dictionary from recipe", err_a + err_b, re.M)) == 1
     assert folder == target and json.loads((folder / "toy.json").read_text())["recipe"]["steps"] == 2
-    assert path.parent == toy.cache_dir() and path.with_suffix(".json").exists()
+    assert path.parent == toy.cache_dir() and (path / dictionary.REPORT).exists()
     assert not [p.name for p in toy.cache_dir().iterdir() if p.name.startswith(".") and not p.name.endswith(".lock")]
 
     here = toy_training.train(tmp_path / "here", recipe)
