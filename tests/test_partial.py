@@ -48,7 +48,7 @@ def test_a_declared_refusal_is_a_row_of_support_and_the_video_only_traces_refusa
     assert rows["videos"] == VIDEOS and list(rows)[-1] == "logits"
     assert model.family.sentences == {"videos": VIDEOS}
     video = [numpy.random.default_rng(0).integers(0, 255, (4, 56, 56, 3), dtype=numpy.uint8)]
-    with pytest.raises(Unavailable, match="no images, only videos: a video's frames reach the model"):
+    with pytest.raises(Unavailable, match="no images, only videos: a video's mask and features are served"):
         with model.trace(chat(model, "video", text="What is this?"), videos=video):
             model.vision.image_features.save()
     with model.trace(chat(model, "image", text="What is this?"), images=[image(56, 56)]):

@@ -41,7 +41,7 @@ def test_an_unserved_config_names_its_model_type_the_families_and_what_to_instal
     assert "'qwen2_vl'" in message
     assert "Installed families:" in message
     assert "vlreg-qwen2-vl" in message and "plugins/qwen2_vl" in message
-    assert StandardizedTransformer(path, task="image-text-to-text").family.plugin is qwen2_vl
+    assert StandardizedTransformer(path, task="image-text-to-text").family.plugins["wrapper"] is qwen2_vl
 
 
 def test_an_unserved_text_model_names_the_part(path, tmp_path):

@@ -135,7 +135,8 @@ def test_reading_the_mask_after_an_image_value_names_both_and_the_order(model):
             model.vision.image_token_mask.save()
     message = str(caught.value)
     assert "vision.image_token_mask was read after vision.image_features" in message
-    assert "vision.image_token_mask (off the inputs), then token_embeddings" in message
+    masks = "vision.image_token_mask (off the inputs), then vision.video_token_mask (off the inputs)"
+    assert f"{masks}, then token_embeddings" in message
     assert "model.input" not in message and ".i0" not in message
 
 

@@ -309,7 +309,7 @@ class StandardizedTransformer(TextSizes, TransformersModel):
                 continue  # a post-norm stack's last block ends in its norm: no final norm
             if not isinstance(self.__dict__.get(name), Envoy):
                 raise TypeError(
-                    f"{plugins.describe(self.family.plugin)} binds no {name!r} on the "
+                    f"{plugins.describe(self.family.plugins['wrapper'])} binds no {name!r} on the "
                     f"{type(self._module).__name__}: its vlreg_rename for the wrapper part "
                     f"must name the module that is the model's {name}."
                 )

@@ -39,7 +39,7 @@ def test_the_prompt_and_the_image_expansion(model):
 
 
 def test_the_parts_of_a_flat_config_and_who_serves_them(model):
-    assert model.family.plugin is vlreg_chameleon.plugin and model.family.entry == CHAMELEON_ENTRY
+    assert model.family.plugins["wrapper"] is vlreg_chameleon.plugin and model.family.entry == CHAMELEON_ENTRY
     parts = {kind: part.model_type for kind, part in model.family.parts.items()}
     assert parts == {"wrapper": "chameleon", "text": "chameleon", "vision": "chameleon_vqgan"}
     assert model.family.parts["text"].config is model.family.parts["wrapper"].config  # the flat config is its own text part

@@ -48,7 +48,7 @@ def test_the_chat_format_and_the_image_expansion(model):
 
 
 def test_the_parts_and_who_serves_them(model):
-    assert model.family.name == "chameleon" and model.family.plugin is vlreg_chameleon.plugin
+    assert model.family.name == "chameleon" and model.family.plugins["wrapper"] is vlreg_chameleon.plugin
     parts = {kind: part.model_type for kind, part in model.family.parts.items()}
     assert parts == {"wrapper": "emu3", "text": "emu3_text_model", "vision": "emu3_vqgan"}  # vision: the vq_config
     assert model.family.entry == EMU3_ENTRY and model.family.suppressed_tokens == ()

@@ -28,7 +28,7 @@ def test_published_widths_on_meta():
     assert family.name == "florence2" and set(family.parts) == {"wrapper", "text", "vision"}
     with torch.device("meta"):
         module = Florence2ForConditionalGeneration(config)
-    for native in family.plugin.vlreg_rename(family.parts["wrapper"]):  # every mount resolves
+    for native in family.plugins["wrapper"].vlreg_rename(family.parts["wrapper"]):  # every mount resolves
         assert module.get_submodule(native) is not None
     text = module.model.language_model
     assert (len(text.decoder.layers), len(text.encoder.layers)) == (12, 12)

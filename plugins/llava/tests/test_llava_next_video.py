@@ -45,12 +45,13 @@ def test_the_prompt_is_vicunas_a_turns_images_then_its_videos(model):
 
 
 def test_videos_are_refused_by_name_and_the_model_still_runs_on_them(model):
-    """``support()`` says videos are refused and why; on a prompt with only a video the
-    image values refuse with that reason before the model runs, and the logits are served."""
+    """``support()`` says what of a video is not served (the tower's values for its call) and
+    why; on a prompt with only a video the image values refuse with that reason before the
+    model runs, and the logits are served."""
     reason = model.support()["videos"]
     assert reason == model.family.sentences["videos"] and "pass the frames as images=[...]" in reason
     prompt = chat(model, "video")
-    with pytest.raises(Unavailable, match="no images, only videos: a video's frames reach the model"):
+    with pytest.raises(Unavailable, match="no images, only videos: a video's mask and features are served"):
         with model.trace(prompt, videos=clip()):
             model.vision.image_features.save()
     with model.trace(prompt, videos=clip()):

@@ -30,9 +30,9 @@ are declared read-only, naming the value to edit instead.
 from vlreg.plugin import FEATURE_LAYER_READ_ONLY
 
 _VIDEOS = (
-    "a video's frames reach the model (its logits and text values are served), but they run through {tower} in "
-    "calls of their own{pooled} and are written at a scatter of their own, which no standard value reads; pass "
-    "the frames as images=[...] to read them (each frame is then processed as an image)"
+    "a video's mask and features are served (vision.video_token_mask, vision.video_features), but the tower's "
+    "values are the images' call's: a video's frames run through {tower} in calls of their own{pooled}, which no "
+    "standard value reads; pass the frames as images=[...] to read the tower on them"
 )
 #: What each wrapper refuses: the tower values the projector does not read (every line), and
 #: the videos of the lines that take them.

@@ -32,19 +32,12 @@ class Family:
     unserved: dict[str, str] = {}  # the config's other parts no plugin claims: {field: model_type}
     load_options: dict[str, dict] = {}  # the wrapper's `vlreg_load_options`
     suppressed_tokens: tuple[int, ...] = ()  # the wrapper's `vlreg_suppressed_tokens`
-    #: The wrapper's `vlreg_processor`: ``adapt(processor)``, the processor prompts are
-    #: encoded with from the one transformers loaded, or None (that one, as it is).
-    processor: Callable | None = None
+    processor: Callable | None = None  # the wrapper's `vlreg_processor`: ``adapt(processor)``, or None
 
     @property
     def sentences(self) -> dict[str, str]:
         """What the family never serves, whatever the load, ``{name: why}``: `support` lists it."""
         return first_sentences(self.refuses)
-
-    @property
-    def plugin(self) -> Any:
-        """The plugin that claimed the wrapper part."""
-        return self.plugins["wrapper"]
 
     def served_by(self, kind: str) -> str:
         """The name of the plugin serving the ``kind`` part (its entry point's name)."""

@@ -40,13 +40,10 @@ class Claim:
     that holds another part (``"qformer_config"``). ``overrides`` names the plugin this claim
     replaces where both claim the part (a patched build of a family, say).
 
-    ``refuses`` is what of the part is *never* served, ``{name: reason}``: the plain
-    sentences of the part's refusal table (`vlreg_refuses`; a `Plugin` takes them from its
-    declaration's ``refuses=``), each name a row of `StandardizedTransformer.support` (a
-    trace input such as ``"videos"``, a standard row, a path without standard names). A
-    claim that refuses something serves its type partially, and the host says so without
-    running the family (`vlreg plugins --coverage`); refusals take no part in deciding who
-    serves a part (two claims differing only in them are one claim).
+    ``refuses`` is what of the part is *never* served, ``{row of support: reason}``, the plain
+    sentences of its refusal table (`vlreg_refuses`): a claim refusing something serves its
+    type partially (`vlreg plugins --coverage` says so without running the family), and
+    refusals take no part in deciding who serves a part.
     """
 
     kind: str = field(validator=_kind)
