@@ -30,9 +30,9 @@ install: $(STAMP)
 # one worker per core, a test module or class to a worker (its module- or class-scoped checkpoints
 # built once), in the order collected: the tests marked heavy first, so the workers finish
 # together; one thread each: the workers share the cores, and the suite's figures do not depend
-# on the split
+# on the split; the fifteen slowest named at the end (CI's time is the scarcest thing)
 test: $(STAMP)
-	OMP_NUM_THREADS=1 $(PY) -m pytest -n auto --dist loadscope --no-loadscope-reorder
+	OMP_NUM_THREADS=1 $(PY) -m pytest -n auto --dist loadscope --no-loadscope-reorder --durations=15
 
 test-slow: $(STAMP)
 	OMP_NUM_THREADS=1 $(PY) -m pytest -m slow
