@@ -11,10 +11,16 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
+import pytest
 import torch
 
 from ..kit import chat
 from .helpers import image, refused_before_running
+
+
+#: Why the checks of a served video skip: the family serves none (its refusal is checked instead).
+NO_VIDEOS = ("this family serves no video values (the first video check asserts their refusal, by name, before "
+             "the model runs)")
 
 
 class VideoConformance:
@@ -60,7 +66,7 @@ class VideoConformance:
         logits; the image's tokens keep their features. A prompt with no video refuses the
         value, naming how to pass one."""
         if not self.serves_videos(model):
-            return
+            pytest.skip(NO_VIDEOS)
         prompt, video = chat(model, "video", text=self.question), [self.video(seed=1)]
         with model.trace(prompt, videos=video, **(self.processor_options or {})):
             clean = model.logits[:, -1].save()
@@ -79,7 +85,7 @@ class VideoConformance:
         """Two invokes, each a video prompt (different videos): each reads its own video's
         features (``"video_tokens"``), equal to a trace of that prompt alone."""
         if not self.serves_videos(model):
-            return
+            pytest.skip(NO_VIDEOS)
         prompt, options = chat(model, "video", text=self.question), self.processor_options or {}
         videos = [self.video(seed=2), self.video(seed=3)]
         alone = []
@@ -94,3 +100,19 @@ class VideoConformance:
         for one, other in zip(together, alone):
             torch.testing.assert_close(one, other)
         assert not torch.allclose(together[0], together[1])
+
+    def test_the_video_features_gradient_is_block_0s_at_the_video_tokens(self, model):
+        """``vision.video_features.grad`` is the gradient of the metric at what the text model
+        receives there: block 0's input gradient at the video tokens (the features are copied
+        into those rows as they are), as autograd computes it."""
+        if not self.serves_videos(model):
+            pytest.skip(NO_VIDEOS)
+        prompt = chat(model, "video", text=self.question)
+        with model.trace(prompt, videos=[self.video(seed=4)], **(self.processor_options or {})):
+            mask = model.vision.video_token_mask.save()
+            features, first = model.vision.video_features, model.layers[0].input
+            with model.logits[:, -1].sum().backward():
+                at_block = first.grad.save()  # the backward runs from the logits down: block 0's first
+                at_features = features.grad.save()
+        assert at_features.shape == (int(mask.sum()), model.hidden_size) and bool(at_features.abs().sum() > 0)
+        assert torch.equal(at_block[mask], at_features)
