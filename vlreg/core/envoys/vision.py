@@ -79,10 +79,6 @@ def _derived_video_mask(vision: "Vision") -> str:
     )
 
 
-def _no_video_token(vision: "Vision") -> str | None:
-    return vision.no_videos()
-
-
 def _no_videos(vision: "Vision") -> str | None:
     video = getattr(vision.root._module.config, "video_token_id", None)
     if video is None:
@@ -193,7 +189,7 @@ class Vision(Standard):
 
     refuses = {
         "image_token_mask": read_only(_derived_mask),
-        "video_token_mask": (_no_video_token, read_only(_derived_video_mask)),
+        "video_token_mask": (_no_videos, read_only(_derived_video_mask)),
         "video_features": _no_video_entry,
     }
 

@@ -140,6 +140,11 @@ def served_on_images(model: StandardizedTransformer) -> list[tuple[Standard, str
             if envoy.why_unavailable(name) is None and not a_video_value(envoy, name)]
 
 
+def a_video_row(row: str) -> bool:
+    """Whether a `support` row is a video's value (``vision.video_features``): `VideoConformance`'s."""
+    return row.removeprefix("vision.") in VIDEO_VALUES
+
+
 def a_video_value(envoy: Standard, name: str) -> bool:
     """Whether ``name`` is a video's value (``vision.video_features``): it needs a video in
     the run, and `VideoConformance` checks it, served or refused, on every family."""

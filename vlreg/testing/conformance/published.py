@@ -19,9 +19,9 @@ from typing import Any, Callable, ClassVar
 import pytest
 import torch
 
-from ...core.envoys.vision import VIDEO_VALUES
 from ..checkpoints import build
 from ..kit import load
+from .helpers import a_video_row
 
 
 class PublishedWidths:
@@ -88,13 +88,13 @@ class PublishedWidths:
     def test_the_support_table_at_the_published_widths(self, model):
         declared = model.family.sentences  # a video's rows the core refuses (no video entry) are VideoConformance's
         reasons = {row: why for row, why in model.support().items()
-                   if why is not None and (row.removeprefix("vision.") not in VIDEO_VALUES or row in declared)}
+                   if why is not None and (not a_video_row(row) or row in declared)}
         if self.refused is not None:
             assert set(reasons) == set(self.refused), reasons
             for row, fragment in self.refused.items():
                 assert fragment in reasons[row], (row, reasons[row])
         if self.read_only is not None:
-            assert [row for row in model.read_only() if row.removeprefix("vision.") not in VIDEO_VALUES] == list(self.read_only)
+            assert [row for row in model.read_only() if not a_video_row(row)] == list(self.read_only)
 
     def test_inspect_reads_the_config_alone(self, model, tmp_path, capsys):
         """No processor, no weights: the family, its parts and who serves them, the sizes,

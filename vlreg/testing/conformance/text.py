@@ -14,15 +14,14 @@ from ...core.envoys.mamba import Mamba
 from ...core.envoys.standard import Standard
 from ...core.envoys.support import named
 from ...core.envoys.text import Attention, Layer, Mlp
-from ...core.envoys.vision import VIDEO_VALUES
 from ...core.errors import ReadOnly, Unavailable
 from ...core.model import StandardizedTransformer
 from ..checkpoints import build
 from ..kit import chat
 from ..sampling import repeat, sample
 from .gradients import GradientConformance
-from .helpers import (attention_blocks, image, refused_before_running, served_on_images, sublayer_output, sublayers,
-                      text_rows, write_value, written)
+from .helpers import (a_video_row, attention_blocks, image, refused_before_running, served_on_images, sublayer_output,
+                      sublayers, text_rows, write_value, written)
 from .remote import RemoteConformance
 from .trust import TextTrust
 
@@ -331,7 +330,7 @@ class TextConformance(TextTrust, RemoteConformance, GradientConformance):
         refused = model.family.sentences  # what the family declares it never serves
         assert set(refused) <= set(rows), "support() lists every name a claim refuses"
         for row, reason in rows.items():
-            if row.removeprefix("vision.") in VIDEO_VALUES:  # VideoConformance's, served or refused
+            if a_video_row(row):  # VideoConformance's, served or refused
                 continue
             if row in refused:
                 assert reason is not None, row
