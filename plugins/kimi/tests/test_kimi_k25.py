@@ -5,6 +5,7 @@ undone by the geometry."""
 import pytest
 import torch
 
+from vlreg.plugin import adapter
 from vlreg.testing import chat, load
 from vlreg.testing.conformance import image, lit
 
@@ -62,3 +63,11 @@ def test_block_0_receives_the_patch_embeddings_plus_the_resampled_positions(mode
         model.vision.position_embeddings[:] = 0
         unplaced = model.vision.layers[0].input.save()
     assert torch.equal(unplaced, patches[0])
+
+
+def test_the_tower_is_published_as_the_kimi_vit_adapter(model):
+    """What a family on Kimi's blocks builds on (`vlreg.plugin.adapter("kimi_vit")`) is what
+    serves Kimi K2.5's own tower."""
+    kimi_vit = adapter("kimi_vit")
+    assert type(model.vision) is kimi_vit.Vision and type(model.vision.layers[0].self_attn) is kimi_vit.Attention
+    assert kimi_vit.tower_rename["attn"] == "self_attn" and kimi_vit.image_grids is model.family.image_grids

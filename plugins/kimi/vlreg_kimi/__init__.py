@@ -11,12 +11,19 @@ Videos run through the same tower and projector and are written at the second sc
 no standard value reads: refused by name on the wrapper's claim. The forward embeds the
 prompt with the image and video placeholders replaced by token 0, so ``embed_tokens``' output
 at the image tokens is token 0's embedding until the scatter writes the image there.
+
+It publishes the tower's envoy classes, names and image grids as the adapter ``"kimi_vit"``
+(`vision.KimiViT`), for the families built on Kimi's blocks (Muse Glimmer, Muse Spark).
 """
 
 from vlreg.plugin import Plugin, Tower, Wrapper
 
 from . import vision
 from .geometry import kimi_image_grids
+
+#: What families on Kimi's tower share, published as the adapter "kimi_vit".
+KIMI_VIT = vision.KimiViT(Vision=vision.KimiVision, Attention=vision.KimiVisionAttention,
+                          tower_rename=vision.TOWER_RENAME, image_grids=kimi_image_grids)
 
 #: Videos reach the model but none of their values are served.
 VIDEOS = (
@@ -36,5 +43,6 @@ plugin = Plugin(
     Wrapper("kimi_k25", projector="model.mm_projector", refuses={"videos": VIDEOS},
             image_grids=lambda part: kimi_image_grids),
     Tower("kimi_k25_vision", rename=vision.TOWER_RENAME, envoys=vision.envoys),
+    adapters={"kimi_vit": KIMI_VIT},
     checkpoints=builders,
 )

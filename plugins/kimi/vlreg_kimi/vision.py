@@ -27,6 +27,7 @@ from __future__ import annotations
 from typing import Any
 
 import torch
+from attrs import frozen
 
 from vlreg.plugin import At, VisionLayer, VisionMlp, adapter, as_patches, config_size, modeling_envoys, returned, value
 
@@ -108,6 +109,23 @@ class KimiVisionAttention(QWEN_VIT.Attention):
                                  description="the queries, after the rotary embedding")
     attention_keys = returned("source.key_states_transpose_0.output", description="the keys, after the rotary embedding")
     attention_values = returned("source.value_states_transpose_0.output", description="the values")
+
+
+@frozen
+class KimiViT:
+    """The adapter ``"kimi_vit"``: Kimi K2.5's tower for the families built on its blocks (Muse
+    Glimmer's and Muse Spark's attention is Kimi's, op for op). A public promise of vlreg-kimi.
+
+    * ``Vision``, ``Attention``: `KimiVision` and `KimiVisionAttention`, to map a family's own
+      module classes onto or to subclass;
+    * ``tower_rename``: the tower's names (``attn``, ``norm1``, ``norm2``);
+    * ``image_grids``: `vlreg_image_grids` for ``Kimi_K25ImageProcessor``'s resize and padding.
+    """
+
+    Vision: type
+    Attention: type
+    tower_rename: dict
+    image_grids: Any
 
 
 #: The tower's module classes onto their envoys.
