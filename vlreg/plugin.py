@@ -22,8 +22,9 @@ from typing import Any, Callable
 from .core.envoys.calls import PerCall
 from .core.envoys.codes import CodeEmbedding, CodesVision
 from .core.envoys.cross import CrossAttentionLayer, CrossAttentionMixer
-from .core.envoys.experts import MoeMlp, SharedExpertsAfter
+from .core.envoys.experts import GroupRoutedMoe, MoeMlp, SharedExpertsAfter
 from .core.envoys.feature_layer import hidden_states_read_only
+from .core.envoys.latent import LatentAttention
 from .core.envoys.linear import LinearAttention
 from .core.envoys.mamba import Mamba
 from .core.envoys.mixers import Mixer
@@ -82,9 +83,11 @@ __all__ = [
     "Standard",
     "Layer",
     "Attention",
+    "LatentAttention",
     "Mlp",
     "MoeMlp",
     "SharedExpertsAfter",
+    "GroupRoutedMoe",
     "LinearAttention",
     "Mamba",
     "CrossAttentionLayer",

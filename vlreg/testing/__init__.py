@@ -7,7 +7,7 @@ the pytest plugin that gives tests their ``model`` (`vlreg.testing.pytest_plugin
 A public surface for plugins, as `vlreg.plugin` is: a family's builders and tests use
 what this package exports and the conformance suite's mixins, and nothing else of vlreg."""
 
-from .checkpoints import (CORPUS, TINY_TEXT, TINY_VISION, build, builders, family_builders, forget, from_source, reduce_depth, save,
+from .checkpoints import (CORPUS, TINY_LATENT_MOE, TINY_TEXT, TINY_VISION, build, builders, family_builders, forget, from_source, reduce_depth, save,
                           shared_checkpoint, tokenizer)
 from .kit import QUESTION, chat, load
 from .plugins import Forwarding, registered
@@ -19,6 +19,7 @@ __all__ = [
     "Forwarding",
     "QUESTION",
     "TINY_TEXT",
+    "TINY_LATENT_MOE",
     "TINY_VISION",
     "build",
     "builders",

@@ -44,6 +44,29 @@ TINY_TEXT = {
     "num_key_value_heads": 2,
     "max_position_embeddings": 1024,
 }
+#: What a tiny DeepSeek-V3-style text model adds to `TINY_TEXT` (Kimi K2.5's text model, a
+#: base ``deepseek_v3``): latent attention (queries through a 32-wide latent, keys and values
+#: through a 16-wide one, each head's queries and keys 16 wide without positions plus 8
+#: rotary, values 16 wide; as many key heads as query heads, as MLA expands them), a dense
+#: first block, then 2 of 4 experts chosen within the best of 2 groups beside a shared expert,
+#: weights scaled by 2.5.
+TINY_LATENT_MOE = {
+    "num_key_value_heads": 4,
+    "q_lora_rank": 32,
+    "kv_lora_rank": 16,
+    "qk_nope_head_dim": 16,
+    "qk_rope_head_dim": 8,
+    "v_head_dim": 16,
+    "n_routed_experts": 4,
+    "num_experts_per_tok": 2,
+    "moe_intermediate_size": 32,
+    "n_shared_experts": 1,
+    "first_k_dense_replace": 1,
+    "n_group": 2,
+    "topk_group": 1,
+    "routed_scaling_factor": 2.5,
+    "norm_topk_prob": True,
+}
 #: The tiny tower every builder starts from: 32 wide, 2 heads, 2 blocks (the image and
 #: patch sizes are the family's: its processor cuts images for them).
 TINY_VISION = {

@@ -8,11 +8,11 @@ import pytest
 import torch
 
 from vlreg import Unavailable
-from vlreg.plugin import Mlp, MoeMlp
+from vlreg.plugin import GroupRoutedMoe, Mlp, MoeMlp
 from vlreg.testing import chat, load
 from vlreg.testing.conformance import image
 from vlreg_glm4v.checkpoints import MOE
-from vlreg_glm4v.text import GlmMoe, SandwichAttention, SandwichMlp
+from vlreg_glm4v.text import SandwichAttention, SandwichMlp
 
 CHECKPOINT = "glm4v"
 
@@ -104,7 +104,7 @@ def test_the_router_chooses_by_the_biased_sigmoid_and_weighs_by_the_plain_one():
     their unbiased sigmoids renormalized and scaled."""
     moe = load("glm4v_moe")
     dense, routed = moe.layers[0].mlp, moe.layers[1].mlp
-    assert type(dense) is Mlp and isinstance(routed, GlmMoe) and isinstance(routed, MoeMlp)
+    assert type(dense) is Mlp and isinstance(routed, GroupRoutedMoe) and isinstance(routed, MoeMlp)
     assert (routed.num_experts, routed.top_k, routed.n_group, routed.topk_group) == (4, 2, 2, 1)
     assert routed.routed_scaling_factor == 2.5 and routed.intermediate_size == MOE["moe_intermediate_size"]
     routed.gate._module.e_score_correction_bias[3] = 100.0
@@ -125,7 +125,7 @@ def test_a_glm46v_checkpoint_with_the_moe_text_model_serves_it():
     glm46v = load("glm46v", {"text_config": text})
     parts = glm46v.family.parts
     assert (parts["text"].model_type, parts["vision"].model_type) == ("glm4v_moe_text", "glm4v_vision")
-    assert type(glm46v.layers[0].mlp) is Mlp and isinstance(glm46v.layers[1].mlp, GlmMoe)
+    assert type(glm46v.layers[0].mlp) is Mlp and isinstance(glm46v.layers[1].mlp, GroupRoutedMoe)
     assert not isinstance(glm46v.layers[0].self_attn, SandwichAttention)
     rows = []  # made outside the trace
     with glm46v.trace(chat(glm46v), images=PICTURES):

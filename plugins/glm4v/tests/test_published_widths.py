@@ -15,7 +15,7 @@ import transformers
 
 from vlreg import Unavailable
 from vlreg.testing.conformance import PublishedWidths
-from vlreg_glm4v.text import GlmMoe
+from vlreg.plugin import GroupRoutedMoe
 
 
 PER_CALL = "once per image"
@@ -58,7 +58,7 @@ class TestGlm45V(PublishedWidths):
 
     def test_the_dense_first_block_and_the_routed_rest(self, model):
         assert type(model.layers[0].mlp).__name__ == "Mlp"
-        assert all(isinstance(block.mlp, GlmMoe) for block in model.layers[1:])
+        assert all(isinstance(block.mlp, GroupRoutedMoe) for block in model.layers[1:])
         with pytest.raises(Unavailable, match="differ"):  # the dense first block and the experts
             model.intermediate_size
         rows = model.support()
@@ -84,7 +84,7 @@ class TestGlm46VOnGlm45VText(TestGlm46V):
     published = {"num_layers": 46, "layers.1.mlp.num_experts": 128}
 
     def test_the_routed_blocks(self, model):
-        assert isinstance(model.layers[1].mlp, GlmMoe)
+        assert isinstance(model.layers[1].mlp, GroupRoutedMoe)
 
 
 class TestGlmOcr(PublishedWidths):

@@ -8,7 +8,7 @@ vlreg-qwen2-vl publishes:
 * ``glm4v`` (GLM-4.1V): sandwich-normed text blocks (`text`), the tower with learned
   positions and a downsampling convolution (`vision`);
 * ``glm4v_moe`` (GLM-4.5V): plain pre-norm blocks, dense then routed by a sigmoid group
-  router beside a shared expert (`GlmMoe`); GLM-4.1V's tower;
+  router beside a shared expert (`vlreg.plugin.GroupRoutedMoe`); GLM-4.1V's tower;
 * ``glm46v`` (GLM-4.6V) and ``glmga``: GLM-4.1V's classes with parts chosen by their model
   types (``glm4v_text`` or ``glm4v_moe_text``; ``glm4v_vision``), each part served as above;
 * ``glm_ocr`` (GLM-OCR): GLM-4.1V's text block; a tower without learned positions whose

@@ -8,22 +8,24 @@ one part serving as both the wrapper and the text model; this plugin claims the
 ``model.embed_tokens``, ``model.norm``), and the *text* part is served by whichever
 plugin adapts that text model for the vision-language families (vlreg-llava for
 ``qwen2``, ``llama``, ``mistral``; vlreg-gemma for ``gemma3_text``) — reuse through the
-registry, nothing imported. Qwen3's text blocks, which no vision-language family here
-uses, are claimed here too.
+registry, nothing imported. Qwen3's text blocks (Qianfan-OCR's text model) are claimed
+here too, and DeepSeek-V3's (``deepseek_v3``, Kimi K2.5's text model): multi-head latent
+attention (`vlreg.plugin.LatentAttention`), dense first blocks, then DeepSeek's sigmoid
+group router beside shared experts (`vlreg.plugin.GroupRoutedMoe`).
 """
 
-from vlreg.plugin import Plugin, Text, Wrapper
+from vlreg.plugin import Attention, GroupRoutedMoe, Layer, LatentAttention, Mlp, Plugin, Text, Wrapper, modeling_envoys
 
 #: Base language models served: Qwen2.5 checkpoints are model_type qwen2.
-WRAPPERS = ("qwen2", "qwen3", "llama", "mistral", "gemma3_text")
+WRAPPERS = ("qwen2", "qwen3", "llama", "mistral", "gemma3_text", "deepseek_v3")
 
 
-def qwen3_envoys(part):
-    from transformers.models.qwen3 import modeling_qwen3 as qwen3
-
-    from vlreg.plugin import Attention, Layer, Mlp
-
-    return {qwen3.Qwen3DecoderLayer: Layer, qwen3.Qwen3Attention: Attention, qwen3.Qwen3MLP: Mlp}
+qwen3_envoys = modeling_envoys("qwen3", {"Qwen3DecoderLayer": Layer, "Qwen3Attention": Attention, "Qwen3MLP": Mlp})
+#: DeepSeek-V3's blocks: pre-norm, latent attention; a dense MLP (the first
+#: ``first_k_dense_replace`` blocks, and the shared experts), else the routed experts.
+deepseek_v3_envoys = modeling_envoys("deepseek_v3", {
+    "DeepseekV3DecoderLayer": Layer, "DeepseekV3Attention": LatentAttention, "DeepseekV3MLP": Mlp,
+    "DeepseekV3MoE": GroupRoutedMoe})
 
 
 def builders():
@@ -35,5 +37,6 @@ def builders():
 plugin = Plugin(
     Wrapper(WRAPPERS, text="model", vision=None, projector=None),
     Text("qwen3", envoys=qwen3_envoys),
+    Text("deepseek_v3", envoys=deepseek_v3_envoys),
     checkpoints=builders,
 )

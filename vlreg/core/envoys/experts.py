@@ -146,3 +146,70 @@ class SharedExpertsAfter(MoeMlp):
     shared_expert_module = "shared_experts"
     order = ("router_logits", "expert_weights", "expert_indices", "expert_outputs", "routed_output",
              "shared_expert_output", "mlp_output")
+
+
+def _tokens(mlp: Any, raw: Any) -> Any:
+    """``[batch, seq, hidden]`` as ``[tokens, hidden]`` (a view)."""
+    return raw.view(-1, raw.shape[-1])
+
+
+class GroupRoutedMoe(SharedExpertsAfter):
+    """DeepSeek-V3's mixture of experts (GLM-4.5V's and Kimi K2.5's too): a router whose
+    ``gate`` returns ``(router_logits, expert_weights, expert_indices)``.
+
+    It scores every expert with a **sigmoid** of ``router_logits`` (no softmax), chooses each
+    token's experts with those scores plus a learned ``e_score_correction_bias``, only among
+    the ``topk_group`` best of ``n_group`` groups of experts (a group's score is the sum of
+    its two best), then weighs the chosen experts by their sigmoids *without* the bias,
+    renormalized to sum to 1 (``norm_topk_prob``) and times ``routed_scaling_factor``:
+    ``expert_weights`` are no probabilities and sum to that factor. The chosen experts come
+    in no particular order. The shared experts (``shared_experts``) run on every token
+    after them, and the block adds both.
+    """
+
+    expert_weights = value(
+        lambda mlp: f"{_router(mlp).path}.output", layout="tokens",
+        description="each chosen expert's sigmoid score, renormalized and times routed_scaling_factor, [tokens, top_k]",
+    )(_routing(1)[0]).writes(_routing(1)[1])
+    expert_indices = value(
+        lambda mlp: f"{_router(mlp).path}.output", layout="tokens",
+        description="the experts each token is routed to, [tokens, top_k], in no order (sigmoid plus "
+                    "e_score_correction_bias, within the best groups)",
+    )(_routing(2)[0]).writes(_routing(2)[1])
+    shared_expert_output = value(
+        lambda mlp: f"{getattr(mlp, mlp.shared_expert_module).path}.output", layout="tokens",
+        description="the shared experts' output, [tokens, hidden]",
+    )(_tokens).writes(lambda mlp, raw, new: new.reshape(raw.shape))
+
+    @property
+    def routed_scaling_factor(self) -> float:
+        """What the renormalized routing weights are multiplied by."""
+        return float(self._module.get_submodule(self.router_module).routed_scaling_factor)
+
+    @property
+    def n_group(self) -> int:
+        """The groups the experts are cut into for routing."""
+        return int(self._module.get_submodule(self.router_module).num_group)
+
+    @property
+    def topk_group(self) -> int:
+        """The groups each token's experts are chosen among."""
+        return int(self._module.get_submodule(self.router_module).topk_group)
+
+    def route(self, logits: Any) -> tuple[Any, Any]:
+        """``(expert_weights, expert_indices)`` as this router computes them from
+        ``logits`` (``router_logits``, ``[tokens, experts]``), the indices sorted per token
+        (the router's own come in no order): what a write to ``router_logits`` routes by."""
+        import torch
+
+        router = self._module.get_submodule(self.router_module)
+        scores = logits.float().sigmoid()
+        choice = (scores + router.e_score_correction_bias.float()).view(len(scores), self.n_group, -1)
+        best = choice.topk(2, dim=-1).values.sum(-1).topk(self.topk_group, dim=-1).indices
+        allowed = torch.zeros_like(choice[..., 0]).scatter(1, best, 1).bool()
+        indices = choice.masked_fill(~allowed[..., None], float("-inf")).view(len(scores), -1)
+        indices = indices.topk(self.top_k, dim=-1).indices.sort(-1).values
+        weights = scores.gather(1, indices)
+        if router.norm_topk_prob:
+            weights = weights / (weights.sum(-1, keepdim=True) + 1e-20)
+        return weights * self.routed_scaling_factor, indices

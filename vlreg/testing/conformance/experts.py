@@ -6,7 +6,7 @@ from typing import Any, ClassVar
 
 import torch
 
-from ...core.envoys.experts import MoeMlp
+from ...core.envoys.experts import GroupRoutedMoe, MoeMlp
 
 
 class ExpertsConformance:
@@ -53,6 +53,12 @@ class ExpertsConformance:
             if slots is not None:
                 assert slots.shape == (tokens, mlp.top_k, model.hidden_size)
                 assert torch.equal(slots.sum(1).to(routed.dtype), routed)
+            if isinstance(mlp, GroupRoutedMoe):  # DeepSeek's sigmoid group routing, its slots in no order
+                expected, chosen = mlp.route(logits)
+                order = indices.argsort(-1)
+                assert torch.equal(indices.gather(1, order), chosen)
+                torch.testing.assert_close(weights.gather(1, order).float(), expected)
+                continue
             top = logits.float().softmax(-1).topk(mlp.top_k, dim=-1)
             assert torch.equal(top.indices, indices)
             if self.renormalized:

@@ -285,8 +285,10 @@ class TextConformance(TextTrust, RemoteConformance, GradientConformance):
             output = block.self_attn.output.save()
         output = output[0] if isinstance(output, tuple) else output
         batch, seq = output.shape[:2]
-        assert tuple(queries.shape) == (batch, model.num_heads, seq, model.head_dim)
-        assert tuple(keys.shape) == tuple(values.shape) == (batch, model.num_kv_heads, seq, model.head_dim)
+        # queries and keys are qk_head_dim wide, values head_dim (wider queries and keys: latent attention)
+        assert tuple(queries.shape) == (batch, model.num_heads, seq, model.qk_head_dim)
+        assert tuple(keys.shape) == (batch, model.num_kv_heads, seq, model.qk_head_dim)
+        assert tuple(values.shape) == (batch, model.num_kv_heads, seq, model.head_dim)
         assert tuple(scores.shape) == tuple(pattern.shape) == (batch, model.num_heads, seq, seq)
         torch.testing.assert_close(pattern.sum(-1), torch.ones_like(pattern.sum(-1)))
         if self.bidirectional_prefix:
