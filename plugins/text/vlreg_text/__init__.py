@@ -9,7 +9,8 @@ one part serving as both the wrapper and the text model; this plugin claims the
 plugin adapts that text model for the vision-language families (vlreg-llava for
 ``qwen2``, ``llama``, ``mistral``; vlreg-gemma for ``gemma3_text``) — reuse through the
 registry, nothing imported. Qwen3's text blocks, which no vision-language family here
-uses, are claimed here too.
+uses, are claimed here too. Evolla, a protein-to-text model transformers files under
+image-text-to-text, is refused by name here (its text model is a Llama).
 """
 
 from vlreg.plugin import Plugin, Text, Wrapper
@@ -35,5 +36,8 @@ def builders():
 plugin = Plugin(
     Wrapper(WRAPPERS, text="model", vision=None, projector=None),
     Text("qwen3", envoys=qwen3_envoys),
+    # refused by name: transformers maps it to image-text-to-text, but its input is a protein
+    Wrapper("evolla", declines="Evolla reads protein sequences (a SaProt protein encoder), not images: it has no "
+                               "vision part and takes no image"),
     checkpoints=builders,
 )
