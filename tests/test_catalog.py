@@ -114,9 +114,12 @@ def installed() -> dict[str, str]:
 
 def cases() -> tuple[list[tuple[str, str, str]], list[str]]:
     """Every part an installed built-in plugin serves, with the plugin's name, and the wrappers they serve
-    (not another part, a Q-Former's: a checkpoint loads without it, which `Family.unserved` names)."""
+    (not another part, a Q-Former's: a checkpoint loads without it, which `Family.unserved` names; nor a
+    type a later transformers adds, which no config here can have)."""
+    from transformers import CONFIG_MAPPING
+
     found = [(kind, model_type, name) for name in installed() for kind, model_type in served_by(name)
-             if kind in KINDS]
+             if kind in KINDS and model_type in CONFIG_MAPPING]
     return found, sorted(model_type for kind, model_type, _ in found if kind == "wrapper")
 
 

@@ -15,7 +15,8 @@ def test_plugins_json_lists_the_builtin_families(capsys):
     assert main(["plugins", "--json"]) == 0
     rows = {row["name"]: row for row in json.loads(capsys.readouterr().out)}
     assert rows["qwen2_vl"]["distribution"] == "vlreg-qwen2-vl" and rows["qwen2_vl"]["families"] == ["qwen2_vl"]
-    assert rows["qwen2_5_vl"]["distribution"] == "vlreg-qwen2-5-vl" and rows["qwen2_5_vl"]["families"] == ["qwen2_5_vl"]
+    assert rows["qwen2_5_vl"]["distribution"] == "vlreg-qwen2-5-vl"
+    assert rows["qwen2_5_vl"]["families"] == ["llava_onevision1_5", "qwen2_5_vl"]  # claims, whatever transformers has
     assert rows["llava"]["distribution"] == "vlreg-llava"
     assert rows["llava"]["families"] == ["llava", "llava_next", "llava_next_video", "llava_onevision", "video_llava",
                                          "vipllava"]
@@ -172,7 +173,7 @@ def test_coverage_lists_every_image_text_model_type_and_what_serves_it(capsys):
     assert set(rows) == set(MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES)
     assert "vlreg-qwen3-vl" in rows["qwen3_5_moe"]["plugin"] and "vlreg-llava" in rows["llava_next"]["plugin"]
     assert "vlreg-mllama" in rows["mllama"]["plugin"] and "vlreg-blip" in rows["blip-2"]["plugin"]
-    assert rows["kosmos-2"] == {"plugin": None, "refuses": {}}
+    assert rows["kosmos-2"] == {"plugin": None, "refuses": {}, "declines": None}
     assert set(rows["gemma3n"]["refuses"]) == {"audio"} and "vlreg-gemma" in rows["gemma3n"]["plugin"]
     assert rows["gemma3"]["refuses"] == {}
 
@@ -187,7 +188,9 @@ def test_the_readmes_families_table_claims_nothing_the_census_does_not_serve():
     table = readme.split("## Families", 1)[1].split("\n## ", 1)[0]
     claimed = {name for row in table.splitlines() if row.startswith("| `")
                for name in re.findall(r"`([a-z0-9_-]+)`", row.split("|")[1])}
-    served = {model_type for model_type, plugin in coverage().items() if plugin}
+    rows = coverage()
+    served = {model_type for model_type, plugin in rows.items() if plugin}
+    claimed &= set(rows)  # a type a later transformers adds (its row says which) is not in this census
     assert claimed and claimed <= served, claimed - served
     assert served <= claimed, f"served but not in the README's table: {served - claimed}"
 
@@ -210,5 +213,9 @@ def test_the_readmes_builder_names_are_the_builders_and_build_what_they_say():
                 types = types * len(names)
             claimed.update(zip(names, types, strict=True))
     assert set(claimed) == set(builders())
+    from transformers import CONFIG_MAPPING
+
     for name, model_type in claimed.items():
+        if model_type not in CONFIG_MAPPING:  # a later transformers' type: no config class to build here
+            continue
         assert json.loads((build(name) / "config.json").read_text())["model_type"] == model_type, name

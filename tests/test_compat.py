@@ -1,7 +1,7 @@
 """README's Compatibility table is the truth about the transformers releases vlreg supports:
 the requirement in pyproject.toml spans exactly its rows, and on the release installed the
-row's count of image-text-to-text types and the types it adds are what transformers maps
-(and vlreg serves none of those it calls not served yet)."""
+row's count of image-text-to-text types and the types it adds are what transformers maps,
+and each is as the row says: not served yet, served, or refused by name."""
 
 from __future__ import annotations
 
@@ -46,18 +46,24 @@ def test_the_requirement_spans_the_tables_releases():
 def test_the_installed_release_is_a_row_and_its_types_are_as_the_row_says():
     from transformers.models.auto.modeling_auto import MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES as types
 
-    from vlreg.cli import coverage
+    from vlreg.cli import coverage, refused
 
     installed = Version(transformers.__version__)
     table = rows()
     assert installed in table, f"transformers {installed} is installed, and README's table does not list it"
     count, _, _ = table[installed]
     assert len(types) == count
-    served = coverage()
+    served, declined = coverage(), refused()
     for release, (_, added, says) in table.items():
         if release > installed:
             assert not set(added) & set(types), f"{release} adds types this older release already has"
             continue
         assert set(added) <= set(types), f"{release}'s new types {added} are not in transformers {installed}"
-        if "not served" in says:
-            assert all(served[model_type] is None for model_type in added), f"{release}'s row says not served"
+        for clause in says.split(";"):  # "`a`, `b`: not served yet; `c`: served (...); `d`: refused by name (...)"
+            named = re.findall(r"`([a-z0-9_]+)`", clause)
+            if "not served" in clause:
+                assert all(served[model_type] is None and model_type not in declined for model_type in named), clause
+            elif "refused by name" in clause:
+                assert all(model_type in declined for model_type in named), clause
+            elif "served" in clause:
+                assert all(served[model_type] is not None for model_type in named), clause

@@ -112,4 +112,46 @@ def test_coverage_marks_a_partial_type_with_its_reasons(capsys):
     assert main(["plugins", "--coverage", "--json"]) == 0
     rows = json.loads(capsys.readouterr().out)
     assert rows["qwen2_vl"]["refuses"] == {"videos": VIDEOS}
-    assert rows["kosmos-2"] == {"plugin": None, "refuses": {}}
+    assert rows["kosmos-2"] == {"plugin": None, "refuses": {}, "declines": None}
+
+
+#: The types refused by name (docs/surveys/coverage-iv.md §2; π0.5 is transformers 5.25's):
+#: the plugin that declines each, and a fragment of its reason.
+REFUSED = {"evolla": ("text", "reads protein sequences"), "pi0": ("gemma", "robot action policy"),
+           "pi05": ("gemma", "robot action policy"), "mistral4": ("mistral3", "text-only in transformers"),
+           "diffusion_gemma": ("gemma", "block-diffusion generator")}
+
+
+@pytest.mark.parametrize("model_type", sorted(REFUSED))
+def test_a_type_refused_by_name_says_why_in_the_census_and_at_load(model_type, capsys):
+    from transformers import AutoConfig
+    from transformers.models.auto.modeling_auto import MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES
+
+    from vlreg import NoFamily
+    from vlreg.cli import coverage
+    from vlreg.core.host.family import resolve
+
+    if model_type not in MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES:
+        pytest.skip(f"{model_type!r} is not in this transformers release (5.25 adds it)")
+    plugin, reason = REFUSED[model_type]
+    assert coverage()[model_type] is None, "a type refused by name is not counted as served"
+    assert main(["plugins", "--coverage"]) == 0
+    out = capsys.readouterr().out
+    line = next(line for line in out.splitlines() if line.startswith(f"{model_type} "))
+    assert f"refused by plugin '{plugin}'" in line and reason in line
+    assert out.splitlines()[-1].endswith(f"{sum(1 for t in REFUSED if t in coverage())} refused by name")
+    assert main(["plugins", "--coverage", "--json"]) == 0
+    row = json.loads(capsys.readouterr().out)[model_type]
+    assert row["plugin"] is None and reason in row["declines"]
+    with pytest.raises(NoFamily, match=f"plugin '{plugin}'.*{reason}"):
+        resolve(AutoConfig.for_model(model_type))
+
+
+def test_a_declined_type_is_a_sentence_on_the_claim():
+    from vlreg.plugin import Plugin, Wrapper
+
+    declared = Plugin(Wrapper("tiny_policy", declines="a policy, not a text generator"))
+    assert [claim.declines for claim in declared.vlreg_claims()] == ["a policy, not a text generator"]
+    assert Plugin(Wrapper("tiny", declines=lambda part: None)).vlreg_claims()[0].declines is None
+    with pytest.raises(ValueError, match="declines= is the sentence saying why"):
+        Claim("wrapper", "tiny", declines=" ")

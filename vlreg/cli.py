@@ -31,7 +31,7 @@ def parser() -> argparse.ArgumentParser:
     listing.add_argument("--all", action="store_true",
                          help="also the parts, hooks and test checkpoints (builder names), and plugins not loaded")
     listing.add_argument("--coverage", action="store_true",
-                         help="every model type transformers maps to image-text-to-text, what serves it, and what it refuses where it serves it partially")
+                         help="every model type transformers maps to image-text-to-text, what serves it, what it refuses where it serves it partially, and why a type refused by name is not served")
     listing.add_argument("--json", action="store_true", help="print JSON")
     listing.set_defaults(run=_plugins_command)
 
@@ -158,7 +158,8 @@ def plugin_rows(everything: bool = False) -> list[dict[str, Any]]:
     rows = []
     for name, plugin in sorted(manager.list_name_plugin(), key=lambda item: item[0]):
         dist = plugins.distribution(plugin)
-        parts = sorted((kind, model_type) for (kind, model_type), holder in served.items() if holder is plugin)
+        parts = sorted((kind, model_type) for (kind, model_type), holder in served.items()
+                       if holder is plugin and not plugins.declined(kind, model_type))
         row = {
             "name": name,
             "distribution": dist.name if dist else None,
@@ -186,16 +187,27 @@ def _builder_names(builders: dict[str, Any]) -> list[list[str]]:
 
 def coverage() -> dict[str, str | None]:
     """Every model type the installed transformers maps to image-text-to-text: the plugin
-    that serves it (its wrapper part), or ``None``."""
+    that serves it (its wrapper part), or ``None`` (unclaimed, or declined: `refused`)."""
     from transformers.models.auto.modeling_auto import MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES
 
     from .core.host import plugins
 
     served = plugins.claims()
     return {
-        model_type: plugins.describe(served[("wrapper", model_type)]) if ("wrapper", model_type) in served else None
+        model_type: plugins.describe(served[("wrapper", model_type)])
+        if ("wrapper", model_type) in served and not plugins.declined("wrapper", model_type) else None
         for model_type in sorted(MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES)
     }
+
+
+def refused() -> dict[str, tuple[str, str]]:
+    """The model types of `coverage` a plugin refuses by name, never serving them whatever
+    the config (`vlreg.plugin.Claim`'s ``declines``): ``{model_type: (plugin, reason)}``."""
+    from .core.host import plugins
+
+    served = plugins.claims()
+    return {model_type: (plugins.describe(served[("wrapper", model_type)]), reason)
+            for model_type in coverage() if (reason := plugins.declined("wrapper", model_type))}
 
 
 def partial() -> dict[str, dict[str, str]]:
@@ -208,19 +220,25 @@ def partial() -> dict[str, dict[str, str]]:
 
 
 def _coverage(as_json: bool) -> int:
-    rows, partly = coverage(), partial()
+    rows, partly, declined = coverage(), partial(), refused()
     if as_json:
-        print(json.dumps({model_type: {"plugin": plugin, "refuses": partly.get(model_type, {})}
+        print(json.dumps({model_type: {"plugin": plugin, "refuses": partly.get(model_type, {}),
+                                       "declines": declined.get(model_type, (None, None))[1]}
                           for model_type, plugin in rows.items()}, indent=2))
         return 0
     width = max(map(len, rows))
     for model_type, plugin in rows.items():
-        refused = partly.get(model_type)
-        print(f"{model_type:<{width}}  {plugin or 'not served'}{'  (partial)' if refused else ''}")
-        for name, reason in (refused or {}).items():
+        refusals = partly.get(model_type)
+        if model_type in declined:
+            by, reason = declined[model_type]
+            print(f"{model_type:<{width}}  refused by {by}: {reason}")
+            continue
+        print(f"{model_type:<{width}}  {plugin or 'not served'}{'  (partial)' if refusals else ''}")
+        for name, reason in (refusals or {}).items():
             print(f"{'':<{width}}    refuses {name}: {reason}")
     served = sum(plugin is not None for plugin in rows.values())
-    print(f"{served} of {len(rows)} image-text-to-text model types served ({len(partly)} of them partially)")
+    print(f"{served} of {len(rows)} image-text-to-text model types served ({len(partly)} of them partially); "
+          f"{len(declined)} refused by name")
     return 0
 
 

@@ -26,6 +26,10 @@ in its ``model``'s forward:
   ``layer_output`` is the active one. Images only: its claim refuses audio (the audio tower,
   ``audio_config``, is claimed by no plugin and keeps its native names).
 
+Refused by name (`POLICY`, `DIFFUSION`): π0 and π0.5 (``pi0``, ``pi05``: robot action
+policies over a PaliGemma prefix) and DiffusionGemma (``diffusion_gemma``: a block-diffusion
+generator over the Gemma 4 tower).
+
 The text parts are in `text`, the Gemma 4 and Gemma 3n vision parts in `vision` (neither
 tower is laid out as SigLIP is, so each has envoys of its own rather than vlreg-llava's
 ``"siglip"`` adapter); `checkpoints` builds tiny random-weight checkpoints.
@@ -75,8 +79,18 @@ def builders():
     return BUILDERS
 
 
+#: Types built on Gemma parts that read an image but not into text generation: refused by
+#: name, so that a load and `vlreg plugins --coverage` say why (π0.5 is transformers 5.25's).
+POLICY = ("a robot action policy: its PaliGemma prefix feeds an action expert trained by flow matching, and its "
+          "output is actions, not text logits; load the PaliGemma checkpoint to study the prefix")
+DIFFUSION = ("a block-diffusion generator, not an autoregressive one: its decoder attends bidirectionally and "
+             "denoises blocks of tokens, so there is no next-token readout for the logit lens, steering at later "
+             "steps or generate to mean what they mean on the served types")
+
 plugin = Plugin(
     Wrapper(("gemma3", "paligemma"), image_grids=grids),
+    Wrapper(("pi0", "pi05"), declines=POLICY),
+    Wrapper("diffusion_gemma", declines=DIFFUSION),
     Wrapper("shieldgemma2", image_grids=grids, load_options=shieldgemma2_load_options,
             processor=shieldgemma2_processor),
     Wrapper("gemma4", projector="model.embed_vision", image_grids=grids),

@@ -50,6 +50,10 @@ plugin = Plugin(
     # tower's output, so every tower value takes a write
     Wrapper("lighton_ocr", vision="model.vision_encoder", projector="model.vision_projection", image_grids=image_grids),
     Tower("pixtral", rename=vision.TOWER_RENAME, envoys=vision.envoys),
+    # refused by name: transformers maps it to image-text-to-text, but it reads no image
+    Wrapper("mistral4", declines="Mistral 4 is text-only in transformers (its config has no vision part and the "
+                                 "type loads as Mistral4ForCausalLM): there is no image to read; Mistral Large 4 "
+                                 "(mistral_large4) is its vision-language line"),
     # for a wrapper of another plugin hosting the Pixtral tower (vlreg-llava's llava over
     # pixtral, Pixtral-12B): (patch, merge=1) -> a grids function
     adapters={"pixtral_image_grids": pixtral_image_grids},

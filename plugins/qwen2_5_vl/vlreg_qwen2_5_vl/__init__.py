@@ -7,10 +7,15 @@ envoy classes are the ones vlreg-qwen2-vl publishes as the adapter ``"qwen_vit"`
 differs is the tower: RMSNorm blocks, a biased SwiGLU MLP and windowed attention, served
 by `WindowedQwenVision` (`vision`), which it publishes as the adapter
 ``"windowed_qwen_vit"`` for the lines whose tower is this one (EXAONE 4.5's).
+
+LLaVA-OneVision-1.5 (``llava_onevision1_5``, transformers 5.25) is this layout on a Qwen3
+text model (vlreg-text's) with a tower of its own, unwindowed, a class token a frame
+(`onevision`).
 """
 
 from vlreg.plugin import VIDEO_SCATTER, Plugin, Text, Tower, Wrapper, adapter
 
+from . import onevision
 from .vision import WindowedQwenVision, tower_envoys, window_layout
 
 QWEN_VIT = adapter("qwen_vit")
@@ -28,15 +33,18 @@ def text_envoys(part):
 
 
 def builders():
-    from .checkpoints import build_qwen2_5_vl
+    from .checkpoints import build_llava_onevision1_5, build_qwen2_5_vl
 
-    return {"qwen2_5_vl": build_qwen2_5_vl}
+    return {"qwen2_5_vl": build_qwen2_5_vl, "llava_onevision1_5": build_llava_onevision1_5}
 
 
 plugin = Plugin(
     Wrapper("qwen2_5_vl", **QWEN_VIT.mounts, entry=VIDEO_SCATTER, refuses=QWEN_VIT.refuses, image_grids=lambda part: QWEN_VIT.image_grids),
     Text("qwen2_5_vl_text", envoys=text_envoys),
     Tower("qwen2_5_vl_vision", rename=QWEN_VIT.tower_rename, envoys=tower_envoys),
+    Wrapper("llava_onevision1_5", **QWEN_VIT.mounts, refuses={**QWEN_VIT.refuses, "videos": onevision.VIDEOS},
+            image_grids=lambda part: QWEN_VIT.image_grids),
+    Tower("llava_onevision1_5_vision", rename=QWEN_VIT.tower_rename, envoys=onevision.envoys),
     adapters={"windowed_qwen_vit": WindowedQwenVision},
     checkpoints=builders,
 )

@@ -88,3 +88,38 @@ def _tiny(path: Path, text: dict, vision: dict, overrides: dict) -> Path:
         **overrides,
     )
     return save(path, config, processor, GenerationConfig(eos_token_id=[eos, pad], pad_token_id=pad))
+
+
+#: LLaVA-OneVision-1.5's chat template: ChatML, each image Qwen2-VL's placeholder (the
+#: published template's turns; nothing here depends on more than its placeholders).
+ONEVISION_TOKENS = ("<|endoftext|>", "<|im_start|>", "<|im_end|>", "<|vision_start|>", "<|vision_end|>",
+                    "<|image_pad|>", "<|video_pad|>")
+
+
+def build_llava_onevision1_5(path: Path, **overrides: Any) -> Path:
+    """Write a random-weight LlavaOnevision15ForConditionalGeneration checkpoint to ``path``
+    (transformers 5.25): a Qwen3 text model 64 wide, 2 blocks, 4 query heads over 2 key heads;
+    the RICE-ViT tower 32 wide, 2 blocks, 2 heads, 14-pixel patches merged 2 x 2; the processor
+    ``Exaone4_5_Processor`` over Qwen2-VL's image and video processors, as the published
+    checkpoint's. ``overrides``: ``text_config`` and ``vision_config`` dicts, other fields."""
+    from transformers import Exaone4_5_Processor, Qwen2VLImageProcessor
+    from transformers.models.llava_onevision1_5 import LlavaOnevision15Config
+    from transformers.models.qwen2_vl.video_processing_qwen2_vl import Qwen2VLVideoProcessor
+
+    from vlreg.testing import TINY_TEXT, chat_template, tiny
+
+    # the tower embeds each patch with a 2-D convolution: one frame a patch row, not Qwen's two
+    pixels = {"min_pixels": MIN_PIXELS, "max_pixels": MAX_PIXELS, "temporal_patch_size": 1}
+    template = chat_template("<|im_start|>{role}\n", "<|im_end|>\n", "<|vision_start|><|image_pad|><|vision_end|>",
+                             "<|vision_start|><|video_pad|><|vision_end|>")
+    return tiny(
+        path, LlavaOnevision15Config,
+        lambda tok: Exaone4_5_Processor(image_processor=Qwen2VLImageProcessor(**pixels), tokenizer=tok,
+                                        video_processor=Qwen2VLVideoProcessor(**pixels), chat_template=template),
+        tokens=ONEVISION_TOKENS, roles={"eos_token": "<|im_end|>", "pad_token": "<|endoftext|>"},
+        text={"model_type": "qwen3", **TINY_TEXT, "head_dim": 16},
+        vision={"depth": 2, "hidden_size": 32, "intermediate_size": 64, "num_heads": 2,
+                "out_hidden_size": TINY_TEXT["hidden_size"], "patch_size": 14, "spatial_merge_size": 2},
+        ids={"image_token_id": "<|image_pad|>", "video_token_id": "<|video_pad|>"},
+        overrides=overrides,
+    )

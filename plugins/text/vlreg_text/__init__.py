@@ -11,7 +11,9 @@ plugin adapts that text model for the vision-language families (vlreg-llava for
 registry, nothing imported. Qwen3's text blocks (Qianfan-OCR's text model) are claimed
 here too, and DeepSeek-V3's (``deepseek_v3``, Kimi K2.5's text model): multi-head latent
 attention (`vlreg.plugin.LatentAttention`), dense first blocks, then DeepSeek's sigmoid
-group router beside shared experts (`vlreg.plugin.GroupRoutedMoe`).
+group router beside shared experts (`vlreg.plugin.GroupRoutedMoe`). Evolla, a
+protein-to-text model transformers files under image-text-to-text, is refused by name here
+(its text model is a Llama).
 """
 
 from vlreg.plugin import Attention, GroupRoutedMoe, Layer, LatentAttention, Mlp, Plugin, Text, Wrapper, modeling_envoys
@@ -38,5 +40,8 @@ plugin = Plugin(
     Wrapper(WRAPPERS, text="model", vision=None, projector=None),
     Text("qwen3", envoys=qwen3_envoys),
     Text("deepseek_v3", envoys=deepseek_v3_envoys),
+    # refused by name: transformers maps it to image-text-to-text, but its input is a protein
+    Wrapper("evolla", declines="Evolla reads protein sequences (a SaProt protein encoder), not images: it has no "
+                               "vision part and takes no image"),
     checkpoints=builders,
 )

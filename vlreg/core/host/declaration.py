@@ -29,7 +29,8 @@ def _model_types(value: Any) -> tuple[str, ...]:
 class Declared:
     """What a plugin serves of one kind of part, for each of ``model_types``: a field answers
     the hook of its name (``refuses``: `vlreg_refuses`); ``overrides`` is the claims'
-    (`Claim`), and so are the refusal table's sentences where it is given as data."""
+    (`Claim`), and so are the refusal table's sentences where it is given as data, and
+    ``declines`` where it is a sentence, not a function of the part: the type is never served."""
 
     kind: ClassVar[str] = ""
     model_types: tuple[str, ...] = field(converter=_model_types)
@@ -41,7 +42,9 @@ class Declared:
 
     def claims(self) -> list[Claim]:
         refused = sentences(self.refuses)
-        return [Claim(self.kind, each, overrides=self.overrides, refuses=refused) for each in self.model_types]
+        declined = self.declines if isinstance(self.declines, str) else None
+        return [Claim(self.kind, each, overrides=self.overrides, refuses=refused, declines=declined)
+                for each in self.model_types]
 
     def answer(self, name: str, part: Part) -> Any:
         """The field ``name`` for ``part``: its value, or what its function gives."""

@@ -32,6 +32,11 @@ def _refusals(value: Any) -> dict[str, str]:
     return refusals
 
 
+def _sentence(instance: Any, attribute: Any, value: Any) -> None:
+    if value is not None and not (isinstance(value, str) and value.strip()):
+        raise ValueError(f"a claim's declines= is the sentence saying why its type is never served, not {value!r}")
+
+
 @frozen
 class Claim:
     """A plugin serves the config part of this kind whose ``model_type`` is this.
@@ -44,12 +49,17 @@ class Claim:
     sentences of its refusal table (`vlreg_refuses`): a claim refusing something serves its
     type partially (`vlreg plugins --coverage` says so without running the family), and
     refusals take no part in deciding who serves a part.
+
+    ``declines`` is the sentence saying why the part's type is never served whatever its
+    config (a protein-to-text model, a robot policy): the claim names the type so that a load
+    and the census say why, and the type does not count as served.
     """
 
     kind: str = field(validator=_kind)
     model_type: str
     overrides: str | None = None
     refuses: dict[str, str] = field(factory=dict, converter=_refusals, eq=False)
+    declines: str | None = field(default=None, validator=_sentence, eq=False)
 
 
 @frozen

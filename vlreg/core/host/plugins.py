@@ -155,6 +155,12 @@ def refusals(kind: str, model_type: str) -> dict[str, str]:
             if (claim.kind, claim.model_type) == (kind, model_type) for name, why in claim.refuses.items()}
 
 
+def declined(kind: str, model_type: str) -> str | None:
+    """Why the plugin claiming this part never serves its type (`Claim.declines`), or ``None``."""
+    return next((claim.declines for claim in _made(claimant(kind, model_type))
+                 if (claim.kind, claim.model_type) == (kind, model_type) and claim.declines), None)
+
+
 def _imported(entry_point: importlib.metadata.EntryPoint) -> Any | None:
     try:
         return entry_point.load()
