@@ -28,7 +28,7 @@ from .core.envoys.linear import LinearAttention
 from .core.envoys.mamba import Mamba
 from .core.envoys.mixers import Mixer
 from .core.envoys.packed import PackedVisionAttention
-from .core.envoys.per_image import PACKED_SIGLIP_RENAME, PackedVision, PerImageAttention
+from .core.envoys.per_image import PACKED_SIGLIP_RENAME, PackedVision, PerImageAttention, RasterPackedVision
 from .core.envoys.positions import LearnedPositions
 from .core.envoys.seq2seq import DecoderLayer, Encoder, OutputProjection, PostNormLayer
 from .core.envoys.standard import Standard
@@ -102,6 +102,7 @@ __all__ = [
     "PackedVisionAttention",
     "PerImageAttention",
     "PackedVision",
+    "RasterPackedVision",
     "PACKED_SIGLIP_RENAME",
     "LearnedPositions",
     "PerCall",

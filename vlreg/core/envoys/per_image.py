@@ -136,3 +136,23 @@ class PackedVision(Vision):
     @patch_embeddings.writes
     def patch_embeddings(self, raw: torch.Tensor, new: torch.Tensor) -> torch.Tensor:
         return new.reshape(raw.shape)
+
+
+class RasterPackedVision(PackedVision):
+    """A `PackedVision` whose images' patches run in raster order, each image's rows one
+    after another, while an image token is a ``spatial_merge_size`` square block of them
+    (the projector merges them itself: PaddleOCR-VL's). The helpers that fold patches onto
+    tokens ask for merge-block order (`to_scatter_order`)."""
+
+    def to_scatter_order(self, tensor: torch.Tensor, grid_thw: Any, dim: int = -2) -> torch.Tensor:
+        """``tensor``, rows in raster order along ``dim`` (a block value, ``tower_output``),
+        in merge-block order: each token's square of patches consecutive, tokens in raster
+        order, image after image (``grid_thw``: each image's ``[t, h, w]`` in patches)."""
+        merge, order, start = self.spatial_merge_size, [], 0
+        for frames, height, width in torch.as_tensor(grid_thw).tolist():
+            grid = torch.arange(frames * height * width).reshape(frames, height // merge, merge, width // merge, merge)
+            order.append(start + grid.permute(0, 1, 3, 2, 4).reshape(-1))
+            start += frames * height * width
+        if tensor.shape[dim] != start:
+            raise ValueError(f"the tensor has {tensor.shape[dim]} rows along dim {dim}, but grid_thw gives {start} patches")
+        return tensor.index_select(dim, torch.cat(order).to(tensor.device))
