@@ -29,6 +29,8 @@ from .core.envoys.linear import LinearAttention
 from .core.envoys.mamba import Mamba
 from .core.envoys.mixers import Mixer
 from .core.envoys.packed import PackedVisionAttention
+from .core.envoys.per_image import PACKED_SIGLIP_RENAME, PackedVision, PerImageAttention, RasterPackedVision
+from .core.envoys.positions import LearnedPositions
 from .core.envoys.seq2seq import DecoderLayer, Encoder, OutputProjection, PostNormLayer
 from .core.envoys.standard import Standard
 from .core.envoys.streams import StreamsLayer
@@ -101,6 +103,11 @@ __all__ = [
     "VisionLayer",
     "VisionAttention",
     "PackedVisionAttention",
+    "PerImageAttention",
+    "PackedVision",
+    "RasterPackedVision",
+    "PACKED_SIGLIP_RENAME",
+    "LearnedPositions",
     "PerCall",
     "VisionMlp",
     "Patches",

@@ -3,39 +3,18 @@
 The tower runs on ``[patches, vision_hidden_size]`` with every image of the invoke in
 one row, in merge-block order, and its attention computes queries, keys and values for
 the whole row, then calls the attention function once per image (once per window on
-Qwen2.5-VL's windowed blocks) and concatenates the results. So the queries, keys,
-values and head outputs are served whole, and there is no one pattern to serve.
+Qwen2.5-VL's windowed blocks) and concatenates the results: vlreg's packed per-image
+attention (`vlreg.plugin.PerImageAttention`) serves it as it is.
 """
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Callable
 
-import torch
 from attrs import frozen
 
-from vlreg.plugin import config_size, copied, returned, value
-from vlreg.plugin import Vision, VisionAttention, variable_resolution
+from vlreg.plugin import PerImageAttention, Vision, config_size, variable_resolution
 from vlreg.plugin import tower_envoys as standard_tower_envoys
-
-PER_CALL = (
-    "the attention runs once per image (once per window on a windowed block), so no one "
-    "tensor is the block's pattern; split attention_queries and attention_keys at "
-    "self_attn.inputs[1]['cu_seqlens'], which self_attn.patterns(queries, keys, cu_seqlens) does"
-)
-
-
-def _per_call(attention: Any) -> str:
-    return PER_CALL
-
-
-def _not_flash(attention: Any) -> str | None:
-    if "flash" in (attention.root.attn_implementation or ""):
-        return (
-            "flash attention runs one call over cu_seqlens, with no per-image outputs to "
-            "join; load with attn_implementation='eager' or 'sdpa'"
-        )
-    return None
 
 
 class QwenVision(Vision):
@@ -75,45 +54,9 @@ class QwenVision(Vision):
                 f"closer to square, or cut it into pieces")
 
 
-class QwenVisionAttention(VisionAttention):
-    """Queries, keys and values whole, ``[1, heads, patches, head_dim]`` (queries and keys
-    after the rotary embedding), read where their preparation ends; head outputs
-    ``[1, patches, heads, head_dim]`` where the calls' outputs are joined."""
-
-    refuses = {"attention_head_outputs": _not_flash, "attention_scores": _per_call,
-               "attention_probabilities": _per_call}
-    # Views of one unbind: torch refuses in-place edits of them, so they are served as
-    # copies written back.
-    attention_queries = copied("source.unsqueeze_0.output", description="the queries, after the rotary embedding")
-    attention_keys = copied("source.unsqueeze_1.output", description="the keys, after the rotary embedding")
-    attention_values = copied("source.unsqueeze_2.output", description="the values")
-    attention_head_outputs = returned(
-        "source.torch_cat_0.output", description="each head's output, the calls' joined"
-    )
-    attention_scores = value("output", description="none: one call per image")(
-        lambda envoy, raw: None
-    )
-    attention_probabilities = value("output", description="none: one call per image")(
-        lambda envoy, raw: None
-    )
-
-    def patterns(
-        self, queries: torch.Tensor, keys: torch.Tensor, cu_seqlens: torch.Tensor
-    ) -> list[torch.Tensor]:
-        """The pattern of each attention call, ``[heads, n, n]`` for a call over ``n``
-        patches, from values saved in a trace: ``softmax(q k^T / sqrt(head_dim))`` over
-        each slice ``cu_seqlens[j]:cu_seqlens[j + 1]``, computed as the eager attention
-        computes it, so each pattern times that slice's values is its head outputs. Where
-        the keys have fewer heads than the queries (grouped-query: EXAONE 4.5's), each key
-        head serves its group of query heads, as the attention repeats it."""
-        scale = queries.shape[-1] ** -0.5
-        keys = keys.repeat_interleave(queries.shape[1] // keys.shape[1], dim=1)
-        found = []
-        for start, end in zip(cu_seqlens[:-1].tolist(), cu_seqlens[1:].tolist()):
-            q, k = queries[:, :, start:end], keys[:, :, start:end]
-            scores = torch.matmul(q, k.transpose(2, 3)) * scale
-            found.append(scores.softmax(-1, dtype=torch.float32).to(q.dtype)[0])
-        return found
+class QwenVisionAttention(PerImageAttention):
+    """The Qwen ViT's attention: `vlreg.plugin.PerImageAttention` at its default locations
+    (``unsqueeze_0..2`` after the rotary embedding, ``torch_cat_0`` joining the calls)."""
 
 
 @frozen

@@ -225,6 +225,24 @@ class VisionConformance(VideoConformance, ScaleTrust, VisionTrust, TextConforman
         with pytest.raises(Unavailable, match=refused):
             model.vision.patch_embedding_size
 
+    def test_learned_positions_are_what_block_0_adds_to_the_patches(self, model):
+        """On a tower declaring `vlreg.plugin.LearnedPositions` that adds them to the patch
+        embeddings, ``vision.layers[0].input == patch_embeddings + position_embeddings``, and
+        zeroing the positions leaves block 0 the patch embeddings alone."""
+        if not getattr(model.vision, "positions_add_to_patches", False):
+            pytest.skip("this tower declares no learned positions added to its patches (LearnedPositions)")
+        prompt, images = self.image_prompt(model), self.images()[:1]
+        with model.trace(prompt, images=images):
+            patches = model.vision.patch_embeddings.save()
+            positions = model.vision.position_embeddings.save()
+            first = model.vision.layers[0].input.save()
+        assert positions.shape == patches.shape and bool(positions.abs().sum() > 0)
+        torch.testing.assert_close(patches + positions, first.reshape(patches.shape))
+        with model.trace(prompt, images=images):
+            model.vision.position_embeddings[:] = 0
+            first = model.vision.layers[0].input.save()
+        torch.testing.assert_close(first.reshape(patches.shape), patches)
+
     def test_vision_rows_in_support(self, model):
         rows = model.support()
         blocks = ("vision.layer_output", "vision.self_attn.attention_output",
