@@ -8,19 +8,28 @@ differs is the tower: RMSNorm blocks, a biased SwiGLU MLP and windowed attention
 by `WindowedQwenVision` (`vision`), which it publishes as the adapter
 ``"windowed_qwen_vit"`` for the lines whose tower is this one (EXAONE 4.5's).
 
-LLaVA-OneVision-1.5 (``llava_onevision1_5``, transformers 5.25) is this layout on a Qwen3
-text model (vlreg-text's) with a tower of its own, unwindowed, a class token a frame
-(`onevision`).
+LLaVA-OneVision-1.5 (``llava_onevision1_5``, transformers 5.25) is this layout, EXAONE 4.5's
+``model`` writing the merger's output in at its first ``inputs_embeds.masked_scatter``, on a
+Qwen3 text model (vlreg-text's ``qwen3`` text part) with a tower of its own, RICE-ViT
+(`vision.RiceVision`: unwindowed, a class token a frame). Its videos run through the tower in
+calls of their own and are written at a second scatter, which no standard value reads:
+refused by name (`ONEVISION_VIDEOS`).
 """
 
 from vlreg.plugin import VIDEO_SCATTER, Plugin, Text, Tower, Wrapper, adapter
 
-from . import onevision
-from .vision import WindowedQwenVision, tower_envoys, window_layout
+from .vision import WindowedQwenVision, rice_envoys, tower_envoys, window_layout
 
 QWEN_VIT = adapter("qwen_vit")
 
 __all__ = ["WindowedQwenVision", "plugin", "window_layout"]
+
+#: LLaVA-OneVision-1.5's videos reach the model but none of their values are served.
+ONEVISION_VIDEOS = (
+    "a video's frames reach the model (its logits and text values are served), but they run through the tower "
+    "in calls of their own and are written at a scatter of their own, which no standard value reads; pass the "
+    "frames as images=[...] to read them"
+)
 
 
 def text_envoys(part):
@@ -42,9 +51,9 @@ plugin = Plugin(
     Wrapper("qwen2_5_vl", **QWEN_VIT.mounts, entry=VIDEO_SCATTER, refuses=QWEN_VIT.refuses, image_grids=lambda part: QWEN_VIT.image_grids),
     Text("qwen2_5_vl_text", envoys=text_envoys),
     Tower("qwen2_5_vl_vision", rename=QWEN_VIT.tower_rename, envoys=tower_envoys),
-    Wrapper("llava_onevision1_5", **QWEN_VIT.mounts, refuses={**QWEN_VIT.refuses, "videos": onevision.VIDEOS},
+    Wrapper("llava_onevision1_5", **QWEN_VIT.mounts, refuses={**QWEN_VIT.refuses, "videos": ONEVISION_VIDEOS},
             image_grids=lambda part: QWEN_VIT.image_grids),
-    Tower("llava_onevision1_5_vision", rename=QWEN_VIT.tower_rename, envoys=onevision.envoys),
+    Tower("llava_onevision1_5_vision", rename=QWEN_VIT.tower_rename, envoys=rice_envoys),
     adapters={"windowed_qwen_vit": WindowedQwenVision},
     checkpoints=builders,
 )

@@ -131,3 +131,20 @@ tower_envoys = standard_tower_envoys(
     "qwen2_5_vl", ("Qwen2_5_VisionTransformerPretrainedModel", "Qwen2_5_VLVisionBlock", "Qwen2_5_VLVisionAttention",
                    "Qwen2_5_VLMLP"),
     vision=WindowedQwenVision, attention=adapter("qwen_vit").Attention)
+
+
+class RiceVision(QwenVision):
+    """LLaVA-OneVision-1.5's RICE-ViT (transformers 5.25): the Qwen ViT unwindowed (every block
+    attends within each frame), with a class token before each frame's patches
+    (``cls_embeddings``, then ``pre_layernorm``), so the blocks' stream holds ``patches + 1``
+    rows a frame; the class rows are dropped before the merger."""
+
+    class_tokens = 1
+
+
+#: RICE-ViT's module classes onto the Qwen ViT's envoys (the attention reads hold as they are).
+rice_envoys = standard_tower_envoys(
+    "llava_onevision1_5",
+    ("LlavaOnevision15VisionModel", "LlavaOnevision15VisionBlock", "LlavaOnevision15VisionAttention",
+     "LlavaOnevision15VisionMLP"),
+    vision=RiceVision, attention=adapter("qwen_vit").Attention)
