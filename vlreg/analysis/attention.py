@@ -129,6 +129,12 @@ def tower_patterns(model: Any, prompt: Any, images: Any, *, layer: int = -1) -> 
     layer = range(model.vision.num_layers)[layer]
     attention = model.vision.layers[layer].self_attn
     if hasattr(attention, "patterns"):
+        if any(grid.boxes.isnan().any() for image in geometry for grid in image.grids):
+            raise Unavailable(
+                "tower_patterns is unavailable: this family's image tokens include tokens over no patches (row ends, "
+                "marks around the image: NaN boxes), so the patches' pattern does not fold onto its tokens; "
+                "self_attn.patterns(queries, keys, cu_seqlens) gives each image's pattern over its patches"
+            )
         patterns = _merged_patterns(model, attention, prompt, images, geometry)
         return TowerPatterns(layer, patterns, [len(image.grids) - 1 for image in geometry], geometry)
     with torch.no_grad(), model.trace(prompt, images=images):

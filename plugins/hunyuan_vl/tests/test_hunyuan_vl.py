@@ -1,0 +1,56 @@
+"""HunYuan-VL, served by vlreg-hunyuan-vl: what the suite (`test_conformance.TestHunYuanVL`)
+cannot say.
+
+* each image's geometry counts the image tokens at the mask's positions: a begin token, the
+  rows of 2 x 2 patch blocks each ended by a newline, an end token (those three over no pixels);
+* each image's pattern, from the queries and keys, times its values is its head outputs;
+* an edit of the learned positions reaches the logits.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from vlreg.testing import chat
+from vlreg.testing.conformance import image
+
+CHECKPOINT = "hunyuan_vl"
+PICTURES = (image(112, 84), image(64, 96, seed=1))
+
+
+def test_the_geometry_counts_the_masks_tokens(model):
+    prompt = chat(model, images=2)
+    geometries = model.vision.geometry(prompt, list(PICTURES))
+    encoding = model.processor(text=prompt, images=list(PICTURES), return_tensors="pt")
+    with model.trace(prompt, images=list(PICTURES)):
+        mask = model.vision.image_token_mask.save()
+    assert torch.equal(mask[0].nonzero().flatten(), torch.cat([geometry.positions for geometry in geometries]))
+    for geometry, (_, rows, columns) in zip(geometries, encoding["image_grid_thw"].tolist()):
+        begin, grid, end = geometry.grids
+        assert (grid.rows, grid.columns) == (rows // 2, columns // 2 + 1)
+        assert geometry.tokens == rows // 2 * (columns // 2 + 1) + 2
+        boxes = grid.boxes.reshape(grid.rows, grid.columns, 4)
+        assert boxes[:, -1].isnan().all() and not boxes[:, :-1].isnan().any()
+        assert begin.boxes.isnan().all() and end.boxes.isnan().all()
+
+
+def test_each_images_pattern_gives_its_head_outputs(model):
+    attention = model.vision.layers[0].self_attn
+    with model.trace(chat(model, images=2), images=list(PICTURES)):
+        bounds = attention.inputs[1]["cu_seqlens"].save()
+        queries, keys = attention.attention_queries.save(), attention.attention_keys.save()
+        values, heads = attention.attention_values.save(), attention.attention_head_outputs.save()
+    patterns = attention.patterns(queries, keys, bounds)
+    assert len(patterns) == 2
+    for pattern, (start, end) in zip(patterns, zip(bounds[:-1].tolist(), bounds[1:].tolist())):
+        torch.testing.assert_close((pattern @ values[0, :, start:end]).transpose(0, 1), heads[0, start:end])
+
+
+def test_an_edit_of_the_positions_reaches_the_logits(model):
+    prompt = chat(model)
+    with model.trace(prompt, images=[PICTURES[0]]):
+        plain = model.logits.save()
+    with model.trace(prompt, images=[PICTURES[0]]):
+        model.vision.position_embeddings[:] = 0
+        edited = model.logits.save()
+    assert not torch.allclose(plain, edited)

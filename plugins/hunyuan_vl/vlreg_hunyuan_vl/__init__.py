@@ -1,0 +1,44 @@
+"""vlreg-hunyuan-vl: HunYuan-VL, declared against `vlreg.plugin`.
+
+HunYuanVLForConditionalGeneration holds the text model at ``model.language_model``
+(``hunyuan_vl_text``: HunYuan-Dense-V1's blocks, queries and keys normed per head, M-RoPE) and
+the tower at ``model.vision_tower``: SigLIP's block names over every image's patches packed in
+one ``[1, patches, hidden]`` row, in raster order, one attention call per image
+(`vlreg.plugin.RasterPackedVision`, `PerImageAttention`), a learned position grid resampled to
+each image (`LearnedPositions`), and its merger, the projector, run inside the tower once per
+image (``model.vision_tower.patch_merger``, `PerCall`). ``model``'s first
+``inputs_embeds.masked_scatter`` writes the merger's outputs into the embeddings.
+
+Each image's tokens are a begin token, then each row of 2 x 2 patch blocks followed by a
+newline token, then an end token, all at the image placeholder and all written by the merger
+(`geometry`): the begin, newline and end tokens cover no pixels. The model reads no videos.
+"""
+
+from vlreg.plugin import Plugin, Text, Tower, Wrapper, read_only
+
+from . import text, vision
+from .geometry import hunyuan_image_grids
+
+#: The merger runs inside the tower and reads the last block's stream before the tower
+#: returns it: a write to the tower's output reaches nothing.
+READ_ONLY = {
+    "vision.tower_output": read_only(
+        "the merger (model.projector) runs inside the tower and has read the stream before the tower returns it; "
+        "edit vision.layers[-1].layer_output, the same stream before the merger"
+    )
+}
+
+
+def builders():
+    from .checkpoints import build_hunyuan_vl
+
+    return {"hunyuan_vl": build_hunyuan_vl}
+
+
+plugin = Plugin(
+    Wrapper("hunyuan_vl", vision="model.vision_tower", projector="model.vision_tower.patch_merger",
+            refuses=READ_ONLY, envoys=vision.wrapper_envoys, image_grids=lambda part: hunyuan_image_grids),
+    Text("hunyuan_vl_text", envoys=text.envoys),
+    Tower("hunyuan_vl_vision", rename=vision.RENAME, envoys=vision.envoys),
+    checkpoints=builders,
+)
