@@ -54,6 +54,17 @@ class MiniCPMVision(Vision):
         description="the learned positions looked up at each slice's nearest cells, added before block 0",
     )(lambda vision, raw: as_patches(raw)).writes(lambda vision, raw, new: new.reshape(raw.shape))
 
+    def processor_refusal(self, processor: Any) -> str | None:
+        """MiniCPM-OCR's ``small_image_upsize="adaptive"`` sizes each image and slice by its
+        glyphs, measured with OpenCV: refused where OpenCV is not installed."""
+        from transformers.utils import is_cv2_available
+
+        if getattr(processor.image_processor, "small_image_upsize", None) != "adaptive" or is_cv2_available():
+            return None
+        return ("its image processor's small_image_upsize='adaptive' measures each image's glyphs with OpenCV (cv2), "
+                "which is not installed: pass small_image_upsize='always' (the default) or 'never', or install "
+                "opencv-python")
+
     def layer_fold(self, index: int) -> int:
         """Block ``index``'s rows are 2 x 2 patches after ``insert_layer_id`` where the
         ``vit_merger`` runs, else patches."""
