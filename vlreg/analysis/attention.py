@@ -135,8 +135,8 @@ def tower_patterns(model: Any, prompt: Any, images: Any, *, layer: int = -1) -> 
                 "marks around the image: NaN boxes), so the patches' pattern does not fold onto its tokens; "
                 "self_attn.patterns(queries, keys, cu_seqlens) gives each image's pattern over its patches"
             )
-        patterns = _merged_patterns(model, attention, prompt, images, geometry)
-        return TowerPatterns(layer, patterns, [len(image.grids) - 1 for image in geometry], geometry)
+        patterns, grids = _merged_patterns(model, attention, prompt, images, geometry, layer)
+        return TowerPatterns(layer, patterns, grids, geometry)
     with torch.no_grad(), model.trace(prompt, images=images):
         pattern = attention.attention_probabilities.save()
     # a tower that packs its images in one row serves a pattern per image (PackedVisionAttention)
@@ -151,31 +151,49 @@ def tower_patterns(model: Any, prompt: Any, images: Any, *, layer: int = -1) -> 
     per_grid = not per_image and len(pattern) == sum(len(image.grids) for image in geometry)
     offset = 0
     for index, image in enumerate(geometry):
-        whole = [i for i, g in enumerate(image.grids) if bool(g.covered.all())]
-        if not whole:
-            raise Unavailable(
-                f"tower_patterns is unavailable: every grid of image {index} holds tokens over the "
-                f"processor's padding, and the pattern is drawn over a grid wholly on the image"
-            )
-        grid = whole[0]
+        grid = _whole_grid(image, index)
         chosen = image.grids[grid]
+        side = _side(chosen, model.vision, layer)
         row = offset + grid if per_grid else index
         offset += len(image.grids)
-        patches = chosen.tokens * chosen.fold**2
+        patches = chosen.tokens * side**2
         one = pattern[row]
         padded = model.vision.padded_patches and one.shape[-1] > prefix + patches
         if one.shape[-1] != prefix + patches + model.vision.trailing_tokens and not padded:
             raise Unavailable(
                 f"tower_patterns is unavailable: the tower's pattern spans {one.shape[-1]} positions, "
-                f"but image {index}'s grid is {chosen.rows} x {chosen.columns} tokens of {chosen.fold} x "
-                f"{chosen.fold} patches after {prefix} class tokens ({prefix + patches}): the family does "
+                f"but image {index}'s grid is {chosen.rows} x {chosen.columns} tokens of {side} x "
+                f"{side} rows after {prefix} class tokens ({prefix + patches}): the family does "
                 f"not declare how its patches fold into tokens (ImageGrid.fold, Vision.class_tokens, "
                 f"Vision.trailing_tokens)"
             )
         end = prefix + patches  # the image's own patches; a padded tower's padding follows them
-        patterns.append(fold(one[:, prefix:end, prefix:end], chosen.rows, chosen.columns, chosen.fold))
+        patterns.append(fold(one[:, prefix:end, prefix:end], chosen.rows, chosen.columns, side))
         grids.append(grid)
     return TowerPatterns(layer, patterns, grids, geometry)
+
+
+def _whole_grid(image: ImageGeometry, index: int) -> int:
+    """The first of the image's grids wholly over the image (none over the processor's padding)."""
+    whole = [i for i, g in enumerate(image.grids) if bool(g.covered.all())]
+    if not whole:
+        raise Unavailable(
+            f"tower_patterns is unavailable: every grid of image {index} holds tokens over the "
+            f"processor's padding, and the pattern is drawn over a grid wholly on the image"
+        )
+    return whole[0]
+
+
+def _side(grid: Any, vision: Any, layer: int) -> int:
+    """How many of block ``layer``'s rows a token of ``grid`` is on a side: the grid's fold over
+    the patches a row holds there (`Vision.layer_fold`: a tower that merges patches mid-tower)."""
+    merged = vision.layer_fold(layer)
+    if grid.fold % merged:
+        raise Unavailable(
+            f"tower_patterns is unavailable: block {layer}'s rows are {merged} x {merged} patches each, "
+            f"which do not tile a token of {grid.fold} x {grid.fold} patches"
+        )
+    return grid.fold // merged
 
 
 def fold(pattern: torch.Tensor, rows: int, columns: int, side: int) -> torch.Tensor:
@@ -190,8 +208,11 @@ def fold(pattern: torch.Tensor, rows: int, columns: int, side: int) -> torch.Ten
     return members.T @ pattern @ members / side**2
 
 
-def _merged_patterns(model, attention, prompt, images, geometry) -> list[torch.Tensor]:
-    """Each image's pattern from the per-call patterns, in merge-block order, folded to tokens."""
+def _merged_patterns(model, attention, prompt, images, geometry, layer) -> tuple[list[torch.Tensor], list[int]]:
+    """Each image's pattern from the per-call patterns, folded to tokens, and its grid: on the
+    Qwen ViT (``spatial_merge_size``) in merge-block order over the image's last grid; on any
+    other tower packing its images in one row, each grid's rows in raster order, one after
+    another (MiniCPM-V's source image and slices), over the image's first grid wholly on it."""
     with torch.no_grad(), model.trace(prompt, images=images):
         bounds = attention.inputs[1]["cu_seqlens"].save()
         queries = attention.attention_queries.save()
@@ -202,6 +223,8 @@ def _merged_patterns(model, attention, prompt, images, geometry) -> list[torch.T
     for start, end, call in zip(bounds[:-1].tolist(), bounds[1:].tolist(), calls):
         whole[:, start:end, start:end] = call
     vision = model.vision
+    if not hasattr(vision, "spatial_merge_size"):
+        return _packed_patterns(whole, geometry, vision, layer)
     if hasattr(vision, "to_scatter_order"):
         grid_thw = encode(model.processor, prompt, images, **given(model))["image_grid_thw"]
         whole = vision.to_scatter_order(vision.to_scatter_order(whole, grid_thw, dim=-2), grid_thw, dim=-1)
@@ -212,4 +235,25 @@ def _merged_patterns(model, attention, prompt, images, geometry) -> list[torch.T
         block = whole[:, start : start + n * unit, start : start + n * unit]
         found.append(block.reshape(heads, n, unit, n, unit).sum(-1).mean(2))
         start += n * unit
-    return found
+    return found, [len(image.grids) - 1 for image in geometry]
+
+
+def _packed_patterns(whole: torch.Tensor, geometry, vision, layer) -> tuple[list[torch.Tensor], list[int]]:
+    """`_merged_patterns` on a tower packing each grid's rows in raster order, one grid after another."""
+    found, grids, start = [], [], 0
+    for index, image in enumerate(geometry):
+        chosen = _whole_grid(image, index)
+        for number, grid in enumerate(image.grids):
+            side = _side(grid, vision, layer)
+            end = start + grid.tokens * side**2
+            if number == chosen:
+                found.append(fold(whole[:, start:end, start:end], grid.rows, grid.columns, side))
+                grids.append(chosen)
+            start = end
+    if start != whole.shape[-1]:
+        raise Unavailable(
+            f"tower_patterns is unavailable: block {layer}'s rows are {whole.shape[-1]}, but the images' grids "
+            f"fold {start} of them: the family does not declare how its patches fold into tokens (ImageGrid.fold, "
+            f"Vision.layer_fold)"
+        )
+    return found, grids

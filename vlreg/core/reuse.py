@@ -95,11 +95,21 @@ def _differs(cached: dict, traced: dict, copies: int) -> str | None:
     if cached.keys() != traced.keys():
         return f"inputs ({sorted(traced)} against the cache's {sorted(cached)})"
     for key, value in cached.items():
-        expected = value if copies == 1 else torch.cat([value] * copies)
         other = traced[key]
+        expected = value if copies == 1 else torch.cat([value] * copies, _packed_axis(value, other, copies))
         if other.shape != expected.shape or not torch.equal(other.to(expected.dtype), expected):
             return f"{key}"
     return None
+
+
+def _packed_axis(cached: torch.Tensor, traced: torch.Tensor, copies: int) -> int:
+    """The axis the processor lays a batch's images along: the leading one, or the one axis
+    ``copies`` times as long in the trace where the processor packs every image into one row
+    (MiniCPM-V's patches, side by side along the last)."""
+    if cached.dim() != traced.dim():
+        return 0
+    longer = [axis for axis, (a, b) in enumerate(zip(cached.shape, traced.shape)) if a != b]
+    return longer[0] if len(longer) == 1 and traced.shape[longer[0]] == copies * cached.shape[longer[0]] else 0
 
 
 def _repeat(output: Any, copies: int, axis: int = 0) -> Any:

@@ -264,6 +264,21 @@ class Vision(Standard):
         processor's, as a trace takes them."""
         return self.root._tower_cache(prompt, images, **options)
 
+    def processor_refusal(self, processor: Any) -> str | None:
+        """Why the processor, as a trace's options configure it, cannot run in this process,
+        saying what can, or ``None``: a setting whose path needs a library not installed
+        (MiniCPM-OCR's ``small_image_upsize="adaptive"`` measures glyphs with OpenCV). A trace
+        and the geometry refuse it before the processor runs."""
+        return None
+
+    def layer_fold(self, index: int) -> int:
+        """How many of the tower's patches, along a side, one row of block ``index``'s stream
+        holds: 1, unless the tower merges patches between its blocks (MiniCPM-V's ``vit_merger``
+        after block ``insert_layer_id``: 2 after it). A token of a grid of ``fold`` is then
+        ``fold // layer_fold(index)`` rows a side in block ``index``, which `tower_patterns` and
+        the suite's per-patch checks read."""
+        return 1
+
     def no_images(self) -> str | None:
         """``None`` when images reach the model, else why not (then every vision value is
         `Unavailable` with that reason)."""

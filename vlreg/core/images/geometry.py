@@ -20,7 +20,7 @@ from attrs import field, frozen
 
 from ..errors import Unavailable
 from .inputs import check_images, check_placeholders, for_processor, takes_arrays, takes_flat
-from .options import check_options, given
+from .options import check_options, check_settings, given
 from .processing import as_pil, configured, encode, leaves
 
 
@@ -189,6 +189,7 @@ def image_geometry(model: Any, prompt: "str | Sequence[str]", images: Any, **opt
     check_images(given_images, model.processor, takes_arrays(model), vision)
     check_placeholders(model, prompt, given_images)
     processor = configured(model.processor, options)
+    check_settings(model, processor)
     handed = leaves(given_images) if takes_flat(model) else given_images
     encoding = encode(processor, prompt, for_processor(handed, processor), **options)  # as the trace calls it: a processor's own defaults would override the copy's
     images = [as_pil(image) for image in leaves(given_images)]  # the family's grids, and the sizes, are per image in order

@@ -82,8 +82,20 @@ def encode_invoke(model: Any, prompts: Any, kwargs: dict, options: dict) -> dict
     rest = {key: value for key, value in kwargs.items() if key not in MEDIA | {"text"}}
     text = list(prompts) if isinstance(prompts, (list, tuple)) else prompts
     processor = configured(model.processor, options)
+    if media.get("images") is not None:
+        check_settings(model, processor)
     encoding = processor(text=text, **media, **options, padding=True, return_tensors="pt")
     return {**encoding, **rest}
+
+
+def check_settings(model: Any, processor: Any) -> None:
+    """Refuse, before it runs, a processor the options configure into a setting the family
+    says this process cannot run (`Vision.processor_refusal`: a path needing a library not
+    installed)."""
+    vision = model.__dict__.get("vision")
+    why = vision.processor_refusal(processor) if vision is not None else None
+    if why:
+        raise ValueError(f"the processor ({type(processor).__name__}) cannot run as configured: {why}")
 
 
 def check_options(processor: Any, options: dict, where: str) -> None:

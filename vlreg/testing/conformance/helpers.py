@@ -93,13 +93,16 @@ def centres(geometry: Any, smallest: float = 0) -> Iterator[tuple[int, Any, int,
                 yield frame, grid, token, (x0 + x1) / 2, (y0 + y1) / 2
 
 
-def patch_block(grid: Any, token: int, first: int = 0) -> list[int]:
+def patch_block(grid: Any, token: int, first: int = 0, fold: int | None = None) -> list[int]:
     """The patches ``token`` of ``grid`` folds (``grid.fold`` x ``grid.fold``), as indices
     into the tower's row of the grid's patches in raster order, where the grid's first patch
-    is at ``first`` (after a class token, or an image packed before it in the same row)."""
-    side = grid.columns * grid.fold
+    is at ``first`` (after a class token, or an image packed before it in the same row).
+    ``fold``: the token's side in rows of a block whose rows are blocks of patches
+    (``grid.fold // vision.layer_fold(block)``: a tower that merges patches mid-tower)."""
+    fold = grid.fold if fold is None else fold
+    side = grid.columns * fold
     r, c = divmod(token, grid.columns)
-    return [first + (r * grid.fold + i) * side + c * grid.fold + j for i in range(grid.fold) for j in range(grid.fold)]
+    return [first + (r * fold + i) * side + c * fold + j for i in range(fold) for j in range(fold)]
 
 
 def moved_features(model: StandardizedTransformer, prompt: Any, pictures: list, frame: int, patches: Any,
