@@ -27,6 +27,7 @@ from .core.envoys.feature_layer import hidden_states_read_only
 from .core.envoys.linear import LinearAttention
 from .core.envoys.mamba import Mamba
 from .core.envoys.mixers import Mixer
+from .core.envoys.modality import ExpertBank, ModalityExperts
 from .core.envoys.packed import PackedVisionAttention
 from .core.envoys.seq2seq import DecoderLayer, Encoder, OutputProjection, PostNormLayer
 from .core.envoys.standard import Standard
@@ -85,6 +86,8 @@ __all__ = [
     "Mlp",
     "MoeMlp",
     "SharedExpertsAfter",
+    "ModalityExperts",
+    "ExpertBank",
     "LinearAttention",
     "Mamba",
     "CrossAttentionLayer",
