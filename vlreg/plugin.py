@@ -28,6 +28,7 @@ from .core.envoys.latent import LatentAttention
 from .core.envoys.linear import LinearAttention
 from .core.envoys.mamba import Mamba
 from .core.envoys.mixers import Mixer
+from .core.envoys.modality import ExpertBank, ModalityExperts
 from .core.envoys.packed import PackedVisionAttention
 from .core.envoys.per_image import PACKED_SIGLIP_RENAME, PackedVision, PerImageAttention, RasterPackedVision
 from .core.envoys.positions import LearnedPositions
@@ -42,6 +43,7 @@ from .core.envoys.vision import (
     VisionLayer,
     VisionMlp,
     as_patches,
+    as_second_tower,
     config_size,
     patches,
     variable_resolution,
@@ -90,6 +92,9 @@ __all__ = [
     "MoeMlp",
     "SharedExpertsAfter",
     "GroupRoutedMoe",
+
+    "ModalityExperts",
+    "ExpertBank",
     "LinearAttention",
     "Mamba",
     "CrossAttentionLayer",
@@ -112,6 +117,7 @@ __all__ = [
     "VisionMlp",
     "Patches",
     "as_patches",
+    "as_second_tower",
     "patches",
     "config_size",
     "variable_resolution",

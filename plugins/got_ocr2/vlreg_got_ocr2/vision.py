@@ -42,6 +42,7 @@ from __future__ import annotations
 from typing import Any
 
 import torch
+from attrs import frozen
 from nnsight.intervention.util import first_input, replace_first_input
 
 from vlreg.plugin import Vision, VisionAttention, VisionLayer, VisionMlp, config_size, patches, tower_envoys, value
@@ -103,24 +104,34 @@ class GotLayer(VisionLayer):
     layer_output = patches(read=_rows, put=_grid, description="the stream leaving the block, [images, patches, hidden]")
 
 
+def _tower(envoy: Any) -> Any:
+    """The SAM tower ``envoy`` is part of: the tower, or a second tower mounted under another
+    (DeepSeek-VL-Hybrid's, at ``vision.second_tower``)."""
+    while not isinstance(envoy, GotVision):
+        envoy = envoy.parent
+    return envoy
+
+
 def windowed(envoy: Any) -> bool:
     """Whether the block ``envoy`` is in (or is) attends within windows."""
-    return envoy.place.tower._module.layers[envoy.block_index].window_size > 0
+    return _tower(envoy)._module.layers[envoy.block_index].window_size > 0
 
 
 WINDOWED = (
     "block {index} attends within {size} x {size}-patch windows of the grid padded to a multiple of {size}, so its "
     "attention's queries, keys, values, scores, pattern and head outputs are per window ([images * windows, ...], "
-    "padding included), not over the image's patches; read them natively at vision.layers[{index}].self_attn.source, "
-    "or read a global block's (vision.global_layers: {globals})"
+    "padding included), not over the image's patches; read them natively at {block}.self_attn.source, "
+    "or read a global block's ({tower}.global_layers: {globals})"
 )
 
 
 def _global_only(attention: Any) -> str | None:
     if not windowed(attention):
         return None
-    config = attention.place.tower._vision_config
-    return WINDOWED.format(index=attention.block_index, size=config.window_size, globals=list(config.global_attn_indexes))
+    tower = _tower(attention)
+    config = tower._vision_config
+    return WINDOWED.format(index=attention.block_index, size=config.window_size, globals=list(config.global_attn_indexes),
+                           block=attention.place.label.rsplit(".", 1)[0], tower=tower.place.label)
 
 
 def _heads(attention: Any, flat: torch.Tensor) -> torch.Tensor:
@@ -229,3 +240,20 @@ def rename(part: Any) -> dict[str, str]:
 envoys = tower_envoys("got_ocr2", ("GotOcr2VisionEncoder", "GotOcr2VisionLayer", "GotOcr2VisionAttention",
                                    "GotOcr2MLPBlock"), vision=GotVision, layer=GotLayer, attention=GotAttention,
                       mlp=GotMlp)
+
+
+@frozen
+class SamViT:
+    """The adapter ``"sam_vit"``: SAM's ViT as GOT-OCR 2.0 serves it, for another family whose
+    tower is SAM's (transformers' ``SamVisionEncoder``, whose classes GOT's copy): the envoy
+    classes of the tower, its blocks, their attention and MLP, and the tower's names
+    (``rename``, a function of the part). A public promise of vlreg-got-ocr2."""
+
+    Vision: type
+    Layer: type
+    Attention: type
+    Mlp: type
+    rename: Any
+
+
+SAM_VIT = SamViT(Vision=GotVision, Layer=GotLayer, Attention=GotAttention, Mlp=GotMlp, rename=rename)

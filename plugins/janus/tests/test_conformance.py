@@ -30,3 +30,19 @@ class TestDeepseekVL(AnalysisConformance, VisionConformance):
     on_disk = "vision.layers"
     native = NATIVE
     image_sizes = ((84, 84), (112, 84))
+
+
+class TestDeepseekVLHybrid(AnalysisConformance, VisionConformance):
+    """DeepSeek-VL-Hybrid: DeepSeek-VL's layout, with SAM's ViT beside SigLIP at
+    ``vision.second_tower`` (the ``"sam_vit"`` adapter's envoys): its values are the tower's,
+    a write to any of them reaches the logits; its windowed block's attention interior is per
+    window, refused by name as on GOT-OCR 2.0."""
+
+    checkpoint = "deepseek_vl_hybrid"
+    on_disk = "vision.layers"
+    native = NATIVE | {"vision.second_tower": "model.high_res_vision_model.vision_encoder",
+                       "vision.second_tower.layers": "model.high_res_vision_model.vision_encoder.layers"}
+    unavailable = {f"vision.second_tower.layers.0.self_attn.{name}": "attends within 6 x 6-patch windows" for name in (
+        "attention_queries", "attention_keys", "attention_values", "attention_scores", "attention_probabilities",
+        "attention_head_outputs")}
+    image_sizes = ((84, 84), (112, 84))

@@ -89,3 +89,36 @@ class TestDeepseekVL13B(Square576, PublishedWidths):
 
     def published_processor(self, tokenizer):
         return transformers.DeepseekVLProcessor(image_processor=transformers.DeepseekVLImageProcessor(), tokenizer=tokenizer)
+
+
+class TestDeepseekVLHybridDefaults(PublishedWidths):
+    """DeepseekVLHybridConfig's defaults, read from the class (no published hybrid checkpoint's
+    config was at hand): SigLIP-B/224 and Llama-2-7B's widths as DeepseekVLConfig's, and beside
+    them SAM ViT-B, the published SAM's (768 wide, 12 blocks of 12 heads, 1024-pixel images in
+    16-pixel patches, 14-patch windows, global blocks 2, 5, 8 and 11, a neck of 256 channels)."""
+
+    config = transformers.DeepseekVLHybridConfig
+    checkpoint = "deepseek_vl_hybrid"
+    family = "janus"
+    parts = {"vision": ("siglip_vision_model", "vlreg-llava"), "text": ("llama", "vlreg-llava"),
+             "high_res_vision_config": ("sam_vision_model", "vlreg-janus")}
+    published = {
+        "num_layers": 32, "hidden_size": 4096, "vision.num_layers": 12, "vision.vision_hidden_size": 768,
+        "vision.image_size": 224, "vision.patch_size": 16,
+        "vision.second_tower.num_layers": 12, "vision.second_tower.vision_hidden_size": 768,
+        "vision.second_tower.num_heads": 12, "vision.second_tower.head_dim": 64, "vision.second_tower.patch_size": 16,
+        "vision.second_tower.window_size": 14, "vision.second_tower.global_layers": [2, 5, 8, 11],
+        "vision.second_tower.output_channels": 256,
+        "projector.high_res_vision_proj.weight.shape": (2048, 1024), "projector.vision_proj.weight.shape": (2048, 768),
+    }
+    refused = None  # the windowed blocks' interior: test_deepseek_vl_hybrid.py checks the table
+
+    def published_config(self, tokenizer=None):
+        token = {"image_token_id": tokenizer.convert_tokens_to_ids("<image_placeholder>")} if tokenizer is not None else {}
+        return self.config(**token)
+
+    def test_the_windowed_blocks_of_the_second_tower_refuse_their_interior(self, model):
+        rows = model.support()
+        for block in range(12):
+            reason = rows.get(f"vision.second_tower.layers.{block}.self_attn.attention_probabilities")
+            assert (reason is None) == (block in (2, 5, 8, 11)), block

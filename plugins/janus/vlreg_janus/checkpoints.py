@@ -167,4 +167,36 @@ def build_deepseek_vl(path: Path, **overrides: Any) -> Path:
     )
 
 
-BUILDERS = {"janus": build_janus, "janus_pro": build_janus_pro, "deepseek_vl": build_deepseek_vl}
+#: The tiny high-resolution tower: SAM's ViT as GOT-OCR 2.0's tiny one (32-pixel images, 2-pixel patches, a
+#: windowed block then a global one), the aligner reading its neck's grid resized to the SigLIP tokens' 8 x 8.
+HIGH_RES_SIDE = 32
+SAM = {"hidden_size": 32, "output_channels": 16, "num_hidden_layers": 2, "num_attention_heads": 2, "mlp_dim": 64,
+       "image_size": HIGH_RES_SIDE, "patch_size": 2, "window_size": 6, "global_attn_indexes": [1],
+       "initializer_range": 0.02}
+
+
+def build_deepseek_vl_hybrid(path: Path, **overrides: Any) -> Path:
+    """Write a tiny DeepSeek-VL-Hybrid checkpoint: DeepSeek-VL's (`build_deepseek_vl`) with the
+    high-resolution SAM tower beside the SigLIP one, through the real
+    ``DeepseekVLHybridProcessor`` (each image resized and padded twice: 56 pixels for SigLIP,
+    32 for SAM). ``overrides``: ``text_config``, ``vision_config`` and ``high_res_vision_config``
+    dicts, ``image_processor`` (fields of DeepseekVLHybridImageProcessor), other fields of the
+    top-level config."""
+    from transformers import DeepseekVLHybridConfig, DeepseekVLHybridImageProcessor, DeepseekVLHybridProcessor
+
+    images = {"size": {"height": IMAGE_SIZE, "width": IMAGE_SIZE}, "min_size": PATCH,
+              "high_res_size": {"height": HIGH_RES_SIDE, "width": HIGH_RES_SIDE}, **overrides.pop("image_processor", {})}
+    high_res = {"model_type": "sam_vision_model", **SAM, **overrides.pop("high_res_vision_config", {})}
+    return tiny(
+        path, DeepseekVLHybridConfig,
+        lambda tok: DeepseekVLHybridProcessor(image_processor=DeepseekVLHybridImageProcessor(**images), tokenizer=tok,
+                                              chat_template=DEEPSEEK_VL_TEMPLATE, num_image_tokens=TOKENS),
+        tokens=DEEPSEEK_VL_TOKENS,
+        roles={"add_bos_token": True, "bos_token": BOS, "eos_token": EOS, "pad_token": PAD, "image_token": IMAGE},
+        text={"model_type": "llama", **TINY_TEXT}, vision={"model_type": "siglip_vision_model", **SIGLIP},
+        ids={"image_token_id": IMAGE}, fields={"high_res_vision_config": high_res}, overrides=overrides,
+    )
+
+
+BUILDERS = {"janus": build_janus, "janus_pro": build_janus_pro, "deepseek_vl": build_deepseek_vl,
+            "deepseek_vl_hybrid": build_deepseek_vl_hybrid}

@@ -52,3 +52,26 @@ class JanusVision(Vision):
 envoys = tower_envoys(
     "janus", ("JanusVisionModel", "JanusVisionEncoderLayer", "JanusVisionAttention", "JanusVisionMLP"),
     vision=JanusVision)
+
+
+#: The SAM attention's interior, which its sdpa class computes in one call.
+SAM_INTERIOR = ("attention_queries", "attention_keys", "attention_values", "attention_scores",
+                "attention_probabilities", "attention_head_outputs")
+SAM_SDPA = ("the high-resolution tower's attention runs as sdpa (SamVisionSdpaAttention), one call that does not "
+            "expose its interior; load with attn_implementation='eager'")
+
+
+def sam_envoys(part):
+    """DeepSeek-VL-Hybrid's high-resolution tower (transformers' ``SamVisionEncoder``) onto the
+    ``"sam_vit"`` adapter's envoys (vlreg-got-ocr2's: GOT's tower is SAM's classes copied), as a
+    second tower; on an sdpa load its attention's interior is refused (`SAM_SDPA`)."""
+    from transformers.models.sam import modeling_sam as sam
+
+    from vlreg.plugin import adapter, as_second_tower
+
+    found = adapter("sam_vit")
+    # a windowed block's interior is per window whatever the implementation: that reason first
+    refuses = {name: (found.Attention.refuses[name], SAM_SDPA) for name in SAM_INTERIOR}
+    sdpa = type("SamSdpaAttention", (found.Attention,), {"refuses": refuses})
+    return {sam.SamVisionEncoder: as_second_tower(found.Vision), sam.SamVisionLayer: found.Layer,
+            sam.SamVisionAttention: found.Attention, sam.SamVisionSdpaAttention: sdpa, sam.SamMLPBlock: found.Mlp}

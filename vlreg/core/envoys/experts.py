@@ -63,6 +63,10 @@ def _routing(index: int) -> Any:
     return lambda mlp, raw: raw[index], rebuild
 
 
+def _layout(mlp: Any) -> str:
+    return mlp.token_layout
+
+
 def _router(mlp: Any) -> Any:
     return getattr(mlp, mlp.router_module)
 
@@ -91,32 +95,35 @@ class MoeMlp(Mlp):
     #: nnsight's name for the router's call that computes the logits (``F.linear``;
     #: Aria's router spells it ``nn.functional.linear``).
     router_call: ClassVar[str] = "F_linear_0"
+    #: How its token values hold a batch of several invokes (`vlreg.core.serving.batching`):
+    #: every row's tokens, ``"tokens"``; a bank of `ModalityExperts` takes some tokens only, ``"whole"``.
+    token_layout: ClassVar[str] = "tokens"
     order = ("shared_expert_output", "router_logits", "expert_weights", "expert_indices", "expert_outputs",
              "routed_output", "mlp_output")
     refuses = {"expert_outputs": _slotted, "shared_expert_output": _no_shared_expert}
 
     router_logits = value(
-        At(lambda mlp: f"{_router(mlp).path}.source.{mlp.router_call}.output", inside=_router), layout="tokens",
+        At(lambda mlp: f"{_router(mlp).path}.source.{mlp.router_call}.output", inside=_router), layout=_layout,
         description="the router's score of each expert per token, [tokens, experts]; a write reroutes",
     )(lambda mlp, raw: raw).writes(lambda mlp, raw, new: new)
     expert_weights = value(
-        lambda mlp: f"{_router(mlp).path}.output", layout="tokens",
+        lambda mlp: f"{_router(mlp).path}.output", layout=_layout,
         description="each token's routing weights, [tokens, top_k]",
     )(_routing(1)[0]).writes(_routing(1)[1])
     expert_indices = value(
-        lambda mlp: f"{_router(mlp).path}.output", layout="tokens",
+        lambda mlp: f"{_router(mlp).path}.output", layout=_layout,
         description="the expert in each token's slots, [tokens, top_k]",
     )(_routing(2)[0]).writes(_routing(2)[1])
     expert_outputs = value(
-        _experts_call, layout="tokens",
+        _experts_call, layout=_layout,
         description="each slot's expert output weighted by its routing weight, [tokens, top_k, hidden]",
     )(lambda mlp, raw: raw).writes(lambda mlp, raw, new: new)
     routed_output = returned(
-        lambda mlp: f"{getattr(mlp, mlp.experts_module).path}.output", layout="tokens",
+        lambda mlp: f"{getattr(mlp, mlp.experts_module).path}.output", layout=_layout,
         description="the experts' weighted sum per token, [tokens, hidden]",
     )
     shared_expert_output = value(
-        lambda mlp: f"{getattr(mlp, mlp.shared_expert_module).path}.output", layout="tokens",
+        lambda mlp: f"{getattr(mlp, mlp.shared_expert_module).path}.output", layout=_layout,
         description="the shared expert's own output, before its gate, [tokens, hidden]",
     )(lambda mlp, raw: raw).writes(with_first)
 

@@ -99,12 +99,15 @@ class Standard(Supported, ByReference, Envoy):
 
     @classmethod
     def values(cls) -> list[str]:
-        """The names of this class's standard values, in forward order."""
+        """The names of this class's standard values, in forward order (a value a subclass
+        sets to ``None`` is not one of its names)."""
         names: dict[str, None] = {}
         for klass in reversed(cls.__mro__):
             for name, attribute in vars(klass).items():
                 if isinstance(attribute, value):
                     names[name] = None
+                elif attribute is None:
+                    names.pop(name, None)
         ordered = [name for name in cls.order if name in names]
         return ordered + [name for name in names if name not in ordered]
 

@@ -117,6 +117,14 @@ def _input_ids(raw: Any) -> torch.Tensor:
 VIDEO_VALUES = {"video_token_mask": "image_token_mask", "video_features": "image_features"}
 
 
+def as_second_tower(vision: type) -> type:
+    """``vision`` (a `Vision` class) as a second tower (`Scatter.second_tower`, mounted at
+    ``model.vision.second_tower``): its own values and blocks, without those where the image
+    meets the text model (the mask, the features), which are the first tower's."""
+    meeting = ("image_token_mask", "image_features", *VIDEO_VALUES)
+    return type(f"Second{vision.__name__}", (vision,), {"__doc__": vision.__doc__, **dict.fromkeys(meeting)})
+
+
 def config_size(field: str, doc: str | None = None) -> property:
     """A tower size as its config states it: a property reading ``field`` of the vision
     config (``doc``, its docstring), for a size no module holds."""
@@ -131,9 +139,11 @@ class Vision(Standard):
     value's axes are the tower's sizes.
     """
 
-    standard_children = {"layers": ""}
+    #: ``second_tower``: a tower the projector reads beside this one, mounted by the entry
+    #: (`Scatter.second_tower`), after this tower in the forward.
+    standard_children = {"layers": "", "second_tower": "second_tower."}
     video_values = VIDEO_VALUES
-    order = ("image_token_mask", "patch_embeddings", "layers", "tower_output", "image_features")
+    order = ("image_token_mask", "patch_embeddings", "layers", "tower_output", "second_tower", "image_features")
     #: Rows before the patches in the tower's own sequence (CLIP's class token: 1).
     class_tokens: int = 0
     #: Rows after the patches in the tower's own sequence (Llama 4's class token, which it

@@ -260,6 +260,17 @@ class Scatter(Entry):
     #: arguments as ``operation`` (``inputs_embeds_masked_scatter_1`` on the Qwen line):
     #: ``vision.video_features`` is read there. ``None``: the family serves no video value.
     videos: str | None = None
+    #: A second tower (path from the root) whose output the projector reads beside the
+    #: tower's (DeepSeek-VL-Hybrid's high-resolution SAM tower), mounted at
+    #: ``model.vision.second_tower``, its values the tower's. ``None``: one tower.
+    second_tower: str | None = None
+
+    def mount(self, model: Any) -> None:
+        """Bind ``model.vision.second_tower`` to the second tower's envoy, the same object as
+        ``model.<second_tower>`` (as a rename alias is), where there is one."""
+        vision = model.__dict__.get("vision")
+        if self.second_tower is not None and vision is not None and "second_tower" not in vision.__dict__:
+            object.__setattr__(vision, "second_tower", model.get(self.second_tower))
 
     def refuses(self) -> dict:
         """Where the wrapper's generate steps its text model (``steps``), the model's own

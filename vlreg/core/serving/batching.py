@@ -22,6 +22,9 @@ cut here:
 * ``"tower"``: the tower's own batch (images, crops, or one packed row of patches): whole
   for the one invoke whose images it ran on; with images in several invokes it is
   unavailable (which rows are whose is the family's layout, and no family declares it).
+* ``"whole"``: tokens of the whole batch in an order of the model's own (the tokens one bank
+  of experts took, `vlreg.core.envoys.modality`): served to a trace of one invoke, refused
+  with several (no invoke's rows are cut from it).
 """
 
 from __future__ import annotations
@@ -31,7 +34,7 @@ from typing import Any, Sequence
 import torch
 from attrs import field, frozen
 
-LAYOUTS = ("batch", "tokens", "image_tokens", "video_tokens", "rows", "streams", "tower")
+LAYOUTS = ("batch", "tokens", "image_tokens", "video_tokens", "rows", "streams", "tower", "whole")
 
 
 @frozen

@@ -317,8 +317,18 @@ def _shared_tower(asked: Asked) -> str | None:
     return None
 
 
+def _whole_batch(asked: Asked) -> str | None:
+    if _is_value(asked) and asked.group is not None and asked.value.layout_on(asked.envoy) == "whole":
+        return (
+            "it holds the whole batch's tokens in an order of the model's own, from which no invoke's rows "
+            "are cut; read it in a trace of one invoke"
+        )
+    return None
+
+
 #: Asked last, in a run, in this order.
-RUN: tuple = (Gate(_later_step_of_once), Gate(_image_values), Gate(_replayed), Gate(_shared_tower))
+RUN: tuple = (Gate(_later_step_of_once), Gate(_image_values), Gate(_replayed), Gate(_shared_tower),
+              Gate(_whole_batch))
 
 
 def prefill_only(instead: str, call: str, whole: str) -> Gate:

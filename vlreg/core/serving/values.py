@@ -54,7 +54,7 @@ class value(eproperty):
             the envoy giving the whole location).
         layout: How the value holds a batch of several invokes (see
             `vlreg.core.serving.batching`): ``"batch"``, ``"tokens"``, ``"image_tokens"``,
-            ``"rows"``, ``"streams"`` or ``"tower"``, or a function of the envoy giving one.
+            ``"rows"``, ``"streams"``, ``"tower"`` or ``"whole"``, or a function of the envoy giving one.
             ``None``: ``"tower"`` on a tower envoy, else ``"batch"``.
         description: One line shown beside the value in the envoy's repr (default: the
             first line of the view's docstring).

@@ -17,13 +17,14 @@ from .gradients import GradientConformance
 from .helpers import at_each_step, centres, image, lit, moved_features, no_patterns, patch_block, taken_sizes
 from .linear import LinearAttentionConformance
 from .mamba import MambaConformance
+from .modality import ModalityExpertsConformance
 from .published import PublishedWidths
 from .remote import RemoteConformance
 from .text import TextConformance
 from .videos import VideoConformance
 from .vision import VisionConformance
 
-__all__ = ["TextConformance", "VisionConformance", "ExpertsConformance", "LinearAttentionConformance", "MambaConformance",
+__all__ = ["TextConformance", "VisionConformance", "ExpertsConformance", "ModalityExpertsConformance", "LinearAttentionConformance", "MambaConformance",
            "CrossAttentionConformance", "AnalysisConformance", "RemoteConformance", "PublishedWidths",
            "GradientConformance", "VideoConformance", "at_each_step", "centres", "image", "lit", "moved_features",
            "no_patterns", "patch_block", "taken_sizes"]
