@@ -44,7 +44,7 @@ def tiny(
     ``stops`` where given (a model that stops at another token than its tokenizer's end),
     else of ``roles``. ``config`` (the family's config class) gets ``text_config`` (``text`` with the
     vocabulary's size and the special ids), ``vision_config`` (``vision``), a field per entry
-    of ``ids`` (``{"image_token_index": "<image>"}``: the token's id), ``fields``, the special
+    of ``ids`` (``{"image_token_index": "<image>"}``: the token's id; a tuple of tokens, their ids), ``fields``, the special
     ids too where ``special_at_root``, and last ``overrides``, a builder's keyword arguments
     (``text_config`` and ``vision_config`` dicts update those parts). The generation config
     carries the special ids that are set; the weights are random (`save`), in ``dtype``.
@@ -59,7 +59,8 @@ def tiny(
     parts = {"text_config": {"vocab_size": len(tok), **text, **special, **overrides.pop("text_config", {})}}
     if vision is not None:
         parts["vision_config"] = {**vision, **overrides.pop("vision_config", {})}
-    found = config(**parts, **{field: token_ids[token] for field, token in (ids or {}).items()},
+    found = config(**parts, **{field: token_ids[token] if isinstance(token, str) else [token_ids[t] for t in token]
+                                for field, token in (ids or {}).items()},
                    **{**(fields or {}), **(special if special_at_root else {}), **overrides})
     generation = GenerationConfig(**{name: value for name, value in special.items() if value is not None})
     return save(Path(path), found, processor(tok), generation, dtype)

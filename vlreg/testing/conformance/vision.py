@@ -40,6 +40,9 @@ class VisionConformance(VideoConformance, ScaleTrust, VisionTrust, TextConforman
       (`PerCall`), the calls whose outputs, joined in order, are the features: every call
       by default (LFM2-VL's, once per crop); Gemma 3n's embedder embeds the prompt's ids
       first, then the image (``slice(1, None)``).
+    * ``rewritten_tokens``: the config field naming tokens, not image tokens, whose embeddings
+      the wrapper writes over with rows of its own after the scatter (Ovis 2's
+      ``visual_indicator_token_ids``): block 0 receives the token embeddings everywhere else.
     """
 
     image_sizes: ClassVar[tuple[tuple[int, int], ...]] = ((112, 84),)
@@ -47,6 +50,7 @@ class VisionConformance(VideoConformance, ScaleTrust, VisionTrust, TextConforman
     tower_plain_sum: ClassVar[bool] = True
     tower_blocks: ClassVar[bool] = True
     projector_feature_calls: ClassVar[slice] = slice(None)
+    rewritten_tokens: ClassVar[str | None] = None
     text_generation_load: ClassVar[bool] = True
     question: ClassVar[str] = "What is in this image?"
 
@@ -116,7 +120,10 @@ class VisionConformance(VideoConformance, ScaleTrust, VisionTrust, TextConforman
     # -- the scatter ----------------------------------------------------------
 
     def test_features_are_what_block_0_receives_at_the_image_tokens(self, model):
+        ids = []  # the prompt's ids, read only where the family names tokens it rewrites
         with model.trace(self.image_prompt(model), images=self.images()[:1]):
+            if self.rewritten_tokens:
+                ids.append(model.input_ids.save())
             mask = model.vision.image_token_mask.save()
             embeddings = model.token_embeddings.save()
             features = model.vision.image_features.save()
@@ -125,7 +132,12 @@ class VisionConformance(VideoConformance, ScaleTrust, VisionTrust, TextConforman
         assert int(mask.sum()) == features.shape[0] > 0
         assert features.shape[1] == model.hidden_size
         assert torch.equal(first[mask], features)
-        assert torch.equal(first[~mask], embeddings[~mask])
+        rewritten = torch.zeros_like(mask)
+        if self.rewritten_tokens:  # not image tokens: their own rows, which no image value covers
+            rewritten = torch.isin(ids[0], torch.tensor(getattr(model.config, self.rewritten_tokens)))
+            assert rewritten.any() and not (rewritten & mask).any()
+            assert not torch.equal(first[rewritten], embeddings[rewritten])
+        assert torch.equal(first[~mask & ~rewritten], embeddings[~mask & ~rewritten])
 
     def test_projector_output_is_the_features(self, model):
         with model.trace(self.image_prompt(model), images=self.images()[:1]):
