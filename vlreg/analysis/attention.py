@@ -110,7 +110,9 @@ def tower_patterns(model: Any, prompt: Any, images: Any, *, layer: int = -1) -> 
     read at the row of the first grid wholly over the image. Tokens resampled from the
     patches (`ImageGrid.resampled`: Idefics2's latents) have no pattern among them to
     fold into, and are refused, and so are
-    learned queries that each read every patch (`QueryTokens`)."""
+    learned queries that each read every patch (`QueryTokens`). On a tower whose grid changes
+    mid-tower (`Vision.layer_fold`: MiniCPM-V's), block ``layer``'s pattern is folded by that
+    block's rows, each several patches after the merge."""
     in_stream(model, "tower_patterns")
     images = _images(images)
     if model.vision.num_layers == 0:

@@ -13,7 +13,7 @@ import transformers
 
 from vlreg.testing.conformance import PublishedWidths
 
-PER_CALL = "the attention runs once per image"
+PER_CALL = "the attention runs once per slice"
 PUBLISHED = {
     "num_layers": 32, "hidden_size": 4096, "num_heads": 16, "num_kv_heads": 4, "head_dim": 256,
     "vision.num_layers": 12, "vision.vision_hidden_size": 768, "vision.num_heads": 12, "vision.head_dim": 64,

@@ -72,11 +72,20 @@ class MiniCPMVision(Vision):
         return 2 if merges_mid_tower(config) and index > config.insert_layer_id else 1
 
 
+#: Why no one pattern is served.
+PER_SLICE = (
+    "the attention runs once per slice (an image's source image and each of its slices), so no one tensor is "
+    "the block's pattern; split attention_queries and attention_keys at self_attn.inputs[1]['cu_seqlens'], "
+    "which self_attn.patterns(queries, keys, cu_seqlens) does, or call vlreg.analysis.tower_patterns"
+)
+
+
 class MiniCPMAttention(QWEN_VIT.Attention):
     """Queries, keys and values ``[1, heads, patches, head_dim]`` where the projections are
     split into heads; head outputs ``[1, patches, heads, head_dim]`` where the calls' outputs
     are joined; no one pattern (a call per slice: `patterns` computes them)."""
 
+    refuses = {**QWEN_VIT.Attention.refuses, "attention_scores": PER_SLICE, "attention_probabilities": PER_SLICE}
     attention_queries = returned("source.transpose_0.output", description="the queries, split into heads")
     attention_keys = returned("source.transpose_1.output", description="the keys, split into heads")
     attention_values = returned("source.transpose_2.output", description="the values, split into heads")
