@@ -27,7 +27,9 @@ the one it reads (block -2's stream on LLaVA-1.5: the last block runs for nothin
 are declared read-only, naming the value to edit instead.
 """
 
-from vlreg.plugin import FEATURE_LAYER_READ_ONLY
+import math
+
+from vlreg.plugin import FEATURE_LAYER_READ_ONLY, frame_grids
 
 #: Video-LLaVA's video tower has no standard names (``model.vision`` is its image tower).
 VIDEO_TOWER = (
@@ -45,3 +47,13 @@ REFUSES = {
     "llava_next_video": FEATURE_LAYER_READ_ONLY,
     "video_llava": {**FEATURE_LAYER_READ_ONLY, "videos": VIDEO_TOWER},
 }
+
+
+def onevision_video_grids(config):
+    """``vlreg_video_grids`` for LLaVA-OneVision: each frame resized whole to the tower's input,
+    its grid of patches pooled to half a side (rounded up, bilinearly) a token, frame by frame,
+    then one newline token for the whole video."""
+    patches = config.vision_config.image_size // config.vision_config.patch_size
+    side, fold = math.ceil(patches / 2), 2 if patches % 2 == 0 else None  # an odd side is resampled, not folded
+    return lambda encoding, videos, processor: [frame_grids(video, side, side, fold=fold, newline=True)
+                                                for video in videos]

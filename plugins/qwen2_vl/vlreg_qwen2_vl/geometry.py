@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 from typing import Any, Sequence
 
-from vlreg.plugin import ImageGrid, VideoGrid, box_grid
+from vlreg.plugin import ImageGrid, VideoGrid, box_grid, frame_size
 
 
 def qwen_image_grids(encoding: Any, images: Sequence[Any], processor: Any) -> list[ImageGrid]:
@@ -54,7 +54,7 @@ def qwen_video_grids(times: str | None = None) -> Any:
                     f"the video processor kept {slices * fold} frames of the {len(frames)} given (it sampled them): "
                     "pass do_sample_frames=False to keep every frame, so each token's frames are the ones you passed")
             rows, columns, side = height // merge, width // merge, patch * merge
-            (frame_width, frame_height) = _size(frames[0])
+            (frame_width, frame_height) = frame_size(frames[0])
             x_scale, y_scale = frame_width / (width * patch), frame_height / (height * patch)
             boxes = box_grid(rows, columns, side * x_scale, side * y_scale)
             found.append([VideoGrid(rows, columns, boxes, frames=(k * fold, min(k * fold + fold, len(frames)) - 1),
@@ -63,14 +63,6 @@ def qwen_video_grids(times: str | None = None) -> Any:
         return found
 
     return grids
-
-
-def _size(frame: Any) -> tuple[int, int]:
-    """A frame's ``(width, height)``: a PIL image's, or an array's ``[H, W, C]`` or ``[C, H, W]``."""
-    if hasattr(frame, "width"):
-        return frame.width, frame.height
-    shape = tuple(frame.shape)
-    return (shape[1], shape[0]) if shape[-1] in (1, 3, 4) else (shape[2], shape[1])
 
 
 def _written(encoding: Any, processor: Any, times: str | None) -> list[float] | None:

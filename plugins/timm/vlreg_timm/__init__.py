@@ -19,7 +19,7 @@ for tests. timm is this plugin's dependency only.
 from vlreg.plugin import VIDEO_SCATTER, Plugin, Tower, Wrapper
 
 from . import vision, wrappers
-from .geometry import fast_vlm_grids, perception_lm_grids
+from .geometry import fast_vlm_grids, perception_lm_grids, perception_lm_video_grids
 
 
 def builders():
@@ -29,7 +29,8 @@ def builders():
 
 
 plugin = Plugin(
-    Wrapper("perception_lm", entry=VIDEO_SCATTER, image_grids=lambda part: perception_lm_grids(part.config)),
+    Wrapper("perception_lm", entry=VIDEO_SCATTER, image_grids=lambda part: perception_lm_grids(part.config),
+            video_grids=lambda part: perception_lm_video_grids(part.config)),
     Wrapper("fast_vlm", image_grids=lambda part: fast_vlm_grids, refuses=wrappers.REFUSES["fast_vlm"]),
     Tower("timm_wrapper", rename=vision.RENAME, envoys=vision.envoys),
     adapters={"timm_tower": vision.TIMM_TOWER},

@@ -76,6 +76,29 @@ class VideoGeometry:
         return slice(self.offset, self.offset + self.tokens)
 
 
+def frame_size(frame: Any) -> tuple[int, int]:
+    """A frame's ``(width, height)``: a PIL image's, or an array's ``[H, W, C]`` or ``[C, H, W]``."""
+    if hasattr(frame, "width"):
+        return frame.width, frame.height
+    shape = tuple(frame.shape)
+    return (shape[1], shape[0]) if shape[-1] in (1, 3, 4) else (shape[2], shape[1])
+
+
+def frame_grids(video: Sequence[Any], rows: int, columns: int, fold: int | None = 1, newline: bool = False) -> list:
+    """A video whose every frame is resized whole and becomes ``rows`` x ``columns`` tokens of
+    its own, frame by frame (LLaVA-OneVision's, Perception LM's): a `VideoGrid` a frame, and,
+    with ``newline``, one token over no pixels after the last frame (LLaVA-OneVision's)."""
+    frames = list(video)
+    width, height = frame_size(frames[0])
+    from .geometry import box_grid
+
+    boxes = box_grid(rows, columns, width / columns, height / rows)
+    grids = [VideoGrid(rows, columns, boxes, fold=fold, frames=(k, k)) for k in range(len(frames))]
+    if newline:
+        grids.append(VideoGrid(1, 1, torch.full((1, 4), float("nan")), frames=(0, len(frames) - 1), label="newline"))
+    return grids
+
+
 def video_geometry(model: Any, prompt: Any, images: Any, videos: Sequence[Any], **options: Any) -> list:
     """Each image's `ImageGeometry` (in the order given), then each video's `VideoGeometry`.
     Runs the processor only, as the trace does, with ``images`` and ``videos`` together."""

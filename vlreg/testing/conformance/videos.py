@@ -160,11 +160,11 @@ class VideoConformance:
         assert not torch.allclose(clean, edited)
 
     def test_the_geometry_places_each_video_token_in_its_frames(self, model):
-        """``vision.geometry(prompt, videos=[...])``: each video token's frames and box, from
-        the processor's own grid (``video_grid_thw``: a grid of temporal patches, each
-        ``temporal_patch_size`` frames), at the positions the trace's video mask marks; its
-        grids' boxes cover the whole frame the user passed. A family that declares no video
-        grids refuses ``videos=`` by name."""
+        """``vision.geometry(prompt, videos=[...])``: each video token's frames and box, at the
+        positions the trace's video mask marks, every frame passed covered, the boxes within the
+        frame; where the processor reports a grid of temporal patches (``video_grid_thw``), one
+        grid a temporal patch of ``temporal_patch_size`` frames, as many tokens as it makes. A
+        family that declares no video grids refuses ``videos=`` by name."""
         if not self.serves_videos(model):
             pytest.skip(NO_VIDEOS)
         prompt, video, options = chat(model, "video", text=self.question), self.video(seed=6), self.processor_options or {}
@@ -178,14 +178,16 @@ class VideoConformance:
             features = model.vision.video_features.save()
         assert torch.equal(mask[geometry.row].nonzero()[:, 0], geometry.positions)
         assert features[geometry.features].shape[0] == geometry.tokens == int(mask.sum())
+        frames, boxes, (width, height) = geometry.frames, geometry.boxes, video[0].size
+        assert geometry.size == (width, height) and frames.shape == (geometry.tokens, 2)
+        assert set(range(len(video))) == {k for first, last in frames.tolist() for k in range(first, last + 1)}
+        over = boxes[~boxes.isnan().any(-1)]
+        assert len(over) and (over[:, :2] >= 0).all() and (over[:, 2] <= width + 1e-6).all() and (over[:, 3] <= height + 1e-6).all()
         encoding = model.processor(text=[prompt], videos=[video], return_tensors="pt", **options)
-        (slices, height, width), = encoding["video_grid_thw"].tolist()
-        processor = model.processor.video_processor
-        fold, merge = processor.temporal_patch_size, processor.merge_size
-        assert len(geometry.grids) == slices and geometry.tokens == slices * height * width // merge ** 2
-        assert [grid.frames for grid in geometry.grids] == [
-            (k * fold, min(k * fold + fold, len(video)) - 1) for k in range(slices)]
-        assert geometry.frames.shape == (geometry.tokens, 2) and geometry.size == video[0].size
-        for grid in geometry.grids:
-            torch.testing.assert_close(grid.boxes[:, :2].amin(0), torch.zeros(2, dtype=torch.float64))
-            torch.testing.assert_close(grid.boxes[:, 2:].amax(0), torch.tensor(video[0].size, dtype=torch.float64))
+        if "video_grid_thw" in encoding:
+            (slices, rows, columns), = encoding["video_grid_thw"].tolist()
+            processor = model.processor.video_processor
+            fold, merge = processor.temporal_patch_size, processor.merge_size
+            assert len(geometry.grids) == slices and geometry.tokens == slices * rows * columns // merge ** 2
+            assert [grid.frames for grid in geometry.grids] == [
+                (k * fold, min(k * fold + fold, len(video)) - 1) for k in range(slices)]
