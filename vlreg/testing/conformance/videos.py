@@ -191,3 +191,27 @@ class VideoConformance:
             assert len(geometry.grids) == slices and geometry.tokens == slices * rows * columns // merge ** 2
             assert [grid.frames for grid in geometry.grids] == [
                 (k * fold, min(k * fold + fold, len(video)) - 1) for k in range(slices)]
+
+
+def frame_helper_checks(case: Any, model: Any) -> dict:
+    """`AnalysisConformance`'s checks of the frame helpers (`vlreg.analysis.videos`): where the
+    family serves a video and declares its grids, each helper's scores have one column a grid
+    of the video's tokens; elsewhere each refuses before the model runs, naming ``videos=``."""
+    served = (not model.vision.no_videos() and not model.support().get("vision.video_features")
+              and model.family.video_grids is not None)
+    width, height, frames = VideoConformance.video_frames
+    video = [image(width, height, seed=index) for index in range(frames)]
+    options = case.processor_options or {}
+
+    def check(helper: Any) -> bool:
+        if not served:
+            with refused_before_running(model, r"videos="):
+                helper(model, case.image_prompt(model), video)
+            return True
+        found = helper(model, chat(model, "video", text=case.question), video, **options)
+        return found.scores.shape[-1] == len(found.geometry.grids) == len(found.frames) and bool(found.scores.isfinite().all())
+
+    from ... import analysis
+
+    return {"attention_to_frames": lambda: check(analysis.attention_to_frames),
+            "occlude_frames": lambda: check(analysis.occlude_frames)}
