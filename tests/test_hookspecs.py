@@ -11,7 +11,7 @@ import torch
 from vlreg_qwen2_vl import plugin as qwen2_vl
 from vlreg import OutOfOrder, ReadOnly, StandardizedTransformer, Unavailable, analysis, hookimpl
 from vlreg.core.host import hookspecs
-from vlreg.plugin import ImageGrid, Layer, read_only, value
+from vlreg.plugin import ImageGrid, Layer, VideoGrid, read_only, value
 from vlreg.testing import Forwarding, build, builders, load, registered
 from vlreg.testing.conformance import image
 
@@ -111,6 +111,26 @@ def test_vlreg_entry(path):
         with pytest.raises(Unavailable, match="names no projector"):
             with model.trace("Hello"):
                 model.vision.image_features.save()
+
+
+def test_vlreg_video_grids(path):
+    """A video's grids: one `VideoGrid` a temporal patch here, a row of strips over its 2 frames;
+    undeclared, `vision.geometry(videos=...)` refuses by name."""
+    def strips(encoding, videos, processor):
+        return [[VideoGrid(1, h * w // 4, [(0, 0, 1, 1)] * (h * w // 4), frames=(2 * k, 2 * k + 1)) for k in range(t)]
+                for (t, h, w), video in zip(encoding["video_grid_thw"].tolist(), videos)]
+
+    video, text = [image(56, 56, seed=k) for k in range(4)], "<|vision_start|><|video_pad|><|vision_end|>Why?"
+    with registered(type("Strips", (Qwen2VLAgain,), {"vlreg_video_grids": hookimpl(lambda self, part: strips)})(),
+                    name="strips", replacing=[qwen2_vl]):
+        model = load(path)
+        (seen,) = model.vision.geometry(text, videos=[video])
+        assert seen.frames.tolist() == [[0, 1]] * 4 + [[2, 3]] * 4 and seen.seconds is None
+    with registered(type("Undeclared", (Qwen2VLAgain,), {"vlreg_video_grids": hookimpl(lambda self, part: None)})(),
+                    name="undeclared", replacing=[qwen2_vl]):
+        model = load(path)
+        with pytest.raises(Unavailable, match="declares no video grids"):
+            model.vision.geometry(text, videos=[video])
 
 
 def test_vlreg_image_grids(path):

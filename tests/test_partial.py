@@ -7,7 +7,8 @@ import json
 import numpy
 import pytest
 
-from vlreg_qwen2_vl import VIDEOS, plugin as qwen2_vl
+from vlreg_llava.wrappers import VIDEO_TOWER
+from vlreg_qwen2_vl import plugin as qwen2_vl
 from vlreg import Unavailable, hookimpl
 from vlreg.cli import main, partial
 from vlreg.plugin import Claim
@@ -42,13 +43,15 @@ def test_a_claim_takes_reasons_only():
     assert Claim("wrapper", "x", refuses={"videos": "why"}) == Claim("wrapper", "x")  # not part of who serves it
 
 
-def test_a_declared_refusal_is_a_row_of_support_and_the_video_only_traces_refusal(path):
+def test_the_videos_row_and_the_video_only_traces_refusal_of_an_images_value(path):
+    """Qwen2-VL's claim refuses nothing; the core's ``videos`` row says how the tower's values
+    are told apart on a video, and an image's value on a video-only trace is refused."""
     model = load(path)
     rows = model.support()
-    assert rows["videos"] == VIDEOS and list(rows)[-1] == "logits"
-    assert model.family.sentences == {"videos": VIDEOS}
+    assert "the video's call's" in rows["videos"] and list(rows)[-1] == "logits"
+    assert model.family.sentences == {}
     video = [numpy.random.default_rng(0).integers(0, 255, (4, 56, 56, 3), dtype=numpy.uint8)]
-    with pytest.raises(Unavailable, match="no images, only videos: a video's mask and features are served"):
+    with pytest.raises(Unavailable, match="no images, only videos, and this value is an image's alone"):
         with model.trace(chat(model, "video", text="What is this?"), videos=video):
             model.vision.image_features.save()
     with model.trace(chat(model, "image", text="What is this?"), images=[image(56, 56)]):
@@ -62,7 +65,7 @@ def test_a_refused_row_refuses_reads_and_names_without_values_sit_with_their_par
         rows = model.support()
         assert rows["vision.patch_embeddings"] == PATCHES
         assert rows["vision.high_resolution"] == SECOND_TOWER and rows["audio"] == AUDIO
-        assert "videos" not in rows  # the patched claim is what serves the wrapper now
+        assert rows["videos"] == model.vision.video_calls()  # the core's: the patched claim refuses no videos
         names = list(rows)
         last_tower_row = max(i for i, row in enumerate(names) if row.startswith("vision.") and row != "vision.high_resolution")
         assert names.index("vision.high_resolution") == last_tower_row + 1
@@ -72,7 +75,7 @@ def test_a_refused_row_refuses_reads_and_names_without_values_sit_with_their_par
             with model.trace(chat(model, "image", text="What is this?"), images=[image(56, 56)]):
                 model.vision.patch_embeddings.save()
         assert partial()["qwen2_vl"] == Patched().vlreg_claims()[0].refuses
-    assert partial()["qwen2_vl"] == {"videos": VIDEOS}
+    assert "qwen2_vl" not in partial()
 
 
 BLOCKS = "this patched build does not serve the tower's blocks; read vision.tower_output"
@@ -105,13 +108,13 @@ def test_a_refused_child_the_load_does_not_bind_says_the_claims_reason(path):
 def test_coverage_marks_a_partial_type_with_its_reasons(capsys):
     assert main(["plugins", "--coverage"]) == 0
     out = capsys.readouterr().out
-    line = next(line for line in out.splitlines() if line.startswith("qwen2_vl "))
-    assert line.endswith("(partial)") and "vlreg-qwen2-vl" in line
-    assert f"refuses videos: {VIDEOS}" in out
+    line = next(line for line in out.splitlines() if line.startswith("video_llava "))
+    assert line.endswith("(partial)") and "vlreg-llava" in line
+    assert f"refuses videos: {VIDEO_TOWER}" in out
     assert f"({len(partial())} of them partially)" in out.splitlines()[-1]
     assert main(["plugins", "--coverage", "--json"]) == 0
     rows = json.loads(capsys.readouterr().out)
-    assert rows["qwen2_vl"]["refuses"] == {"videos": VIDEOS}
+    assert rows["video_llava"]["refuses"]["videos"] == VIDEO_TOWER and rows["qwen2_vl"]["refuses"] == {}
     assert rows["kosmos-2"] == {"plugin": None, "refuses": {}, "declines": None}
 
 

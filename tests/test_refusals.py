@@ -169,14 +169,15 @@ def test_image_values_on_a_text_prompt_are_unavailable_before_the_model_runs(mod
     assert not mask.any()
 
 
-def test_image_values_on_a_video_prompt_are_refused_as_videos_not_served(model):
-    """A video's frames run through the tower in calls of their own, which no value
-    serves: the refusal says so (not that the tower never ran), and how to read frames."""
+def test_an_images_values_on_a_video_prompt_are_refused_as_an_images_alone(model):
+    """On a video-only prompt the image's features are refused, saying it holds only videos
+    and which values are the video's (not that the tower never ran), and how to read frames
+    as images."""
     content = [{"type": "video"}, {"type": "text", "text": "What happens?"}]
     prompt = model.processor.apply_chat_template([{"role": "user", "content": content}], add_generation_prompt=True,
                                                  tokenize=False)
     video = [numpy.random.default_rng(0).integers(0, 255, (4, 56, 56, 3), dtype=numpy.uint8)]
-    with pytest.raises(Unavailable, match="no images, only videos: .* pass the frames as images="):
+    with pytest.raises(Unavailable, match="no images, only videos, and this value is an image's alone: .* pass the frames as images="):
         with model.trace(prompt, videos=video):
             model.vision.image_features.save()
     with model.trace(prompt, videos=video):

@@ -57,6 +57,7 @@ from .core.images.codes import ImageCodes
 from .core.images.cross_attention import CrossAttention
 from .core.images.entries import SCATTER, VIDEO_SCATTER, Entry, QueryTokens, Scatter
 from .core.images.geometry import ImageGrid, box_grid, clip_boxes, tile_grids
+from .core.images.video_geometry import VideoGrid, frame_grids, frame_size
 from .core.serving.refusals import IMAGES, Gate, prefill_only, read_only
 from .core.serving.sites import At, Site
 from .core.serving.values import argument, copied, first, returned, value, with_first
@@ -138,6 +139,9 @@ __all__ = [
     "Unavailable",
     "ReadOnly",
     "ImageGrid",
+    "VideoGrid",
+    "frame_grids",
+    "frame_size",
     "box_grid",
     "clip_boxes",
     "tile_grids",

@@ -20,7 +20,9 @@ helper takes one prompt, or a list of prompts, with its images, as ``model.trace
 * `saliency`, `integrated_gradients` (`saliency`): gradient x input and integrated gradients
   at the image tokens and at the pixels of the image as given;
 * `relevancy` (`relevancy`): gradient-weighted attention relevancy of each image token
-  through the text blocks (Chefer et al. 2021).
+  through the text blocks (Chefer et al. 2021);
+* `attention_to_frames`, `occlude_frames` (`videos`): a text token's attention to each frame
+  of a video, and its logit's drop with a frame's features zeroed.
 """
 
 from .attribution import Attribution, attribution_patching
@@ -32,8 +34,12 @@ from .edits import Ablation, Occlusion, Patching, ablate_image, occlusion, patch
 from .lens import LogitLens, logit_lens, next_token_probs, project_on_vocab, top_tokens
 from .steering import skip_layers, steer
 from .tokens import token_id
+from .videos import FrameScores, attention_to_frames, occlude_frames
 
 __all__ = [
+    "FrameScores",
+    "attention_to_frames",
+    "occlude_frames",
     "LogitLens",
     "logit_lens",
     "Ablation",

@@ -23,6 +23,7 @@ from .envoys.tree import Place, entered, joined
 from .envoys.vision import Vision
 from .host import plugins
 from .host.family import Family, resolve
+from .images.entries import Entry
 from .images.geometry import image_geometry
 from .images.inputs import check_invokes, for_processor, in_weights_dtype, takes_flat
 from .images.invokes import combine
@@ -251,10 +252,16 @@ class StandardizedTransformer(TextSizes, TransformersModel):
             invokes = combine(configured(self.processor, options), invokes, options, flat=takes_flat(self))
         args, kwargs = super()._batch(invokes, fn)
         kwargs = in_weights_dtype(kwargs, self._module.dtype)
-        self._run = run_of(kwargs, self.image_token_id, groups,
-                           generating=getattr(fn, "__name__", "") == "generate",
-                           video_token_id=getattr(self._module.config, "video_token_id", None))
+        self._run = run_of(kwargs, self._token_mask, groups, generating=getattr(fn, "__name__", "") == "generate",
+                           videos=getattr(self._module.config, "video_token_id", None) is not None)
         return args, kwargs
+
+    def _token_mask(self, inputs: Any, video: bool = False) -> Any:
+        """The image's (``video``: the video's) tokens in ``inputs`` (`Entry.token_mask`),
+        ``None`` where the config names no image token."""
+        if self.image_token_id is None:
+            return None
+        return (self.family.entry or Entry()).token_mask(self, inputs, video=video)
 
     def _image_geometry(self, prompt: Any, images: Any, **options: Any) -> list:
         """`Vision.geometry`, which asks the model (the processor and the entry are its)."""

@@ -16,23 +16,15 @@ What differs:
   use no positions), which the queries and keys are read after;
 * the tower's attention is grouped-query (fewer key and value heads than query heads), which
   the Qwen ViT's reads serve as they are (`vision`);
-* videos run through the tower and are written at the second scatter, which no standard
-  value reads: refused by name on the wrapper's claim.
+* a video's mask and features are served at the second scatter (`VIDEO_SCATTER`, as on
+  Qwen2.5-VL), and the tower's values on a trace of videos alone are the video's call's.
 """
 
-from vlreg.plugin import Plugin, Text, Tower, Wrapper, adapter
+from vlreg.plugin import VIDEO_SCATTER, Plugin, Text, Tower, Wrapper, adapter
 
 from . import text, vision
 
 QWEN_VIT = adapter("qwen_vit")
-
-#: Videos reach the model but none of their values are served.
-VIDEOS = (
-    "a video's frames reach the model (its logits and text values are served), but they run through the tower "
-    "in calls of their own and are written at a scatter of their own, which no standard value reads; pass the "
-    "frames as images=[...] to read them"
-)
-
 
 def builders():
     from .checkpoints import build_exaone4_5
@@ -41,8 +33,8 @@ def builders():
 
 
 plugin = Plugin(
-    Wrapper("exaone4_5", **QWEN_VIT.mounts, refuses={**QWEN_VIT.refuses, "videos": VIDEOS},
-            image_grids=lambda part: QWEN_VIT.image_grids),
+    Wrapper("exaone4_5", **QWEN_VIT.mounts, entry=VIDEO_SCATTER, refuses=QWEN_VIT.refuses,
+            image_grids=lambda part: QWEN_VIT.image_grids, video_grids=lambda part: QWEN_VIT.video_grids()),
     Text("exaone4", envoys=text.envoys),
     Tower("exaone4_5_vision", rename=QWEN_VIT.tower_rename, envoys=vision.envoys),
     checkpoints=builders,

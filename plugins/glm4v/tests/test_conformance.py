@@ -8,7 +8,7 @@ GLM = composite(QWEN_VIT, vision="model.visual", projector="model.visual.merger"
     # the text block's own names: post_attention_layernorm is the norm before the MLP
     "layers.0.post_attention_layernorm": "model.language_model.layers.0.post_attention_layernorm",
 }
-TOWER_PATTERN = no_patterns(PER_CALL) | {"vision.video_features": "videos are not served on this family"}
+TOWER_PATTERN = no_patterns(PER_CALL)
 
 
 class TestGlm4v(AnalysisConformance, VisionConformance):

@@ -138,11 +138,20 @@ def test_a_glm46v_checkpoint_with_the_moe_text_model_serves_it():
     assert position.shape[-1] == glm46v.vision.vision_hidden_size
 
 
-def test_videos_are_refused_by_name(model):
-    """A video's frames are written with the image placeholder, which is how vlreg finds an
-    image's tokens: ``vision.video_features`` says so and what to do instead."""
-    reason = model.support()["vision.video_features"]
-    assert "<|image|>" in reason and "trace a video's frames as images" in reason
-    with pytest.raises(Unavailable, match="videos are not served on this family"):
-        with model.trace(chat(model), images=PICTURES):
-            model.vision.video_features.save()
+def test_a_videos_tokens_are_told_from_an_images_by_the_processors_token_types(model):
+    """GLM writes a video's frames with the image's placeholder: the masks follow the
+    processor's ``mm_token_type_ids`` (1 an image's token, 2 a video's), so on a video
+    prompt the image mask is empty and the video mask is every placeholder, and a trace
+    holding both is refused before the model runs (GLM's forward cannot take both)."""
+    frames = [image(56, 56, seed=index) for index in range(4)]
+    prompt = chat(model, "video")
+    encoding = model.processor(text=[prompt], videos=[frames], return_tensors="pt")
+    placeholders = encoding["input_ids"] == model.image_token_id
+    with model.trace(prompt, videos=[frames]):
+        images = model.vision.image_token_mask.save()
+        videos = model.vision.video_token_mask.save()
+    assert not images.any() and torch.equal(videos, placeholders)
+    assert torch.equal(videos, encoding["mm_token_type_ids"] == 2)
+    with pytest.raises(ValueError, match="images and videos in one trace.*mm_token_type_ids"):
+        with model.trace(chat(model, "video", "image"), images=PICTURES, videos=[frames]):
+            model.logits.save()

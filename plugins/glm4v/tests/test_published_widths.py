@@ -19,8 +19,7 @@ from vlreg.plugin import GroupRoutedMoe
 
 
 PER_CALL = "once per image"
-REFUSED = {"vision.self_attn.attention_scores": PER_CALL, "vision.self_attn.attention_probabilities": PER_CALL,
-           "vision.video_features": "videos are not served", "videos": "videos are not served"}
+REFUSED = {"vision.self_attn.attention_scores": PER_CALL, "vision.self_attn.attention_probabilities": PER_CALL}
 #: the tower: its MLPs are out_hidden_size wide; vision_config.intermediate_size (13696) is the merger's
 TOWER = {"vision.num_layers": 24, "vision.vision_hidden_size": 1536, "vision.num_heads": 12, "vision.head_dim": 128,
          "vision.intermediate_size": 4096, "vision.patch_size": 14, "vision.spatial_merge_size": 2}

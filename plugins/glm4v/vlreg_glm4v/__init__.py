@@ -14,22 +14,33 @@ vlreg-qwen2-vl publishes:
 * ``glm_ocr`` (GLM-OCR): GLM-4.1V's text block; a tower without learned positions whose
   attention norms its queries and keys.
 
-Videos are not served, and the wrappers' claims refuse them (``videos``, and the row
-``vision.video_features``) saying why, so `vlreg plugins --coverage` marks each partial: GLM writes a
-video's frames with the image's own placeholder (``<|image|>``; only the processor's
-``mm_token_type_ids`` tell them apart), and vlreg finds a prompt's image tokens as
-``input_ids == image_token_id``, so on a prompt that carries a video those tokens include
-the video's: trace a video's frames as images (``images=[...]``).
+GLM writes a video's frames with the image's own placeholder (``<|image|>``); the processor's
+``mm_token_type_ids`` tell them apart (1 at an image's token, 2 at a video frame's), and the
+entry reads the masks off them (`ENTRY`): ``vision.image_token_mask`` marks the images' tokens
+only, ``vision.video_token_mask`` the video's, whose features are written by the second
+``masked_scatter``.
 """
 
-from vlreg.plugin import Plugin, Text, Tower, Wrapper, adapter
+from vlreg.plugin import Plugin, Scatter, Text, Tower, Wrapper, adapter
 
 from .text import SANDWICHED, moe_envoys, sandwich_envoys
-from .vision import NO_VIDEOS, TOWERS, tower_envoys
+from .vision import TOWERS, tower_envoys
 
 QWEN_VIT = adapter("qwen_vit")
 
 WRAPPERS = ("glm4v", "glm4v_moe", "glm46v", "glmga", "glm_ocr")
+
+#: The whole seconds GLM's processor writes after each frame of a video (two frames a temporal patch).
+SECONDS = r"<\|end_of_image\|>(\d+)"
+
+#: The image's features at ``model``'s first ``masked_scatter``, a video's at its second, the
+#: two told apart by the processor's token types; transformers' wrapper does not tell them
+#: apart itself (`Scatter.apart`).
+ENTRY = Scatter(host="model", operation="inputs_embeds_masked_scatter_0", videos="inputs_embeds_masked_scatter_1",
+                token_types="mm_token_type_ids", apart=(
+                    "GLM's forward writes an image's features, and a video's, at every <|image|> placeholder (its "
+                    "get_placeholder_mask ignores mm_token_type_ids), so a forward holding both fails inside "
+                    "transformers"))
 
 
 def builders():
@@ -39,8 +50,8 @@ def builders():
 
 
 plugin = Plugin(
-    Wrapper(WRAPPERS, **QWEN_VIT.mounts, image_grids=lambda part: QWEN_VIT.image_grids,
-            refuses={"videos": NO_VIDEOS, "vision.video_features": NO_VIDEOS}),
+    Wrapper(WRAPPERS, **QWEN_VIT.mounts, entry=ENTRY, image_grids=lambda part: QWEN_VIT.image_grids,
+            video_grids=lambda part: QWEN_VIT.video_grids(SECONDS)),
     Text(tuple(SANDWICHED), envoys=sandwich_envoys),
     Text("glm4v_moe_text", envoys=moe_envoys),
     Tower(tuple(TOWERS), rename=QWEN_VIT.tower_rename, envoys=tower_envoys),

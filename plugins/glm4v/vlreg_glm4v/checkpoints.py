@@ -142,7 +142,8 @@ def processor(family: str, **sizes: Any) -> Any:
     size = sizes.pop("size", {"shortest_edge": MIN_PIXELS, "longest_edge": MAX_PIXELS})
     return getattr(transformers, processor_class)(
         image_processor=getattr(transformers, f"{prefix}ImageProcessor")(size=size, **sizes),
-        video_processor=getattr(transformers, f"{prefix}VideoProcessor")(size=size, **sizes),
+        # a list of frames carries no timing, which GLM's sampling by fps needs: every frame is taken
+        video_processor=getattr(transformers, f"{prefix}VideoProcessor")(size=size, do_sample_frames=False, **sizes),
         tokenizer=tok,
         chat_template=template,
     )

@@ -19,9 +19,9 @@ GLM-4.1V's tower (and GLM-4.5V's and GLM-4.6V's) also norms the patch embedding'
 the resampled grid as ``position_embeddings``, so ``vision.layers[0].input ==
 patch_embeddings + position_embeddings``. GLM-OCR's tower has neither (`GlmVision`).
 
-Videos are not served (the wrappers' claims refuse ``videos`` and ``video_features``,
-saying why): a video's frames are written with the image's placeholder token, which is how
-vlreg finds an image's tokens.
+A video's frames are written with the image's placeholder token; the processor's
+``mm_token_type_ids`` tell them apart (`vlreg.plugin.Scatter.token_types`, on the wrappers'
+entry).
 """
 
 from __future__ import annotations
@@ -35,20 +35,9 @@ QWEN_VIT = adapter("qwen_vit")
 QwenVision = QWEN_VIT.Vision
 
 
-#: Why videos are not served, declared on every GLM wrapper's claim (`Claim.refuses`, for
-#: the ``videos`` input and the ``vision.video_features`` row).
-NO_VIDEOS = (
-    "videos are not served on this family: GLM writes a video's frames with the image's own placeholder "
-    "(<|image|>; only the processor's mm_token_type_ids tell them apart), and vlreg finds the image tokens "
-    "as input_ids == image_token_id, so on a prompt with a video vision.image_token_mask marks the video's "
-    "tokens too and the tower's values are its frames'; trace a video's frames as images=[...]"
-)
-
-
 class GlmVision(QwenVision):
     """The GLM tower (``model.visual``): the Qwen ViT, then ``post_layernorm``, the
-    downsampling convolution and the merger. A video's values (the core's
-    ``video_features``) are refused by the wrappers' claims."""
+    downsampling convolution and the merger."""
 
     order = ("image_token_mask", "patch_embeddings", "layers", "tower_output", "image_features")
 

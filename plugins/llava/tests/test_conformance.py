@@ -63,7 +63,7 @@ class TestLlavaPixtral(AnalysisConformance, VisionConformance):
 
 class TestLlavaNextVideo(AnalysisConformance, VisionConformance):
     """LLaVA-NeXT-Video's images, as NeXT's: CLIP on Llama, crops unpadded with newline
-    rows. Its videos are refused by the wrapper's claim (``support()["videos"]``)."""
+    rows; a video's frames through the same tower, pooled before the projector."""
 
     checkpoint = "llava_next_video"
     native = composite(CLIP)

@@ -44,20 +44,23 @@ def test_the_prompt_is_vicunas_a_turns_images_then_its_videos(model):
     )
 
 
-def test_videos_are_refused_by_name_and_the_model_still_runs_on_them(model):
-    """``support()`` says what of a video is not served (the tower's values for its call) and
-    why; on a prompt with only a video the image values refuse with that reason before the
-    model runs, and the logits are served."""
-    reason = model.support()["videos"]
-    assert reason == model.family.sentences["videos"] and "pass the frames as images=[...]" in reason
+def test_a_video_only_trace_refuses_the_images_values_and_the_model_still_runs_on_it(model):
+    """``support()["videos"]`` says how the tower's values are told apart on a video:
+    LLaVA-NeXT-Video runs a video's frames through the image's tower (the core's row),
+    Video-LLaVA through a tower of their own without standard names (its claim's sentence,
+    which makes the type partial). On a prompt with only a video the image's values refuse
+    before the model runs, and the logits are served."""
+    reason, declared = model.support()["videos"], model.family.sentences.get("videos")
+    assert (declared is not None) == (name_of(model) == "video_llava")
+    assert reason == (declared or model.vision.video_calls())
+    assert partial().get(name_of(model)) == ({"videos": declared} if declared else None)
     prompt = chat(model, "video")
-    with pytest.raises(Unavailable, match="no images, only videos: a video's mask and features are served"):
+    with pytest.raises(Unavailable, match="no images, only videos"):
         with model.trace(prompt, videos=clip()):
             model.vision.image_features.save()
     with model.trace(prompt, videos=clip()):
         mask, logits = model.vision.image_token_mask.save(), model.logits.save()
     assert not mask.any() and logits.shape[1] == mask.shape[1]
-    assert partial()[name_of(model)] == {"videos": reason}
 
 
 def test_an_images_features_are_the_same_beside_a_video(model):

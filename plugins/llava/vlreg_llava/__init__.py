@@ -24,7 +24,7 @@ vlreg-mistral3, which claims it, and its geometry from that plugin's adapter
 from vlreg.plugin import VIDEO_SCATTER, Plugin, Text, Tower, Wrapper
 
 from . import text, vision, wrappers
-from .geometry import llava_image_grids
+from .geometry import llava_image_grids, next_video_grids
 
 
 def builders():
@@ -39,8 +39,10 @@ IMAGES = {"image_grids": lambda part: llava_image_grids(part.config)}
 
 plugin = Plugin(
     Wrapper(("llava", "llava_next", "vipllava"), refuses=wrappers.REFUSES["llava"], **IMAGES),
-    Wrapper("llava_onevision", entry=VIDEO_SCATTER, refuses=wrappers.REFUSES["llava_onevision"], **IMAGES),
-    Wrapper("llava_next_video", entry=VIDEO_SCATTER, refuses=wrappers.REFUSES["llava_next_video"], **IMAGES),
+    Wrapper("llava_onevision", entry=VIDEO_SCATTER, refuses=wrappers.REFUSES["llava_onevision"],
+            video_grids=lambda part: wrappers.onevision_video_grids(part.config), **IMAGES),
+    Wrapper("llava_next_video", entry=VIDEO_SCATTER, refuses=wrappers.REFUSES["llava_next_video"],
+            video_grids=lambda part: next_video_grids(part.config), **IMAGES),
     # Video-LLaVA's image tower is `vision`; its video tower has the same class
     Wrapper("video_llava", vision="model.image_tower", entry=VIDEO_SCATTER, refuses=wrappers.REFUSES["video_llava"], **IMAGES),
     Text(text.MODEL_TYPES, envoys=text.envoys),

@@ -41,7 +41,7 @@ import numpy as np
 import torch
 from attrs import frozen
 
-from vlreg.plugin import ImageGrid, Unavailable, adapter, box_grid, clip_boxes
+from vlreg.plugin import ImageGrid, Unavailable, VideoGrid, adapter, box_grid, clip_boxes, frame_size
 
 
 @frozen
@@ -266,3 +266,22 @@ def _unpadded(height: int, width: int, grid_h: int, grid_w: int) -> tuple[range,
     kept = int(round(width * (grid_h / height), 7))
     pad = (grid_w - kept) // 2
     return range(grid_h), range(pad, grid_w - pad)
+
+
+def next_video_grids(config: Any):
+    """``vlreg_video_grids`` for LLaVA-NeXT-Video: each frame resized and centre-cropped as its
+    video processor does, its patches pooled ``spatial_pool_stride`` x ``spatial_pool_stride``
+    a token (``vision_resampler``), frame by frame; the boxes cover the crop of the frame."""
+    patch, stride = config.vision_config.patch_size, config.spatial_pool_stride
+
+    def grids(encoding: Any, videos: Sequence[Any], processor: Any) -> list[list[VideoGrid]]:
+        found = []
+        for video in videos:
+            width, height = frame_size(video[0])
+            cropped, side_h, side_w = resize_and_crop(processor.video_processor, height, width)
+            rows, columns = side_h // patch // stride, side_w // patch // stride
+            boxes = clip_boxes(cropped.back(box_grid(rows, columns, patch * stride, patch * stride)), width, height)
+            found.append([VideoGrid(rows, columns, boxes, fold=stride, frames=(k, k)) for k in range(len(video))])
+        return found
+
+    return grids

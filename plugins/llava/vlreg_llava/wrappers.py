@@ -27,21 +27,33 @@ the one it reads (block -2's stream on LLaVA-1.5: the last block runs for nothin
 are declared read-only, naming the value to edit instead.
 """
 
-from vlreg.plugin import FEATURE_LAYER_READ_ONLY
+import math
 
-_VIDEOS = (
-    "a video's mask and features are served (vision.video_token_mask, vision.video_features), but the tower's "
-    "values are the images' call's: a video's frames run through {tower} in calls of their own{pooled}, which no "
-    "standard value reads; pass the frames as images=[...] to read the tower on them"
+from vlreg.plugin import FEATURE_LAYER_READ_ONLY, frame_grids
+
+#: Video-LLaVA's video tower has no standard names (``model.vision`` is its image tower).
+VIDEO_TOWER = (
+    "a video's mask and features are served (vision.video_token_mask, vision.video_features), but its frames run "
+    "through a tower of their own (model.video_tower), which has no standard names: model.vision is the image "
+    "tower, and its values are the images'; read model.video_tower natively, or pass the frames as images=[...] "
+    "to read the image tower on them"
 )
 #: What each wrapper refuses: the tower values the projector does not read (every line), and
-#: the videos of the lines that take them.
+#: Video-LLaVA's video tower. The other video lines run a video's frames through the image's
+#: tower (LLaVA-OneVision pools them 2 x 2 after the projector, LLaVA-NeXT-Video before it).
 REFUSES = {
     "llava": FEATURE_LAYER_READ_ONLY,
-    "llava_onevision": {**FEATURE_LAYER_READ_ONLY, "videos": _VIDEOS.format(
-        tower="the tower", pooled=", pooled 2 x 2 after the projector")},
-    "llava_next_video": {**FEATURE_LAYER_READ_ONLY, "videos": _VIDEOS.format(
-        tower="the tower", pooled=", pooled 2 x 2 (vision_resampler) before the projector")},
-    "video_llava": {**FEATURE_LAYER_READ_ONLY, "videos": _VIDEOS.format(
-        tower="a tower of their own (model.video_tower)", pooled="")},
+    "llava_onevision": FEATURE_LAYER_READ_ONLY,
+    "llava_next_video": FEATURE_LAYER_READ_ONLY,
+    "video_llava": {**FEATURE_LAYER_READ_ONLY, "videos": VIDEO_TOWER},
 }
+
+
+def onevision_video_grids(config):
+    """``vlreg_video_grids`` for LLaVA-OneVision: each frame resized whole to the tower's input,
+    its grid of patches pooled to half a side (rounded up, bilinearly) a token, frame by frame,
+    then one newline token for the whole video."""
+    patches = config.vision_config.image_size // config.vision_config.patch_size
+    side, fold = math.ceil(patches / 2), 2 if patches % 2 == 0 else None  # an odd side is resampled, not folded
+    return lambda encoding, videos, processor: [frame_grids(video, side, side, fold=fold, newline=True)
+                                                for video in videos]

@@ -48,7 +48,8 @@ def builders():
 
 
 plugin = Plugin(
-    Wrapper("qwen2_5_vl", **QWEN_VIT.mounts, entry=VIDEO_SCATTER, refuses=QWEN_VIT.refuses, image_grids=lambda part: QWEN_VIT.image_grids),
+    Wrapper("qwen2_5_vl", **QWEN_VIT.mounts, entry=VIDEO_SCATTER, refuses=QWEN_VIT.refuses, image_grids=lambda part: QWEN_VIT.image_grids,
+            video_grids=lambda part: QWEN_VIT.video_grids()),
     Text("qwen2_5_vl_text", envoys=text_envoys),
     Tower("qwen2_5_vl_vision", rename=QWEN_VIT.tower_rename, envoys=tower_envoys),
     Wrapper("llava_onevision1_5", **QWEN_VIT.mounts, refuses={**QWEN_VIT.refuses, "videos": ONEVISION_VIDEOS},

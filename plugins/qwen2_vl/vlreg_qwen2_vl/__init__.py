@@ -11,7 +11,7 @@ importing this package's modules.
 
 from vlreg.plugin import VIDEO_SCATTER, Plugin, Text, Tower, Wrapper, read_only
 
-from .geometry import qwen_image_grids
+from .geometry import qwen_image_grids, qwen_video_grids
 from .vision import QwenViT, QwenVision, QwenVisionAttention, tower_envoys
 
 #: The tower and its merger (the projector); the rest is transformers' layout, the merger's
@@ -37,15 +37,6 @@ TOWER_RENAME = {
     "norm2": "post_attention_layernorm",
 }
 
-#: A video's mask and features are served (``vision.video_token_mask``,
-#: ``vision.video_features``, at the second scatter); the tower runs each video's frames in a
-#: call of its own, after the images', and its values are served for the images' call only.
-VIDEOS = (
-    "a video's mask and features are served (vision.video_token_mask, vision.video_features), but the "
-    "tower's values are the images' call's: a video's frames run through the tower in a call of their own, "
-    "which no standard value reads; pass the frames as images=[...] to read the tower on them"
-)
-
 #: What the Qwen VL lines share, published as the adapter "qwen_vit".
 QWEN_VIT = QwenViT(
     Vision=QwenVision,
@@ -54,6 +45,7 @@ QWEN_VIT = QwenViT(
     mounts=MOUNTS,
     tower_rename=TOWER_RENAME,
     refuses=READ_ONLY,
+    video_grids=qwen_video_grids,
 )
 
 
@@ -72,7 +64,8 @@ def builders():
 
 
 plugin = Plugin(
-    Wrapper("qwen2_vl", **MOUNTS, entry=VIDEO_SCATTER, refuses={**READ_ONLY, "videos": VIDEOS}, image_grids=lambda part: qwen_image_grids),
+    Wrapper("qwen2_vl", **MOUNTS, entry=VIDEO_SCATTER, refuses=READ_ONLY, image_grids=lambda part: qwen_image_grids,
+            video_grids=lambda part: qwen_video_grids()),
     Text("qwen2_vl_text", envoys=text_envoys),
     Tower("qwen2_vl_vision", rename=TOWER_RENAME, envoys=tower_envoys),
     adapters={"qwen_vit": QWEN_VIT},

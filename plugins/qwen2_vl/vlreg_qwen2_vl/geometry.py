@@ -12,9 +12,10 @@ which is scaled back to the original image exactly, since the resize is a plain 
 
 from __future__ import annotations
 
+import re
 from typing import Any, Sequence
 
-from vlreg.plugin import ImageGrid, box_grid
+from vlreg.plugin import ImageGrid, VideoGrid, box_grid, frame_size
 
 
 def qwen_image_grids(encoding: Any, images: Sequence[Any], processor: Any) -> list[ImageGrid]:
@@ -30,3 +31,45 @@ def qwen_image_grids(encoding: Any, images: Sequence[Any], processor: Any) -> li
         x_scale, y_scale = image.size[0] / (width * patch), image.size[1] / (height * patch)
         grids.append(ImageGrid(rows, columns, box_grid(rows, columns, side * x_scale, side * y_scale)))
     return grids
+
+
+def qwen_video_grids(times: str | None = None) -> Any:
+    """`vlreg_video_grids` for a Qwen-like video processor (``video_grid_thw`` ``[t, h, w]``,
+    ``temporal_patch_size`` frames folded into each token, ``merge_size``): per video, one
+    `VideoGrid` per temporal patch, covering the frames it folds (the processor repeats the
+    last frame to fill the last patch), each token over a square of the frame resized whole.
+    ``times``: a pattern whose group is the time the processor writes at each temporal patch,
+    in order (Qwen3-VL's ``<1.0 seconds>``, GLM's number after each frame), read off the
+    prompt as encoded; ``None``: the processor writes none."""
+
+    def grids(encoding: Any, videos: Sequence[Any], processor: Any) -> list[list[VideoGrid]]:
+        vision = processor.video_processor
+        patch, merge, fold = vision.patch_size, vision.merge_size, vision.temporal_patch_size
+        seconds = _written(encoding, processor, times)
+        found, chunk = [], 0
+        for (slices, height, width), video in zip(encoding["video_grid_thw"].tolist(), videos):
+            frames = list(video)
+            if not (slices - 1) * fold < len(frames) <= slices * fold:
+                raise ValueError(
+                    f"the video processor kept {slices * fold} frames of the {len(frames)} given (it sampled them): "
+                    "pass do_sample_frames=False to keep every frame, so each token's frames are the ones you passed")
+            rows, columns, side = height // merge, width // merge, patch * merge
+            (frame_width, frame_height) = frame_size(frames[0])
+            x_scale, y_scale = frame_width / (width * patch), frame_height / (height * patch)
+            boxes = box_grid(rows, columns, side * x_scale, side * y_scale)
+            found.append([VideoGrid(rows, columns, boxes, frames=(k * fold, min(k * fold + fold, len(frames)) - 1),
+                                    seconds=seconds[chunk + k] if seconds else None) for k in range(slices)])
+            chunk += slices
+        return found
+
+    return grids
+
+
+def _written(encoding: Any, processor: Any, times: str | None) -> list[float] | None:
+    """The times the processor wrote in the prompt, in order, or ``None``: with no pattern, or
+    with as many as there are temporal patches in every video."""
+    if times is None:
+        return None
+    text = "".join(processor.tokenizer.decode(row) for row in encoding["input_ids"])
+    found = [float(value) for value in re.findall(times, text)]
+    return found if len(found) == int(encoding["video_grid_thw"][:, 0].sum()) else None

@@ -74,7 +74,10 @@ class QwenViT:
       layout: the text model at ``model.language_model``, the scatter in ``model``'s forward);
     * ``tower_rename``: the tower's names (``blocks``, ``attn``, ``norm1``, ``norm2``);
     * ``refuses``: the wrapper's refusal table (the merger runs inside the tower, so the
-      tower's output takes no write).
+      tower's output takes no write);
+    * ``video_grids``: ``video_grids(times=None)`` gives `vlreg_video_grids` for a
+      ``Qwen2VLVideoProcessor``-like video processor (``times``: the pattern of the time it
+      writes at each temporal patch).
     """
 
     Vision: type
@@ -83,6 +86,7 @@ class QwenViT:
     mounts: dict
     tower_rename: dict
     refuses: dict
+    video_grids: Callable | None = None
 
 
 #: The Qwen2-VL tower's module classes onto the Qwen ViT's envoys.

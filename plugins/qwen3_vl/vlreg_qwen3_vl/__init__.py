@@ -23,12 +23,15 @@ The text and vision parts are looked up by their own ``model_type`` (``qwen3_5_t
 wrapper, here or in another plugin, that hosts one of these parts gets the same envoys.
 """
 
-from vlreg.plugin import Plugin, Text, Tower, Wrapper, adapter
+from vlreg.plugin import VIDEO_SCATTER, Plugin, Text, Tower, Wrapper, adapter
 
 from .text import TEXTS, text_envoys
 from .vision import TOWERS, tower_envoys
 
 QWEN_VIT = adapter("qwen_vit")
+
+#: The time Qwen3-VL's processor writes before each temporal patch of a video (``<1.0 seconds>``).
+SECONDS = r"<(\d+(?:\.\d+)?) seconds>"
 
 #: The line's wrappers, each over the text model and tower of its own name.
 FAMILIES = ("qwen3_vl", "qwen3_vl_moe", "qwen3_5", "qwen3_5_moe")
@@ -47,10 +50,11 @@ def builders():
 plugin = Plugin(
     # a text-generation load of a Qwen3.5 checkpoint is transformers' text-only
     # Qwen3_5ForCausalLM, the text model at `model`
-    Wrapper((*FAMILIES, *HOSTS), **QWEN_VIT.mounts, text_only="model", refuses=QWEN_VIT.refuses,
-            image_grids=lambda part: QWEN_VIT.image_grids),
+    Wrapper((*FAMILIES, *HOSTS), **QWEN_VIT.mounts, entry=VIDEO_SCATTER, text_only="model", refuses=QWEN_VIT.refuses,
+            image_grids=lambda part: QWEN_VIT.image_grids, video_grids=lambda part: QWEN_VIT.video_grids(SECONDS)),
     # transformers has no text-only class for it: a text-generation load builds the wrapper
-    Wrapper("cohere_compass", **QWEN_VIT.mounts, refuses=QWEN_VIT.refuses, image_grids=lambda part: QWEN_VIT.image_grids),
+    Wrapper("cohere_compass", **QWEN_VIT.mounts, entry=VIDEO_SCATTER, refuses=QWEN_VIT.refuses, image_grids=lambda part: QWEN_VIT.image_grids,
+            video_grids=lambda part: QWEN_VIT.video_grids(SECONDS)),
     Text(tuple(TEXTS), envoys=text_envoys),
     Tower(tuple(TOWERS), rename=QWEN_VIT.tower_rename, envoys=tower_envoys),
     checkpoints=builders,

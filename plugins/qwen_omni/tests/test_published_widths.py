@@ -29,7 +29,7 @@ QWEN3_OMNI_30B_TEXT = {"hidden_size": 2048, "num_hidden_layers": 48, "num_attent
 
 PER_CALL = "once per image"
 REFUSED = {"vision.self_attn.attention_scores": PER_CALL, "vision.self_attn.attention_probabilities": PER_CALL,
-           "videos": "a video's frames reach the thinker", "audio": "audio is not served"}  # the claim's refusals
+           "audio": "audio is not served"}  # the claim's refusals
 
 
 class TestQwen2_5Omni7BThinker(PublishedWidths):

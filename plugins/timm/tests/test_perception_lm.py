@@ -1,5 +1,5 @@
 """What Perception LM adds to the names, on the tiny checkpoint: the Perception Encoder
-through timm, the pooling projector, the thumbnail before the tiles, videos refused."""
+through timm, the pooling projector, the thumbnail before the tiles, a video's frames."""
 
 import numpy
 import pytest
@@ -9,7 +9,6 @@ from vlreg import StandardizedTransformer, Unavailable
 from vlreg.testing import build, chat
 from vlreg.testing.conformance import image
 from vlreg_timm.checkpoints import PLM_SYSTEM
-from vlreg_timm.wrappers import VIDEOS
 
 CHECKPOINT = "perception_lm"
 
@@ -135,15 +134,19 @@ def test_the_explicit_path_serves_the_pattern_and_refuses_queries_keys_and_value
     assert zeroed.abs().max() == 0
 
 
-def test_videos_run_and_are_refused_by_name(model):
-    assert model.support()["videos"] == VIDEOS
+def test_a_videos_frames_run_through_the_images_tower(model):
+    """A video's frames run through the tower in a call of their own, its features written at
+    the second scatter: on a trace of the video alone the tower's values are that call's, and
+    the image's values refuse."""
+    assert "the video's call's" in model.support()["videos"]
     video = [numpy.random.default_rng(0).integers(0, 255, (4, 56, 56, 3), dtype=numpy.uint8)]
-    with pytest.raises(Unavailable, match="no images, only videos: a video's frames reach the model"):
+    with pytest.raises(Unavailable, match="no images, only videos"):
         with model.trace(chat(model, "video"), videos=video):
             model.vision.image_features.save()
     with model.trace(chat(model, "video"), videos=video):
-        logits = model.logits.save()
-    assert logits.shape[-1] == model.vocab_size
+        patches = model.vision.layers[0].input.save()
+        features = model.vision.video_features.save()
+    assert patches.shape[0] == 4 and features.shape[0] % 4 == 0  # a batch row a frame, as many tokens each
 
 
 def test_images_of_different_tile_counts_are_refused_in_one_call_and_collected_apart(model, tmp_path):

@@ -7,7 +7,8 @@ built on them, declared against `vlreg.plugin`.
   plugins as the adapter ``"timm_tower"``, for a family whose tower wraps a timm model under
   a config of its own;
 * the wrappers (`wrappers`): ``perception_lm`` (PerceptionLMForConditionalGeneration: tiles
-  and a thumbnail, 2 x 2 patches pooled a token; videos refused by name) and ``fast_vlm``
+  and a thumbnail, 2 x 2 patches pooled a token; a video's frames through the same tower, written
+  at the second scatter) and ``fast_vlm``
   (FastVlmForConditionalGeneration: a token per cell of FastViT's last grid; FastViT's blocks
   refused by name). Their text models (Llama, Qwen2) are vlreg-llava's claims.
 
@@ -15,10 +16,10 @@ built on them, declared against `vlreg.plugin`.
 for tests. timm is this plugin's dependency only.
 """
 
-from vlreg.plugin import Plugin, Tower, Wrapper
+from vlreg.plugin import VIDEO_SCATTER, Plugin, Tower, Wrapper
 
 from . import vision, wrappers
-from .geometry import fast_vlm_grids, perception_lm_grids
+from .geometry import fast_vlm_grids, perception_lm_grids, perception_lm_video_grids
 
 
 def builders():
@@ -28,8 +29,8 @@ def builders():
 
 
 plugin = Plugin(
-    Wrapper("perception_lm", image_grids=lambda part: perception_lm_grids(part.config),
-            refuses=wrappers.REFUSES["perception_lm"]),
+    Wrapper("perception_lm", entry=VIDEO_SCATTER, image_grids=lambda part: perception_lm_grids(part.config),
+            video_grids=lambda part: perception_lm_video_grids(part.config)),
     Wrapper("fast_vlm", image_grids=lambda part: fast_vlm_grids, refuses=wrappers.REFUSES["fast_vlm"]),
     Tower("timm_wrapper", rename=vision.RENAME, envoys=vision.envoys),
     adapters={"timm_tower": vision.TIMM_TOWER},

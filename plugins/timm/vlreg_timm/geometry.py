@@ -26,7 +26,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from vlreg.plugin import ImageGrid, box_grid, clip_boxes, tile_grids
+from vlreg.plugin import ImageGrid, box_grid, clip_boxes, frame_grids, tile_grids
 
 
 def tiling(processor: Any, width: int, height: int) -> tuple[int, int] | None:
@@ -57,6 +57,18 @@ def perception_lm_grids(config: Any):
             found.append([ImageGrid(side, side, whole, label="thumbnail", fold=fold),
                           *tile_grids(width, height, columns, rows, side, fold)])
         return found
+
+    return grids
+
+
+def perception_lm_video_grids(config: Any):
+    """``vlreg_video_grids`` for Perception LM: each frame resized whole to a tile, its patches
+    pooled ``projector_pooling_ratio`` x ``projector_pooling_ratio`` a token, frame by frame."""
+    fold = config.projector_pooling_ratio
+
+    def grids(encoding: Any, videos: Sequence[Any], processor: Any) -> list:
+        side = processor.video_processor.size["height"] // processor.patch_size // fold
+        return [frame_grids(video, side, side, fold=fold) for video in videos]
 
     return grids
 

@@ -12,18 +12,14 @@ both write the projector's output into the embeddings at the image tokens with t
   and then averages each ``projector_pooling_ratio`` x ``projector_pooling_ratio`` block of a
   crop's patches into one token. The pooling hands the scatter a transposed tensor, which no
   flat view can take: ``vision.image_features`` has the model hold a flat copy of it first and
-  serves a view of that (`vlreg.plugin.value.viewable`), so edits land. Videos run through the same tower in a call of their own and are written at the
-  second scatter, which no standard value reads: refused by name (`REFUSES`).
+  serves a view of that (`vlreg.plugin.value.viewable`), so edits land. A video's frames run
+  through the same tower in a call of their own and are written at the second scatter
+  (``vision.video_features``, served the same way).
 * ``fast_vlm`` (FastVlmForConditionalGeneration): LLaVA's shape over FastViT: the tower's
   last grid, each cell a row, through a two-layer MLP, a token per cell. FastViT's stages are
   no standard blocks, so ``vision.layers`` is refused by name (`REFUSES`).
 """
 
-VIDEOS = (
-    "a video's frames reach the model (its logits and text values are served), but they run through the tower in "
-    "a call of their own and are written at a scatter of their own, which no standard value reads; pass the frames "
-    "as images=[...] to read them"
-)
 FASTVIT_BLOCKS = (
     "its blocks are FastViT's stages (model.vision.timm_model.stages[s].blocks[b]: convolutional RepMixer blocks, "
     "then attention blocks, over a 2-D grid whose width grows and whose side halves stage by stage), which have no "
@@ -33,6 +29,5 @@ FASTVIT_BLOCKS = (
 
 #: What each wrapper's claim refuses (`Claim.refuses`), by model type.
 REFUSES = {
-    "perception_lm": {"videos": VIDEOS},
     "fast_vlm": {"vision.layers": FASTVIT_BLOCKS},
 }

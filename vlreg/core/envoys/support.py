@@ -114,6 +114,9 @@ def _with_refusals(envoy: Any, rows: dict[str, str | None]) -> dict[str, str | N
     that part has rows: a text-only load shows no tower), else before the readout."""
     family = getattr(envoy.root, "family", None)
     refused = family.sentences if family is not None else {}
+    tower = envoy.root.__dict__.get("vision")
+    calls = tower.video_calls() if tower is not None and hasattr(tower, "video_calls") else None
+    refused = {"videos": calls, **refused} if calls else refused  # the family's own sentence first
     if not refused:
         return rows
     place = envoy.place

@@ -22,6 +22,7 @@ from typing import Any, Callable
 import torch
 
 from ..errors import Unavailable
+from ..images.entries import Entry
 from ..serving.refusals import read_only, refusal
 from ..serving.sites import model_inputs
 from ..serving.values import built, first, value, with_first
@@ -81,6 +82,9 @@ def _derived_video_mask(vision: "Vision") -> str:
 
 def _no_videos(vision: "Vision") -> str | None:
     video = getattr(vision.root._module.config, "video_token_id", None)
+    entry = vision.place.entry
+    if entry is not None and entry.token_types is not None:  # one placeholder, told apart by the processor's types
+        return None
     if video is None:
         return f"the {vision.root.family.name!r} family's config has no video token (video_token_id), so no prompt holds a video"
     if video == vision.root.image_token_id:
@@ -102,15 +106,16 @@ def _no_video_entry(vision: "Vision") -> str | None:
     )
 
 
-def _input_ids(raw: Any) -> torch.Tensor:
+def _token_mask(vision: "Vision", raw: Any, video: bool) -> torch.Tensor:
+    """The entry's mask (`Entry.token_mask`) of the model's inputs ``raw``."""
     args, kwargs = raw
     ids = kwargs.get("input_ids", args[0] if args else None)
     if ids is None:
         raise Unavailable(
-            "vision.image_token_mask is unavailable: the model was called with no input_ids "
-            "(inputs_embeds only), so the image tokens cannot be found"
+            f"vision.{'video' if video else 'image'}_token_mask is unavailable: the model was called with no "
+            "input_ids (inputs_embeds only), so the tokens cannot be found"
         )
-    return ids
+    return (vision.place.entry or Entry()).token_mask(vision.root, {**kwargs, "input_ids": ids}, video=video)
 
 
 #: A video's values, each with the image's it follows in forward order.
@@ -206,13 +211,14 @@ class Vision(Standard):
     @value(model_inputs, layout="batch")
     def image_token_mask(self, raw: Any) -> torch.Tensor:
         """``[batch, seq]``, True at the image tokens (read it before the tower runs)."""
-        return _input_ids(raw) == self.root.image_token_id
+        return _token_mask(self, raw, video=False)
 
     @value(model_inputs, layout="batch")
     def video_token_mask(self, raw: Any) -> torch.Tensor:
         """``[batch, seq]``, True at the video tokens (the video placeholder's, apart from
-        the image's)."""
-        return _input_ids(raw) == self.root._module.config.video_token_id
+        the image's; where both share the image's placeholder, told apart by the
+        processor's token types: `Entry.token_types`)."""
+        return _token_mask(self, raw, video=True)
 
     @value(lambda vision: f"{vision.patch_embed.path}.output")
     def patch_embeddings(self, raw: torch.Tensor) -> Patches:
@@ -258,13 +264,19 @@ class Vision(Standard):
                 names.insert(names.index(image) + 1, video)
         return names
 
-    def geometry(self, prompt: Any, images: Any, **options: Any) -> list:
+    def geometry(self, prompt: Any, images: Any = None, videos: Any = None, **options: Any) -> list:
         """Each image of ``prompt`` as the text model sees it, in the order given: its batch
         row, its image tokens' positions, its token grids and the pixel box each token
-        covers in the original image (`ImageGeometry`). Runs the processor, not the model,
-        so it needs no trace; the family declares the grids (`vlreg_image_grids`).
+        covers in the original image (`ImageGeometry`); then, with ``videos=[...]``, each
+        video's (`VideoGeometry`: each token's first and last frame, its box in them, the
+        time the processor writes). Runs the processor, not the model, so it needs no
+        trace; the family declares the grids (`vlreg_image_grids`, `vlreg_video_grids`).
         ``options`` are the processor's, as a trace takes them (``max_pixels=``, ...).
         Inside an invoke of a batch, `ImageGeometry.placed` gives its row and positions there."""
+        if videos is not None:
+            from ..images.video_geometry import video_geometry
+
+            return video_geometry(self.root, prompt, images, videos, **options)
         return self.root._image_geometry(prompt, images, **options)
 
     def cache(self, prompt: Any, images: Any, **options: Any) -> Any:
@@ -310,6 +322,18 @@ class Vision(Standard):
         own), else why not: `support` then leaves a video's rows out, as it leaves a
         tower's out where no image reaches it."""
         return _no_videos(self)
+
+    def video_calls(self) -> str | None:
+        """How the tower's values are told apart on a video (`support`'s ``videos`` row), or
+        ``None`` where no video reaches this tower (none can, or the entry writes none in)."""
+        entry = self.place.entry
+        if self.no_images() or self.no_videos() or entry is None or entry.video_features(self) is None:
+            return None
+        return (
+            "a video's frames run through the tower in a call of their own, after the images': the tower's values "
+            "are the video's call's on a trace whose prompts carry videos and no image, and the images' call's "
+            "where they carry images too; trace a video without images to read the tower on its frames"
+        )
 
     def without_blocks(self) -> str:
         """Why a helper over the tower's blocks cannot run where `num_layers` is 0: a family

@@ -59,7 +59,7 @@ class Wrapper(Declared):
     projector at ``projector`` (paths from the root; ``None`` mounts none), the image written
     in by `SCATTER` (``entry``); ``text_only`` mounts the text-only class a text-generation
     load builds (``"model"``). ``rename`` adds mounts, replacing one of the same name.
-    ``image_grids`` and ``processor`` are functions of the part giving the grids function and
+    ``image_grids``, ``video_grids`` and ``processor`` are functions of the part giving the grids function and
     the processor's adaptation (`vlreg_processor`)."""
 
     kind: ClassVar[str] = "wrapper"
@@ -69,6 +69,7 @@ class Wrapper(Declared):
     text_only: str | None = None
     entry: Any = SCATTER
     image_grids: Any = None
+    video_grids: Any = None
     load_options: Any = None
     suppressed_tokens: Any = None
     processor: Any = None
@@ -142,6 +143,7 @@ class Plugin:
     vlreg_envoys = _answering("envoys")
     vlreg_entry = _answering("entry")
     vlreg_image_grids = _answering("image_grids")
+    vlreg_video_grids = _answering("video_grids")
     vlreg_load_options = _answering("load_options")
     vlreg_suppressed_tokens = _answering("suppressed_tokens")
     vlreg_processor = _answering("processor")

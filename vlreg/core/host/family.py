@@ -29,6 +29,7 @@ class Family:
     #: The refusal table, ``{row or pattern: (reason, ...)}``, of its parts and entry.
     refuses: dict[str, tuple] = {}
     image_grids: Callable | None = None  # the wrapper's `vlreg_image_grids`
+    video_grids: Callable | None = None  # the wrapper's `vlreg_video_grids`
     unserved: dict[str, str] = {}  # the config's other parts no plugin claims: {field: model_type}
     load_options: dict[str, dict] = {}  # the wrapper's `vlreg_load_options`
     suppressed_tokens: tuple[int, ...] = ()  # the wrapper's `vlreg_suppressed_tokens`
@@ -120,6 +121,7 @@ def resolve(config: Any) -> Family:
         name=plugins.plugin_manager().get_name(served["wrapper"]), parts=parts, plugins=served,
         rename=ServerSide(rename), envoys=ServerSide(envoys), entry=entry, refuses=refuses,
         image_grids=wrapper("vlreg_image_grids") if "vision" in parts else None,
+        video_grids=wrapper("vlreg_video_grids") if "vision" in parts else None,
         unserved=unserved, load_options=dict(wrapper("vlreg_load_options") or {}),
         suppressed_tokens=tuple(wrapper("vlreg_suppressed_tokens") or ()),
         processor=wrapper("vlreg_processor"),

@@ -68,6 +68,14 @@ def vlreg_image_grids(part: Part) -> Callable[..., list] | None:
 
 
 @hookspec(firstresult=True)
+def vlreg_video_grids(part: Part) -> Callable[..., list] | None:
+    """How the wrapper lays each video's tokens out: ``grids(encoding, videos, processor)``
+    giving, per video, its `VideoGrid` runs in sequence order (frames covered, boxes in the
+    frames, the time written before them); their tokens add up to the video's in the
+    encoding. ``None``: `vision.geometry` refuses ``videos=``."""
+
+
+@hookspec(firstresult=True)
 def vlreg_load_options(part: Part) -> dict[str, dict[str, Any]] | None:
     """``{task: {keyword: value}}`` a load of that task needs for its weights to land, passed
     to ``from_pretrained`` where the user set no such keyword (Emu3's text-only class finds

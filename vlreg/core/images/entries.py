@@ -85,6 +85,24 @@ class Entry:
     needs_images: bool = False
     #: How ``vision.image_features`` holds a batch of several invokes (`vlreg.core.serving.batching`).
     features_layout: str = "image_tokens"
+    #: The processor's input that tells an image's tokens from a video's where both are
+    #: written with the image's placeholder (GLM's ``mm_token_type_ids``: 1 at an image's
+    #: token, 2 at a video's); ``None``: a video has a placeholder id of its own.
+    token_types: str | None = None
+    #: Why one forward cannot carry images and videos together (``None``: it can); a trace
+    #: whose invokes hold both is refused with it before the model runs.
+    apart: str | None = None
+
+    def token_mask(self, model: Any, inputs: Mapping, video: bool = False) -> torch.Tensor | None:
+        """The image's tokens (``video``: the video's) in the model's keyword ``inputs``
+        (``None`` without ``input_ids``): every such mask vlreg reads is this one."""
+        ids = inputs.get("input_ids")
+        if ids is None:
+            return None
+        if self.token_types is None:
+            return ids == (model._module.config.video_token_id if video else model.image_token_id)
+        kinds = inputs.get(self.token_types, torch.ones_like(ids))  # none given: every placeholder an image's
+        return (ids == model.image_token_id) & (kinds.to(ids.device) == (2 if video else 1))
 
     def mount(self, model: Any) -> None:
         """Put what the image passes through outside the tower under ``model.vision`` (a
@@ -191,7 +209,7 @@ class Entry:
         """Each image's `ImageGeometry`, from the processor's ``encoding``, the family's
         grids for each image (``declared``) and the images: its tokens are the next run of
         image tokens in mask order, as many as its grids hold."""
-        rows, positions = (encoding["input_ids"] == model.image_token_id).nonzero(as_tuple=True)
+        rows, positions = self.token_mask(model, encoding).nonzero(as_tuple=True)
         counts = [sum(grid.tokens for grid in grids) for grids in declared]
         if sum(counts) != rows.numel():
             raise ValueError(
@@ -260,6 +278,8 @@ class Scatter(Entry):
     #: arguments as ``operation`` (``inputs_embeds_masked_scatter_1`` on the Qwen line):
     #: ``vision.video_features`` is read there. ``None``: the family serves no video value.
     videos: str | None = None
+    token_types: str | None = None  # `Entry.token_types` (GLM's ``"mm_token_type_ids"``)
+    apart: str | None = None  # `Entry.apart`
     #: A second tower (path from the root) whose output the projector reads beside the
     #: tower's (DeepSeek-VL-Hybrid's high-resolution SAM tower), mounted at
     #: ``model.vision.second_tower``, its values the tower's. ``None``: one tower.
@@ -298,9 +318,12 @@ class Scatter(Entry):
             return None
         # rows of the text model's width: LLaVA-NeXT-Video hands the scatter its features flattened to one axis
         width = vision.root.hidden_size
+        # a copy where the features are not laid out for the reshape (Perception LM's pooling transposes them):
+        # the copy is written in and served as a view of it, as the image's features are (`views_features`)
         return Site(f"{self.host_envoy(vision.root).path}.source.{self.videos}.input",
                     lambda raw: _argument(raw, self.argument).reshape(-1, width),
-                    lambda raw, new: _with_argument(raw, self.argument, new))
+                    lambda raw, new: _with_argument(raw, self.argument, new),
+                    lambda served, raw: _shares_storage(served, _argument(raw, self.argument)))
 
     def _generated(self, vision: Any) -> bool:
         return self.generation is not None and vision.run.generating

@@ -28,6 +28,9 @@ def check_invokes(model: Any, invokes: list) -> None:
     entry = model.family.entry
     if entry is not None:
         entry.check_invokes(model, invokes)
+        given = {key for _, kwargs in invokes for key in kwargs.keys() & MEDIA if kwargs[key] is not None}
+        if entry.apart is not None and given == MEDIA:
+            raise ValueError(f"images and videos in one trace: {entry.apart}; trace them apart")
     for inputs, kwargs in invokes:
         media = {key for key in kwargs.keys() & MEDIA if kwargs[key] is not None}
         if media and model.processor is None:

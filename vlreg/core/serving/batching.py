@@ -29,7 +29,7 @@ cut here:
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import torch
 from attrs import field, frozen
@@ -80,20 +80,26 @@ class Run:
     def invokes_with_images(self) -> int:
         return sum(bool(self.images_in(group)) for group in self.groups)
 
+    def invokes_with_videos(self) -> int:
+        return sum(bool(self.videos_in(group)) for group in self.groups)
 
-def run_of(kwargs: dict, image_token_id: int | None, groups: Sequence, generating: bool = False,
-           video_token_id: int | None = None) -> Run:
-    """The `Run` of the model call nnsight assembled (``generating``: by ``generate``)."""
+
+def run_of(kwargs: dict, mask: Callable[..., torch.Tensor | None] | None, groups: Sequence, generating: bool = False,
+           videos: bool = False) -> Run:
+    """The `Run` of the model call nnsight assembled (``generating``: by ``generate``);
+    ``mask(kwargs, video=...)`` finds the image's (the video's) tokens (`Entry.token_mask`),
+    ``None`` where none can be found; ``videos``: whether a prompt can hold a video."""
     ids = kwargs.get("input_ids")
     rows = sum(size for _, size in groups)
     for name in ("input_ids", "inputs_embeds", "attention_mask"):
         if isinstance(kwargs.get(name), torch.Tensor):
             rows = kwargs[name].shape[0]
             break
-    if ids is None or image_token_id is None:
+    images = mask(kwargs) if ids is not None and mask is not None else None
+    if images is None:
         return Run(None, tuple(groups), dict(kwargs), rows, generating)
-    videos = None if video_token_id is None else (ids == video_token_id).sum(-1)
-    return Run((ids == image_token_id).sum(-1), tuple(groups), dict(kwargs), rows, generating, video_tokens=videos)
+    video_tokens = mask(kwargs, video=True).sum(-1) if videos else None
+    return Run(images.sum(-1), tuple(groups), dict(kwargs), rows, generating, video_tokens=video_tokens)
 
 
 def select(layout: str, whole: Any, group: Sequence[int], run: Run) -> Any:

@@ -237,9 +237,9 @@ def no_image_in_run(asked: Asked) -> str | None:
         if videos:
             return f"{where} no images, only videos: {videos}"
         return (
-            f"{where} no images, only videos: a video's values are vision.video_token_mask and "
-            f"vision.video_features; the tower's values are served for images (a video's frames "
-            f"run through the tower in calls of their own); pass the frames as images=[...] to read them"
+            f"{where} no images, only videos, and this value is an image's alone: a video's values are "
+            f"vision.video_token_mask, vision.video_features and the tower's; pass the frames as images=[...] "
+            f"to read it on them"
         )
     return (
         f"{where} no images, so the tower does not run for them and no features are "
@@ -257,6 +257,20 @@ def no_video_in_run(asked: Asked) -> str | None:
         f"{where} no video, so no video's features are written in; pass videos=[...] (each a list of "
         f"frames) with a prompt that has the video placeholder (the chat template's {{'type': 'video'}})"
     )
+
+
+def on_a_videos_call(asked: Asked) -> bool:
+    """Whether the tower's values are a video's call: the run carries no image (so the
+    tower's one call is the videos'), this invoke carries a video, and the family's tower
+    reads a video's frames (its entry writes a video in, and no claim refuses ``videos``).
+    Where the run carries images too, the tower's values are the images' call."""
+    run, vision = asked.run, asked.envoy.place.tower
+    if asked.name in vision.video_values.values():  # the image's own mask and features: never a video's
+        return False
+    if run.images_in(None) is not False or not run.videos_in(asked.group):
+        return False
+    entry = vision.place.entry
+    return entry is not None and entry.video_features(vision) is not None and not refusal(vision.root, "videos")
 
 
 def _image_after_the_first_step(asked: Asked) -> str | None:
@@ -292,6 +306,8 @@ def _image_values(asked: Asked) -> str | None:
     if place.tower is not None:
         if asked.name.startswith("video_"):  # a video's values, at its own scatter: a video's run, not an image's
             return no_video_in_run(asked) or _image_after_the_first_step(asked)
+        if on_a_videos_call(asked):
+            return _image_after_the_first_step(asked)
         return _needs_images(asked)
     reason = no_image_in_run(asked)
     return f"{reason}; {place.image_block.skipped}" if reason else None
@@ -313,6 +329,13 @@ def _shared_tower(asked: Asked) -> str | None:
             "images in several invokes run through the tower together, and which of its rows are "
             "this invoke's is not declared; read tower values in a trace where one invoke carries "
             "the images (the features at the scatter, vision.image_features, are cut per invoke)"
+        )
+    if (asked.group is not None and asked.run.invokes_with_videos() > 1 and asked.envoy.place.tower is not None
+            and asked.name not in asked.envoy.place.tower.video_values and on_a_videos_call(asked)):
+        return (
+            "videos in several invokes run through the tower together, and which of its rows are this "
+            "invoke's is not declared; read tower values in a trace where one invoke carries the videos "
+            "(vision.video_features is cut per invoke)"
         )
     return None
 

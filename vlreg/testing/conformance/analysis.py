@@ -11,6 +11,7 @@ import torch
 from ... import analysis
 from ...analysis.saliency import pixel_refusal
 from .helpers import image, refused_before_running
+from .videos import frame_helper_checks
 
 
 class AnalysisConformance:
@@ -144,4 +145,5 @@ class AnalysisConformance:
             "saliency": saliency,
             "integrated_gradients": integrated_gradients,
             "relevancy": relevancy,
+            **frame_helper_checks(self, model),
         }

@@ -18,14 +18,14 @@ from ...core.model import StandardizedTransformer
 
 
 @contextlib.contextmanager
-def refused_before_running(model: StandardizedTransformer, reason: str) -> Iterator[None]:
-    """Around code that must raise vlreg's `Unavailable` with ``reason`` (a pattern) in its
-    message, before the model's forward runs: a crash, or a refusal that comes after the
-    model ran, is no refusal."""
+def refused_before_running(model: StandardizedTransformer, reason: str, error: type = Unavailable) -> Iterator[None]:
+    """Around code that must raise vlreg's `Unavailable` (or ``error``) with ``reason`` (a
+    pattern) in its message, before the model's forward runs: a crash, or a refusal that
+    comes after the model ran, is no refusal."""
     ran: list[bool] = []
     handle = model._module.register_forward_pre_hook(lambda *args: ran.append(True))
     try:
-        with pytest.raises(Unavailable, match=reason):
+        with pytest.raises(error, match=reason):
             yield
     finally:
         handle.remove()
@@ -144,8 +144,9 @@ def served_on_images(model: StandardizedTransformer) -> list[tuple[Standard, str
 
 
 def a_video_row(row: str) -> bool:
-    """Whether a `support` row is a video's value (``vision.video_features``): `VideoConformance`'s."""
-    return row.removeprefix("vision.") in VIDEO_VALUES
+    """Whether a `support` row is a video's (``vision.video_features``, or ``videos``: how the
+    tower's values are told apart on a video): `VideoConformance`'s."""
+    return row == "videos" or row.removeprefix("vision.") in VIDEO_VALUES
 
 
 def a_video_value(envoy: Standard, name: str) -> bool:

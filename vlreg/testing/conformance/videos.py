@@ -14,6 +14,8 @@ from typing import Any, ClassVar
 import pytest
 import torch
 
+from ...core.errors import Unavailable
+
 from ..kit import chat
 from .helpers import image, refused_before_running
 
@@ -49,17 +51,25 @@ class VideoConformance:
                 with model.trace(self.image_prompt(model), images=self.images()[:1]):
                     model.vision.video_features.save()
             return
-        prompt = chat(model, "video", "image", text=self.question)
-        with model.trace(prompt, images=self.images()[:1], videos=[self.video()], **(self.processor_options or {})):
+        prompt, options = chat(model, "video", "image", text=self.question), self.processor_options or {}
+        media = {"images": self.images()[:1], "videos": [self.video()]}
+        if model.family.entry.apart:  # the forward cannot hold both (GLM's): refused, and the video read alone
+            with refused_before_running(model, "images and videos in one trace", ValueError):
+                with model.trace(prompt, **media, **options):
+                    model.logits.save()
+            prompt, media = chat(model, "video", text=self.question), {"videos": media["videos"]}
+        with model.trace(prompt, **media, **options):
             images = model.vision.image_token_mask.save()
             videos = model.vision.video_token_mask.save()
-            image_features = model.vision.image_features.save()
+            if "images" in media:
+                image_features = model.vision.image_features.save()
             video_features = model.vision.video_features.save()
             first = model.layers[0].input.save()
-        assert videos.any() and images.any() and not (videos & images).any()
+        assert videos.any() and images.any() == ("images" in media) and not (videos & images).any()
         assert int(videos.sum()) == video_features.shape[0] and video_features.shape[1] == model.hidden_size
         assert torch.equal(first[videos], video_features)
-        assert torch.equal(first[images], image_features)
+        if "images" in media:
+            assert torch.equal(first[images], image_features)
 
     def test_an_edit_of_the_video_features_reaches_the_logits(self, model):
         """Zeroing a video's features lands at its tokens in block 0's input and changes the
@@ -116,3 +126,92 @@ class VideoConformance:
                 at_features = features.grad.save()
         assert at_features.shape == (int(mask.sum()), model.hidden_size) and bool(at_features.abs().sum() > 0)
         assert torch.equal(at_block[mask], at_features)
+
+    def test_the_towers_values_on_a_video_alone_are_the_videos_call(self, model):
+        """On a trace of a video alone the tower's one call is the video's: ``vision.layers[0]``
+        serves what that block received there (a hook on the module says so), an edit of its
+        output reaches the video's features, and ``support()["videos"]`` says how the tower's
+        values are told apart (a trace with images too reads the images' call). Where the
+        family runs a video through a tower without standard names, its claim says so and
+        the tower's values refuse before the model runs."""
+        if not self.serves_videos(model) or not model.vision.num_layers:
+            pytest.skip(NO_VIDEOS if not self.serves_videos(model) else "this vision part serves no blocks")
+        prompt, video, options = chat(model, "video", text=self.question), [self.video(seed=5)], self.processor_options or {}
+        if model.family.sentences.get("videos"):
+            assert model.support()["videos"] == model.family.sentences["videos"]
+            with refused_before_running(model, "only videos"):
+                with model.trace(prompt, videos=video, **options):
+                    model.vision.layers[0].input.save()
+            return
+        assert "the video's call's" in model.support()["videos"]
+        block, calls = model.vision.layers[0], []
+        handle = block._module.register_forward_pre_hook(lambda module, args, kwargs: calls.append(
+            (args[0] if args else next(iter(kwargs.values()))).detach().clone()), with_kwargs=True)
+        try:
+            with model.trace(prompt, videos=video, **options):
+                served = block.input.save()
+                clean = model.vision.video_features.save()
+        finally:
+            handle.remove()
+        assert len(calls) == 1 and torch.equal(served, calls[0])  # the tower ran once: the video's call
+        with model.trace(prompt, videos=video, **options):
+            block.layer_output[:] = 0
+            edited = model.vision.video_features.save()
+        assert not torch.allclose(clean, edited)
+
+    def test_the_geometry_places_each_video_token_in_its_frames(self, model):
+        """``vision.geometry(prompt, videos=[...])``: each video token's frames and box, at the
+        positions the trace's video mask marks, every frame passed covered, the boxes within the
+        frame; where the processor reports a grid of temporal patches (``video_grid_thw``), one
+        grid a temporal patch of ``temporal_patch_size`` frames, as many tokens as it makes. A
+        family that declares no video grids refuses ``videos=`` by name."""
+        if not self.serves_videos(model):
+            pytest.skip(NO_VIDEOS)
+        prompt, video, options = chat(model, "video", text=self.question), self.video(seed=6), self.processor_options or {}
+        if model.family.video_grids is None:
+            with pytest.raises(Unavailable, match="declares no video grids"):
+                model.vision.geometry(prompt, videos=[video], **options)
+            pytest.skip("this family declares no video grids (refused by name, checked above)")
+        (geometry,) = model.vision.geometry(prompt, videos=[video], **options)
+        with model.trace(prompt, videos=[video], **options):
+            mask = model.vision.video_token_mask.save()
+            features = model.vision.video_features.save()
+        assert torch.equal(mask[geometry.row].nonzero()[:, 0], geometry.positions)
+        assert features[geometry.features].shape[0] == geometry.tokens == int(mask.sum())
+        frames, boxes, (width, height) = geometry.frames, geometry.boxes, video[0].size
+        assert geometry.size == (width, height) and frames.shape == (geometry.tokens, 2)
+        assert set(range(len(video))) == {k for first, last in frames.tolist() for k in range(first, last + 1)}
+        over = boxes[~boxes.isnan().any(-1)]
+        assert len(over) and (over[:, :2] >= 0).all() and (over[:, 2] <= width + 1e-6).all() and (over[:, 3] <= height + 1e-6).all()
+        encoding = model.processor(text=[prompt], videos=[video], return_tensors="pt", **options)
+        if "video_grid_thw" in encoding:
+            (slices, rows, columns), = encoding["video_grid_thw"].tolist()
+            processor = model.processor.video_processor
+            fold, merge = processor.temporal_patch_size, processor.merge_size
+            assert len(geometry.grids) == slices and geometry.tokens == slices * rows * columns // merge ** 2
+            assert [grid.frames for grid in geometry.grids] == [
+                (k * fold, min(k * fold + fold, len(video)) - 1) for k in range(slices)]
+
+
+def frame_helper_checks(case: Any, model: Any) -> dict:
+    """`AnalysisConformance`'s checks of the frame helpers (`vlreg.analysis.videos`): where the
+    family serves a video and declares its grids, each helper's scores have one column a grid
+    of the video's tokens; elsewhere each refuses before the model runs, naming ``videos=``."""
+    served = (not model.vision.no_videos() and not model.support().get("vision.video_features")
+              and model.family.video_grids is not None)
+    width, height, frames = VideoConformance.video_frames
+    video = [image(width, height, seed=index) for index in range(frames)]
+    options = case.processor_options or {}
+
+    def check(helper: Any) -> bool:
+        if not served:
+            with refused_before_running(model, r"videos="):
+                helper(model, case.image_prompt(model), video)
+            return True
+        found = helper(model, chat(model, "video", text=case.question), video, **options)
+        return found.scores.shape[-1] == len(found.geometry.grids) == len(found.frames) and bool(found.scores.isfinite().all())
+
+    from ... import analysis
+
+    return {"attention_to_frames": lambda: check(analysis.attention_to_frames),
+            "occlude_frames": lambda: check(analysis.occlude_frames)}
