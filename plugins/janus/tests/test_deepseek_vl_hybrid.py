@@ -1,7 +1,8 @@
 """DeepSeek-VL-Hybrid beyond the conformance suite: its second, high-resolution tower at
 ``vision.second_tower`` runs on the processor's high-resolution pixels after SigLIP, and what
 the aligner reads of it reaches the features; on an sdpa load its attention's interior is
-refused by name, before the model runs, and what the attention adds is still served."""
+refused by name, before the model runs, and what the attention adds is still served; every load
+of a process gets the same envoy classes (a remote request names one by the order it was made in)."""
 
 import pytest
 import torch
@@ -40,9 +41,11 @@ def test_the_second_tower_reads_the_high_resolution_pixels_and_feeds_the_feature
     assert "second_tower" in model.vision.standard_names() and model.vision.second_tower.global_layers == [1]
 
 
-def test_an_sdpa_load_refuses_the_second_towers_interior_and_serves_its_output(path):
-    model = StandardizedTransformer(path, task="image-text-to-text", dispatch=True, attn_implementation="sdpa",
-                                    device="cpu")
+def test_an_sdpa_load_refuses_the_second_towers_interior_and_serves_its_output(path, model):
+    eager, model = model, StandardizedTransformer(path, task="image-text-to-text", dispatch=True,
+                                                  attn_implementation="sdpa", device="cpu")
+    # one class a process, whatever the loads: a remote request names an envoy class by the order it was made in
+    assert type(model.vision.second_tower) is type(eager.vision.second_tower)
     prompt, pictures = chat(model), [image(84, 84)]
     with refused_before_running(model, "runs as sdpa"):
         with model.trace(prompt, images=pictures):

@@ -20,6 +20,8 @@ only to generate images, never on the path that reads one.
 
 from __future__ import annotations
 
+import functools
+
 from typing import Any
 
 from vlreg.plugin import Vision, adapter, tower_envoys, value
@@ -67,11 +69,20 @@ def sam_envoys(part):
     second tower; on an sdpa load its attention's interior is refused (`SAM_SDPA`)."""
     from transformers.models.sam import modeling_sam as sam
 
-    from vlreg.plugin import adapter, as_second_tower
+    from vlreg.plugin import adapter
 
     found = adapter("sam_vit")
+    tower, sdpa = _sam_classes(found.Vision, found.Attention)
+    return {sam.SamVisionEncoder: tower, sam.SamVisionLayer: found.Layer, sam.SamVisionAttention: found.Attention,
+            sam.SamVisionSdpaAttention: sdpa, sam.SamMLPBlock: found.Mlp}
+
+
+@functools.cache
+def _sam_classes(vision: type, attention: type) -> tuple[type, type]:
+    """The second tower's class and the sdpa attention's, made once a process (a remote request
+    names an envoy class by the order it was made in)."""
+    from vlreg.plugin import as_second_tower
+
     # a windowed block's interior is per window whatever the implementation: that reason first
-    refuses = {name: (found.Attention.refuses[name], SAM_SDPA) for name in SAM_INTERIOR}
-    sdpa = type("SamSdpaAttention", (found.Attention,), {"refuses": refuses})
-    return {sam.SamVisionEncoder: as_second_tower(found.Vision), sam.SamVisionLayer: found.Layer,
-            sam.SamVisionAttention: found.Attention, sam.SamVisionSdpaAttention: sdpa, sam.SamMLPBlock: found.Mlp}
+    refuses = {name: (attention.refuses[name], SAM_SDPA) for name in SAM_INTERIOR}
+    return as_second_tower(vision), type("SamSdpaAttention", (attention,), {"refuses": refuses})

@@ -33,16 +33,12 @@ from .experts import MoeMlp
 from .text import Mlp
 
 
-def _marks(run: Any, name: str) -> Any:
-    return run.inputs.get(name)
-
-
 def _bank_idle(asked: Any) -> str | None:
     """The vision bank runs only on a run whose prompt marks some token for it."""
     bank = asked.envoy
     if not bank.is_vision_bank:
         return None
-    marks = _marks(asked.run, bank.marks_input)
+    marks = asked.run.inputs.get(bank.marks_input)
     if isinstance(marks, torch.Tensor) and bool(marks.bool().any()):
         return None
     return (f"no token of this run is marked for the vision bank ({bank.marks_input}: the prompt holds no "
@@ -80,13 +76,15 @@ def _mask(mlp: Any, raw: Any) -> Any:
     return marks.bool()
 
 
+def _shared(mlp: Any) -> Any:
+    return getattr(mlp._module, mlp.shared_module, None) if mlp.shared_module else None
+
+
 class ModalityExperts(Mlp):
     """A block's MLP of two expert banks chosen by modality and shared experts (the module
-    docstring). ``text_module``, ``vision_module`` and ``shared_module`` name its children
-    natively; a family renames the banks ``text_experts`` and ``vision_experts``."""
+    docstring). ``shared_module`` names its shared experts natively; a family renames the banks
+    ``text_experts`` and ``vision_experts`` (each an `ExpertBank`, which knows which it is)."""
 
-    text_module: ClassVar[str] = "text_moe"
-    vision_module: ClassVar[str] = "vision_moe"
     shared_module: ClassVar[str | None] = "shared_experts"
     #: The forward's argument marking the tokens for the vision bank (its second).
     marks_argument: ClassVar[str] = "moe_mm_token_type_ids"
@@ -96,8 +94,7 @@ class ModalityExperts(Mlp):
         "modality_mask": read_only(
             "which bank takes a token is the processor's moe_mm_token_type_ids, handed to every block alike; "
             "edit the prompt, or a bank's router_logits to reroute within a bank"),
-        "shared_expert_output": lambda mlp: None if mlp.shared_module and getattr(mlp._module, mlp.shared_module, None)
-        is not None else "this MLP has no shared experts",
+        "shared_expert_output": lambda mlp: None if _shared(mlp) is not None else "this MLP has no shared experts",
     }
 
     modality_mask = value("input", description="True at the tokens sent to the vision bank, [batch, seq]")(_mask)

@@ -17,6 +17,8 @@ native layout. Block ``input`` and ``output`` stay native.
 
 from __future__ import annotations
 
+import functools
+
 from typing import Any, Callable
 
 import torch
@@ -122,10 +124,12 @@ def _token_mask(vision: "Vision", raw: Any, video: bool) -> torch.Tensor:
 VIDEO_VALUES = {"video_token_mask": "image_token_mask", "video_features": "image_features"}
 
 
+@functools.cache
 def as_second_tower(vision: type) -> type:
     """``vision`` (a `Vision` class) as a second tower (`Scatter.second_tower`, mounted at
     ``model.vision.second_tower``): its own values and blocks, without those where the image
-    meets the text model (the mask, the features), which are the first tower's."""
+    meets the text model (the mask, the features), which are the first tower's. Made once a
+    process, so a remote request names it as the server makes it."""
     meeting = ("image_token_mask", "image_features", *VIDEO_VALUES)
     return type(f"Second{vision.__name__}", (vision,), {"__doc__": vision.__doc__, **dict.fromkeys(meeting)})
 
