@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 import torch
-from transformers import Mistral3Config
+from transformers import Mistral3Config, MistralLarge4Config
 
 from vlreg import StandardizedTransformer, Unavailable
 from vlreg.testing.conformance import PublishedWidths
@@ -64,3 +64,27 @@ def test_geometry_at_the_default_processors_resolution(tmp_path):
         (grid,) = geometry.grids
         assert (grid.rows, grid.columns, grid.fold) == (rows, columns, 2), size
         assert torch.allclose(grid.boxes[-1, 2:], torch.tensor(size, dtype=torch.float64)), size
+
+
+#: The DSA indexer's rows, refused by name, each with a fragment of the reason.
+INDEXER = {f"self_attn.{name}": "no standard names for a sparse-attention indexer"
+           for name in ("indexer_scores", "selected_keys", "sparse_attention_mask")}
+
+
+class TestMistralLarge4(PublishedWidths):
+    """Mistral-Large-4's defaults: 72 blocks 6144 wide, 64 heads with values of 128, every
+    fourth block without positions, 128 experts choosing 4; a 30-block Pixtral tower 2048
+    wide with 14-pixel patches merged 2 x 2."""
+
+    config = MistralLarge4Config
+    checkpoint = "mistral_large4"
+    family = "mistral3"
+    parts = {"vision": ("pixtral", "vlreg-mistral3"), "text": ("mistral_large4_text", "vlreg-mistral3")}
+    published = {
+        "num_layers": 72, "hidden_size": 6144, "num_heads": 64, "head_dim": 128,
+        "layers.0.self_attn.kv_lora_rank": 512, "layers.3.self_attn.qk_rope_head_dim": 0,
+        "layers.1.mlp.num_experts": 128, "layers.1.mlp.top_k": 4,
+        "vision.num_layers": 30, "vision.vision_hidden_size": 2048, "vision.num_heads": 16, "vision.patch_size": 14,
+        "projector.patch_merger.merging_layer.weight.shape": (2048, 2048 * 2**2),
+    }
+    refused = {**INDEXER, "self_attn.query_latents": "q_lora_rank is None"}

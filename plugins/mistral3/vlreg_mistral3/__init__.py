@@ -25,11 +25,17 @@ maps) and the text model at ``language_model``; its forward writes the features 
 ``last_hidden_state``, so every tower value takes a write, and the prompt holds only
 ``<|image_pad|>`` tokens, ``rows x columns`` an image (no row breaks): the same grids,
 `geometry.pixtral_image_grids` at the spatial merge.
+
+Mistral Large 4 (``mistral_large4``, ``MistralLarge4ForConditionalGeneration``) is Mistral
+3's wrapper, tower, projector and forward over its own text model (``mistral_large4_text``,
+claimed here: latent attention with keys and values shared across blocks, a DSA indexer
+whose values are refused by name, softmax group routing; `text`); its logits are
+soft-capped in the wrapper's forward, which vlreg's readout finds.
 """
 
-from vlreg.plugin import FEATURE_LAYER_READ_ONLY, Plugin, Tower, Wrapper
+from vlreg.plugin import FEATURE_LAYER_READ_ONLY, Plugin, Text, Tower, Wrapper
 
-from . import vision
+from . import text, vision
 from .geometry import mistral3_image_grids, pixtral_image_grids
 
 
@@ -49,6 +55,9 @@ plugin = Plugin(
     # LightOnOCR's tower and projector sit under its own names; the projector reads the
     # tower's output, so every tower value takes a write
     Wrapper("lighton_ocr", vision="model.vision_encoder", projector="model.vision_projection", image_grids=image_grids),
+    # Mistral Large 4: Mistral 3's wrapper, tower and projector over its own text model
+    Wrapper("mistral_large4", refuses=FEATURE_LAYER_READ_ONLY, image_grids=image_grids),
+    Text("mistral_large4_text", envoys=text.envoys, refuses=text.INDEXER_REFUSED),
     Tower("pixtral", rename=vision.TOWER_RENAME, envoys=vision.envoys),
     # refused by name: transformers maps it to image-text-to-text, but it reads no image
     Wrapper("mistral4", declines="Mistral 4 is text-only in transformers (its config has no vision part and the "

@@ -21,7 +21,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from vlreg.testing import TINY_TEXT, TINY_VISION, tiny
+from vlreg.testing import TINY_LATENT_MOE, TINY_TEXT, TINY_VISION, tiny
 
 IMAGE, BREAK, END = "[IMG]", "[IMG_BREAK]", "[IMG_END]"
 SPECIAL_TOKENS = ("<unk>", "<s>", "</s>", IMAGE, BREAK, END, "[INST]", "[/INST]", "<pad>")
@@ -109,4 +109,34 @@ def build_lighton_ocr(path: Path, **overrides: Any) -> Path:
     )
 
 
-BUILDERS = {"mistral3": build_mistral3, "lighton_ocr": build_lighton_ocr}
+#: Mistral Large 4's tiny text model: latent attention with no query latent (`TINY_LATENT_MOE`'s
+#: widths), three blocks: a dense one whose key-value latent block 1 reuses (block 1's indexer
+#: reuses block 0's selection too), then a block without positions (``no_rope_layers``) that
+#: builds its own; softmax routing among 4 experts in 2 groups; an indexer of 2 heads of 16
+#: keeping 8 keys a query, so the selection bites on a prompt with an image.
+LARGE4_TEXT = {
+    **TINY_TEXT, **{k: v for k, v in TINY_LATENT_MOE.items() if k not in ("q_lora_rank", "norm_topk_prob")},
+    "num_hidden_layers": 3, "no_rope_layers": [1, 1, 0], "kv_source_layers": [0, 0, 2],
+    "indexer_types": ["full", "shared", "full"], "mlp_layer_types": ["dense", "sparse", "sparse"],
+    "index_topk": 8, "index_head_dim": 16, "index_n_heads": 2, "final_logit_softcapping": 30.0,
+}
+
+
+def build_mistral_large4(path: Path, **overrides: Any) -> Path:
+    """Write the tiny Mistral Large 4 checkpoint to ``path``: Mistral 3's tokenizer, processor,
+    chat template and tower (see the module) over `LARGE4_TEXT`. ``overrides``: ``text_config``
+    and ``vision_config`` dicts, other fields of the top-level config."""
+    from transformers import MistralLarge4Config, PixtralProcessor
+
+    return tiny(
+        path, MistralLarge4Config,
+        lambda tok: PixtralProcessor(image_processor=_pixtral_images(), tokenizer=tok, patch_size=PATCH,
+                                     spatial_merge_size=MERGE, chat_template=CHAT_TEMPLATE),
+        tokens=SPECIAL_TOKENS, roles={"unk_token": "<unk>", "bos_token": "<s>", "eos_token": "</s>", "pad_token": "<pad>"},
+        text={"model_type": "mistral_large4_text", **LARGE4_TEXT}, vision={"model_type": "pixtral", **TOWER},
+        ids={"image_token_index": IMAGE}, fields={"spatial_merge_size": MERGE, "tie_word_embeddings": False},
+        overrides=overrides,
+    )
+
+
+BUILDERS = {"mistral3": build_mistral3, "lighton_ocr": build_lighton_ocr, "mistral_large4": build_mistral_large4}

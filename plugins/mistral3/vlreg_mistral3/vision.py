@@ -55,7 +55,7 @@ class PixtralVision(Vision):
         ratio = max(height / longest, width / longest, 1.0)
         scaled = int(width / ratio), int(height / ratio)
         tokens = [-(-side // unit) * unit // (step * merge) for side in scaled]
-        needed = 2 if self.root._module.config.model_type == "mistral3" else 1
+        needed = 2 if self.root._module.config.model_type in ("mistral3", "mistral_large4") else 1  # Mistral 3's forward
         if min(tokens) >= 1 and tokens[0] * tokens[1] >= needed:
             return None
         least = step * (merge - 1) + 1 if unit == step else 1
