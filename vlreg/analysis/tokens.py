@@ -39,6 +39,19 @@ def in_stream(model: Any, helper: str) -> None:
         )
 
 
+def stream_written(model: Any, helper: str, blocks: Sequence[Any], values: Sequence[str] = ("layer_output",)) -> None:
+    """Refuse ``helper``, which writes ``values`` of ``blocks`` (or estimates writing them),
+    where one takes no write (the collapse of several streams that mix: edit every stream)."""
+    from ..core.errors import Unavailable
+
+    for block in blocks:
+        for name in values:
+            reason = block.why_read_only(name) if "." not in name else None
+            if reason:
+                raise Unavailable(f"{helper} is unavailable: it writes {block.label(name)}, which cannot be "
+                                  f"written: {reason}")
+
+
 def _where(geometry: Sequence[ImageGeometry]) -> tuple[torch.Tensor, torch.Tensor]:
     """Batch rows and positions of every image token, in ``image_features`` order."""
     rows = torch.cat([torch.full_like(image.positions, image.row) for image in geometry])

@@ -9,6 +9,7 @@ several times served once. `TextConformance` mixes this in, so every family runs
 from __future__ import annotations
 
 import collections
+import re
 import warnings
 from typing import Any
 
@@ -19,7 +20,7 @@ from ... import analysis
 from ...core.envoys.readout import as_returned
 from ...core.errors import Unavailable
 from ...core.serving.values import value
-from .helpers import attention_blocks, written
+from .helpers import attention_blocks, refused_before_running, written
 
 
 class TextTrust:
@@ -35,6 +36,12 @@ class TextTrust:
         prompt = self.text_prompt(model)
         length = _length(model, prompt)
         vector = torch.ones(model.hidden_size)
+        reason = model.layers[0].why_read_only("layer_output")
+        if reason is not None:  # steering writes layer_output: refused, by name, before anything runs
+            with refused_before_running(model, re.escape(reason)):
+                with model.trace(prompt):
+                    analysis.steer(model, [0], vector)
+            return
 
         def step_logits(positions: Any = None) -> torch.Tensor:
             saved: list = []
