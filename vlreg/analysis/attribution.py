@@ -97,7 +97,7 @@ def attribution_patching(
         raise ValueError("the corrupt images' token grids differ from the clean ones': resize one to the other's size")
     blocks = model.prompt_layers
     layers = _layers(model, layers, blocks)
-    stream_written(model, "attribution_patching", [blocks[layer] for layer in layers], values)
+    stream_written(model, "attribution_patching", [blocks[layer] for layer in layers], values, gradients=True)
     attending = _attending(model, blocks, layers, attention)
     row = geometry[0].row
     corrupt, corrupt_logits = _read(model, prompt, corrupt_images, blocks, layers, values, attending, row, position)

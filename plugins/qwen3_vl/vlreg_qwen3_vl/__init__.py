@@ -31,7 +31,7 @@ import attrs
 
 from vlreg.plugin import SCATTER, UNNORMED, Plugin, Text, Tower, Wrapper, adapter
 
-from .text import TEXTS, text_envoys
+from .text import TEXTS, GatedAttention, text_envoys
 from .vision import TOWERS, tower_envoys
 
 QWEN_VIT = adapter("qwen_vit")
@@ -65,5 +65,8 @@ plugin = Plugin(
             image_grids=lambda part: QWEN_VIT.image_grids),
     Text(tuple(TEXTS), envoys=text_envoys),
     Tower(tuple(TOWERS), rename=QWEN_VIT.tower_rename, envoys=tower_envoys),
+    # Qwen3.5's gated attention (head outputs read at o_proj's input, after the gate), for
+    # the families written on its blocks
+    adapters={"gated_attention": GatedAttention},
     checkpoints=builders,
 )

@@ -134,8 +134,8 @@ def _no_expand(layer: Any) -> str | None:
 def _collapsed(layer: Any, raw: Any, new: Any, streams_of: Callable, put: Callable) -> Any:
     """``raw`` with its streams expanded from an edited collapse ``new``, or as it is where
     the value takes no write."""
-    if layer.why_read_only("layer_output") is not None:
-        return raw
+    if layer.why_read_only("layer_output") is not None or torch.equal(new, _read(layer, streams_of(raw))):
+        return raw  # unedited: the model goes on with its own tensor (and its gradient's path)
     return put(raw, layer.expand(streams_of(raw), new))
 
 
