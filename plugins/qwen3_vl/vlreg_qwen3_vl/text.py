@@ -143,6 +143,8 @@ def _no_per_layer(layer: Any) -> str | None:
     if layer._module.ple is not None:
         return None
     blocks = [i - 1 for i in layer.root._module.config.get_text_config().ple_layer_ids]
+    if not blocks:
+        return "this model adds no n-gram embeddings (text_config.ple_layer_ids is empty)"
     return f"only layers {blocks} add n-gram embeddings (text_config.ple_layer_ids, one-indexed)"
 
 
