@@ -241,6 +241,31 @@ def test_vlreg_suppressed_tokens(path):
     assert model.family.suppressed_tokens == () and type(model).logits.location(model) == f"{model.lm_head.path}.output"
 
 
+def test_vlreg_readout(path):
+    """The family's readout: a transform after lm_head moves where the logits are read and
+    reaches the lens; a sentence refuses the lens by name before anything runs."""
+    from vlreg.plugin import Readout
+
+    class Halving(Qwen2VLAgain):
+        vlreg_readout = hookimpl(lambda self, part: Readout(after=lambda model, logits: logits / 2))
+
+    with registered(Halving(), name="halving", replacing=[qwen2_vl]):
+        model = load(path)
+        assert type(model).logits.location(model) == f"{model.path}.output"
+        with model.trace("Hello"):
+            last = model.layers[-1].layer_output.save()
+        torch.testing.assert_close(analysis.project_on_vocab(model, last),
+                                   model.lm_head._module(model.norm._module(last)) / 2)
+
+    class Refusing(Qwen2VLAgain):
+        vlreg_readout = hookimpl(lambda self, part: "this model reads its stream out otherwise")
+
+    with registered(Refusing(), name="refusing", replacing=[qwen2_vl]):
+        model = load(path)
+        with pytest.raises(Unavailable, match="project_on_vocab is unavailable: this model reads"):
+            analysis.project_on_vocab(model, torch.zeros(model.hidden_size))
+
+
 def test_vlreg_refuses(path):
     def second_block_only(envoy):
         return "this block is out of service; read layers[0] instead" if envoy.place.label.startswith("layers[1]") else None

@@ -91,3 +91,36 @@ def test_a_skipped_block_hands_on_every_stream(model):
         analysis.skip_layers(model, 2, 2)
         handed = model.layers[3].input_streams.save()
     assert torch.equal(handed, taken)
+
+
+def test_every_layout_views_its_streams_as_streams_by_batch():
+    """Packed along the hidden axis (Qwen4-Exp) or on an axis of their own (GLM-5-Next's mHC):
+    `each_stream` is a view of the same elements as ``[streams, batch, seq, hidden]``, and
+    `with_active` replaces one stream in a copy."""
+    from types import SimpleNamespace
+
+    stacked = torch.arange(2 * 3 * 4 * 5, dtype=torch.float).reshape(2, 3, 4, 5)  # 2 streams, batch 3, 4 tokens
+    laid_out = {"stacked": stacked, "packed": stacked.permute(1, 2, 0, 3).flatten(-2),
+                "axis": stacked.permute(1, 2, 0, 3)}
+    for layout, streams in laid_out.items():
+        block = SimpleNamespace(streams_layout=layout, num_streams=2, active_stream=1)
+        block.each_stream = lambda s, block=block: StreamsLayer.each_stream(block, s)
+        each = block.each_stream(streams)
+        assert torch.equal(each, stacked) and each.data_ptr() == streams.data_ptr(), layout
+        replaced = StreamsLayer.with_active(block, streams, torch.zeros(3, 4, 5))
+        assert replaced.shape == streams.shape and not block.each_stream(replaced)[1].any()
+        assert torch.equal(block.each_stream(replaced)[0], stacked[0]) and streams.any(), layout
+
+
+def test_a_declared_readout_mounts_no_norm_and_transforms_the_logits_its_way():
+    from types import SimpleNamespace
+
+    from vlreg.core.envoys.readout import as_returned
+    from vlreg.plugin import UNNORMED, Part, Readout, Wrapper
+
+    part = Part("wrapper", "tiny", config=None, root=None)
+    assert "norm" in Wrapper("tiny").answer("rename", part).values()
+    assert "norm" not in Wrapper("tiny", readout=UNNORMED).answer("rename", part).values()
+    assert "norm" in Wrapper("tiny", readout="the lens is refused").answer("rename", part).values()
+    model = SimpleNamespace(family=SimpleNamespace(readout=Readout(after=lambda model, logits: logits / 4)))
+    assert torch.equal(as_returned(model, torch.full((2, 3), 8.0)), torch.full((2, 3), 2.0))

@@ -125,6 +125,7 @@ def test_a_skeleton_serves_the_family_in_place_of_its_plugin(source, tmp_path):
         assert isinstance(model.vision.layers[0].self_attn, qwen_vit.Attention)
         assert suite.native["projector"] == "model.visual.merger", "the merger runs inside the tower"
         assert model.read_only()["vision.tower_output"], "the merger has read the stream before the tower returns"
+        assert '"vlreg-qwen2-vl"' in (written / "pyproject.toml").read_text(), "it builds on qwen_vit: a dependency"
 
 
 def test_deepstack_mergers_are_not_the_tower_blocks(tmp_path):

@@ -34,7 +34,8 @@ from .core.envoys.per_image import PACKED_SIGLIP_RENAME, PackedVision, PerImageA
 from .core.envoys.positions import LearnedPositions
 from .core.envoys.seq2seq import DecoderLayer, Encoder, OutputProjection, PostNormLayer
 from .core.envoys.standard import Standard
-from .core.envoys.streams import StreamsLayer
+from .core.envoys.readout import UNNORMED, Readout
+from .core.envoys.streams import MixingStreamsLayer, StreamsLayer
 from .core.envoys.text import Attention, Layer, Mlp, eager_only
 from .core.envoys.vision import (
     Patches,
@@ -103,6 +104,9 @@ __all__ = [
     "DecoderLayer",
     "PostNormLayer",
     "StreamsLayer",
+    "MixingStreamsLayer",
+    "Readout",
+    "UNNORMED",
     "OutputProjection",
     "CrossAttentionMixer",
     "Vision",

@@ -25,7 +25,7 @@ from ..core.errors import Unavailable
 from ..core.images.geometry import ImageGeometry
 from ..core.images.options import takes_processor_options
 from ..core.remote import remotely
-from .tokens import _images, _layers, in_stream, token_id, warn_if_turn_ended
+from .tokens import _images, _layers, in_stream, stream_written, token_id, warn_if_turn_ended
 
 
 @frozen
@@ -97,6 +97,7 @@ def attribution_patching(
         raise ValueError("the corrupt images' token grids differ from the clean ones': resize one to the other's size")
     blocks = model.prompt_layers
     layers = _layers(model, layers, blocks)
+    stream_written(model, "attribution_patching", [blocks[layer] for layer in layers], values, gradients=True)
     attending = _attending(model, blocks, layers, attention)
     row = geometry[0].row
     corrupt, corrupt_logits = _read(model, prompt, corrupt_images, blocks, layers, values, attending, row, position)

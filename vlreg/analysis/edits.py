@@ -15,7 +15,8 @@ from attrs import frozen
 from ..core.images.geometry import ImageGeometry
 from ..core.images.options import takes_processor_options
 from ..core.remote import remotely
-from .tokens import _chunks, _copies, _count, _images, _layers, in_stream, token_id, warn_if_turn_ended
+from .tokens import (_chunks, _copies, _count, _images, _layers, in_stream, stream_written, token_id,
+                     warn_if_turn_ended)
 
 
 @frozen
@@ -202,6 +203,7 @@ def patch_image(
         raise ValueError("the source image's token grid differs from the target's: resize one to the other's size")
     blocks = model.prompt_layers  # where the image's tokens are: the encoder's, on an encoder-decoder
     layers = _layers(model, layers, blocks)
+    stream_written(model, "patch_image", [blocks[layer] for layer in layers])
     chosen_tokens = torch.arange(chosen.tokens) if tokens is None else torch.as_tensor(list(tokens), dtype=torch.long)
     saved: list = []
     with torch.no_grad(), model.trace(source_prompt, images=source_images):

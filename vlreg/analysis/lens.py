@@ -7,7 +7,7 @@ from typing import Any, Sequence
 import torch
 from attrs import frozen
 
-from ..core.envoys.readout import readout
+from ..core.envoys.readout import lens_refusal, readout
 from ..core.errors import Unavailable
 from ..core.images.geometry import ImageGeometry
 from ..core.images.options import takes_processor_options
@@ -17,7 +17,7 @@ from .tokens import _images, _layers, _split, _where, in_stream, token_id, warn_
 
 @frozen
 class LogitLens:
-    """The readout (``norm``, then ``lm_head``) applied to the stream at every image token
+    """The readout (``norm``, then ``lm_head``, or the family's `vlreg.plugin.Readout`) applied to the stream at every image token
     after each block in ``layers``. Per image, ``top_ids`` and ``top_probabilities`` are
     ``[layers, tokens, top]``, and with a ``target`` ``target_probabilities`` is
     ``[layers, tokens]``."""
@@ -50,6 +50,7 @@ def logit_lens(
     The streams are read in one trace and read out after it, with the model's own
     ``norm`` and ``lm_head`` modules, so the trace edits nothing."""
     in_stream(model, "logit_lens")
+    lens_refusal(model, "logit_lens")  # before anything runs
     images = _images(images)
     geometry = model.vision.geometry(prompt, images)
     blocks = model.prompt_layers  # where the image's tokens are: the encoder's, on an encoder-decoder
@@ -82,6 +83,7 @@ def project_on_vocab(model: Any, stream: torch.Tensor) -> torch.Tensor:
     the final softcap where the model applies one), ``[..., vocab_size]``. Refused where
     the readout's weights are not in this process (a load traced remotely, never
     dispatched here): apply ``model.lm_head(model.norm(stream))`` in the remote trace."""
+    lens_refusal(model, "project_on_vocab")
     if model.lm_head._module.weight.is_meta:
         raise Unavailable(
             "project_on_vocab is unavailable: it runs the readout here, and this load's weights are not here "

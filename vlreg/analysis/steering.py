@@ -15,7 +15,7 @@ import torch
 
 from ..core.errors import Unavailable
 from ..core.images.geometry import ImageGeometry
-from .tokens import in_stream
+from .tokens import in_stream, stream_written
 
 Positions = "str | ImageGeometry | torch.Tensor | Sequence[int]"
 
@@ -43,8 +43,10 @@ def steer(model: Any, layers: "int | Sequence[int]", vector: torch.Tensor, posit
     (`prompt_layers`), where the image's tokens are; other positions are the decoder's."""
     prompt = isinstance(positions, ImageGeometry) or (isinstance(positions, str) and positions in ("text", "image"))
     blocks = model.prompt_layers if prompt else model.layers
+    chosen = sorted({range(len(blocks))[i] for i in ([layers] if isinstance(layers, int) else layers)})
+    stream_written(model, "steer", [blocks[layer] for layer in chosen])
     where = _where(model, positions)
-    for layer in sorted({range(len(blocks))[i] for i in ([layers] if isinstance(layers, int) else layers)}):
+    for layer in chosen:
         stream = blocks[layer].layer_output
         added = (scale * vector).to(stream.dtype)
         if where is None:

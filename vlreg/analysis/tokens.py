@@ -39,6 +39,27 @@ def in_stream(model: Any, helper: str) -> None:
         )
 
 
+def stream_written(model: Any, helper: str, blocks: Sequence[Any], values: Sequence[str] = ("layer_output",),
+                   gradients: bool = False) -> None:
+    """Refuse ``helper``, which writes ``values`` of ``blocks`` (or, with ``gradients``,
+    estimates writing them from their gradients), where one takes no write or carries no
+    gradient of its own (the collapse of several streams that mix: use every stream)."""
+    from ..core.errors import Unavailable
+
+    for block in blocks:
+        for name in values:
+            if "." in name:
+                continue
+            reason = block.why_read_only(name)
+            if reason:
+                raise Unavailable(f"{helper} is unavailable: it writes {block.label(name)}, which cannot be "
+                                  f"written: {reason}")
+            why = getattr(type(block), "why_no_gradient", None)
+            reason = why(block, name) if gradients and why is not None else None
+            if reason:
+                raise Unavailable(f"{helper} is unavailable: it reads the gradient of {block.label(name)}, and {reason}")
+
+
 def _where(geometry: Sequence[ImageGeometry]) -> tuple[torch.Tensor, torch.Tensor]:
     """Batch rows and positions of every image token, in ``image_features`` order."""
     rows = torch.cat([torch.full_like(image.positions, image.row) for image in geometry])

@@ -314,6 +314,8 @@ class StandardizedTransformer(TextSizes, TransformersModel):
         for name in ("layers", "embed_tokens", "norm", "lm_head"):
             if name == "norm" and ends_normed(self.__dict__.get("layers")):
                 continue  # a post-norm stack's last block ends in its norm: no final norm
+            if name == "norm" and self.family.readout is not None and getattr(self.family.readout, "norm", None) is None:
+                continue  # the family's readout reads no final norm (or it refuses the lens)
             if not isinstance(self.__dict__.get(name), Envoy):
                 raise TypeError(
                     f"{plugins.describe(self.family.plugins['wrapper'])} binds no {name!r} on the "

@@ -27,7 +27,7 @@ name = "vlreg-{name}"
 version = "0.1.0"
 description = "vlreg plugin for the {entry} family"
 requires-python = ">=3.11"
-dependencies = ["vlreg"]
+dependencies = {dependencies}
 
 [project.entry-points.vlreg]
 {entry} = "{package}:plugin"

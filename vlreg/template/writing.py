@@ -85,8 +85,11 @@ def write(name: str, folder: Path, package: str, found: Survey, source: Path, bo
     (folder / package).mkdir(parents=True)
     (folder / "tests").mkdir()
     data = f'\n[tool.setuptools.package-data]\n{package} = ["processor/*"]\n' if borrowed is not None else ""
+    # the distributions publishing the adapter the skeleton builds on: it imports their code
+    publishers = [dist for dist, entry in plugins.catalog().items() if found.tower_adapter in entry["adapters"]]
+    dependencies = "[" + ", ".join(f'"{dist}"' for dist in ["vlreg", *publishers]) + "]"
     (folder / "pyproject.toml").write_text(
-        PYPROJECT.format(name=name.replace("_", "-"), entry=name, package=package) + data
+        PYPROJECT.format(name=name.replace("_", "-"), entry=name, package=package, dependencies=dependencies) + data
     )
     (folder / package / "__init__.py").write_text(module(name, found, claimed, elsewhere, source))
     if "text" in claimed:

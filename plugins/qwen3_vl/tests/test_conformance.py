@@ -113,3 +113,18 @@ class TestCohereCompass(TestQwen3VL):
     Cohere2 text blocks (a global block with no positions), logits scaled by ``logit_scale``."""
 
     checkpoint = "cohere_compass"
+
+
+class TestQwen4Exp(TestQwen3_5Moe):
+    """Qwen4-Exp: Qwen3.5-MoE's tower and blocks under two hyper-connection streams that mix
+    (its own block identity), n-gram embeddings on block 0, a sparse indexer on block 1, a
+    readout with no final norm."""
+
+    checkpoint = "qwen4_exp"
+    native = {name: path for name, path in QWEN.items() if name != "norm"}  # the text model has no final norm
+    unavailable = {**TestQwen3_5Moe.unavailable, "layers.1.self_attn.indexer_scores": "keeps no tensor of them",
+                   **{f"layers.{k}.per_layer_{name}": "only layers [0] add n-gram embeddings"
+                      for k in (1, 2) for name in ("ids", "embeddings", "output")}}
+    # each writes (or estimates writing) layer_output, the streams' collapse, which takes no write
+    analysis_refuses = {helper: "the collapse of every stream" for helper in ("steer", "patch_image",
+                                                                                 "attribution_patching")}

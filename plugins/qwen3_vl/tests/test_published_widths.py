@@ -74,3 +74,25 @@ def test_cosmos3_omni_at_transformers_default_widths(lazy):
     rows = model.support()
     assert rows["layers.2.deepstack_output"] is None and "layers[0] to layers[2]" in rows["layers.3.deepstack_output"]
     assert model.projector.linear_fc2.weight.shape[0] == 4096
+
+
+def test_qwen4_exp_at_transformers_default_widths(lazy):
+    """transformers' default Qwen4ExpConfig (its docstring names Qwen/Qwen4-Exp), with the five
+    indexer fields it leaves unset and its attention needs to build set (their published values
+    are not at hand here; they change no width below) and the merger's output set to the text
+    width: four hyper-connection streams, every fourth block indexed, 10 of 512 experts."""
+    config = transformers.Qwen4ExpConfig()
+    text = config.text_config
+    text.indexer_n_heads, text.indexer_kv_heads, text.indexer_head_dim = 4, 1, 256
+    text.indexer_budget, text.indexer_compress_ratio = 2048, 64
+    config.vision_config.out_hidden_size = text.hidden_size
+    model = lazy(config)
+    assert not model.dispatched and model.family.name == "qwen3_vl" and "norm" not in model.__dict__
+    assert (model.num_layers, model.hidden_size, model.num_heads, model.num_kv_heads, model.head_dim) == (40, 2048, 16, 2, 256)
+    assert model.layers[0].num_streams == 4 and model.layers[0].streams_layout == "packed"
+    mlp = model.layers[0].mlp
+    assert (mlp.num_experts, mlp.top_k, mlp.intermediate_size) == (512, 10, 512)
+    rows = model.support()
+    indexed = ",".join(str(i) for i in range(3, 40, 4))
+    assert rows[f"layers.{indexed}.self_attn.selected_token_mask"] is None
+    assert "adds no n-gram embeddings" in rows["per_layer_output"]  # no ple_layer_ids by default

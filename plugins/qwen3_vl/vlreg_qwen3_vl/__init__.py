@@ -16,16 +16,22 @@ from the ``"qwen_vit"`` adapter vlreg-qwen2-vl publishes:
 * ``cohere_compass`` (CohereCompassForConditionalGeneration, Cohere's North): Qwen3-VL's model
   classes under other names, the tower and DeepStack as Qwen3-VL's, the text blocks Cohere2's
   (parallel: one norm, the attention and the MLP both read it; rotated on sliding-window blocks
-  only), the logits scaled by the text config's ``logit_scale`` (which the readout applies).
+  only), the logits scaled by the text config's ``logit_scale`` (which the readout applies);
+* ``qwen4_exp`` (Qwen4ExpForConditionalGeneration): Qwen3.5-MoE's tower and blocks under
+  hyper-connection streams that mix (`text.Qwen4ExpLayer`, a `MixingStreamsLayer`), n-gram
+  embeddings on some blocks, a sparse-attention indexer on the indexed ones, and a readout
+  with no final norm (``readout=UNNORMED``).
 
 The text and vision parts are looked up by their own ``model_type`` (``qwen3_5_text``,
 ``qwen3_vl_vision``; `text.TEXTS`, `vision.TOWERS`), never the checkpoint's: another
 wrapper, here or in another plugin, that hosts one of these parts gets the same envoys.
 """
 
-from vlreg.plugin import VIDEO_SCATTER, Plugin, Text, Tower, Wrapper, adapter
+import attrs
 
-from .text import TEXTS, text_envoys
+from vlreg.plugin import SCATTER, UNNORMED, VIDEO_SCATTER, Plugin, Text, Tower, Wrapper, adapter
+
+from .text import TEXTS, GatedAttention, text_envoys
 from .vision import TOWERS, tower_envoys
 
 QWEN_VIT = adapter("qwen_vit")
@@ -38,7 +44,6 @@ FAMILIES = ("qwen3_vl", "qwen3_vl_moe", "qwen3_5", "qwen3_5_moe")
 
 #: Wrappers with Qwen3-VL's layout whose parts are one of `FAMILIES`' (claimed as wrappers only).
 HOSTS = ("cosmos3_omni",)
-
 
 
 def builders():
@@ -55,7 +60,16 @@ plugin = Plugin(
     # transformers has no text-only class for it: a text-generation load builds the wrapper
     Wrapper("cohere_compass", **QWEN_VIT.mounts, entry=VIDEO_SCATTER, refuses=QWEN_VIT.refuses, image_grids=lambda part: QWEN_VIT.image_grids,
             video_grids=lambda part: QWEN_VIT.video_grids(SECONDS)),
+    # Qwen4-Exp: no final norm; lm_head reads the streams as hyper_connection_mixer mixes them,
+    # which its blocks' layer_output already is (`text.Qwen4ExpLayer`); the text model repeats the
+    # embeddings the scatter left into its streams, so they are read where it is handed them
+    Wrapper("qwen4_exp", **QWEN_VIT.mounts, text_only="model", refuses=QWEN_VIT.refuses, readout=UNNORMED,
+            entry=attrs.evolve(SCATTER, embeddings_to="model.language_model"),
+            image_grids=lambda part: QWEN_VIT.image_grids),
     Text(tuple(TEXTS), envoys=text_envoys),
     Tower(tuple(TOWERS), rename=QWEN_VIT.tower_rename, envoys=tower_envoys),
+    # Qwen3.5's gated attention (head outputs read at o_proj's input, after the gate), for
+    # the families written on its blocks
+    adapters={"gated_attention": GatedAttention},
     checkpoints=builders,
 )

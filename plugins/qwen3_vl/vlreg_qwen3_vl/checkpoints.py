@@ -55,6 +55,18 @@ LINEAR = {
     "linear_num_value_heads": 4,
 }
 
+#: Qwen4-Exp: Qwen3.5-MoE's blocks (linear, indexed, linear) under two hyper-connection streams,
+#: n-gram embeddings (PLE) on block 0 over a small hashed table, and the sparse-attention indexer on
+#: block 1 (all five indexer fields must be set: the attention always builds the indexer)
+QWEN4_EXP = {
+    **LINEAR, **MOE, "shared_expert_intermediate_size": 32,
+    "layer_types": ["linear_attention", "indexed_attention", "linear_attention"],
+    "hc_count": 2, "hc_lowrank": 8, "ple_layer_ids": [1], "ple_embed_dim": 16, "ngram_size": 3, "heads_per_ngram": 2,
+    "ngram_vocab_size_base": 97, "make_ngram_vocab_size_divisible_by": 8,
+    "indexer_n_heads": 2, "indexer_kv_heads": 1, "indexer_head_dim": 16, "indexer_budget": 4,
+    "indexer_compress_ratio": 2,
+}
+
 #: family -> (config class, what its text config adds, what its tower adds, tied embeddings)
 FAMILIES = {
     "qwen3_vl": ("Qwen3VLConfig", {}, {"deepstack_visual_indexes": [0, 1]}, True),
@@ -64,6 +76,7 @@ FAMILIES = {
     # untied, as Qwen3.5's are: its text-only class reads lm_head from the checkpoint
     "qwen3_5": ("Qwen3_5Config", LINEAR, {}, False),
     "qwen3_5_moe": ("Qwen3_5MoeConfig", {**LINEAR, **MOE, "shared_expert_intermediate_size": 32}, {}, False),
+    "qwen4_exp": ("Qwen4ExpConfig", QWEN4_EXP, {}, False),
 }
 
 #: The tokens a prompt is written with: the special tokens, then the end of a turn, the padding,

@@ -30,6 +30,7 @@ TOWERS = {
     "qwen3_5_vision": ("qwen3_5", "Qwen3_5Vision"),
     "qwen3_5_moe_vision": ("qwen3_5_moe", "Qwen3_5MoeVision"),
     "cohere_compass_vision": ("cohere_compass", "CohereCompassVision"),  # Qwen3-VL's tower by another name
+    "qwen4_exp_vision": ("qwen4_exp", "Qwen4ExpVision"),  # Qwen3.5-MoE's tower
 }
 
 

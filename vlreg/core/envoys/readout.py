@@ -11,16 +11,55 @@ is what the model returns, read after those steps, so ``softmax(model.logits)`` 
 model's own distribution on every family; ``uncapped_logits`` is ``lm_head``'s output,
 before the cap (where the forward edits it in place, the same tensor, which the edit
 reaches); `readout` applies the same steps to any stream (the logit lens).
+
+A family whose readout is not ``lm_head(norm(stream))`` declares it (`Readout`, a
+wrapper's ``readout=``): no final norm (Qwen4-Exp reads its streams out through a mixer
+of its own, which its blocks' ``layer_output`` already is), a transform of ``lm_head``'s
+output the rules above do not know (``after``), or a sentence: the lens refused by name.
 """
 
 from __future__ import annotations
 
 import inspect
-from typing import Any
+from typing import Any, Callable
 
 import torch
+from attrs import frozen
 
+from ..errors import Unavailable
 from ..serving.values import returned, value
+
+
+@frozen
+class Readout:
+    """How a stream as a block's ``layer_output`` serves it (``[..., hidden]``) becomes the
+    logits the model returns, where it is not ``lm_head(norm(stream))`` (a wrapper's
+    ``readout=``; a sentence there instead refuses the logit lens by name).
+
+    * ``norm``: the mount applied before ``lm_head`` (``"norm"``), or ``None`` where the
+      text model has no final norm (the model then needs no ``norm`` mount);
+    * ``after``: ``after(model, logits)``, what the forward does to ``lm_head``'s output,
+      where it does more than vlreg's rules find (a logit scale, a final softcap, suppressed
+      tokens); ``None``: those rules. Then ``logits`` is read where the model returns them."""
+
+    norm: str | None = "norm"
+    after: Callable[[Any, torch.Tensor], torch.Tensor] | None = None
+
+
+#: No final norm: ``lm_head`` reads the stream as the blocks serve it.
+UNNORMED = Readout(norm=None)
+
+
+def declared(model: Any) -> "Readout | str | None":
+    """The family's readout (`Readout`), the sentence refusing the lens, or ``None``."""
+    return getattr(model.family, "readout", None)
+
+
+def lens_refusal(model: Any, helper: str) -> None:
+    """Refuse ``helper``, which reads a stream out, where the family refuses the lens."""
+    found = declared(model)
+    if isinstance(found, str):
+        raise Unavailable(f"{helper} is unavailable: {found}")
 
 
 def final_softcap(model: Any) -> float | None:
@@ -63,6 +102,9 @@ def suppressed(model: Any) -> tuple[int, ...]:
 
 def _transformed(model: Any) -> bool:
     """Whether the forward returns other logits than ``lm_head``'s output as it left it."""
+    found = declared(model)
+    if isinstance(found, Readout) and found.after is not None:
+        return True
     return final_softcap(model) is not None or logit_scale(model) is not None or bool(suppressed(model))
 
 
@@ -70,6 +112,9 @@ def as_returned(model: Any, logits: torch.Tensor) -> torch.Tensor:
     """``logits`` (``lm_head``'s output) as the model returns them: scaled where it scales,
     capped where it caps, the suppressed tokens' set to the lowest value (a copy; ``logits``
     is left as it is)."""
+    found = declared(model)
+    if isinstance(found, Readout) and found.after is not None:
+        return found.after(model, logits)
     scale = logit_scale(model)
     if scale is not None:
         logits = logits * scale
@@ -87,8 +132,12 @@ def readout(model: Any, stream: torch.Tensor) -> torch.Tensor:
     """The model's final norm, readout and final transform applied to a stream value
     (``[..., hidden_size]``) outside a trace: logits as the model would return them there.
     A model with no final norm (a post-norm stack, whose last block ends in its own norm:
-    BART's decoder) reads the stream out as it is."""
-    norm = model.__dict__.get("norm")
+    BART's decoder; a family whose `Readout` says so) reads the stream out as it is; a
+    family that refuses the lens is refused here (`Unavailable`)."""
+    lens_refusal(model, "the logit lens")
+    found = declared(model)
+    name = found.norm if isinstance(found, Readout) else "norm"
+    norm = model.__dict__.get(name) if name else None
     with torch.no_grad():
         return as_returned(model, model.lm_head._module(norm._module(stream) if norm is not None else stream))
 

@@ -118,6 +118,19 @@ class Layer(Standard):
         `vlreg.core.envoys.streams`). Read in a trace, where ``input`` is."""
         return self.passed_through(self.input)
 
+    def identity_reads(self) -> tuple[str, ...]:
+        """The values (names relative to the block, in forward order) the block's own
+        identity is stated over (`identity`), the last the one it gives; none where the
+        block is a plain sum of its sublayers, or its norms (the suite knows those)."""
+        return ()
+
+    def identity(self, values: dict[str, Any]) -> Any:
+        """The last of `identity_reads` computed from the others (``values``, read in one
+        run): how the block's sublayers make its output, where a family's blocks are no
+        plain sum (streams that mix, weights a sublayer writes with). The conformance suite
+        checks it on every block that states one."""
+        raise NotImplementedError
+
     def why_not_skipped(self, skipped: range) -> str | None:
         """Why this block cannot be skipped together with the blocks ``skipped`` (``None``:
         it can): a family's block class says so where a later block needs what this one

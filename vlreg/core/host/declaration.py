@@ -60,7 +60,9 @@ class Wrapper(Declared):
     in by `SCATTER` (``entry``); ``text_only`` mounts the text-only class a text-generation
     load builds (``"model"``). ``rename`` adds mounts, replacing one of the same name.
     ``image_grids``, ``video_grids`` and ``processor`` are functions of the part giving the grids function and
-    the processor's adaptation (`vlreg_processor`)."""
+    the processor's adaptation (`vlreg_processor`); ``readout`` is the `Readout` where the
+    logits are not ``lm_head(norm(stream))`` (one with no norm mounts none), or a sentence
+    refusing the logit lens."""
 
     kind: ClassVar[str] = "wrapper"
     text: str | None = "model.language_model"
@@ -73,16 +75,20 @@ class Wrapper(Declared):
     load_options: Any = None
     suppressed_tokens: Any = None
     processor: Any = None
+    readout: Any = None
 
     def answer(self, name: str, part: Part) -> Any:
         found = super().answer(name, part)
         if name != "rename":
             return found
-        mounts = {**{f"{self.text}.{mount}": mount for mount in TEXT_MOUNTS if self.text},
+        readout = self.answer("readout", part)
+        # a readout that reads no final norm mounts none: the text model may have none
+        text = tuple(m for m in TEXT_MOUNTS if m != "norm" or not hasattr(readout, "norm") or readout.norm)
+        mounts = {**{f"{self.text}.{mount}": mount for mount in text if self.text},
                   **{path: mount for mount, path in (("vision", self.vision), ("projector", self.projector)) if path}}
         given = found or {}
         return {**{path: mount for path, mount in mounts.items() if mount not in given.values()}, **given,
-                **{f"{self.text_only}.{mount}": mount for mount in TEXT_MOUNTS if self.text_only}}
+                **{f"{self.text_only}.{mount}": mount for mount in text if self.text_only}}
 
 
 @frozen(eq=False)
@@ -147,6 +153,7 @@ class Plugin:
     vlreg_load_options = _answering("load_options")
     vlreg_suppressed_tokens = _answering("suppressed_tokens")
     vlreg_processor = _answering("processor")
+    vlreg_readout = _answering("readout")
     vlreg_refuses = _answering("refuses")
 
     @hookimpl

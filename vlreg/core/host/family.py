@@ -34,6 +34,7 @@ class Family:
     load_options: dict[str, dict] = {}  # the wrapper's `vlreg_load_options`
     suppressed_tokens: tuple[int, ...] = ()  # the wrapper's `vlreg_suppressed_tokens`
     processor: Callable | None = None  # the wrapper's `vlreg_processor`: ``adapt(processor)``, or None
+    readout: Any = None  # the wrapper's `vlreg_readout`: a `Readout`, a sentence refusing the lens, or None
 
     @property
     def sentences(self) -> dict[str, str]:
@@ -124,6 +125,6 @@ def resolve(config: Any) -> Family:
         video_grids=wrapper("vlreg_video_grids") if "vision" in parts else None,
         unserved=unserved, load_options=dict(wrapper("vlreg_load_options") or {}),
         suppressed_tokens=tuple(wrapper("vlreg_suppressed_tokens") or ()),
-        processor=wrapper("vlreg_processor"),
+        processor=wrapper("vlreg_processor"), readout=wrapper("vlreg_readout"),
     )
 

@@ -98,6 +98,13 @@ def vlreg_suppressed_tokens(part: Part) -> Sequence[int] | None:
 
 
 @hookspec(firstresult=True)
+def vlreg_readout(part: Part) -> Any:
+    """How a stream becomes the logits, where not ``lm_head(norm(stream))``: a
+    `vlreg.plugin.Readout` (no final norm, a transform after ``lm_head``), or a sentence
+    refusing the logit lens by name (`logit_lens`, `project_on_vocab`). The wrapper's."""
+
+
+@hookspec(firstresult=True)
 def vlreg_refuses(part: Part) -> dict[str, Any] | None:
     """The part's refusal table (`vlreg.core.serving.refusals`), ``{name: reason}``: what of it
     is not served, or takes no write, and why. A name is a row as

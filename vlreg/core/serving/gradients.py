@@ -21,7 +21,8 @@ tensor's elements. So:
 What cannot carry a gradient is refused in vlreg's words (`vlreg.Unavailable`,
 `Source.refusal`) when its ``.grad`` is asked for: integers (codes, ids, masks), a value
 computed without gradient tracking (a ``generate`` trace, ``torch.no_grad``, a replayed
-tower cache).
+tower cache), a value the envoy computes that the model never uses (`why_no_gradient` on
+its class: a collapse of several streams).
 """
 
 from __future__ import annotations
@@ -66,6 +67,10 @@ class Source:
             return (f"it holds {str(served.dtype).removeprefix('torch.')} values (ids, codes or a mask), which are "
                     "discrete: no gradient flows through them; read the gradient of what the model makes of them "
                     "(their embeddings: vision.image_features, layers[0].input)")
+        why = getattr(type(self.envoy), "why_no_gradient", None)
+        reason = why(self.envoy, self.label.rsplit(".", 1)[-1]) if why is not None else None
+        if reason:
+            return reason
         if self.number is not None:
             return None
         run = self.envoy.run

@@ -10,6 +10,7 @@ import torch
 
 from ... import analysis
 from ...analysis.saliency import pixel_refusal
+from ...core.envoys.readout import declared
 from .helpers import image, refused_before_running
 from .videos import frame_helper_checks
 
@@ -71,8 +72,8 @@ class AnalysisConformance:
             name = self.image_token or model.tokenizer.convert_ids_to_tokens(wanted)
             return analysis.token_id(model, name) == wanted
 
-        def top_tokens() -> bool:
-            logits = analysis.project_on_vocab(model, stream)
+        def top_tokens() -> bool:  # of the lens, or of the logits where the family refuses the lens
+            logits = clean[0, -1] if isinstance(declared(model), str) else analysis.project_on_vocab(model, stream)
             found = analysis.top_tokens(model, logits, k=3)
             return len(found) == 3 and found[0][0] == model.tokenizer.convert_ids_to_tokens(int(logits.argmax()))
 

@@ -213,3 +213,14 @@ def text_rows(rows: dict, name: str) -> list[str]:
     """The rows of `support` that serve text value ``name`` (``"self_attn.attention_output"``):
     the row itself, or its rows for some blocks (``"layers.1,3.self_attn.attention_output"``)."""
     return [row for row in rows if row == name or (row.startswith("layers.") and row.split(".", 2)[2] == name)]
+
+
+def writable_stream(model: Any, blocks: Any = None) -> tuple[str, str]:
+    """The value a write to a block's stream is made at, and the one the next block reads
+    it back from: ``layer_output`` and ``input``, or every stream (``layer_streams``,
+    ``input_streams``) where the one stream a block of several serves takes no write (the
+    collapse of streams that mix, with no inverse)."""
+    block = (blocks if blocks is not None else model.layers)[0]
+    if block.why_read_only("layer_output") is None:
+        return "layer_output", "input"
+    return "layer_streams", "input_streams"

@@ -17,7 +17,7 @@ import torch
 
 from ..sampling import repeat, sample
 from ..server import ServerBackend
-from .helpers import served_on_images
+from .helpers import served_on_images, writable_stream
 
 WAYS = ("remote='local'", "an NDIF actor's run of the request")
 #: How many of the served values the read check reads in one run, in forward order: the
@@ -81,7 +81,7 @@ class RemoteConformance:
                 with tracer.invoke(*args, **kwargs):
                     if images:
                         model.vision.image_features[:] = 0
-                    model.layers[0].layer_output[:] *= 0.5
+                    getattr(model.layers[0], writable_stream(model)[0])[:] *= 0.5
                     edited = model.logits.save()
             return first, clean, edited
 

@@ -16,6 +16,7 @@ import torch
 
 from ... import analysis
 from ...core.errors import Unavailable
+from .helpers import writable_stream
 
 
 class VisionTrust:
@@ -86,22 +87,31 @@ class VisionTrust:
         (geometry,) = model.vision.geometry(*first[0], first[1]["images"])
         (foreign,) = model.vision.geometry(*second[0], second[1]["images"])
         vector = torch.ones(model.hidden_size)
+        out = writable_stream(model, model.prompt_layers)[0]
+
+        def edit(at: Any) -> None:  # steering, or where the stream steer writes takes no write, every stream by hand
+            if out == "layer_output":
+                analysis.steer(model, [0], vector, positions=at)
+            else:
+                row, positions = at.placed(model)
+                getattr(model.prompt_layers[0], out)[row, positions] += 1
+
         saved: list = []
         for steer in (False, True):
             with model.trace() as tracer:
                 with tracer.invoke(*first[0], **first[1]):
                     mask = model.vision.image_token_mask.save()
                     if steer:
-                        analysis.steer(model, [0], vector, positions=geometry)
-                    saved.append(model.prompt_layers[0].layer_output.save())
+                        edit(geometry)
+                    saved.append(getattr(model.prompt_layers[0], out).save())
                 with tracer.invoke(*second[0], **second[1]):
                     pass
-        moved = (saved[1] - saved[0]).abs().sum(-1) > 0
+        moved = (saved[1] - saved[0]).flatten(2).abs().sum(-1) > 0
         assert torch.equal(moved, mask), "steering at the geometry did not land on the invoke's image tokens"
         with pytest.raises(ValueError, match="another prompt"):
             with model.trace() as tracer:
                 with tracer.invoke(*first[0], **first[1]):
-                    analysis.steer(model, [0], vector, positions=foreign)
+                    edit(foreign)
                     model.logits.save()
                 with tracer.invoke(*second[0], **second[1]):
                     pass
