@@ -150,18 +150,17 @@ def test_the_scatter_is_found_by_position_or_keyword(family, scatter, tmp_path):
 
 
 def test_a_config_only_family_no_plugin_builds_gets_a_skeleton_that_says_what_its_builder_needs(tmp_path):
-    # Ovis2: no plugin serves or builds it (Idefics2 was this family until vlreg-idefics
-    # served it, and now lends its processor); its wrapper writes the features in with
-    # masked_scatter
-    folder = source_folder("Ovis2Config", tmp_path)
-    written = write_plugin("ovis2", tmp_path, folder)
-    package = written / "vlreg_ovis2"
+    # Step 3.7: no plugin serves or builds it (Idefics2, then Ovis 2 were this family until
+    # a plugin served them); its wrapper writes the features in with masked_scatter
+    folder = source_folder("Step3p7Config", tmp_path)
+    written = write_plugin("step3p7", tmp_path, folder)
+    package = written / "vlreg_step3p7"
     assert "inputs_embeds_masked_scatter_0" in (package / "__init__.py").read_text()
     assert "SOURCE holds no processor" in (package / "checkpoints.py").read_text()
     plugin = load_written(written, package.name)
-    with registered(plugin, name="ovis2"):
+    with registered(plugin, name="step3p7"):
         with pytest.raises(FileNotFoundError, match="holds no processor"):
-            build("ovis2", tmp_path / "checkpoint")
+            build("step3p7", tmp_path / "checkpoint")
 
 
 def idefics3_folder(path: Path) -> Path:

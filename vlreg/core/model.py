@@ -25,6 +25,7 @@ from .host import plugins
 from .host.family import Family, resolve
 from .images.entries import Entry
 from .images.geometry import image_geometry
+from .images.video_geometry import video_geometry
 from .images.inputs import check_invokes, for_processor, in_weights_dtype, takes_flat
 from .images.invokes import combine
 from .images.options import encode_invoke, processing, refuse_unknown, route, same_options, split
@@ -266,6 +267,10 @@ class StandardizedTransformer(TextSizes, TransformersModel):
     def _image_geometry(self, prompt: Any, images: Any, **options: Any) -> list:
         """`Vision.geometry`, which asks the model (the processor and the entry are its)."""
         return image_geometry(self, prompt, images, **options)
+
+    def _video_geometry(self, prompt: Any, images: Any, videos: Any, **options: Any) -> list:
+        """`Vision.geometry` with ``videos=``, which asks the model as `_image_geometry` does."""
+        return video_geometry(self, prompt, images, videos, **options)
 
     def _tower_cache(self, prompt: Any, images: Any, **options: Any) -> Any:
         """`Vision.cache`, which asks the model (a cache runs a trace of it)."""

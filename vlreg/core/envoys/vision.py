@@ -24,7 +24,6 @@ from typing import Any, Callable
 import torch
 
 from ..errors import Unavailable
-from ..images.entries import Entry
 from ..serving.refusals import read_only, refusal
 from ..serving.sites import model_inputs
 from ..serving.values import built, first, value, with_first
@@ -117,7 +116,7 @@ def _token_mask(vision: "Vision", raw: Any, video: bool) -> torch.Tensor:
             f"vision.{'video' if video else 'image'}_token_mask is unavailable: the model was called with no "
             "input_ids (inputs_embeds only), so the tokens cannot be found"
         )
-    return (vision.place.entry or Entry()).token_mask(vision.root, {**kwargs, "input_ids": ids}, video=video)
+    return vision.root._token_mask({**kwargs, "input_ids": ids}, video=video)
 
 
 #: A video's values, each with the image's it follows in forward order.
@@ -278,9 +277,7 @@ class Vision(Standard):
         ``options`` are the processor's, as a trace takes them (``max_pixels=``, ...).
         Inside an invoke of a batch, `ImageGeometry.placed` gives its row and positions there."""
         if videos is not None:
-            from ..images.video_geometry import video_geometry
-
-            return video_geometry(self.root, prompt, images, videos, **options)
+            return self.root._video_geometry(prompt, images, videos, **options)
         return self.root._image_geometry(prompt, images, **options)
 
     def cache(self, prompt: Any, images: Any, **options: Any) -> Any:
