@@ -56,7 +56,8 @@ from .core.host.parts import Claim, Part
 from .core.host.plugins import adapter
 from .core.images.codes import ImageCodes
 from .core.images.cross_attention import CrossAttention
-from .core.images.entries import SCATTER, VIDEO_SCATTER, Entry, QueryTokens, Scatter
+from .core.images.entries import SCATTER, VIDEO_SCATTER, Entry, Scatter
+from .core.images.query_tokens import QueryTokens
 from .core.images.geometry import ImageGrid, box_grid, clip_boxes, tile_grids
 from .core.images.video_geometry import VideoGrid, frame_grids, frame_size
 from .core.serving.refusals import IMAGES, Gate, prefill_only, read_only
