@@ -37,18 +37,8 @@ from .core.envoys.standard import Standard
 from .core.envoys.readout import UNNORMED, Readout
 from .core.envoys.streams import MixingStreamsLayer, StreamsLayer
 from .core.envoys.text import Attention, Layer, Mlp, eager_only
-from .core.envoys.vision import (
-    Patches,
-    Vision,
-    VisionAttention,
-    VisionLayer,
-    VisionMlp,
-    as_patches,
-    as_second_tower,
-    config_size,
-    patches,
-    variable_resolution,
-)
+from .core.envoys.patches import Patches, VisionAttention, VisionLayer, VisionMlp, as_patches, patches
+from .core.envoys.vision import Vision, as_second_tower, config_size, variable_resolution
 from .core.errors import ReadOnly, Unavailable
 from .core.host.declaration import Other, Plugin, Text, Tower, Wrapper
 from .core.host.hookspecs import hookimpl

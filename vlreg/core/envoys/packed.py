@@ -19,7 +19,7 @@ import torch
 
 from ..serving.values import value
 from .text import _inside_call, eager_only
-from .vision import VisionAttention
+from .patches import VisionAttention
 
 
 def _spans(attention: "PackedVisionAttention", patches: int) -> list[tuple[int, int]]:

@@ -23,7 +23,8 @@ from typing import Any, Callable, ClassVar
 import torch
 
 from ..serving.values import copied, returned, value
-from .vision import Vision, VisionAttention, as_patches, config_size, variable_resolution
+from .patches import VisionAttention, as_patches
+from .vision import Vision, config_size, variable_resolution
 
 PER_CALL = (
     "the attention runs once per image (once per window on a windowed block), so no one "

@@ -16,7 +16,8 @@ from typing import Any, ClassVar
 
 from ..serving.sites import At
 from ..serving.values import value
-from .vision import Vision, as_patches
+from .patches import as_patches
+from .vision import Vision
 
 
 def _module(vision: Any) -> Any:

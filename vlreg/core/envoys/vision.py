@@ -1,4 +1,4 @@
-"""The vision interface every family shares: `Vision` and its block classes.
+"""The vision interface every family shares: `Vision` (its blocks' classes: `vlreg.core.envoys.patches`).
 
 The tower is ``model.vision`` and its blocks ``model.vision.layers[i]``; the projector is
 ``model.projector``, the last module before the scatter. Two values sit where the image
@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import functools
 
-from typing import Any, Callable
+from typing import Any
 
 import torch
 
@@ -29,31 +29,7 @@ from ..serving.sites import model_inputs
 from ..serving.values import built, first, value, with_first
 from .sizes import agreed
 from .standard import Standard
-from .text import Attention, Layer, Mlp
-
-Patches = torch.Tensor
-"""``[images, patches, vision_hidden_size]``; ``[1, patches, vision_hidden_size]`` on a
-tower that packs every image into one row."""
-
-
-def as_patches(tensor: torch.Tensor) -> Patches:
-    """A packed ``[patches, hidden]`` tensor as ``[1, patches, hidden]`` (a view)."""
-    return tensor.unsqueeze(0) if tensor.dim() == 2 else tensor
-
-
-def patches(
-    at: "str | Callable[[Any], str]" = "output",
-    read: Callable[[Any], torch.Tensor] = first,
-    put: Callable[[Any, torch.Tensor], Any] = lambda raw, new: with_first(None, raw, new),
-    **options: Any,
-) -> value:
-    """A tower stream value: ``read(raw)`` served as `Patches`; an assignment is reshaped
-    to the native layout and handed to ``put(raw, new)``, which returns what the model
-    should hold."""
-    return value(at, **options)(lambda envoy, raw: as_patches(read(raw))).writes(
-        lambda envoy, raw, new: put(raw, new.reshape(read(raw).shape))
-    )
-
+from .patches import Patches, as_patches, patches
 
 def _last_hidden_state(raw: Any) -> torch.Tensor:
     return raw.last_hidden_state if hasattr(raw, "last_hidden_state") else first(raw)
@@ -393,25 +369,3 @@ def variable_resolution(vision: Vision) -> int:
         "vision.image_size is unavailable: the processor cuts each image into its own grid "
         "of patches; each image's grid is in the processor's output (image_grid_thw)"
     )
-
-
-class VisionLayer(Layer):
-    """A tower block: the text block's values over patches."""
-
-    layer_output = patches(description="the stream leaving the block, [images, patches, hidden]")
-
-
-class VisionAttention(Attention):
-    """A tower block's attention: the text attention's values over patches.
-
-    The interior is inherited: ``attention_probabilities`` is a pattern over the
-    patches, with no causal mask.
-    """
-
-    attention_output = patches(description="what the attention adds to the stream, [images, patches, hidden]")
-
-
-class VisionMlp(Mlp):
-    """A tower block's MLP over patches."""
-
-    mlp_output = patches(description="what the MLP adds to the stream, [images, patches, hidden]")

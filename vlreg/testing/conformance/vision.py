@@ -8,7 +8,8 @@ from typing import Any, ClassVar
 import pytest
 import torch
 
-from ...core.envoys.vision import Vision, VisionAttention, VisionLayer, VisionMlp
+from ...core.envoys.patches import VisionAttention, VisionLayer, VisionMlp
+from ...core.envoys.vision import Vision
 from ...core.errors import Unavailable
 from ..kit import chat
 from .helpers import image
