@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from vlreg_qwen2_vl import plugin as qwen2_vl
-from vlreg import OutOfOrder, ReadOnly, StandardizedTransformer, Unavailable, analysis, hookimpl
+from vlreg import ReadOnly, StandardizedTransformer, Unavailable, analysis, hookimpl
 from vlreg.core.host import hookspecs
 from vlreg.plugin import ImageGrid, Layer, VideoGrid, read_only, value
 from vlreg.testing import Forwarding, build, builders, load, registered
@@ -286,46 +286,6 @@ def test_vlreg_refuses(path):
                 model.layers[1].mlp.mlp_output.save()
         after = model._module.state_dict()
         assert all(torch.equal(tensor, after[name]) for name, tensor in before.items())
-
-
-def test_a_value_pinned_to_its_blocks_call_in_a_parents_forward(path):
-    """`value(At(..., inside=..., occurrence=...))`: the text model calls its blocks from one call
-    site in a loop, so block k's call is occurrence k of one operation in the text model's
-    forward, which is instrumented at build. Read there, it is each block's input."""
-    from vlreg.plugin import At, argument
-
-    def text_model(layer):
-        return layer.parent.parent
-
-    class CalledLayer(Layer):
-        called_with = argument(
-            0, At(lambda layer: f"{text_model(layer).path}.source.decoder_layer_0.input",
-                  inside=text_model, occurrence=lambda layer: layer.block_index),
-            description="what the loop passes the block",
-        )
-
-    class Pinned(Qwen2VLAgain):
-        @hookimpl
-        def vlreg_envoys(self, part):
-            envoys = dict(qwen2_vl.vlreg_envoys(part) or {})
-            return {cls: (CalledLayer if base is Layer else base) for cls, base in envoys.items()}
-
-    with registered(Pinned(), name="pinned", replacing=[qwen2_vl]):
-        model = load(path)
-        passed, entered = [], []
-        with model.trace(prompt(model), images=[image(56, 56)]):
-            for block in model.layers:  # the call's arguments, then what the block receives
-                passed.append(block.called_with.save())
-                entered.append(block.input.save())
-        assert all(torch.equal(a, b) for a, b in zip(passed, entered))
-        with model.trace(prompt(model), images=[image(56, 56)]):
-            model.layers[1].called_with = torch.zeros_like(model.layers[1].called_with)
-            zeroed = model.layers[1].input.save()
-        assert zeroed.abs().max() == 0
-        with pytest.raises(OutOfOrder, match=r"layers\[0\].called_with was read after layers\[1\].called_with"):
-            with model.trace(prompt(model), images=[image(56, 56)]):
-                model.layers[1].called_with.save()
-                model.layers[0].called_with.save()
 
 
 def test_vlreg_refuses_read_only(path):

@@ -1,0 +1,75 @@
+"""The attention interior's checks of the conformance suite (a mixin of `TextConformance`):
+under eager attention every interior value has its shape and the block's output is its
+heads through ``o_proj``; an edit of the pattern lands; without eager each value is refused
+saying so."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from ...core.errors import Unavailable
+from .helpers import attention_blocks, text_rows
+
+INTERIOR = (
+    "attention_queries",
+    "attention_keys",
+    "attention_values",
+    "attention_scores",
+    "attention_probabilities",
+    "attention_head_outputs",
+)
+
+
+class AttentionInterior:
+    """Needs `TextConformance`'s ``model``/``sdpa_model`` fixtures, ``text_prompt``,
+    ``o_proj`` and ``bidirectional_prefix``."""
+
+    def test_attention_interior_under_eager(self, model):
+        block = attention_blocks(model)[-1]
+        with model.trace(self.text_prompt(model)):
+            queries = block.self_attn.attention_queries.save()
+            keys = block.self_attn.attention_keys.save()
+            values = block.self_attn.attention_values.save()
+            scores = block.self_attn.attention_scores.save()
+            pattern = block.self_attn.attention_probabilities.save()
+            heads = block.self_attn.attention_head_outputs.save()
+            output = block.self_attn.output.save()
+        output = output[0] if isinstance(output, tuple) else output
+        batch, seq = output.shape[:2]
+        # queries and keys are qk_head_dim wide, values head_dim (wider queries and keys: latent attention)
+        assert tuple(queries.shape) == (batch, model.num_heads, seq, model.qk_head_dim)
+        assert tuple(keys.shape) == (batch, model.num_kv_heads, seq, model.qk_head_dim)
+        assert tuple(values.shape) == (batch, model.num_kv_heads, seq, model.head_dim)
+        assert tuple(scores.shape) == tuple(pattern.shape) == (batch, model.num_heads, seq, seq)
+        torch.testing.assert_close(pattern.sum(-1), torch.ones_like(pattern.sum(-1)))
+        if self.bidirectional_prefix:
+            assert pattern.triu(1).abs().max() > 0, "no token of the prefix attends to a later one"
+        else:
+            assert pattern.triu(1).abs().max() == 0, "a token attends to a later one"
+        assert tuple(heads.shape) == (batch, seq, model.num_heads, model.head_dim)
+        o_proj = getattr(block.self_attn, self.o_proj)._module
+        torch.testing.assert_close(o_proj(heads.reshape(batch, seq, -1)), output)
+
+    def test_editing_the_pattern_changes_the_attention_output(self, model):
+        block = attention_blocks(model)[-1]
+        prompt = self.text_prompt(model)
+        with model.trace(prompt):
+            plain = block.self_attn.output[0].save()
+        with model.trace(prompt):
+            block.self_attn.attention_probabilities[:] = 0
+            zeroed = block.self_attn.output[0].save()
+        assert not torch.equal(plain, zeroed)
+        bias = getattr(getattr(block.self_attn, self.o_proj)._module, "bias", None)
+        expected = torch.zeros_like(zeroed) if bias is None else bias.expand_as(zeroed)
+        torch.testing.assert_close(zeroed, expected)
+
+    def test_interior_is_unavailable_without_eager(self, sdpa_model):
+        model = sdpa_model
+        rows = model.support()
+        for name in INTERIOR:
+            (row,) = text_rows(rows, f"self_attn.{name}")
+            assert "attn_implementation='eager'" in rows[row]
+            with pytest.raises(Unavailable, match="attn_implementation='eager'"):
+                with model.trace(self.text_prompt(model)):
+                    getattr(attention_blocks(model)[0].self_attn, name).save()
