@@ -27,14 +27,6 @@ from vlreg.plugin import VIDEO_SCATTER, Plugin, Text, Tower, Wrapper, adapter
 
 from . import text, vision
 
-#: A video's mask and features are served; the tower's values are the images' call's.
-VIDEOS = (
-    "a video's mask and features are served (vision.video_token_mask, vision.video_features), but the "
-    "tower's values are the images' call's: a video's frames run through the tower in a call of their own, "
-    "which no standard value reads; pass the frames as images=[...] to read the tower on them"
-)
-
-
 def as_qwen3_vl(processor):
     """The processor with Qwen3-VL's defaults: ``mm_token_type_ids`` returned with every
     encoding, a video's metadata asked of the video processor. Setting them again changes
@@ -52,7 +44,8 @@ def builders():
 
 plugin = Plugin(
     Wrapper("cosmos3_edge", vision="model.visual", projector="model.projector", entry=VIDEO_SCATTER,
-            refuses={"videos": VIDEOS}, processor=lambda part: as_qwen3_vl, image_grids=lambda part: adapter("qwen_vit").image_grids),
+            processor=lambda part: as_qwen3_vl, image_grids=lambda part: adapter("qwen_vit").image_grids,
+            video_grids=lambda part: adapter("qwen_vit").video_grids()),
     Text("cosmos3_edge_text", envoys=text.envoys),
     Tower("cosmos3_edge_vision", rename=vision.RENAME, envoys=vision.envoys),
     checkpoints=builders,

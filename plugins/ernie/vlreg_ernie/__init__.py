@@ -26,12 +26,6 @@ from . import text, vision
 
 QWEN_VIT = adapter("qwen_vit")
 
-#: A video's mask and features are served (at the second scatter); the tower's values are the images' call's.
-VIDEOS = (
-    "a video's mask and features are served (vision.video_token_mask, vision.video_features), but the tower's "
-    "values are the images' call's: a video's frames run through the tower in a call of their own, which no "
-    "standard value reads; pass the frames as images=[...] to read the tower on them"
-)
 
 
 def builders():
@@ -41,7 +35,7 @@ def builders():
 
 
 plugin = Plugin(
-    Wrapper("ernie4_5_vl_moe", projector="model.resampler_model", entry=VIDEO_SCATTER, refuses={"videos": VIDEOS},
+    Wrapper("ernie4_5_vl_moe", projector="model.resampler_model", entry=VIDEO_SCATTER,
             image_grids=lambda part: QWEN_VIT.image_grids),
     Text("ernie4_5_vl_moe_text", rename=text.RENAME, envoys=text.envoys),
     Tower("ernie4_5_vl_moe_vision", rename=QWEN_VIT.tower_rename, envoys=vision.envoys),

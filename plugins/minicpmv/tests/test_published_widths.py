@@ -27,8 +27,7 @@ class TestMiniCPMV4_6(PublishedWidths):
     family = "minicpmv"
     parts = {"text": ("qwen3_5_text", "vlreg-qwen3-vl"), "vision": ("minicpmv4_6_vision", "vlreg-minicpmv")}
     published = PUBLISHED
-    refused = {"vision.self_attn.attention_scores": PER_CALL, "vision.self_attn.attention_probabilities": PER_CALL,
-               "videos": "a video's frames run through the tower in a call of their own"}
+    refused = {"vision.self_attn.attention_scores": PER_CALL, "vision.self_attn.attention_probabilities": PER_CALL}
     folds = [1] * 7 + [2] * 5  # blocks 0-6 on the patches, 7-11 on the grid the vit_merger halved
 
     def test_each_blocks_rows_at_the_published_depth(self, model):

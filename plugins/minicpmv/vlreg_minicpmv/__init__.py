@@ -14,7 +14,7 @@ source image and its slices (`geometry`).
 
 from vlreg.plugin import VIDEO_SCATTER, Plugin, Tower, Wrapper
 
-from . import vision, wrappers
+from . import vision
 from .geometry import image_grids
 
 
@@ -27,7 +27,7 @@ def builders():
 
 plugin = Plugin(
     Wrapper(("minicpmv4_6", "minicpmv4_7", "minicpm_ocr"), projector="model.merger", entry=VIDEO_SCATTER,
-            refuses=wrappers.REFUSES, image_grids=lambda part: image_grids),
+            image_grids=lambda part: image_grids),
     Tower(tuple(vision.TOWERS), rename=vision.rename, envoys=vision.envoys),
     checkpoints=builders,
 )

@@ -19,12 +19,6 @@ from vlreg.plugin import VIDEO_SCATTER, Plugin, Tower, Wrapper, adapter
 
 from . import vision
 
-#: A video's mask and features are served; the tower's values are the images' call's.
-VIDEOS = (
-    "a video's mask and features are served (vision.video_token_mask, vision.video_features), but the "
-    "tower's values are the images' call's: a video's frames run through the tower in a call of their own, "
-    "which no standard value reads; pass the frames as images=[...] to read the tower on them"
-)
 
 
 def builders():
@@ -35,7 +29,7 @@ def builders():
 
 plugin = Plugin(
     Wrapper("video_llama_3", vision="model.vision_model", projector="model.projector", entry=VIDEO_SCATTER,
-            refuses={"videos": VIDEOS}, image_grids=lambda part: adapter("qwen_vit").image_grids),
+            image_grids=lambda part: adapter("qwen_vit").image_grids),
     Tower("video_llama_3_vision", rename=vision.RENAME, envoys=vision.envoys),
     checkpoints=builders,
 )
