@@ -3,13 +3,12 @@ the geometry counts the mask's tokens, and the tower's stream holds one class ro
 image's patches, which the merger never reads."""
 
 import pytest
-import torch
 
 pytest.importorskip("transformers.models.llava_onevision1_5",
                     reason="llava_onevision1_5 is transformers 5.25's: this release has no such model type")
 
 from vlreg.testing import chat  # noqa: E402
-from vlreg.testing.conformance import AnalysisConformance, VisionConformance, image, no_patterns  # noqa: E402
+from vlreg.testing.conformance import AnalysisConformance, VisionConformance, geometry_beside_grid_thw, image, no_patterns  # noqa: E402
 from vlreg.testing.conformance.native import QWEN_VIT, composite  # noqa: E402
 
 CHECKPOINT = "llava_onevision1_5"
@@ -25,13 +24,7 @@ class TestLlavaOnevision15(AnalysisConformance, VisionConformance):
 
 
 def test_the_geometry_counts_the_masks_tokens(model):
-    prompt = chat(model, images=2)
-    geometries = model.vision.geometry(prompt, list(PICTURES))
-    encoding = model.processor(text=prompt, images=list(PICTURES), return_tensors="pt")
-    with model.trace(prompt, images=list(PICTURES)):
-        mask = model.vision.image_token_mask.save()
-    assert torch.equal(mask[0].nonzero().flatten(), torch.cat([geometry.positions for geometry in geometries]))
-    for geometry, (frames, rows, columns) in zip(geometries, encoding["image_grid_thw"].tolist()):
+    for geometry, (frames, rows, columns) in geometry_beside_grid_thw(model, PICTURES):
         (grid,) = geometry.grids
         assert (grid.rows, grid.columns, geometry.tokens) == (rows // 2, columns // 2, frames * rows * columns // 4)
 

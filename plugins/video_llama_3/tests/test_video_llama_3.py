@@ -12,20 +12,14 @@ from __future__ import annotations
 import torch
 
 from vlreg.testing import chat
-from vlreg.testing.conformance import image
+from vlreg.testing.conformance import geometry_beside_grid_thw, image
 
 CHECKPOINT = "video_llama_3"
 PICTURES = (image(112, 84), image(56, 98, seed=1))
 
 
 def test_the_geometry_counts_the_masks_tokens(model):
-    prompt = chat(model, images=2)
-    geometries = model.vision.geometry(prompt, list(PICTURES))
-    encoding = model.processor(text=prompt, images=list(PICTURES), return_tensors="pt")
-    with model.trace(prompt, images=list(PICTURES)):
-        mask = model.vision.image_token_mask.save()
-    assert torch.equal(mask[0].nonzero().flatten(), torch.cat([geometry.positions for geometry in geometries]))
-    for geometry, (frames, rows, columns) in zip(geometries, encoding["image_grid_thw"].tolist()):
+    for geometry, (frames, rows, columns) in geometry_beside_grid_thw(model, PICTURES):
         (grid,) = geometry.grids
         assert (grid.rows, grid.columns, geometry.tokens) == (rows, columns, frames * rows * columns)
 

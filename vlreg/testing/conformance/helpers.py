@@ -224,3 +224,20 @@ def writable_stream(model: Any, blocks: Any = None) -> tuple[str, str]:
     if block.why_read_only("layer_output") is None:
         return "layer_output", "input"
     return "layer_streams", "input_streams"
+
+
+def geometry_beside_grid_thw(model: StandardizedTransformer, pictures: Any) -> list[tuple[Any, list[int]]]:
+    """Each picture's geometry on a prompt holding them all, beside its row of the
+    processor's ``image_grid_thw`` (``[frames, rows, columns]`` of patches), once the
+    geometry's positions are checked to be the trace's image-token mask: a family's test
+    then states how its grid folds those patches into tokens."""
+    from ..kit import chat
+
+    pictures = list(pictures)
+    prompt = chat(model, images=len(pictures))
+    geometries = model.vision.geometry(prompt, pictures)
+    encoding = model.processor(text=prompt, images=pictures, return_tensors="pt")
+    with model.trace(prompt, images=pictures):
+        mask = model.vision.image_token_mask.save()
+    assert torch.equal(mask[0].nonzero().flatten(), torch.cat([geometry.positions for geometry in geometries]))
+    return list(zip(geometries, encoding["image_grid_thw"].tolist()))
