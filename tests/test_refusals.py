@@ -90,6 +90,19 @@ def test_images_on_a_text_generation_load_are_refused_before_the_model_runs():
     assert not ran
 
 
+def test_videos_on_a_processor_that_reads_none_are_refused_before_the_model_runs(llava):
+    # LLaVA's processor has no video processor: it would drop the frames and trace the text alone
+    ran = []
+    handle = llava._module.register_forward_hook(lambda *args: ran.append(True))
+    try:
+        with pytest.raises(ValueError, match=r"reads no videos .*pass a video's frames as images=\[\.\.\.\]"):
+            with llava.trace(chat(llava, images=0), videos=[numpy.zeros((4, 56, 56, 3), dtype=numpy.uint8)]):
+                llava.logits.save()
+    finally:
+        handle.remove()
+    assert not ran
+
+
 # -- 3. two threads, one model --------------------------------------------------------
 
 

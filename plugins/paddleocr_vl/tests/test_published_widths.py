@@ -24,6 +24,5 @@ class TestPaddleOCRVL(PublishedWidths):
         "vision.intermediate_size": 4304, "vision.patch_size": 14, "vision.spatial_merge_size": 2,
         "projector.linear_1.weight.shape": (4608, 4608), "projector.linear_2.weight.shape": (1024, 4608),
     }
-    refused = {"vision.self_attn.attention_scores": PER_CALL, "vision.self_attn.attention_probabilities": PER_CALL,
-               "videos": "reads no videos"}
+    refused = {"vision.self_attn.attention_scores": PER_CALL, "vision.self_attn.attention_probabilities": PER_CALL}
     aliases = {"model": {"vision": "model.visual.vision_model", "projector": "model.projector"}}

@@ -10,15 +10,13 @@ norm, a 2 x 2 merge of its raster patches, two linear maps), whose output ``mode
 ``inputs_embeds.masked_scatter`` writes into the embeddings.
 
 An image token is a 2 x 2 block of patches, tokens in raster order: the image grids are the
-adapter ``"qwen_vit"``'s over ``image_grid_thw``. The model reads no videos.
+adapter ``"qwen_vit"``'s over ``image_grid_thw``. The model reads no videos (its processor has
+no video processor, so ``videos=`` is refused before the model runs).
 """
 
 from vlreg.plugin import Plugin, Text, Tower, Wrapper, adapter
 
 from . import text, vision
-
-VIDEOS = "PaddleOCR-VL reads no videos (its processor has no video processor, and its model refuses them)"
-
 
 def builders():
     from .checkpoints import build_paddleocr_vl
@@ -28,7 +26,7 @@ def builders():
 
 plugin = Plugin(
     Wrapper("paddleocr_vl", vision="model.visual.vision_model", projector="model.projector",
-            refuses={"videos": VIDEOS}, image_grids=lambda part: adapter("qwen_vit").image_grids),
+            image_grids=lambda part: adapter("qwen_vit").image_grids),
     Text("paddleocr_vl_text", envoys=text.envoys),
     Tower("paddleocr_vl_vision", rename=vision.RENAME, envoys=vision.envoys),
     checkpoints=builders,

@@ -39,6 +39,8 @@ def check_invokes(model: Any, invokes: list) -> None:
                 f"(task={model.task!r}), so no image can reach it and the result would be the "
                 f"text-only one: load with task='image-text-to-text' to trace images"
             )
+        if kwargs.get("videos") is not None and model.processor is not None:
+            _reads_videos(model.processor)
         prompts = inputs[0] if inputs else kwargs.get("text")
         if kwargs.get("images") is not None:
             check_images(kwargs["images"], model.processor, takes_arrays(model), model.__dict__.get("vision"))
@@ -55,6 +57,17 @@ def check_invokes(model: Any, invokes: list) -> None:
             raise ValueError(
                 f"this model's processor ({type(model.processor).__name__}) takes no prompt without an image: pass "
                 f"images=[...] with it, or load with task='text-generation' (the default) to trace text alone")
+
+
+def _reads_videos(processor: Any) -> None:
+    """Refuse ``videos=`` where the processor has no video processor: it would drop the
+    frames and the trace would run on the text alone."""
+    if getattr(processor, "video_processor", None) is None:
+        raise ValueError(
+            f"videos= given, but this model's processor ({type(processor).__name__}) reads no videos (it has no "
+            f"video processor), so the frames would be dropped and the trace run on the text alone: pass a "
+            f"video's frames as images=[...], one per image placeholder"
+        )
 
 
 def placeholder_token(model: Any, named: bool = False) -> str | None:
