@@ -14,7 +14,7 @@ import transformers
 
 from vlreg import OutOfOrder, Unavailable
 from vlreg.core.host.family import parts_of
-from vlreg.core.images.inputs import for_processor
+from vlreg.core.images.processing import for_processor
 from vlreg.plugin import ImageCodes
 from vlreg.testing import load
 from vlreg.testing.conformance import image

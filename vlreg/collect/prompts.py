@@ -15,7 +15,7 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
-from ..core.images.inputs import placeholder_token
+from ..core.images.placeholders import placeholder_token
 from .sources import Item
 
 

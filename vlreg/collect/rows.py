@@ -38,7 +38,7 @@ import nnsight
 import torch
 from attrs import frozen
 
-from ..core.images.inputs import for_processor
+from ..core.images.processing import for_processor
 from ..core.images.processing import encode
 from .sites import Site, _not_in_stream, picked, read
 

@@ -26,10 +26,10 @@ from .host.family import Family, resolve
 from .images.entries import Entry
 from .images.geometry import image_geometry
 from .images.video_geometry import video_geometry
-from .images.inputs import check_invokes, for_processor, in_weights_dtype, takes_flat
+from .images.inputs import check_invokes, in_weights_dtype, takes_flat
 from .images.invokes import combine
 from .images.options import encode_invoke, processing, refuse_unknown, route, same_options, split
-from .images.processing import MEDIA, configured
+from .images.processing import MEDIA, configured, for_processor
 from .devices import dtype_of, execution_device, placement
 from .loading import (
     IMAGE_TEXT,

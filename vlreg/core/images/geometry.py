@@ -19,9 +19,10 @@ import torch
 from attrs import field, frozen
 
 from ..errors import Unavailable
-from .inputs import check_images, check_placeholders, for_processor, takes_arrays, takes_flat
+from .inputs import check_images, takes_arrays, takes_flat
+from .placeholders import check_placeholders
 from .options import check_options, check_settings, given
-from .processing import as_pil, configured, encode, leaves
+from .processing import as_pil, configured, encode, for_processor, leaves
 
 
 def _boxes(instance: Any, attribute: Any, boxes: torch.Tensor) -> None:

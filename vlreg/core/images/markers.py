@@ -1,6 +1,6 @@
 """The special tokens a chat template writes around an image's placeholder (Qwen's
 ``<|vision_start|>`` and ``<|vision_end|>``), found by rendering the template, and the
-warning for a prompt whose placeholder stands without them (`inputs.check_placeholders`)."""
+warning for a prompt whose placeholder stands without them (`placeholders.check_placeholders`)."""
 
 from __future__ import annotations
 

@@ -8,7 +8,9 @@ a trace's options, the encoding a trace makes, and the images in order however n
 from __future__ import annotations
 
 import weakref
-from typing import Any, Sequence
+from typing import Any, Iterator, Sequence
+
+import torch
 
 #: The trace keywords that carry media to the processor.
 MEDIA = frozenset({"images", "videos"})
@@ -85,7 +87,7 @@ def image_size(image: Any) -> tuple[int, int]:
     """``(width, height)`` of a PIL image, or of a numpy array or torch tensor in the
     layout vlreg documents (a numpy array ``height x width x channels``, a tensor
     ``channels x height x width``; either ``height x width``), which is how the processor
-    is handed them (`vlreg.core.images.inputs.for_processor`), whatever their sizes."""
+    is handed them (`for_processor`), whatever their sizes."""
     if hasattr(image, "size") and not callable(image.size) and not hasattr(image, "shape"):
         return tuple(image.size)
     shape = tuple(image.shape)
@@ -168,3 +170,60 @@ def takes_text_alone(processor: Any) -> bool:
     except TypeError:  # not weakly referable: asked again next time
         pass
     return found
+
+
+def indexed(images: Any, where: str) -> Iterator[tuple[str, Any]]:
+    """`leaves`, each with where it sits (``[1][0]``) after ``where``."""
+    if isinstance(images, (list, tuple)):
+        for index, item in enumerate(images):
+            yield from indexed(item, f"{where}[{index}]")
+    else:
+        yield where, images
+
+
+#: Image heights transformers' processors take for a channel axis when they guess where
+#: the channels are: a ``height x width x 3`` array 1, 3 or 4 rows tall is read as
+#: channels first, its rows as colours.
+AMBIGUOUS = (1, 3, 4)
+
+
+def for_processor(images: Any, processor: Any) -> Any:
+    """``images`` as the processor takes them, in the layouts vlreg documents, which no
+    processor can misread: a numpy array is ``height x width x channels``, a torch tensor
+    ``channels x height x width``, whatever their sizes.
+
+    transformers' image processors guess the channel axis from the sizes and take a first
+    axis of 1, 3 or 4 for it, so a numpy array (or, in the older processors, a PIL image)
+    1, 3 or 4 rows tall would be read with its rows as colours: such an array is handed
+    over channels first (a tensor to the torchvision and PIL backends; a numpy array, like
+    such a PIL image, to the older kind), where the guess is right. An image processor of
+    that older kind (Emu3's) also takes no torch tensor (its RGB conversion fails deep
+    inside on one): each is handed to it as the numpy array of the same pixels and layout.
+    Every image has three colour channels by then (`as_rgb`: grey, transparent and 16-bit
+    images as the PIL image of them made RGB)."""
+    from transformers.image_processing_backends import PilBackend, TorchvisionBackend
+
+    image_processor = getattr(processor, "image_processor", None)
+    if images is None or image_processor is None:
+        return images
+    if isinstance(images, (list, tuple)):
+        return [for_processor(image, processor) for image in images]
+    backend = isinstance(image_processor, (PilBackend, TorchvisionBackend))
+    images = as_rgb(images)
+    if isinstance(images, torch.Tensor):
+        return images if backend else images.detach().cpu().numpy()
+    import numpy
+
+    if isinstance(images, numpy.ndarray) and images.ndim == 3 and images.shape[0] in AMBIGUOUS:
+        first = numpy.ascontiguousarray(numpy.moveaxis(images, -1, 0))
+        return torch.from_numpy(first) if backend else first
+    if not backend and _is_pil(images) and images.height in AMBIGUOUS:
+        rgb = images.convert("RGB") if getattr(image_processor, "do_convert_rgb", True) else images
+        return numpy.ascontiguousarray(numpy.moveaxis(numpy.asarray(rgb), -1, 0))
+    return images
+
+
+def _is_pil(image: Any) -> bool:
+    from PIL import Image
+
+    return isinstance(image, Image.Image)
