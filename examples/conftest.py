@@ -16,7 +16,8 @@ import tempfile
 from pathlib import Path
 
 #: distribution -> its folder beside this file
-EXAMPLES = {"vlreg-vipllava-example": Path(__file__).parent / "vipllava"}
+EXAMPLES = {"vlreg-vipllava-example": Path(__file__).parent / "vipllava",
+            "vlreg-streams-example": Path(__file__).parent / "streams"}
 
 
 def _install(distribution: str, folder: Path) -> None:

@@ -1,12 +1,14 @@
-"""The VipLLaVA example is a third-party plugin: installed from its folder with pip, it is
-found through its entry point, overrides vlreg-llava's claim on the VipLLaVA wrapper,
-serves VipLLaVA with its CLIP tower and Llama text model from vlreg-llava, and passes the
-conformance suite."""
+"""The examples are third-party plugins: installed from their folders with pip, they are
+found through their entry points. The VipLLaVA one overrides vlreg-llava's claim on the
+VipLLaVA wrapper, serves VipLLaVA with its CLIP tower and Llama text model from vlreg-llava,
+and passes the conformance suite; the streams one serves a type whose residual streams mix
+(Qwen4-Exp, in place of vlreg-qwen3-vl) and passes the whole suite, no test overridden."""
 
 import json
 import os
 import subprocess
 import sys
+from importlib.util import find_spec
 from pathlib import Path
 
 import pytest
@@ -15,18 +17,20 @@ pytestmark = pytest.mark.heavy  # pip, the CLI and pytest, each in a process: st
 
 pytest.importorskip("vlreg_llava", reason="the VipLLaVA example reuses vlreg-llava's CLIP tower and Llama text (plugins/llava)")
 
-EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "vipllava"
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+EXAMPLE = EXAMPLES / "vipllava"
 DISTRIBUTION = "vlreg-vipllava-example"
+STREAMS = EXAMPLES / "streams"
 
 
 @pytest.fixture(scope="module")
 def env(tmp_path_factory):
-    """The environment of a process in which the example is pip-installed, as a user would."""
+    """The environment of a process in which the examples are pip-installed, as a user would."""
     # Named site-packages: while nnsight's remote="local" deserializes a request it keeps
     # only such folders importable, as a server keeps what is installed there.
     target = tmp_path_factory.mktemp("installed") / "site-packages"
     installed = subprocess.run(
-        [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(target), str(EXAMPLE)],
+        [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(target), str(EXAMPLE), str(STREAMS)],
         capture_output=True, text=True, timeout=600,
     )
     assert installed.returncode == 0, installed.stderr
@@ -100,3 +104,19 @@ def test_it_passes_its_own_tests_and_the_conformance_suite(env, tmp_path):
                  "test_tower_block_identity", "test_support_lists_every_value",
                  "test_every_value_written_reaches_the_logits_or_refuses"):
         assert f"test_conformance.py::TestVipLlava::{test} PASSED" in out, test
+
+
+@pytest.mark.skipif(find_spec("vlreg_qwen3_vl") is None,
+                    reason="the streams example overrides vlreg-qwen3-vl's Qwen4-Exp and builds its tiny checkpoint (plugins/qwen3_vl)")
+def test_the_streams_example_passes_the_whole_suite_with_no_test_overridden(env, tmp_path):
+    """Its test class sets no suite test aside: the remote ones run too (installed, its envoy
+    classes travel by reference), and the block identity checked is the family's own."""
+    out = run(env, sys.executable, "-m", "pytest", "-v", "-p", "no:cacheprovider", str(STREAMS / "tests"), cwd=tmp_path)
+    assert " failed" not in out and " error" not in out
+    suite = "test_conformance.py::TestQwen4ExpServedAsTheStreamsMean::"
+    for test in ("test_this_plugin_serves_every_part", "test_block_identity",
+                 "test_every_value_read_remotely_is_the_local_value",
+                 "test_several_invokes_and_their_edits_run_remotely_as_locally",
+                 "test_generating_with_an_edit_remotely_gives_the_local_tokens",
+                 "test_every_value_written_reaches_the_logits_or_refuses"):
+        assert f"{suite}{test} PASSED" in out, test

@@ -137,6 +137,11 @@ def survey(source: str | Path) -> Survey:
                                 f"Where the image enters is surveyed below (SCATTER); declare an ImageCodes there, "
                                 f"a CodesVision over the VQ encoder of the vq_config part (plugins/chameleon does)")
     norm = find_norm(text_module, layers)
+    if norm is None:
+        _note(notes["wrapper"], f"{type(text_module).__name__} has no final norm after its blocks, so the skeleton "
+                                f"declares readout=UNNORMED (lm_head reads the last block's output as it is): where "
+                                f"the model reads out otherwise (a mixer of streams, a multiplier), declare a "
+                                f"Readout, or refuse the lens with a sentence (docs/writing-a-plugin.md: readout)")
     embed_tokens = relative(text_module, text_module.get_input_embeddings())
     lm_head = relative(model, model.get_output_embeddings())
     native = {
@@ -278,6 +283,7 @@ def _text_blocks(blocks: torch.nn.ModuleList, notes: list[str]) -> tuple[dict, d
                 _note(notes, f"{type(attention).__name__} calls a sigmoid in its forward, taken for a gate on its heads "
                              f"before o_proj (GatedAttention): check it, else map it to Attention")
         mlp_name = find_child(block, MLP)
+        _unnamed_children(block, mlp_name, notes)
         if mlp_name is None:
             _note(notes, f"{type(block).__name__} has none of {MLP}: name its MLP ('mlp') in TEXT_RENAME")
             continue
@@ -296,3 +302,24 @@ def _text_blocks(blocks: torch.nn.ModuleList, notes: list[str]) -> tuple[dict, d
         _note(notes, "the MLPs route to experts: MoeMlp expects children 'gate', 'experts' and maybe "
                      "'shared_expert'; subclass it (router_module, experts_module, shared_expert_module) if they differ")
     return envoys, rename, flags
+
+
+def _unnamed_children(block: torch.nn.Module, mlp_name: str | None, notes: list[str]) -> None:
+    """Note a block's children that are none of a mixer, an MLP or a norm, and an
+    attention's indexer: vlreg names them only where the plugin declares what they do."""
+    mixer = find_mixer(block)
+    known = {mlp_name, mixer[0] if mixer else None, "cross_attn"}
+    others = [name for name, child in block.named_children() if name not in known and not is_norm(child)]
+    if others:
+        listed = ", ".join(f"{name} ({type(block.get_submodule(name)).__name__})" for name in others)
+        _note(notes, f"{type(block).__name__} also holds {listed}, which vlreg names nothing for: where they keep "
+                     f"several residual streams that mix (hyper-connections), declare the block a MixingStreamsLayer "
+                     f"(its streams_layout and identity; vlreg-qwen3-vl's Qwen4-Exp); where they add per-layer or "
+                     f"n-gram embeddings, serve what they add with returned(...) values; where they scale or gate "
+                     f"the residual, state the block's identity on its class")
+    attention = block.get_submodule(mixer[0]) if mixer else None
+    indexers = [name for name, _ in attention.named_children() if "index" in name] if attention is not None else []
+    if indexers:
+        _note(notes, f"{type(attention).__name__} holds {', '.join(indexers)}, a sparse-attention indexer choosing "
+                     f"which keys each query reads: serve what it selects under a standard name (vlreg-qwen3-vl's "
+                     f"self_attn.selected_token_mask), or refuse its values by name, saying what to read natively")

@@ -119,6 +119,8 @@ def module(name: str, found: Survey, claimed: list[str], elsewhere: dict[str, st
                          else "hidden_states_read_only") if found.feature_layer else "read_only")
     if alias and adapter == alias:
         imports.add("adapter")
+    if "wrapper" in claimed and found.norm is None:
+        imports.add("UNNORMED")
     host = found.scatter[0] if found.scatter else found.text.rpartition(".")[0]
     surveyed = textwrap.fill(
         f"Written by `vlreg new-plugin` from a survey of {found.architecture}'s module tree, built on the meta "
@@ -158,6 +160,8 @@ def _wrapper_fields(found: Survey) -> dict[str, str]:
                       if getattr(found, name)} | rename | mounts
     if rename:
         fields["rename"] = _dict(rename, 4)
+    if found.norm is None:
+        fields["readout"] = "UNNORMED"
     if found.cross is not None:
         host, argument = found.cross
         fields["entry"] = f'CrossAttention(host="{host}", argument={argument!r})'

@@ -1,30 +1,14 @@
-"""An outside plugin for a type whose residual streams mix, declared here as a third party
-would (`vlreg.plugin` only, and the adapters other plugins publish), and run through the
-whole conformance suite: every test but the three remote ones (see the class).
-
-Qwen4-Exp (transformers' ``qwen4_exp``), registered in place of vlreg-qwen3-vl, declared
-another way than vlreg-qwen3-vl declares it: its blocks' ``input`` and ``layer_output`` are
-the streams' mean, which a write reaches (every stream moved by the same amount), and since
-the model reads its streams out through a mixer of its own, not their mean, it refuses the
-logit lens by name. Its block identity (each sublayer's output added to every stream with
-that stream's weight) is its own, stated on its block class; the suite checks it.
-"""
+"""Qwen4-Exp's three parts, declared against `vlreg.plugin` and the ``qwen_vit`` adapter."""
 
 from typing import Any
 
-import pytest
 import torch
-from vlreg_qwen3_vl import plugin as qwen3_vl
 
 from vlreg.plugin import (LinearAttention, MixingStreamsLayer, Mlp, MoeMlp, Plugin, Text, Tower, Wrapper, adapter,
                           returned, tower_envoys)
-from vlreg.testing import registered
-from vlreg.testing.conformance import (AnalysisConformance, ExpertsConformance, LinearAttentionConformance,
-                                       VisionConformance, no_patterns)
-from vlreg.testing.conformance.native import QWEN_VIT, composite
 
-# -- Qwen4-Exp, declared from outside ----------------------------------------------------
-
+#: the plugin whose claims on Qwen4-Exp's parts this one's replace
+OVERRIDES = "qwen3_vl"
 
 VIT = adapter("qwen_vit")
 LENS = "Qwen4-Exp reads its streams out through hyper_connection_mixer, not their mean; read model.logits"
@@ -82,38 +66,11 @@ def text_envoys(part: Any) -> dict:
             qwen4_exp.Qwen4ExpTextSparseMoeBlock: MoeMlp}
 
 
-OUTSIDE = Plugin(
-    Wrapper("qwen4_exp", **VIT.mounts, text_only="model", refuses=VIT.refuses, readout=LENS,
+plugin = Plugin(
+    Wrapper("qwen4_exp", overrides=OVERRIDES, **VIT.mounts, text_only="model", refuses=VIT.refuses, readout=LENS,
             image_grids=lambda part: VIT.image_grids),
-    Text("qwen4_exp_text", envoys=text_envoys),
+    Text("qwen4_exp_text", envoys=text_envoys, overrides=OVERRIDES),
     Tower("qwen4_exp_vision", rename=VIT.tower_rename, envoys=tower_envoys(
         "qwen4_exp", ("Qwen4ExpVisionModel", "Qwen4ExpVisionBlock", "Qwen4ExpVisionAttention", "Qwen4ExpVisionMLP"),
-        vision=VIT.Vision, attention=VIT.Attention)),
-    # vlreg-qwen3-vl's tiny Qwen4-Exp (its real processor and template), which this plugin replaces
-    checkpoints=lambda: {"qwen4_exp": qwen3_vl.vlreg_checkpoints()["qwen4_exp"]},
+        vision=VIT.Vision, attention=VIT.Attention), overrides=OVERRIDES),
 )
-
-
-class TestAnOutsidePluginWithStreamsThatMix(AnalysisConformance, ExpertsConformance, LinearAttentionConformance,
-                                            VisionConformance):
-    checkpoint = "qwen4_exp"
-    native = {name: path for name, path in composite(QWEN_VIT, vision="model.visual",
-                                                     projector="model.visual.merger").items() if name != "norm"}
-    unavailable = no_patterns("once per image") | {f"layers.{k}.per_layer_output": "adds no n-gram" for k in (1, 2)}
-    analysis_refuses = {"logit_lens": LENS, "project_on_vocab": LENS, "attribution_patching": "no gradient reaches it"}
-
-    # Not run here: a trace sent as a request (remote=) ships a module no server has installed by
-    # value, and this test module's envoy classes do not survive that (their values are lost);
-    # an outside plugin is served remotely where it is installed, as examples/vipllava's is
-    test_every_value_read_remotely_is_the_local_value = None
-    test_several_invokes_and_their_edits_run_remotely_as_locally = None
-    test_generating_with_an_edit_remotely_gives_the_local_tokens = None
-
-    @pytest.fixture(scope="class", autouse=True)
-    @classmethod
-    def outside(cls):
-        with registered(OUTSIDE, name="outside-qwen4-exp", replacing=[qwen3_vl]):
-            yield
-
-    def test_the_outside_plugin_serves_the_type(self, model):
-        assert model.family.name == "outside-qwen4-exp" and isinstance(model.layers[0], MeanStreams)
