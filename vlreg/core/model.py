@@ -339,7 +339,10 @@ class StandardizedTransformer(TextSizes, TransformersModel):
         block run only on images it is part of."""
         entry = self.family.entry
         for visit in entered(self):
-            tower = next((envoy for envoy in (*visit.within, visit.envoy) if isinstance(envoy, Vision)), None)
+            inside = (*visit.within, visit.envoy)
+            # a video tower's values are gated on the run's videos, not on the first tower's images
+            tower = next((envoy for envoy in inside if isinstance(envoy, Vision) and envoy.videos_only),
+                         next((envoy for envoy in inside if isinstance(envoy, Vision)), None))
             once = next((envoy for envoy in (*visit.within, visit.envoy) if envoy.runs_once), None)
             block = next((envoy for envoy in (*visit.within, visit.envoy) if isinstance(envoy, CrossAttentionLayer)),
                          None)

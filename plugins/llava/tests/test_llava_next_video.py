@@ -1,6 +1,6 @@
 """The LLaVA lines built for videos, LLaVA-NeXT-Video and Video-LLaVA: their images are
-served (the conformance suite runs in ``test_conformance.py``), their videos refused by
-the wrapper's claim, by name and before the model runs; their prompt format, where a lit
+served (the conformance suite runs in ``test_conformance.py``), and their videos (Video-LLaVA's
+through a tower of their own, ``vision.video_tower``); their prompt format, where a lit
 pixel lands, Video-LLaVA's ``pixel_values_images``, and the published widths on meta.
 """
 
@@ -46,14 +46,12 @@ def test_the_prompt_is_vicunas_a_turns_images_then_its_videos(model):
 
 def test_a_video_only_trace_refuses_the_images_values_and_the_model_still_runs_on_it(model):
     """``support()["videos"]`` says how the tower's values are told apart on a video:
-    LLaVA-NeXT-Video runs a video's frames through the image's tower (the core's row),
-    Video-LLaVA through a tower of their own without standard names (its claim's sentence,
-    which makes the type partial). On a prompt with only a video the image's values refuse
-    before the model runs, and the logits are served."""
-    reason, declared = model.support()["videos"], model.family.sentences.get("videos")
-    assert (declared is not None) == (name_of(model) == "video_llava")
-    assert reason == (declared or model.vision.video_calls())
-    assert partial().get(name_of(model)) == ({"videos": declared} if declared else None)
+    LLaVA-NeXT-Video runs a video's frames through the image's tower, Video-LLaVA through a
+    tower of their own, served at ``vision.video_tower`` (neither is partial). On a prompt with
+    only a video the image's values refuse before the model runs, and the logits are served."""
+    assert model.support()["videos"] == model.vision.video_calls()
+    assert any(row.startswith("vision.video_tower.") for row in model.support()) == (name_of(model) == "video_llava")
+    assert partial().get(name_of(model)) is None
     prompt = chat(model, "video")
     with pytest.raises(Unavailable, match="no images, only videos"):
         with model.trace(prompt, videos=clip()):
@@ -61,6 +59,29 @@ def test_a_video_only_trace_refuses_the_images_values_and_the_model_still_runs_o
     with model.trace(prompt, videos=clip()):
         mask, logits = model.vision.image_token_mask.save(), model.logits.save()
     assert not mask.any() and logits.shape[1] == mask.shape[1]
+
+
+def test_video_llavas_video_tower_is_the_videos_and_only_the_videos(model):
+    """Video-LLaVA: ``vision.video_tower``'s values are its frames' call (what the projector
+    reads of it reaches the video's features); on an image alone they refuse before the model
+    runs, naming the video; the image tower's values are the image's, beside a video too."""
+    if name_of(model) != "video_llava":
+        pytest.skip("only Video-LLaVA runs a video's frames through a tower of their own")
+    tower = model.vision.video_tower
+    assert tower._module is model._module.model.video_tower and tower is not model.vision
+    with pytest.raises(Unavailable, match="no video"):
+        with model.trace(chat(model, "image"), images=[image(112, 84)]):
+            tower.layers[0].layer_output.save()
+    with pytest.raises(Unavailable, match="not its output"):
+        with model.trace(chat(model, "video"), videos=clip()):
+            tower.tower_output[:] = 0
+    prompt = chat(model, "video", "image")
+    with model.trace(prompt, videos=clip(), images=[image(112, 84)]):
+        on_image = model.vision.layers[0].input.save()
+        on_video = tower.layers[0].input.save()
+    with model.trace(chat(model, "image"), images=[image(112, 84)]):
+        image_alone = model.vision.layers[0].input.save()
+    assert torch.equal(on_image, image_alone) and on_video.shape[0] == len(clip()[0])  # a row per frame
 
 
 def test_an_images_features_are_the_same_beside_a_video(model):

@@ -21,6 +21,8 @@ vlreg-mistral3, which claims it, and its geometry from that plugin's adapter
 `checkpoints` builds small random-weight checkpoints of each shape for tests.
 """
 
+from attrs import evolve
+
 from vlreg.plugin import VIDEO_SCATTER, Plugin, Text, Tower, Wrapper
 
 from . import text, vision, wrappers
@@ -43,8 +45,9 @@ plugin = Plugin(
             video_grids=lambda part: wrappers.onevision_video_grids(part.config), **IMAGES),
     Wrapper("llava_next_video", entry=VIDEO_SCATTER, refuses=wrappers.REFUSES["llava_next_video"],
             video_grids=lambda part: next_video_grids(part.config), **IMAGES),
-    # Video-LLaVA's image tower is `vision`; its video tower has the same class
-    Wrapper("video_llava", vision="model.image_tower", entry=VIDEO_SCATTER, refuses=wrappers.REFUSES["video_llava"], **IMAGES),
+    # Video-LLaVA's image tower is `vision`; its video tower, of the same class, `vision.video_tower`
+    Wrapper("video_llava", vision="model.image_tower", entry=evolve(VIDEO_SCATTER, video_tower="model.video_tower"),
+            refuses=wrappers.REFUSES["video_llava"], **IMAGES),
     Text(text.MODEL_TYPES, envoys=text.envoys),
     Tower(vision.SIGLIP, rename=vision.RENAME[vision.SIGLIP], envoys=vision.siglip_envoys),
     Tower(vision.CLIP, rename=vision.RENAME[vision.CLIP], envoys=vision.clip_envoys),

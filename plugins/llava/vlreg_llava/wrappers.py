@@ -6,12 +6,11 @@ in their ``model``'s forward with its first ``inputs_embeds.masked_scatter(mask,
 features)``; the video lines' (OneVision's, LLaVA-NeXT-Video's, Video-LLaVA's) second is
 the video's. The tower is ``model.vision_tower``, except on Video-LLaVA, which has two
 towers of one class: ``model.image_tower`` (served as ``vision``) and ``model.video_tower``
-(only a video's frames run through it; no standard names).
+(only a video's frames run through it: ``vision.video_tower``, its values the video's call's).
 
-Videos are refused on every line that takes them (`REFUSES`, on the wrapper's claim): the
-frames run through the tower in calls of their own (LLaVA-NeXT-Video pools each frame's
-patches 2 x 2 before the projector, OneVision after it) and are written at the second scatter, which no
-standard value reads. Images on a prompt that also holds a video are served.
+A video's frames run through the tower in a call of their own (LLaVA-NeXT-Video pools each
+frame's patches 2 x 2 before the projector, OneVision after it; Video-LLaVA runs them through
+its video tower) and are written at the second scatter, where ``vision.video_features`` is read.
 
 The projector is the last module before that call, but neither end of it is a tower
 value: its input is the stream the config selects (``vision_feature_layer``, with the
@@ -29,23 +28,21 @@ are declared read-only, naming the value to edit instead.
 
 import math
 
-from vlreg.plugin import FEATURE_LAYER_READ_ONLY, frame_grids
+from vlreg.plugin import FEATURE_LAYER_READ_ONLY, frame_grids, read_only
 
-#: Video-LLaVA's video tower has no standard names (``model.vision`` is its image tower).
-VIDEO_TOWER = (
-    "a video's mask and features are served (vision.video_token_mask, vision.video_features), but its frames run "
-    "through a tower of their own (model.video_tower), which has no standard names: model.vision is the image "
-    "tower, and its values are the images'; read model.video_tower natively, or pass the frames as images=[...] "
-    "to read the image tower on them"
-)
-#: What each wrapper refuses: the tower values the projector does not read (every line), and
-#: Video-LLaVA's video tower. The other video lines run a video's frames through the image's
-#: tower (LLaVA-OneVision pools them 2 x 2 after the projector, LLaVA-NeXT-Video before it).
+#: Video-LLaVA's video tower (``vision.video_tower``) feeds its projector as the image tower
+#: does: the stream of block ``vision_feature_layer``, so its output reaches nothing either.
+VIDEO_TOWER_OUTPUT = read_only(lambda tower: (
+    f"the projector reads the video tower's hidden_states[{tower.root._module.config.vision_feature_layer}] "
+    f"(vision_feature_layer), not its output; edit that block's layer_output"))
+#: What each wrapper refuses: the tower values the projector does not read (every line). The
+#: video lines run a video's frames through the image's tower (LLaVA-OneVision pools them 2 x 2
+#: after the projector, LLaVA-NeXT-Video before it), except Video-LLaVA, through a tower of its own.
 REFUSES = {
     "llava": FEATURE_LAYER_READ_ONLY,
     "llava_onevision": FEATURE_LAYER_READ_ONLY,
     "llava_next_video": FEATURE_LAYER_READ_ONLY,
-    "video_llava": {**FEATURE_LAYER_READ_ONLY, "videos": VIDEO_TOWER},
+    "video_llava": {**FEATURE_LAYER_READ_ONLY, "vision.video_tower.tower_output": VIDEO_TOWER_OUTPUT},
 }
 
 

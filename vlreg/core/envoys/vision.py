@@ -24,6 +24,7 @@ from typing import Any
 import torch
 
 from ..errors import Unavailable
+from ..serving.reference import made_by
 from ..serving.refusals import read_only, refusal
 from ..serving.sites import model_inputs
 from ..serving.values import built, first, value, with_first
@@ -104,9 +105,21 @@ def as_second_tower(vision: type) -> type:
     """``vision`` (a `Vision` class) as a second tower (`Scatter.second_tower`, mounted at
     ``model.vision.second_tower``): its own values and blocks, without those where the image
     meets the text model (the mask, the features), which are the first tower's. Made once a
-    process, so a remote request names it as the server makes it."""
+    process, and named in a remote request as this function's (`made_by`)."""
     meeting = ("image_token_mask", "image_features", *VIDEO_VALUES)
-    return type(f"Second{vision.__name__}", (vision,), {"__doc__": vision.__doc__, **dict.fromkeys(meeting)})
+    return type(f"Second{vision.__name__}", (vision,), {"__doc__": vision.__doc__, **dict.fromkeys(meeting),
+                                                        **made_by(as_second_tower, vision)})
+
+
+@functools.cache
+def as_video_tower(vision: type) -> type:
+    """``vision`` (a `Vision` class) as a tower only a video's frames run through
+    (`Scatter.video_tower`, mounted at ``model.vision.video_tower``: Video-LLaVA's): its own
+    values and blocks, the video's call's, on a run that carries a video; the mask and
+    features are the first tower's. Made once a process, and named remotely, as `as_second_tower`'s."""
+    meeting = ("image_token_mask", "image_features", *VIDEO_VALUES)
+    return type(f"Video{vision.__name__}", (vision,), {"__doc__": vision.__doc__, "videos_only": True,
+                                                       **dict.fromkeys(meeting), **made_by(as_video_tower, vision)})
 
 
 def config_size(field: str, doc: str | None = None) -> property:
@@ -125,9 +138,15 @@ class Vision(Standard):
 
     #: ``second_tower``: a tower the projector reads beside this one, mounted by the entry
     #: (`Scatter.second_tower`), after this tower in the forward.
-    standard_children = {"layers": "", "second_tower": "second_tower."}
+    #: ``video_tower``: a tower only a video's frames run through (`Scatter.video_tower`), after
+    #: the images' scatter.
+    standard_children = {"layers": "", "second_tower": "second_tower.", "video_tower": "video_tower."}
     video_values = VIDEO_VALUES
-    order = ("image_token_mask", "patch_embeddings", "layers", "tower_output", "second_tower", "image_features")
+    order = ("image_token_mask", "patch_embeddings", "layers", "tower_output", "second_tower", "image_features",
+             "video_tower")
+    #: Whether only a video's frames run through this tower (`as_video_tower`): its values
+    #: are a video's call's, served on a run that carries a video.
+    videos_only: bool = False
     #: Rows before the patches in the tower's own sequence (CLIP's class token: 1).
     class_tokens: int = 0
     #: Rows after the patches in the tower's own sequence (Llama 4's class token, which it
@@ -306,6 +325,11 @@ class Vision(Standard):
         entry = self.place.entry
         if self.no_images() or self.no_videos() or entry is None or entry.video_features(self) is None:
             return None
+        if getattr(entry, "video_tower", None) is not None:
+            return (
+                "a video's frames run through a tower of their own, model.vision.video_tower: its values are the "
+                "video's call's, on a trace whose prompts carry a video; model.vision's are the images' call's"
+            )
         return (
             "a video's frames run through the tower in a call of their own, after the images': the tower's values "
             "are the video's call's on a trace whose prompts carry videos and no image, and the images' call's "

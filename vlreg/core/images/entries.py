@@ -284,13 +284,26 @@ class Scatter(Entry):
     #: tower's (DeepSeek-VL-Hybrid's high-resolution SAM tower), mounted at
     #: ``model.vision.second_tower``, its values the tower's. ``None``: one tower.
     second_tower: str | None = None
+    #: A tower (path from the root) only a video's frames run through (Video-LLaVA's
+    #: ``model.video_tower``, of the image tower's class), mounted at
+    #: ``model.vision.video_tower`` as `as_video_tower` of its class: its values are the
+    #: video's call's. ``None``: a video's frames run through the tower, or none is read.
+    video_tower: str | None = None
 
     def mount(self, model: Any) -> None:
-        """Bind ``model.vision.second_tower`` to the second tower's envoy, the same object as
-        ``model.<second_tower>`` (as a rename alias is), where there is one."""
+        """Bind ``model.vision.second_tower`` and ``model.vision.video_tower`` to those towers'
+        envoys, the same objects as ``model.<path>`` (as a rename alias is), where there are."""
+        from ..envoys.vision import as_video_tower
+
         vision = model.__dict__.get("vision")
-        if self.second_tower is not None and vision is not None and "second_tower" not in vision.__dict__:
+        if vision is None:
+            return
+        if self.second_tower is not None and "second_tower" not in vision.__dict__:
             object.__setattr__(vision, "second_tower", model.get(self.second_tower))
+        if self.video_tower is not None and "video_tower" not in vision.__dict__:
+            tower = model.get(self.video_tower)
+            tower.__class__ = as_video_tower(type(tower))  # the image tower's class: its values become a video's
+            object.__setattr__(vision, "video_tower", tower)
 
     def refuses(self) -> dict:
         """Where the wrapper's generate steps its text model (``steps``), the model's own

@@ -52,7 +52,13 @@ def class_reference(cls: type) -> Any:
     else ``(module, qualified name, serial)``, the serial counting the classes of that
     name its module made before it (importing the module makes them again, in order).
 
-    Raises `LocalOnly` for a class made inside a function, which no server can make."""
+    A class a module-level function made from another (`made_by`) is named as that function
+    and its argument's reference: the server calls it again. Raises `LocalOnly` for a class
+    made inside a function otherwise, which no server can make."""
+    made = cls.__dict__.get("_made_by")
+    if made is not None:
+        maker, base = made
+        return "made", maker.__module__, maker.__qualname__, class_reference(base)
     found: Any = sys.modules.get(cls.__module__)
     for part in cls.__qualname__.split("."):
         found = getattr(found, part, None)
@@ -67,10 +73,19 @@ def class_reference(cls: type) -> Any:
     return cls.__module__, cls.__qualname__, _MADE[(cls.__module__, cls.__qualname__)].index(cls)
 
 
+def made_by(maker: Any, base: type) -> dict:
+    """The class-body entry marking a class as ``maker(base)``'s (a module-level function,
+    cached, so that calling it again gives the same class): `class_reference` names it so."""
+    return {"_made_by": (maker, base)}
+
+
 def resolve_class(reference: Any) -> type:
     """The class a `class_reference` names, importing its module if need be."""
     if isinstance(reference, type):
         return reference
+    if reference[0] == "made":
+        _, module, maker, base = reference
+        return getattr(importlib.import_module(module), maker)(resolve_class(base))
     module, qualname, serial = reference
     importlib.import_module(module)
     return _MADE[(module, qualname)][serial]

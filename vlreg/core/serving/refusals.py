@@ -270,7 +270,9 @@ def on_a_videos_call(asked: Asked) -> bool:
     if run.images_in(None) is not False or not run.videos_in(asked.group):
         return False
     entry = vision.place.entry
-    return entry is not None and entry.video_features(vision) is not None and not refusal(vision.root, "videos")
+    if entry is None or entry.video_features(vision) is None or getattr(entry, "video_tower", None) is not None:
+        return False  # no video's call, or one through a tower of its own (its values gated by `_image_values`)
+    return not refusal(vision.root, "videos")
 
 
 def _image_after_the_first_step(asked: Asked) -> str | None:
@@ -304,6 +306,8 @@ def _image_values(asked: Asked) -> str | None:
     if not _is_value(asked) or (place.tower is None and place.image_block is None) or asked.value.reads_model_inputs:
         return None
     if place.tower is not None:
+        if place.tower.videos_only:  # a tower only a video's frames run through (`Scatter.video_tower`)
+            return no_video_in_run(asked) or _image_after_the_first_step(asked)
         if asked.name.startswith("video_"):  # a video's values, at its own scatter: a video's run, not an image's
             return no_video_in_run(asked) or _image_after_the_first_step(asked)
         if on_a_videos_call(asked):

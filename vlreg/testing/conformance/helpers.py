@@ -146,13 +146,15 @@ def served_on_images(model: StandardizedTransformer) -> list[tuple[Standard, str
 def a_video_row(row: str) -> bool:
     """Whether a `support` row is a video's (``vision.video_features``, or ``videos``: how the
     tower's values are told apart on a video): `VideoConformance`'s."""
-    return row == "videos" or row.removeprefix("vision.") in VIDEO_VALUES
+    return row == "videos" or row.removeprefix("vision.") in VIDEO_VALUES or row.startswith("vision.video_tower.")
 
 
 def a_video_value(envoy: Standard, name: str) -> bool:
-    """Whether ``name`` is a video's value (``vision.video_features``): it needs a video in
-    the run, and `VideoConformance` checks it, served or refused, on every family."""
-    return envoy.place.tower is not None and name in VIDEO_VALUES
+    """Whether ``name`` is a video's value (``vision.video_features``, or any of a tower only
+    a video's frames run through): it needs a video in the run, and `VideoConformance` checks
+    it, served or refused, on every family."""
+    tower = envoy.place.tower
+    return tower is not None and (name in VIDEO_VALUES or tower.videos_only)
 
 
 def _block_of(envoy: Standard) -> Standard:

@@ -129,6 +129,7 @@ class VideoConformance:
 
     def test_the_towers_values_on_a_video_alone_are_the_videos_call(self, model):
         """On a trace of a video alone the tower's one call is the video's: ``vision.layers[0]``
+        (``vision.video_tower.layers[0]`` where the frames run through a tower of their own)
         serves what that block received there (a hook on the module says so), an edit of its
         output reaches the video's features, and ``support()["videos"]`` says how the tower's
         values are told apart (a trace with images too reads the images' call). Where the
@@ -144,7 +145,9 @@ class VideoConformance:
                     model.vision.layers[0].input.save()
             return
         assert "the video's call's" in model.support()["videos"]
-        block, calls = model.vision.layers[0], []
+        # a video's frames run through the tower, or through a tower of their own (`Scatter.video_tower`)
+        tower = model.vision.__dict__.get("video_tower") or model.vision
+        block, calls = tower.layers[0], []
         handle = block._module.register_forward_pre_hook(lambda module, args, kwargs: calls.append(
             (args[0] if args else next(iter(kwargs.values()))).detach().clone()), with_kwargs=True)
         try:
