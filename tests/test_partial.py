@@ -7,7 +7,7 @@ import json
 import numpy
 import pytest
 
-from vlreg_kimi import VIDEOS
+from vlreg_timm.wrappers import FASTVIT_BLOCKS
 from vlreg_qwen2_vl import plugin as qwen2_vl
 from vlreg import Unavailable, hookimpl
 from vlreg.cli import main, partial
@@ -108,13 +108,13 @@ def test_a_refused_child_the_load_does_not_bind_says_the_claims_reason(path):
 def test_coverage_marks_a_partial_type_with_its_reasons(capsys):
     assert main(["plugins", "--coverage"]) == 0
     out = capsys.readouterr().out
-    line = next(line for line in out.splitlines() if line.startswith("kimi_k25 "))
-    assert line.endswith("(partial)") and "vlreg-kimi" in line
-    assert f"refuses videos: {VIDEOS}" in out
+    line = next(line for line in out.splitlines() if line.startswith("fast_vlm "))
+    assert line.endswith("(partial)") and "vlreg-timm" in line
+    assert f"refuses vision.layers: {FASTVIT_BLOCKS}" in out
     assert f"({len(partial())} of them partially)" in out.splitlines()[-1]
     assert main(["plugins", "--coverage", "--json"]) == 0
     rows = json.loads(capsys.readouterr().out)
-    assert rows["kimi_k25"]["refuses"]["videos"] == VIDEOS and rows["qwen2_vl"]["refuses"] == {}
+    assert rows["fast_vlm"]["refuses"]["vision.layers"] == FASTVIT_BLOCKS and rows["qwen2_vl"]["refuses"] == {}
     assert rows["kosmos-2"] == {"plugin": None, "refuses": {}, "declines": None}
 
 

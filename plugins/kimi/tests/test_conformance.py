@@ -22,7 +22,7 @@ class TestKimiK25(ExpertsConformance, AnalysisConformance, VisionConformance):
         "layers.1.mlp.gate": "model.language_model.layers.1.mlp.gate",
         "layers.0.self_attn.kv_a_layernorm": "model.language_model.layers.0.self_attn.kv_a_layernorm",
     }
-    unavailable = no_patterns("once per image") | {"vision.video_features": "serves no video values"}
+    unavailable = no_patterns("once per image")
     renormalized = False  # sigmoid scores within the best groups, renormalized and scaled (GroupRoutedMoe.route)
     # 112 x 84 is 4 x 3 tokens; 300 x 100 pads its height to 112 (its last row of tokens half over padding)
     image_sizes = ((112, 84), (300, 100))

@@ -7,8 +7,11 @@ experts), its own tower at ``model.vision_tower`` (`vision`) and the projector a
 of patches); ``model``'s forward writes the projected tokens into the embeddings with its
 first ``inputs_embeds.masked_scatter``, a video's with its second.
 
-Videos run through the same tower and projector and are written at the second scatter, which
-no standard value reads: refused by name on the wrapper's claim. The forward embeds the
+Videos run through the same tower and projector, each chunk of ``temporal_patch_size`` frames
+pooled into one grid of tokens, and are written at the second scatter (`VIDEO_SCATTER`):
+``vision.video_token_mask`` and ``vision.video_features`` are served on transformers 5.25 (before
+it, transformers' forward fails on a video of more than one frame: refused by name). No video
+grids are declared, so ``vision.geometry(videos=...)`` is refused by name. The forward embeds the
 prompt with the image and video placeholders replaced by token 0, so ``embed_tokens``' output
 at the image tokens is token 0's embedding until the scatter writes the image there.
 
@@ -16,7 +19,10 @@ It publishes the tower's envoy classes, names and image grids as the adapter ``"
 (`vision.KimiViT`), for the families built on Kimi's blocks (Muse Glimmer, Muse Spark).
 """
 
-from vlreg.plugin import Plugin, Tower, Wrapper
+import transformers
+from packaging.version import Version
+
+from vlreg.plugin import SCATTER, VIDEO_SCATTER, Plugin, Tower, Wrapper
 
 from . import vision
 from .geometry import kimi_image_grids
@@ -25,11 +31,14 @@ from .geometry import kimi_image_grids
 KIMI_VIT = vision.KimiViT(Vision=vision.KimiVision, Attention=vision.KimiVisionAttention,
                           tower_rename=vision.TOWER_RENAME, image_grids=kimi_image_grids)
 
-#: Videos reach the model but none of their values are served.
+#: transformers before 5.25 splits a video's projected tokens by every frame's patches, though the
+#: tower pooled the frames of each chunk into one grid: its forward fails on a video of more than
+#: one frame, so before 5.25 videos are refused by name.
+SPLITS_FRAMES = Version(transformers.__version__) < Version("5.25")
 VIDEOS = (
-    "a video's frames reach the model (its logits and text values are served), but they run through the tower "
-    "in a call of their own and are written at a scatter of their own, which no standard value reads; pass the "
-    "frames as images=[...] to read them"
+    "transformers before 5.25 cannot run a Kimi K2.5 video of more than one frame (get_image_features splits "
+    "the projected tokens by every frame's patches after the tower pooled each chunk of frames into one grid): "
+    "install transformers 5.25, or pass the frames as images=[...]"
 )
 
 
@@ -40,7 +49,8 @@ def builders():
 
 
 plugin = Plugin(
-    Wrapper("kimi_k25", projector="model.mm_projector", refuses={"videos": VIDEOS},
+    Wrapper("kimi_k25", projector="model.mm_projector", entry=SCATTER if SPLITS_FRAMES else VIDEO_SCATTER,
+            refuses={"videos": VIDEOS} if SPLITS_FRAMES else {},
             image_grids=lambda part: kimi_image_grids),
     Tower("kimi_k25_vision", rename=vision.TOWER_RENAME, envoys=vision.envoys),
     adapters={"kimi_vit": KIMI_VIT},

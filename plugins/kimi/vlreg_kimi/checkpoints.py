@@ -50,7 +50,8 @@ def build_kimi_k25(path: Path, **overrides: Any) -> Path:
     return tiny(
         path, Kimi_K25Config,
         lambda tok: Kimi_K25Processor(image_processor=Kimi_K25ImageProcessor(size=size, max_patches=MAX_PATCHES),
-                                      video_processor=Kimi_K25VideoProcessor(size=size), tokenizer=tok,
+                                      video_processor=Kimi_K25VideoProcessor(size=size, do_sample_frames=False),
+                                      tokenizer=tok,
                                       chat_template=CHAT_TEMPLATE),
         tokens=TOKENS, roles={"eos_token": "<|im_end|>", "pad_token": "[PAD]"},
         text={"model_type": "deepseek_v3", **TINY_TEXT, **TINY_LATENT_MOE},
