@@ -16,8 +16,16 @@ class _NoProcessorFiles:
 
 
 def inspect(checkpoint: str, task: str, attn_implementation: str | None, as_json: bool) -> int:
-    """Built on the meta device from the config: no weights are read, and no processor
-    is needed (a folder holding only ``config.json`` is inspected as well)."""
+    """``vlreg inspect``: `report` printed as JSON, or as `described`."""
+    found = report(checkpoint, task, attn_implementation)
+    print(json.dumps(found, indent=2) if as_json else described(checkpoint, found))
+    return 0
+
+
+def report(checkpoint: str, task: str = "image-text-to-text", attn_implementation: str | None = None) -> dict:
+    """What ``vlreg inspect`` reports of a checkpoint, built on the meta device from its config:
+    no weights are read, and no processor is needed (a folder holding only ``config.json`` is
+    inspected as well)."""
     import warnings
     from pathlib import Path
 
@@ -35,7 +43,7 @@ def inspect(checkpoint: str, task: str, attn_implementation: str | None, as_json
             checkpoint, task=task, dispatch=False, attn_implementation=attn_implementation, **options
         )
     vision = model.__dict__.get("vision")
-    report = {
+    found = {
         "model_type": model.family.parts["wrapper"].model_type,
         "family": model.family.name,
         "parts": {kind: {"model_type": part.model_type, "plugin": plugins.describe(model.family.plugins[kind])}
@@ -48,43 +56,46 @@ def inspect(checkpoint: str, task: str, attn_implementation: str | None, as_json
         "read_only": model.read_only(),
     }
     if model.cross_attention_layers:
-        report["cross_attention_layers"] = model.cross_attention_layers
+        found["cross_attention_layers"] = model.cross_attention_layers
     if bare:
-        report["note"] = "the folder holds no processor files: support() is what a load with the checkpoint's processor serves"
+        found["note"] = "the folder holds no processor files: support() is what a load with the checkpoint's processor serves"
     if vision is not None:
-        report["aliases"]["vision"] = vision._aliases
+        found["aliases"]["vision"] = vision._aliases
         if vision.num_layers:  # a vision part may have no blocks (Gemma 4 unified's embedder)
-            report["aliases"]["vision.layers[0]"] = vision.layers[0]._aliases
-        report["vision sizes"] = _sizes(vision)
-        report["no_images"] = vision.no_images()
-    if as_json:
-        print(json.dumps(report, indent=2))
-        return 0
-    print(f"{checkpoint}: model type {report['model_type']!r} ({report['class']}), family {report['family']!r}")
-    for kind, part in report["parts"].items():
-        print(f"  {kind}: {part['model_type']} served by {part['plugin']}")
-    tower = f"; the vision part {_count(report['vision parameters'])}" if "vision parameters" in report else ""
-    print(f"parameters: {report['parameters']:,} ({_count(report['parameters'])}{tower})")
-    stored = f"; the config's dtype is {report['config dtype']}" if report["config dtype"] else ""
-    print("weights: " + ", ".join(f"{_gib(size)} in {dtype}" for dtype, size in report["weight bytes"].items())
-          + f"{stored} (activations, and a generation's cache, come on top)")
-    for where, aliases in report["aliases"].items():
-        print(f"aliases on {where}: {aliases}")
-    print("sizes: " + ", ".join(f"{k} {v}" for k, v in report["sizes"].items()))
-    if "cross_attention_layers" in report:
-        print(f"cross-attention blocks (the image reaches only these): {report['cross_attention_layers']}")
-    if "vision sizes" in report:
-        print("vision sizes: " + ", ".join(f"{k} {v}" for k, v in report["vision sizes"].items()))
-    if bare:
-        print(f"note: {report['note']}")
-    print("support():")
+            found["aliases"]["vision.layers[0]"] = vision.layers[0]._aliases
+        found["vision sizes"] = _sizes(vision)
+        found["no_images"] = vision.no_images()
+    return found
+
+
+def described(checkpoint: str, report: dict) -> str:
+    """A `report` as ``vlreg inspect`` prints it without ``--json``."""
     from .demo import format_support
 
-    print(format_support(report["support"]))
+    lines: list[str] = []
+    lines.append(f"{checkpoint}: model type {report['model_type']!r} ({report['class']}), family {report['family']!r}")
+    for kind, part in report["parts"].items():
+        lines.append(f"  {kind}: {part['model_type']} served by {part['plugin']}")
+    tower = f"; the vision part {_count(report['vision parameters'])}" if "vision parameters" in report else ""
+    lines.append(f"parameters: {report['parameters']:,} ({_count(report['parameters'])}{tower})")
+    stored = f"; the config's dtype is {report['config dtype']}" if report["config dtype"] else ""
+    lines.append("weights: " + ", ".join(f"{_gib(size)} in {dtype}" for dtype, size in report["weight bytes"].items())
+          + f"{stored} (activations, and a generation's cache, come on top)")
+    for where, aliases in report["aliases"].items():
+        lines.append(f"aliases on {where}: {aliases}")
+    lines.append("sizes: " + ", ".join(f"{k} {v}" for k, v in report["sizes"].items()))
+    if "cross_attention_layers" in report:
+        lines.append(f"cross-attention blocks (the image reaches only these): {report['cross_attention_layers']}")
+    if "vision sizes" in report:
+        lines.append("vision sizes: " + ", ".join(f"{k} {v}" for k, v in report["vision sizes"].items()))
+    if "note" in report:
+        lines.append(f"note: {report['note']}")
+    lines.append("support():")
+    lines.append(format_support(report["support"]))
     if report["read_only"]:
-        print("read_only() (served, but a write would not reach the model):")
-        print("\n".join(f"  {row}: {reason}" for row, reason in report["read_only"].items()))
-    return 0
+        lines.append("read_only() (served, but a write would not reach the model):")
+        lines.append("\n".join(f"  {row}: {reason}" for row, reason in report["read_only"].items()))
+    return "\n".join(lines)
 
 
 
