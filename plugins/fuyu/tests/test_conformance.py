@@ -18,6 +18,7 @@ class TestFuyu(VisionConformance):
         "vision": "model.vision_embed_tokens",
     }
     tower_blocks = False
+    has_projector = False
     unavailable = {"vision.patch_embeddings": "Fuyu has no vision tower"}
 
     def image_prompt(self, model, images=1, question=None):

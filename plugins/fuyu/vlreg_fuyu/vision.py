@@ -26,7 +26,7 @@ class FuyuVision(Vision):
     """``model.vision_embed_tokens``: a `Vision` with no blocks, its config the wrapper's."""
 
     standard_children: dict = {}
-    order = ("image_token_mask", "tower_output", "image_features")
+    order = ("image_token_mask", "patch_embeddings", "tower_output", "image_features")
     refuses = {"patch_embeddings": NO_TOWER}
     writes_placeholders = True  # the processor writes the image's placeholders before the prompt's text
 
@@ -36,6 +36,20 @@ class FuyuVision(Vision):
         description="each patch's pixels embedded at the text width (one linear map), [1, patches, hidden], every "
                     "image's patches in one row",
     )
+
+    def image_refusal(self, width: int, height: int) -> str | None:
+        """A side the processor's shrinking leaves no pixel of."""
+        from .geometry import scaled
+
+        processor = self.root.processor
+        if processor is None:
+            return None
+        new_w, new_h = scaled(processor, width, height)
+        if min(new_w, new_h) >= 1:
+            return None
+        size = processor.image_processor.size
+        return (f"the processor shrinks it to fit {size['width']} x {size['height']} pixels, to {new_w} x {new_h}: a "
+                f"side of no pixels; pass an image closer to square (pad it)")
 
     @property
     def _vision_config(self) -> Any:
