@@ -1,10 +1,10 @@
 """Fuyu against vlreg's conformance suite."""
 
-from vlreg.testing.conformance import VisionConformance
+from vlreg.testing.conformance import AnalysisConformance, VisionConformance
 from vlreg.testing.kit import chat
 
 
-class TestFuyu(VisionConformance):
+class TestFuyu(AnalysisConformance, VisionConformance):
     """No tower: the vision part is one linear map on each patch's pixels, its output what
     the wrapper scatters (no projector follows it); the processor writes the image's
     placeholders before the prompt's text, one image a prompt. Persimmon text blocks."""
@@ -19,6 +19,7 @@ class TestFuyu(VisionConformance):
     }
     tower_blocks = False
     has_projector = False
+    analysis_refuses = {"tower_patterns": "has no blocks"}
     unavailable = {"vision.patch_embeddings": "Fuyu has no vision tower"}
 
     def image_prompt(self, model, images=1, question=None):
