@@ -3,12 +3,14 @@ on, where each token's pixels are, and an image the processor would shrink to no
 
 from __future__ import annotations
 
+import random
+
 import pytest
 import torch
 from transformers import AutoProcessor
 
 from vlreg.testing import build
-from vlreg.testing.conformance import centres, lit
+from vlreg.testing.conformance import centres, lit, taken_sizes
 from vlreg.testing.kit import chat, load
 
 
@@ -50,3 +52,27 @@ def test_an_image_shrunk_to_no_pixels_is_refused_first(model):
     with pytest.raises(ValueError, match="a side of no pixels"):
         with model.trace(chat(model), images=[lit(400, 2, 0, 0)]):
             model.logits.save()
+
+
+#: (width, height): the corners of the range, extreme aspects, and random sizes
+SIZES = [(1, 1), (7, 300), (300, 7), (64, 48), (65, 47), (1000, 10), (10, 1000), (640, 480)]
+SIZES += [(random.Random(n).randint(8, 700), random.Random(n + 1000).randint(8, 700)) for n in range(22)]
+
+
+def test_the_grid_is_the_processors_raster_of_patches(model):
+    """On sizes that are shrunk or not, the grid has a token per placeholder the processor
+    wrote and a row per newline token, its boxes inside the image, the last reaching its
+    far corner; a size shrunk to a side of no pixels is refused with its reason."""
+    from vlreg_fuyu.geometry import image_grids
+
+    processor = model.processor
+    newline = processor.tokenizer.convert_tokens_to_ids("|NEWLINE|")
+    for size in taken_sizes(model, chat(model), SIZES):
+        picture = lit(*size, 0, 0)
+        ids = processor(text=chat(model), images=[picture], return_tensors="pt")["input_ids"][0]
+        (grid,) = image_grids(None, [picture], processor)
+        assert int((ids == model.image_token_id).sum()) == grid.tokens, size
+        assert int((ids == newline).sum()) == grid.rows, size
+        boxes = grid.boxes
+        assert bool((boxes[:, :2] >= 0).all()) and bool((boxes[:, 2] <= size[0]).all() and (boxes[:, 3] <= size[1]).all())
+        torch.testing.assert_close(boxes[-1, 2:], torch.tensor(size, dtype=torch.float64))
