@@ -26,7 +26,7 @@ PIECES = ("|SPEAKER|", "|NEWLINE|", "<0x04>")
 CHAT_TEMPLATE = ("{% for message in messages %}{% if message['content'] is string %}{{ message['content'] }}"
                  "{% else %}{% for part in message['content'] %}{% if part['type'] == 'text' %}{{ part['text'] }}"
                  "{% endif %}{% endfor %}{% endif %}{{ '\\n' }}{% endfor %}")
-#: The tiny processor: 8-pixel patches, images shrunk to fit 48 x 64 pixels (6 x 8 patches).
+#: The tiny processor: 8-pixel patches, images shrunk to fit 64 x 48 pixels (8 x 6 patches).
 PATCH, SIZE = 8, {"height": 48, "width": 64}
 
 
