@@ -80,10 +80,14 @@ def _layers(model: Any, layers: Sequence[int] | None, stack: Any = None) -> tupl
 
 
 def token_id(model: Any, token: "int | str") -> int:
-    """A token id, from an id or from a string that is one token."""
+    """A token id, from an id or from a string that is one token: that encodes as one, or
+    that is a piece of the vocabulary (Fuyu's ``|SPEAKER|``, which its tokenizer encodes
+    after the word-start piece ``▁`` it prepends to every text)."""
     if isinstance(token, int):
         return token
     ids = model.tokenizer.encode(token, add_special_tokens=False)
+    if len(ids) != 1 and (whole := model.tokenizer.get_vocab().get(token)) is not None:
+        return whole
     if len(ids) != 1:
         raise ValueError(f"{token!r} is {len(ids)} tokens here, not one; pass a token id")
     return ids[0]

@@ -58,8 +58,14 @@ VISION_CONFIGS = ("vision_config", "vq_config")
 
 
 def vision_config(config: Any) -> Any:
-    """The config of ``config``'s vision part (`VISION_CONFIGS`), or None."""
-    return next((found for name in VISION_CONFIGS if (found := getattr(config, name, None)) is not None), None)
+    """The config of ``config``'s vision part (`VISION_CONFIGS`), or None. Where it holds
+    none, a plugin claiming a vision part of the wrapper's own model type
+    (``Tower("fuyu")``) says the wrapper's config is the vision part's: a model with no
+    tower whose patch sizes sit on the top-level config (Fuyu's one linear map)."""
+    found = next((found for name in VISION_CONFIGS if (found := getattr(config, name, None)) is not None), None)
+    if found is None and plugins.claimant("vision", config.model_type) is not None:
+        return config
+    return found
 
 
 def parts_of(config: Any) -> dict[str, Part]:

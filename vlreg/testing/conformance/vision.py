@@ -41,6 +41,9 @@ class VisionConformance(VideoConformance, ScaleTrust, VisionTrust, TextConforman
       (`PerCall`), the calls whose outputs, joined in order, are the features: every call
       by default (LFM2-VL's, once per crop); Gemma 3n's embedder embeds the prompt's ids
       first, then the image (``slice(1, None)``).
+    * ``has_projector``: whether a projector follows the vision part; where none does
+      (Fuyu's vision part is one linear map to the text width), ``model.projector`` is not
+      mounted and ``vision.tower_output`` is what the entry writes;
     * ``rewritten_tokens``: the config field naming tokens, not image tokens, whose embeddings
       the wrapper writes over with rows of its own after the scatter (Ovis 2's
       ``visual_indicator_token_ids``): block 0 receives the token embeddings everywhere else.
@@ -48,6 +51,7 @@ class VisionConformance(VideoConformance, ScaleTrust, VisionTrust, TextConforman
 
     image_sizes: ClassVar[tuple[tuple[int, int], ...]] = ((112, 84),)
     projector_output_is_features: ClassVar[bool] = True
+    has_projector: ClassVar[bool] = True
     tower_plain_sum: ClassVar[bool] = True
     tower_blocks: ClassVar[bool] = True
     projector_feature_calls: ClassVar[slice] = slice(None)
@@ -141,6 +145,13 @@ class VisionConformance(VideoConformance, ScaleTrust, VisionTrust, TextConforman
         assert torch.equal(first[~mask & ~rewritten], embeddings[~mask & ~rewritten])
 
     def test_projector_output_is_the_features(self, model):
+        if not self.has_projector:  # the vision part's output is what the entry writes
+            assert "projector" not in model.__dict__
+            with model.trace(self.image_prompt(model), images=self.images()[:1]):
+                out = model.vision.tower_output.save()
+                features = model.vision.image_features.save()
+            assert torch.equal(out.reshape(features.shape), features)
+            return
         with model.trace(self.image_prompt(model), images=self.images()[:1]):
             projected = model.projector.output.save()
             features = model.vision.image_features.save()
