@@ -25,5 +25,5 @@ class TestStep3p7(PublishedWidths):
         "vision.intermediate_size": 8960, "vision.patch_size": 14,
         "projector.weight.shape": (4096, 6144),
     }
-    refused = {"layers.3-44.mlp.expert_outputs": "a loop over experts"}
+    refused = {"layers.3-44.mlp.expert_outputs": "a loop over experts", "vision.local_crops": "a second call"}
     aliases = {"model": {"vision": "model.vision_model", "projector": "model.multi_modal_projector"}}

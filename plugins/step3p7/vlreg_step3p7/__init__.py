@@ -17,6 +17,11 @@ from vlreg.plugin import Plugin, Text, Tower, Wrapper
 from . import text, vision
 from .geometry import step3p7_image_grids
 
+#: The local crops, refused by name on the claim (so the census marks the type partial); an image
+#: that would have them is refused before the processor runs (`vision.Step3p7Vision.image_refusal`).
+CROPS = ("the local crops the processor cuts a large or elongated image into run through the tower in a second "
+         "call that no tower value reads, so such an image is refused; each image is served as its global view")
+
 
 def builders():
     from .checkpoints import build_step3p7
@@ -25,7 +30,7 @@ def builders():
 
 
 plugin = Plugin(
-    Wrapper("step3p7", vision="model.vision_model", image_grids=lambda part: step3p7_image_grids),
+    Wrapper("step3p7", vision="model.vision_model", refuses={"vision.local_crops": CROPS}, image_grids=lambda part: step3p7_image_grids),
     Text("step3p5", envoys=text.envoys),
     Tower("step3p5_vision", rename=vision.RENAME, envoys=vision.envoys),
     checkpoints=builders,
