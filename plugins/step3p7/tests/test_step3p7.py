@@ -59,3 +59,12 @@ def test_an_edit_of_the_positions_reaches_the_logits(model):
         model.vision.position_embeddings[:] = 0
         edited = model.logits.save()
     assert not torch.allclose(plain, edited)
+
+
+def test_a_near_degenerate_image_is_padded_to_a_square(model):
+    """A 100 x 20 image is padded at its bottom to 100 x 100 before its view: the view's top row
+    of tokens covers it, the bottom row the padding alone."""
+    (geometry,) = model.vision.geometry(chat(model), [image(100, 20)])
+    boxes = geometry.grids[0].boxes
+    torch.testing.assert_close(boxes[:2], torch.tensor([[0, 0, 50, 20], [50, 0, 100, 20]], dtype=boxes.dtype))
+    assert boxes[2:].isnan().all()
