@@ -62,6 +62,12 @@ def attention_to_images(
             f"attention_to_images is unavailable at layers {others}: those blocks have no self_attn ({how}); "
             f"the blocks that attend are {attending}"
         )
+    heads = {layer: blocks[layer].self_attn.num_heads for layer in layers}
+    if len(set(heads.values())) > 1:  # the weights are one [layers, heads, tokens] tensor an image
+        counts = "; ".join(f"{count} at layers {[i for i in layers if heads[i] == count]}"
+                           for count in sorted(set(heads.values())))
+        raise Unavailable(f"attention_to_images is unavailable over blocks that differ in heads ({counts}): "
+                          f"pass layers= of one head count, and call it again for the others")
     row = geometry[0].row if row is None else row
     rows: list = []
     with torch.no_grad(), model.trace(prompt, images=images):

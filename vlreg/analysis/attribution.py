@@ -135,6 +135,9 @@ def _attending(model: Any, blocks: Any, layers: tuple, attention: bool | None) -
             reasons.append(f"block {layer}'s attention declares no score scale (scaling)")
         elif getattr(attention_envoy._module, "attn_logit_softcapping", None):
             reasons.append(f"block {layer}'s attention softcaps its scores")
+    heads = {blocks[layer].self_attn.num_heads for layer in layers if "self_attn" in blocks[layer].__dict__}
+    if len(heads) > 1:  # keys and queries are one [layers, heads, seq] tensor
+        reasons.append(f"the chosen blocks differ in heads ({sorted(heads)}); pass layers= of one head count")
     if attention and reasons:
         raise Unavailable(f"attribution_patching's keys and queries (AtP*) are unavailable: {reasons[0]}")
     return bool(attention is not False and not reasons)

@@ -33,23 +33,26 @@ class AttentionInterior:
             values = block.self_attn.attention_values.save()
             scores = block.self_attn.attention_scores.save()
             pattern = block.self_attn.attention_probabilities.save()
-            heads = block.self_attn.attention_head_outputs.save()
+            head_outputs = block.self_attn.attention_head_outputs.save()
             output = block.self_attn.output.save()
         output = output[0] if isinstance(output, tuple) else output
         batch, seq = output.shape[:2]
+        # the block's own sizes (heads may differ by block; the root's are what the blocks agree on)
+        attention = block.self_attn
+        heads, kv_heads, head_dim = attention.num_heads, attention.num_kv_heads, attention.head_dim
         # queries and keys are qk_head_dim wide, values head_dim (wider queries and keys: latent attention)
-        assert tuple(queries.shape) == (batch, model.num_heads, seq, model.qk_head_dim)
-        assert tuple(keys.shape) == (batch, model.num_kv_heads, seq, model.qk_head_dim)
-        assert tuple(values.shape) == (batch, model.num_kv_heads, seq, model.head_dim)
-        assert tuple(scores.shape) == tuple(pattern.shape) == (batch, model.num_heads, seq, seq)
+        assert tuple(queries.shape) == (batch, heads, seq, attention.qk_head_dim)
+        assert tuple(keys.shape) == (batch, kv_heads, seq, attention.qk_head_dim)
+        assert tuple(values.shape) == (batch, kv_heads, seq, head_dim)
+        assert tuple(scores.shape) == tuple(pattern.shape) == (batch, heads, seq, seq)
         torch.testing.assert_close(pattern.sum(-1), torch.ones_like(pattern.sum(-1)))
         if self.bidirectional_prefix:
             assert pattern.triu(1).abs().max() > 0, "no token of the prefix attends to a later one"
         else:
             assert pattern.triu(1).abs().max() == 0, "a token attends to a later one"
-        assert tuple(heads.shape) == (batch, seq, model.num_heads, model.head_dim)
+        assert tuple(head_outputs.shape) == (batch, seq, heads, head_dim)
         o_proj = getattr(block.self_attn, self.o_proj)._module
-        torch.testing.assert_close(o_proj(heads.reshape(batch, seq, -1)), output)
+        torch.testing.assert_close(o_proj(head_outputs.reshape(batch, seq, -1)), output)
 
     def test_editing_the_pattern_changes_the_attention_output(self, model):
         block = attention_blocks(model)[-1]

@@ -1,0 +1,41 @@
+"""vlreg-minimax-m3-vl: MiniMax-M3-VL, declared against `vlreg.plugin`.
+
+MiniMaxM3SparseForConditionalGeneration (the class name has no ``VL``) keeps LLaVA's layout:
+the tower at ``model.vision_tower`` (``minimax_m3_vl_vision``: SigLIP's block names over every
+image's patches packed in one ``[1, patches, hidden]`` row, one attention call per image on
+2-D rotary positions; `vision`), the projector at ``model.multi_modal_projector`` (two linear
+maps per patch, then two over each 2 x 2 block of patches: an image token) and the text model
+at ``model.language_model`` (``minimax_m3_vl_text``: sparse-attention blocks and sigmoid-routed
+experts; `text`). ``model``'s first ``inputs_embeds.masked_scatter`` writes the image tokens
+into the embeddings.
+
+The image processor is Qwen2-VL's (14-pixel patches, 2 x 2 a token, merge-block order): the
+image grids are the adapter ``"qwen_vit"``'s over ``image_grid_thw``. Videos run through the
+same tower in a call of their own and are written at a second scatter, which no standard value
+reads: refused by name.
+"""
+
+from vlreg.plugin import Plugin, Text, Tower, Wrapper, adapter
+
+from . import text, vision
+
+#: Videos reach the model but none of their values are served.
+VIDEOS = (
+    "a video's frames reach the model (its logits and text values are served), but they run through the tower "
+    "in a call of their own and are written at a scatter of their own, which no standard value reads; pass the "
+    "frames as images=[...] to read them"
+)
+
+
+def builders():
+    from .checkpoints import build_minimax_m3_vl
+
+    return {"minimax_m3_vl": build_minimax_m3_vl}
+
+
+plugin = Plugin(
+    Wrapper("minimax_m3_vl", refuses={"videos": VIDEOS}, image_grids=lambda part: adapter("qwen_vit").image_grids),
+    Text("minimax_m3_vl_text", envoys=text.envoys, refuses=text.INDEXER_REFUSED),
+    Tower("minimax_m3_vl_vision", rename=vision.RENAME, envoys=vision.envoys),
+    checkpoints=builders,
+)
