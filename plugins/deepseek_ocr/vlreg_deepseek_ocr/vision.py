@@ -80,10 +80,10 @@ class Projector(PerCall):
         return 1 + (inputs.get("pixel_values_local") is not None)
 
 
-LOCAL = ("the image was cut into local tiles (crop_to_patches, an image larger than the tile), so the tower ran "
-         "twice, on the global views and then on the tiles, and vlreg serves one call's values only; pass "
-         "crop_to_patches=False (the global view alone) or an image no larger than a tile, or read the native "
-         "modules under model.vision, whose output is per call")
+LOCAL = ("the image was cut into local tiles (crop_to_patches: an image larger than a tile), so the tower ran twice, "
+         "on the global views and then on the tiles, and vlreg serves one call's values only; pass images no larger "
+         "than the image processor's tile_size a side to read the tower, or read the native modules under "
+         "model.vision, whose output is per call")
 #: The tower's values, refused in a trace whose images were cut into tiles.
 LOCAL_VIEWS = {row: Gate(lambda asked: LOCAL if asked.run.inputs.get("pixel_values_local") is not None else None)
                for row in ("vision.patch_embeddings", "vision.tower_output", "vision.input", "vision.layer_output",
