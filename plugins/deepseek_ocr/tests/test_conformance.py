@@ -30,3 +30,27 @@ class TestDeepseekOcr2(ExpertsConformance, AnalysisConformance, VisionConformanc
     on_disk = "vision.layers"
     image_sizes = ((112, 84), (156, 100))
     analysis_refuses = {"tower_patterns": "resampler"}  # the tokens are learned queries over the whole view
+
+
+#: The CLIP encoder's names, from the tower.
+CLIP_ON_SAM = {
+    "layers": "vision_encoder.encoder.layers",
+    "layers.0.self_attn": "vision_encoder.encoder.layers.0.self_attn",
+    "layers.0.mlp": "vision_encoder.encoder.layers.0.mlp",
+    "layers.0.input_layernorm": "vision_encoder.encoder.layers.0.layer_norm1",
+    "layers.1.post_attention_layernorm": "vision_encoder.encoder.layers.1.layer_norm2",
+}
+
+
+class TestUnlimitedOcr(ExpertsConformance, AnalysisConformance, VisionConformance):
+    """A 48 x 48 image and a 48 x 36 one, each within a 48-pixel tile: a global view of 4 x 4
+    tokens, each row ended by a newline, then the separator: 21 tokens."""
+
+    checkpoint = "unlimited_ocr"
+    native = composite(CLIP_ON_SAM) | {"layers.1.mlp.gate": "model.language_model.layers.1.mlp.gate"}
+    renormalized = False
+    projector_output_is_features = False
+    on_disk = "vision.layers"
+    image_sizes = ((48, 48), (48, 36))
+    # every grid ends its rows with a newline token over no pixels, so none lies wholly on the image
+    analysis_refuses = {"tower_patterns": "padding"}

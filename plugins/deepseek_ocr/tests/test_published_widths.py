@@ -44,3 +44,29 @@ class TestDeepseekOcr2(PublishedWidths):
     def test_the_dense_block_then_the_routed_ones(self, model):
         assert not isinstance(model.layers[0].mlp, GreedyRoutedMoe)
         assert all(isinstance(block.mlp, GreedyRoutedMoe) for block in model.layers[1:])
+
+
+class TestUnlimitedOcr(PublishedWidths):
+    """``UnlimitedOcrConfig()``: transformers 5.23's defaults (read from the classes): SAM's ViT-B
+    (its convolutions to 1024 channels), a CLIP-L encoder (24 blocks, 1024 wide, 16 heads), the
+    DeepSeek-3B-MoE text model (12 blocks, 1280 wide; the first dense, then 6 of 64 experts),
+    the projector over CLIP's and SAM's channels side by side."""
+
+    config = transformers.UnlimitedOcrConfig
+    checkpoint = "unlimited_ocr"
+    family = "deepseek_ocr"
+    parts = {"text": ("unlimited_ocr_text", "vlreg-deepseek-ocr"),
+             "vision": ("unlimited_ocr_vision", "vlreg-deepseek-ocr")}
+    published = {
+        "num_layers": 12, "hidden_size": 1280, "num_heads": 10, "num_kv_heads": 10, "head_dim": 128,
+        "layers.0.mlp.intermediate_size": 6848, "layers.1.mlp.num_experts": 64, "layers.1.mlp.top_k": 6,
+        "layers.1.mlp.intermediate_size": 896,
+        "vision.num_layers": 24, "vision.vision_hidden_size": 1024, "vision.num_heads": 16, "vision.head_dim": 64,
+        "vision.intermediate_size": 4096, "vision.patch_size": 16, "vision.image_size": 1024,
+        "projector.weight.shape": (1280, 2048),
+    }
+    refused = {}
+
+    def test_the_dense_block_then_the_routed_ones(self, model):
+        assert not isinstance(model.layers[0].mlp, GreedyRoutedMoe)
+        assert all(isinstance(block.mlp, GreedyRoutedMoe) for block in model.layers[1:])

@@ -9,11 +9,15 @@ shared experts). ``model``'s forward writes each image's features at its first
 ``inputs_embeds.masked_scatter``: its local tiles' projected queries, its global view's, then
 the learned ``model.view_separator`` row, so ``projector.output`` is not the features.
 `geometry` declares the grids; `checkpoints` builds tiny checkpoints for tests.
+
+Unlimited-OCR (``unlimited_ocr``, `unlimited`) is DeepSeek-OCR (v1)'s shape over DeepSeek-OCR
+2's classes: SAM then a CLIP encoder whose every patch is a token, rows ended by the learned
+``image_newline``; the same text blocks under a reference sliding window.
 """
 
 from vlreg.plugin import Plugin, Text, Tower, Wrapper
 
-from . import text, vision
+from . import text, unlimited, vision
 from .geometry import image_grids
 
 
@@ -28,5 +32,9 @@ plugin = Plugin(
             image_grids=lambda part: image_grids),
     Tower("deepseek_ocr2_vision", rename=vision.RENAME, envoys=vision.envoys),
     Text("deepseek_ocr2_text", envoys=text.envoys),
+    Wrapper("unlimited_ocr", envoys=vision.wrapper_envoys, refuses=vision.LOCAL_VIEWS,
+            image_grids=lambda part: unlimited.unlimited_image_grids),
+    Tower("unlimited_ocr_vision", rename=unlimited.RENAME, envoys=unlimited.envoys),
+    Text("unlimited_ocr_text", envoys=unlimited.text_envoys),
     checkpoints=builders,
 )
