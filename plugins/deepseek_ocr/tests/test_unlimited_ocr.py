@@ -2,8 +2,6 @@
 by the learned ``image_newline``, the tiles as one raster over the tiled canvas; the geometry
 counts those tokens and boxes each, and the features are the projector's rows so arranged."""
 
-import math
-
 import pytest
 import torch
 
@@ -32,12 +30,12 @@ def test_the_geometry_counts_the_mask_s_tokens_and_boxes_each_cell(model):
     tiles = tiled.grids[0].boxes.view(12, 19, 4)
     assert torch.isnan(tiles[:, -1]).all() and not torch.isnan(tiles[:, :-1]).any()
     torch.testing.assert_close(tiles[0, 0], torch.tensor([0.0, 0.0, 300 / 18, 200 / 12], dtype=torch.float64))
-    # the global view of a 3:2 image is padded above and below: its first and last rows of
-    # tokens are over padding alone (NaN), the middle rows over the whole width
+    # the global view: the image scaled to 64 x 43 pixels and padded by 10 above, so the first
+    # row of 16-pixel tokens holds 6 of its rows; the newline column covers nothing
     square = tiled.grids[1].boxes.view(4, 5, 4)
-    assert torch.isnan(square[0]).all() and torch.isnan(square[3]).all()
-    assert square[1, 0, 0] == 0 and math.isclose(float(square[2, 3, 2]), 300)
-
+    assert torch.isnan(square[:, -1]).all() and not torch.isnan(square[:, :-1]).any()
+    torch.testing.assert_close(square[0, 0], torch.tensor([0.0, 0.0, 75.0, 6 * 200 / 43], dtype=torch.float64))
+    torch.testing.assert_close(square[3, 3, 2:], torch.tensor([300.0, 200.0], dtype=torch.float64))
 
 def test_the_features_are_the_projected_rows_each_row_ended_by_the_newline(model):
     prompt, pictures = chat(model), [image(*TILED)]
