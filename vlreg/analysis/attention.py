@@ -145,6 +145,8 @@ def tower_patterns(model: Any, prompt: Any, images: Any, *, layer: int = -1) -> 
             )
         patterns, grids = _merged_patterns(model, attention, prompt, images, geometry, layer)
         return TowerPatterns(layer, patterns, grids, geometry)
+    for index, image in enumerate(geometry):  # refused before the model runs, not after
+        _whole_grid(image, index)
     with torch.no_grad(), model.trace(prompt, images=images):
         pattern = attention.attention_probabilities.save()
     # a tower that packs its images in one row serves a pattern per image (PackedVisionAttention)
@@ -186,8 +188,8 @@ def _whole_grid(image: ImageGeometry, index: int) -> int:
     whole = [i for i, g in enumerate(image.grids) if bool(g.covered.all())]
     if not whole:
         raise Unavailable(
-            f"tower_patterns is unavailable: every grid of image {index} holds tokens over the "
-            f"processor's padding, and the pattern is drawn over a grid wholly on the image"
+            f"tower_patterns is unavailable: every grid of image {index} holds tokens over no pixels (the "
+            f"processor's padding, or row-end tokens), and the pattern is drawn over a grid wholly on the image"
         )
     return whole[0]
 
