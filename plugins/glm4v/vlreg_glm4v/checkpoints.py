@@ -106,6 +106,21 @@ MOE = {
     "routed_scaling_factor": 2.5,
     "norm_topk_prob": True,
 }
+#: GLM-5-Next's text model, three blocks: a linear (KDA) block of 4 heads of 16, then two latent
+#: attention blocks (4 heads, queries through a 32-wide latent, keys and values through a 16-wide one,
+#: no rotary part), the first running its DSA indexer (2 heads of 16 choosing 2 pools of 2 keys and
+#: the incomplete last pool), the second reusing that selection ("shared"); a dense first MLP, then
+#: 2 of 4 experts in 2 groups beside a shared expert; 3 hyper-connection streams.
+GLM5_NEXT = {
+    "num_hidden_layers": 3, "num_key_value_heads": 4, "rope_parameters": None,
+    "layer_types": ["linear_attention", "indexed_attention", "indexed_attention"],
+    "indexer_types": ["full", "full", "shared"], "mlp_layer_types": ["dense", "sparse", "sparse"],
+    "q_lora_rank": 32, "kv_lora_rank": 16, "qk_nope_head_dim": 16, "qk_rope_head_dim": 0, "v_head_dim": 16,
+    "index_topk": 4, "index_kpool": 2, "index_head_dim": 16, "index_n_heads": 2,
+    "linear_head_dim": 16, "linear_num_heads": 4, "hc_mult": 3, "hc_sinkhorn_iters": 4,
+    **{key: MOE[key] for key in ("n_routed_experts", "num_experts_per_tok", "moe_intermediate_size",
+                                 "n_shared_experts", "n_group", "topk_group", "routed_scaling_factor")},
+}
 VISION = {
     "depth": 2,
     "hidden_size": 32,
@@ -129,6 +144,8 @@ FAMILIES = {
     "glmga": ("GlmgaConfig", "Glm46VProcessor", "Glmga", CHAT_TEMPLATE_45V,
               {"model_type": "glm4v_text"}, {"model_type": "glm4v_vision"}),
     "glm_ocr": ("GlmOcrConfig", "Glm46VProcessor", "Glm46V", CHAT_TEMPLATE_45V, {}, {"attention_bias": True}),
+    "glm5_next": ("Glm5NextConfig", "Glm5NextProcessor", "Glm5Next", CHAT_TEMPLATE_45V, GLM5_NEXT,
+                  {"attention_bias": True, "projection_intermediate_size": 48}),
 }
 
 
