@@ -29,6 +29,7 @@ import attrs
 from vlreg.plugin import Plugin, Scatter, Text, Tower, Wrapper, adapter
 
 from . import glm5_next
+from .geometry import padded_image_grids
 from .text import SANDWICHED, moe_envoys, sandwich_envoys
 from .vision import TOWERS, tower_envoys
 
@@ -62,7 +63,7 @@ plugin = Plugin(
     # GLM-5-Next: GLM-OCR's tower and GLM's entry; the text model repeats the embeddings the
     # scatter left into its streams, so they are read where it is handed them
     Wrapper("glm5_next", **QWEN_VIT.mounts, entry=attrs.evolve(ENTRY, videos=None, embeddings_to="model.language_model"),
-            image_grids=lambda part: QWEN_VIT.image_grids),
+            image_grids=lambda part: padded_image_grids),
     Text("glm4v_moe_text", envoys=moe_envoys),
     Text("glm5_next_text", envoys=glm5_next.envoys),
     Tower(tuple(TOWERS), rename=QWEN_VIT.tower_rename, envoys=tower_envoys),

@@ -90,6 +90,9 @@ CHAT_TEMPLATE_45V = (
 #: bounds are twice the pixels of one.
 MIN_PIXELS, MAX_PIXELS = 2 * 56 * 56, 2 * 168 * 168
 
+#: GLM-5-Next's image processor bounds an image in tokens, not pixels: the same 2 x 2 to 6 x 6
+TOKEN_BOUNDS = {"glm5_next": {"min_image_tokens": 4, "max_image_tokens": 36}}
+
 TEXT = {
     **TINY_TEXT,
     "rope_parameters": {"rope_type": "default", "rope_theta": 10000.0, "partial_rotary_factor": 0.5,
@@ -158,7 +161,8 @@ def processor(family: str, **sizes: Any) -> Any:
     tok = tokenizer(SPECIAL_TOKENS, _corpus(), eos_token="<|endoftext|>", pad_token="<|endoftext|>")
     size = sizes.pop("size", {"shortest_edge": MIN_PIXELS, "longest_edge": MAX_PIXELS})
     return getattr(transformers, processor_class)(
-        image_processor=getattr(transformers, f"{prefix}ImageProcessor")(size=size, **sizes),
+        image_processor=getattr(transformers, f"{prefix}ImageProcessor")(size=size, **TOKEN_BOUNDS.get(family, {}),
+                                                                          **sizes),
         # a list of frames carries no timing, which GLM's sampling by fps needs: every frame is taken
         video_processor=getattr(transformers, f"{prefix}VideoProcessor")(size=size, do_sample_frames=False, **sizes),
         tokenizer=tok,
