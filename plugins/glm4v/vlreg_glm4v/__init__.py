@@ -15,7 +15,7 @@ vlreg-qwen2-vl publishes:
   attention norms its queries and keys;
 * ``glm5_next`` (GLM-5-Next): GLM-OCR's tower (its MLPs clamped) over a text model of
   hyper-connection streams, Kimi delta attention and DSA-indexed latent attention
-  (`glm5_next`).
+  (`text`).
 
 GLM writes a video's frames with the image's own placeholder (``<|image|>``); the processor's
 ``mm_token_type_ids`` tell them apart (1 at an image's token, 2 at a video frame's), and the
@@ -28,9 +28,8 @@ import attrs
 
 from vlreg.plugin import Plugin, Scatter, Text, Tower, Wrapper, adapter
 
-from . import glm5_next
 from .geometry import padded_image_grids
-from .text import SANDWICHED, moe_envoys, sandwich_envoys
+from .text import SANDWICHED, glm5_next_envoys, moe_envoys, sandwich_envoys
 from .vision import TOWERS, tower_envoys
 
 QWEN_VIT = adapter("qwen_vit")
@@ -65,7 +64,7 @@ plugin = Plugin(
     Wrapper("glm5_next", **QWEN_VIT.mounts, entry=attrs.evolve(ENTRY, videos=None, embeddings_to="model.language_model"),
             image_grids=lambda part: padded_image_grids),
     Text("glm4v_moe_text", envoys=moe_envoys),
-    Text("glm5_next_text", envoys=glm5_next.envoys),
+    Text("glm5_next_text", envoys=glm5_next_envoys),
     Tower(tuple(TOWERS), rename=QWEN_VIT.tower_rename, envoys=tower_envoys),
     checkpoints=builders,
 )
