@@ -24,6 +24,7 @@ from .core.envoys.codes import CodeEmbedding, CodesVision
 from .core.envoys.cross import CrossAttentionLayer, CrossAttentionMixer
 from .core.envoys.experts import GroupRoutedMoe, MoeMlp, SharedExpertsAfter
 from .core.envoys.feature_layer import hidden_states_read_only
+from .core.envoys.indexers import SparseAttention
 from .core.envoys.latent import LatentAttention
 from .core.envoys.linear import LinearAttention
 from .core.envoys.mamba import Mamba
@@ -81,6 +82,7 @@ __all__ = [
     "Layer",
     "Attention",
     "LatentAttention",
+    "SparseAttention",
     "Mlp",
     "MoeMlp",
     "SharedExpertsAfter",

@@ -1,6 +1,7 @@
 """The GLM-V line against the conformance suite the core ships."""
 
-from vlreg.testing.conformance import AnalysisConformance, ExpertsConformance, VisionConformance, no_patterns
+from vlreg.testing.conformance import (AnalysisConformance, ExpertsConformance, LinearAttentionConformance,
+                                       VisionConformance, no_patterns)
 from vlreg.testing.conformance.native import QWEN_VIT, composite
 
 PER_CALL = "once per image"
@@ -63,3 +64,15 @@ class TestGlmOcr(VisionConformance):
     checkpoint = "glm_ocr"
     native = GLM
     unavailable = TOWER_PATTERN
+
+
+class TestGlm5Next(LinearAttentionConformance, ExpertsConformance, VisionConformance):
+    """GLM-5-Next: GLM-OCR's tower over three text blocks (Kimi delta attention, then latent
+    attention whose DSA indexer selects the keys, then one reusing that selection) under three
+    hyper-connection streams (its own block identity), read out as their mean."""
+
+    checkpoint = "glm5_next"
+    native = {**GLM, "layers.0.linear_attn": "model.language_model.layers.0.self_attn",
+              "layers.1.mlp.gate": "model.language_model.layers.1.mlp.gate"}
+    unavailable = {**TOWER_PATTERN, "layers.2.self_attn.indexer_scores": "reuses block 1's selection"}
+    renormalized = False  # sigmoid scores, renormalized then scaled by routed_scaling_factor (GroupRoutedMoe.route)

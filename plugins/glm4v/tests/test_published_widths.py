@@ -97,3 +97,27 @@ class TestGlmOcr(PublishedWidths):
 
     def test_no_learned_positions(self, model):
         assert "vision.position_embeddings" not in model.support()
+
+
+class TestGlm5Next(PublishedWidths):
+    """GLM-5-Next (``Glm5NextConfig``'s defaults, zai-org/GLM-5.3-Flash): 45 blocks, three
+    linear (KDA) blocks then one of DSA-indexed latent attention, four streams."""
+
+    config = transformers.Glm5NextConfig
+    checkpoint = "glm5_next"
+    family = "glm4v"
+    parts = {"text": ("glm5_next_text", "vlreg-glm4v"), "vision": ("glm5_next_vision", "vlreg-glm4v")}
+    published = {"num_layers": 45, "hidden_size": 4096, "vocab_size": 154880, "layers.3.self_attn.num_heads": 64,
+                 "layers.3.self_attn.head_dim": 256, "layers.3.self_attn.kv_lora_rank": 512,
+                 "layers.3.self_attn.q_lora_rank": 1536, "layers.0.linear_attn.num_value_heads": 64,
+                 "layers.0.linear_attn.key_head_dim": 128, "layers.0.num_streams": 4,
+                 "layers.0.mlp.intermediate_size": 12288, "layers.3.mlp.num_experts": 288, "layers.3.mlp.top_k": 8,
+                 **TOWER, "vision.vision_hidden_size": 1024, "vision.num_heads": 16, "vision.head_dim": 64}
+    refused = REFUSED
+
+    def test_the_mixers_by_kind(self, model):
+        kinds = model.support()
+        assert type(model.layers[0].linear_attn).__name__ == "KimiDeltaAttention"
+        assert "self_attn" not in model.layers[0].__dict__ and "linear_attn" not in model.layers[3].__dict__
+        assert model.layers[3].self_attn.reused_by() == []  # the defaults run an indexer on every indexed block
+        assert any(row.endswith("self_attn.selected_keys") for row in kinds)

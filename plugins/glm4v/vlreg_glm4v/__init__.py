@@ -12,7 +12,10 @@ vlreg-qwen2-vl publishes:
 * ``glm46v`` (GLM-4.6V) and ``glmga``: GLM-4.1V's classes with parts chosen by their model
   types (``glm4v_text`` or ``glm4v_moe_text``; ``glm4v_vision``), each part served as above;
 * ``glm_ocr`` (GLM-OCR): GLM-4.1V's text block; a tower without learned positions whose
-  attention norms its queries and keys.
+  attention norms its queries and keys;
+* ``glm5_next`` (GLM-5-Next): GLM-OCR's tower (its MLPs clamped) over a text model of
+  hyper-connection streams, Kimi delta attention and DSA-indexed latent attention
+  (`text`).
 
 GLM writes a video's frames with the image's own placeholder (``<|image|>``); the processor's
 ``mm_token_type_ids`` tell them apart (1 at an image's token, 2 at a video frame's), and the
@@ -21,9 +24,12 @@ only, ``vision.video_token_mask`` the video's, whose features are written by the
 ``masked_scatter``.
 """
 
+import attrs
+
 from vlreg.plugin import Plugin, Scatter, Text, Tower, Wrapper, adapter
 
-from .text import SANDWICHED, moe_envoys, sandwich_envoys
+from .geometry import padded_image_grids
+from .text import SANDWICHED, glm5_next_envoys, moe_envoys, sandwich_envoys
 from .vision import TOWERS, tower_envoys
 
 QWEN_VIT = adapter("qwen_vit")
@@ -53,7 +59,12 @@ plugin = Plugin(
     Wrapper(WRAPPERS, **QWEN_VIT.mounts, entry=ENTRY, image_grids=lambda part: QWEN_VIT.image_grids,
             video_grids=lambda part: QWEN_VIT.video_grids(SECONDS)),
     Text(tuple(SANDWICHED), envoys=sandwich_envoys),
+    # GLM-5-Next: GLM-OCR's tower and GLM's entry; the text model repeats the embeddings the
+    # scatter left into its streams, so they are read where it is handed them
+    Wrapper("glm5_next", **QWEN_VIT.mounts, entry=attrs.evolve(ENTRY, videos=None, embeddings_to="model.language_model"),
+            image_grids=lambda part: padded_image_grids),
     Text("glm4v_moe_text", envoys=moe_envoys),
+    Text("glm5_next_text", envoys=glm5_next_envoys),
     Tower(tuple(TOWERS), rename=QWEN_VIT.tower_rename, envoys=tower_envoys),
     checkpoints=builders,
 )

@@ -90,6 +90,9 @@ CHAT_TEMPLATE_45V = (
 #: bounds are twice the pixels of one.
 MIN_PIXELS, MAX_PIXELS = 2 * 56 * 56, 2 * 168 * 168
 
+#: GLM-5-Next's image processor bounds an image in tokens, not pixels: the same 2 x 2 to 6 x 6
+TOKEN_BOUNDS = {"glm5_next": {"min_image_tokens": 4, "max_image_tokens": 36}}
+
 TEXT = {
     **TINY_TEXT,
     "rope_parameters": {"rope_type": "default", "rope_theta": 10000.0, "partial_rotary_factor": 0.5,
@@ -105,6 +108,21 @@ MOE = {
     "topk_group": 1,
     "routed_scaling_factor": 2.5,
     "norm_topk_prob": True,
+}
+#: GLM-5-Next's text model, three blocks: a linear (KDA) block of 4 heads of 16, then two latent
+#: attention blocks (4 heads, queries through a 32-wide latent, keys and values through a 16-wide one,
+#: no rotary part), the first running its DSA indexer (2 heads of 16 choosing 2 pools of 2 keys and
+#: the incomplete last pool), the second reusing that selection ("shared"); a dense first MLP, then
+#: 2 of 4 experts in 2 groups beside a shared expert; 3 hyper-connection streams.
+GLM5_NEXT = {
+    "num_hidden_layers": 3, "num_key_value_heads": 4, "rope_parameters": None,
+    "layer_types": ["linear_attention", "indexed_attention", "indexed_attention"],
+    "indexer_types": ["full", "full", "shared"], "mlp_layer_types": ["dense", "sparse", "sparse"],
+    "q_lora_rank": 32, "kv_lora_rank": 16, "qk_nope_head_dim": 16, "qk_rope_head_dim": 0, "v_head_dim": 16,
+    "index_topk": 4, "index_kpool": 2, "index_head_dim": 16, "index_n_heads": 2,
+    "linear_head_dim": 16, "linear_num_heads": 4, "hc_mult": 3, "hc_sinkhorn_iters": 4,
+    **{key: MOE[key] for key in ("n_routed_experts", "num_experts_per_tok", "moe_intermediate_size",
+                                 "n_shared_experts", "n_group", "topk_group", "routed_scaling_factor")},
 }
 VISION = {
     "depth": 2,
@@ -129,6 +147,8 @@ FAMILIES = {
     "glmga": ("GlmgaConfig", "Glm46VProcessor", "Glmga", CHAT_TEMPLATE_45V,
               {"model_type": "glm4v_text"}, {"model_type": "glm4v_vision"}),
     "glm_ocr": ("GlmOcrConfig", "Glm46VProcessor", "Glm46V", CHAT_TEMPLATE_45V, {}, {"attention_bias": True}),
+    "glm5_next": ("Glm5NextConfig", "Glm5NextProcessor", "Glm5Next", CHAT_TEMPLATE_45V, GLM5_NEXT,
+                  {"attention_bias": True, "projection_intermediate_size": 48}),
 }
 
 
@@ -141,7 +161,8 @@ def processor(family: str, **sizes: Any) -> Any:
     tok = tokenizer(SPECIAL_TOKENS, _corpus(), eos_token="<|endoftext|>", pad_token="<|endoftext|>")
     size = sizes.pop("size", {"shortest_edge": MIN_PIXELS, "longest_edge": MAX_PIXELS})
     return getattr(transformers, processor_class)(
-        image_processor=getattr(transformers, f"{prefix}ImageProcessor")(size=size, **sizes),
+        image_processor=getattr(transformers, f"{prefix}ImageProcessor")(size=size, **TOKEN_BOUNDS.get(family, {}),
+                                                                          **sizes),
         # a list of frames carries no timing, which GLM's sampling by fps needs: every frame is taken
         video_processor=getattr(transformers, f"{prefix}VideoProcessor")(size=size, do_sample_frames=False, **sizes),
         tokenizer=tok,

@@ -79,6 +79,8 @@ TOWERS = {
     "glm4v_vision": ("glm4v", "Glm4vVision", "Glm4VisionMlp", Glm4vVision),
     "glm4v_moe_vision": ("glm4v_moe", "Glm4vMoeVision", "Glm4vMoeisionMlp", Glm4vVision),
     "glm_ocr_vision": ("glm_ocr", "GlmOcrVision", "GlmOcrVisionMlp", GlmVision),
+    # GLM-5-Next's: GLM-OCR's, its MLPs' gate and up projections clamped
+    "glm5_next_vision": ("glm5_next", "Glm5NextVision", "Glm5NextVisionMLP", GlmVision),
 }
 
 

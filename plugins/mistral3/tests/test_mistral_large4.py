@@ -19,7 +19,7 @@ CHECKPOINT = "mistral_large4"
 def test_the_indexer_and_reused_latents_are_refused_by_name(model):
     rows = model.support()
     for name in ("indexer_scores", "selected_keys", "sparse_attention_mask"):
-        assert "no standard names for a sparse-attention indexer" in rows[f"self_attn.{name}"], name
+        assert "not declared on the standard sparse-attention names" in rows[f"self_attn.{name}"], name
     assert "reuses block 0's" in rows["layers.1.self_attn.kv_latents"]
     assert "q_lora_rank is None" in rows["self_attn.query_latents"]
     with pytest.raises(AttributeError, match="indexer.output"):

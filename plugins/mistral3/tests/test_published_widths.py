@@ -67,7 +67,7 @@ def test_geometry_at_the_default_processors_resolution(tmp_path):
 
 
 #: The DSA indexer's rows, refused by name, each with a fragment of the reason.
-INDEXER = {f"self_attn.{name}": "no standard names for a sparse-attention indexer"
+INDEXER = {f"self_attn.{name}": "not declared on the standard sparse-attention names"
            for name in ("indexer_scores", "selected_keys", "sparse_attention_mask")}
 
 

@@ -13,8 +13,9 @@ Its blocks are DeepSeek's, changed in four ways a reader must know:
   A block whose latent later blocks reuse cannot be skipped without them (`Large4Layer`).
 * **A DSA indexer** (``self_attn.indexer``, ``MistralLarge4TextIndexer``) picks the
   ``index_topk`` keys each query may read; ``"shared"`` blocks (``indexer_types``) reuse the
-  selection of the block before. vlreg has no standard names for an indexer's values yet:
-  they are refused by name (`INDEXER_REFUSED`), never served approximately. The attention
+  selection of the block before. The standard names (`vlreg.plugin.SparseAttention`) are not
+  declared here yet (a reusing block's selection forms in no call to read it at): they are
+  refused by name (`INDEXER_REFUSED`), never served approximately. The attention
   values are what the attention function computes with the selection applied.
 * **Softmax group routing** (`SoftmaxGroupRoutedMoe`): the router scores experts with a
   softmax, not DeepSeek's sigmoid, and has no correction bias.
@@ -100,7 +101,8 @@ class SoftmaxGroupRoutedMoe(GroupRoutedMoe):
 
 
 #: The indexer's values, refused by name: what each query's selection is and how to read it natively.
-_INDEXER = ("vlreg has no standard names for a sparse-attention indexer yet; read it natively: "
+_INDEXER = ("Mistral Large 4's attention is not declared on the standard sparse-attention names "
+            "(vlreg.plugin.SparseAttention) yet; read it natively: "
             "model.layers[i].self_attn.indexer.output is the [batch, seq, index_topk] indices of the keys each query "
             "may read (on a block whose indexer_types entry is 'full'; a 'shared' block reuses the previous one's), "
             "and self_attn.attention_probabilities already holds 0 off the selection")

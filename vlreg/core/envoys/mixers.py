@@ -10,7 +10,7 @@ block binds the standard name to it as it is built (`bind`).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 from attrs import frozen
 
@@ -27,10 +27,16 @@ class Mixer:
     block of the class that lacks the attribute holds another of its kinds (a hybrid's
     attention block). ``None``: the block holds the mixer at ``name`` already, or the part's
     ``vlreg_rename`` binds it there (the core's kinds, which every family renames onto).
+
+    ``where`` (a function of the block's module) binds it on the blocks it holds for only,
+    where one native attribute holds two kinds block by block (GLM-5-Next's ``self_attn``,
+    a linear mixer on ``"linear_attention"`` blocks): there the native name, another kind's
+    standard name, is the block's no more.
     """
 
     name: str
     native: str | None = None
+    where: Callable[[Any], bool] | None = None
 
 
 def with_mixers(entries: list[str], inherited: list[str], names: list[str]) -> list[str]:
@@ -53,6 +59,8 @@ def bind(block: Any, mixer: Mixer) -> None:
     child = block._child_map.get(mixer.native)
     if child is None or block.__dict__.get(mixer.name) is child:
         return
+    if mixer.where is not None and not mixer.where(block._module):
+        return
     if mixer.name in block.__dict__ or hasattr(block._module, mixer.name):
         raise ValueError(
             f"{type(block).__name__} declares its {mixer.native} as the mixer {mixer.name!r}, but "
@@ -60,3 +68,5 @@ def bind(block: Any, mixer: Mixer) -> None:
         )
     object.__setattr__(block, mixer.name, child)
     block._aliases[mixer.name] = mixer.native
+    if mixer.native in {kind.name for kind in type(block).mixers}:
+        block.__dict__.pop(mixer.native, None)

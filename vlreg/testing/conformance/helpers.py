@@ -166,14 +166,15 @@ def _block_of(envoy: Standard) -> Standard:
 def write_value(envoy: Standard, name: str, served: Any, way: str) -> None:
     """A change written to a served value (a tensor, or a list of them) by ``way``: zeros,
     or for integer values (token ids, a mask) the last position changed (ids + 1, a mask
-    flipped), which keeps them valid inputs."""
+    flipped), which keeps them valid inputs; a tuple's empty slot (``None``) stays empty."""
     tensors = served if isinstance(served, (list, tuple)) else [served]
-    changed = [_changed(tensor, envoy) for tensor in tensors]
+    changed = [None if tensor is None else _changed(tensor, envoy) for tensor in tensors]
     if way == "assign":
         setattr(envoy, name, changed if isinstance(served, (list, tuple)) else changed[0])
     else:
         for tensor, new in zip(tensors, changed):
-            tensor[...] = new
+            if tensor is not None:
+                tensor[...] = new
 
 
 def _changed(tensor: torch.Tensor, envoy: Standard) -> torch.Tensor:

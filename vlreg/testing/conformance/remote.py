@@ -35,6 +35,9 @@ def _same(local: Any, remote: Any, what: str, way: str) -> None:
         for index, (a, b) in enumerate(zip(local, remote)):
             _same(a, b, f"{what}[{index}]", way)
         return
+    if local is None:  # a tuple's empty slot (a block that hands on no selection returns None there)
+        assert remote is None, f"{what} under {way}: {remote!r}, not None"
+        return
     assert torch.equal(torch.as_tensor(local), torch.as_tensor(remote)), f"{what} differs under {way} ({repeat()})"
 
 
