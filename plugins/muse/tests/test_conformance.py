@@ -1,0 +1,27 @@
+"""Muse Glimmer against the conformance suite the core ships: its tower's windowed, per-call
+attention serves no one pattern (`tower_patterns` computes each call's); the projector vlreg
+serves (``model.vision_adapter``) is followed by a projection and a norm before the scatter."""
+
+from vlreg.testing.conformance import AnalysisConformance, VisionConformance, no_patterns
+from vlreg.testing.conformance.native import composite
+
+#: The Muse tower's names, from the tower.
+MUSE_TOWER = {
+    "layers": "layers",
+    "layers.0.self_attn": "layers.0.attn",
+    "layers.0.mlp": "layers.0.mlp",
+    "layers.0.input_layernorm": "layers.0.norm1",
+    "layers.0.post_attention_layernorm": "layers.0.norm2",
+}
+
+
+class TestMuseGlimmer(AnalysisConformance, VisionConformance):
+    checkpoint = "muse_glimmer"
+    native = composite(MUSE_TOWER, projector="model.vision_adapter") | {
+        "layers.0.self_attn.gate_proj": "model.language_model.layers.0.self_attn.gate_proj",
+        "layers.1.post_feedforward_layernorm": "model.language_model.layers.1.post_feedforward_layernorm",
+    }
+    unavailable = no_patterns("once per image") | {"vision.video_features": "serves no video values"}
+    projector_output_is_features = False  # vision_projection and perception_emb_norm follow it
+    # 112 x 84 is 4 x 3 tokens in windows of 2 x 2 patches; 300 x 100 is stretched to 7 x 2 tokens
+    image_sizes = ((112, 84), (300, 100))
