@@ -23,5 +23,5 @@ class TestMuseGlimmer(AnalysisConformance, VisionConformance):
     }
     unavailable = no_patterns("once per image") | {"vision.video_features": "serves no video values"}
     projector_output_is_features = False  # vision_projection and perception_emb_norm follow it
-    # 112 x 84 is 4 x 3 tokens in windows of 2 x 2 patches; 300 x 100 is stretched to 7 x 2 tokens
+    # 112 x 84 is 4 x 3 tokens in windows of 2 x 2 patches; 300 x 100 is stretched to 6 x 2 tokens
     image_sizes = ((112, 84), (300, 100))
