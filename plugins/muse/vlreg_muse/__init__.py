@@ -1,4 +1,4 @@
-"""vlreg-muse: Muse Glimmer, declared against `vlreg.plugin`.
+"""vlreg-muse: Muse Glimmer and Muse Spark, declared against `vlreg.plugin`.
 
 MuseGlimmerForConditionalGeneration holds the text model at ``model.language_model`` (a
 ``muse_glimmer_text`` model: `text`), its tower at ``model.vision_tower`` (Kimi K2.5's blocks
@@ -15,6 +15,12 @@ lens and every helper reading a stream out apply the multiplier as the model doe
 
 Videos run through the same tower and projector and are written at the second scatter,
 which no standard value reads: refused by name on the wrapper's claim.
+
+MuseSparkForConditionalGeneration is Glimmer's layout, tower and readout, over a
+``muse_spark_text`` model whose residual adds are gated and whose MLPs route to experts in a
+narrower space (`spark`), plus an audio tower (``model.audio_tower``, ``audio_config`` =
+``muse_spark_audio``) written in at a third scatter: vlreg claims no audio part, so audio is
+refused by name.
 """
 
 from typing import Any
@@ -23,7 +29,7 @@ import torch
 
 from vlreg.plugin import Plugin, Readout, Text, Tower, Wrapper, adapter
 
-from . import text, vision
+from . import spark, text, vision
 from .geometry import muse_image_grids
 
 #: Videos reach the model but none of their values are served.
@@ -46,16 +52,28 @@ def softcapped(model: Any, logits: torch.Tensor) -> torch.Tensor:
 READOUT = Readout(after=softcapped)
 
 
-def builders():
-    from .checkpoints import build_muse_glimmer
+#: What Muse Spark's claim refuses beside videos (`Claim.refuses`).
+AUDIO = (
+    "audio is not served: vlreg claims no audio part, so Muse Spark's audio tower (model.audio_tower) has no "
+    "standard names, and a trace hands the processor only text, images and videos (audio= is refused before the "
+    "model runs); images and text are served"
+)
 
-    return {"muse_glimmer": build_muse_glimmer}
+
+def builders():
+    from .checkpoints import build_muse_glimmer, build_muse_spark
+
+    return {"muse_glimmer": build_muse_glimmer, "muse_spark": build_muse_spark}
 
 
 plugin = Plugin(
     Wrapper("muse_glimmer", projector="model.vision_adapter", refuses={"videos": VIDEOS}, readout=READOUT,
             image_grids=lambda part: muse_image_grids),
+    Wrapper("muse_spark", projector="model.vision_adapter", refuses={"videos": VIDEOS, "audio": AUDIO},
+            readout=READOUT, image_grids=lambda part: muse_image_grids),
     Text("muse_glimmer_text", envoys=text.envoys),
+    Text("muse_spark_text", envoys=spark.envoys),
     Tower("muse_glimmer_vision", rename=adapter("kimi_vit").tower_rename, envoys=vision.envoys),
+    Tower("muse_spark_vision", rename=adapter("kimi_vit").tower_rename, envoys=vision.spark_envoys),
     checkpoints=builders,
 )

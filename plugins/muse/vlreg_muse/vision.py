@@ -1,4 +1,5 @@
-"""Muse's tower (``muse_glimmer_vision``, ``MuseGlimmerVisionModel``) under the standard names.
+"""Muse's tower (``muse_glimmer_vision``, ``MuseGlimmerVisionModel``; Muse Spark's ``muse_spark_vision`` is
+the same) under the standard names.
 
 Kimi K2.5's blocks (``layers``: ``norm1``, ``attn``, ``norm2``, ``mlp``; the attention reads of
 the adapter ``"kimi_vit"``), run in windows as Qwen2.5-VL's are. The tower holds every image's
@@ -91,8 +92,12 @@ class MuseVision(LearnedPositions, adapter("qwen_vit").Vision):
         return tensor.index_select(dim, windowed[torch.cat(blocks)].to(tensor.device))
 
 
-#: The tower's module classes onto their envoys (Kimi's attention reads hold op for op).
-envoys = modeling_envoys("muse_glimmer", {"MuseGlimmerVisionModel": MuseVision,
-                                          "MuseGlimmerVisionEncoderLayer": VisionLayer,
-                                          "MuseGlimmerVisionAttention": KIMI_VIT.Attention,
-                                          "MuseGlimmerVisionMLP": VisionMlp})
+def _envoys(module: str, prefix: str) -> Any:
+    return modeling_envoys(module, {f"{prefix}VisionModel": MuseVision, f"{prefix}VisionEncoderLayer": VisionLayer,
+                                    f"{prefix}VisionAttention": KIMI_VIT.Attention, f"{prefix}VisionMLP": VisionMlp})
+
+
+#: The towers' module classes onto their envoys (Kimi's attention reads hold op for op);
+#: Muse Spark's tower is Glimmer's under its own names.
+envoys = _envoys("muse_glimmer", "MuseGlimmer")
+spark_envoys = _envoys("muse_spark", "MuseSpark")
