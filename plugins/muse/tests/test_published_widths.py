@@ -30,3 +30,25 @@ class TestMuseGlimmer(PublishedWidths):
     refused = {"vision.self_attn.attention_scores": PER_CALL, "vision.self_attn.attention_probabilities": PER_CALL,
                "videos": "a scatter of their own"}
     read_only = ["vision.image_token_mask"]
+
+
+class TestMuseSpark(PublishedWidths):
+    """``MuseSparkConfig()``'s defaults (its docstring names Muse-Spark-Open-816B-A42B): the text
+    model 62 blocks, 8192 wide, 128 query heads over 16 key heads of 64, every block routed to
+    8 of 256 experts that run 4096 wide (``moe_hidden_size``); Glimmer's tower."""
+
+    config = transformers.MuseSparkConfig
+    checkpoint = "muse_spark"
+    family = "muse"
+    parts = {"text": ("muse_spark_text", "vlreg-muse"), "vision": ("muse_spark_vision", "vlreg-muse")}
+    published = {
+        "num_layers": 62, "hidden_size": 8192, "num_heads": 128, "num_kv_heads": 16, "head_dim": 64,
+        "layers.0.mlp.num_experts": 256, "layers.0.mlp.top_k": 8, "layers.0.mlp.intermediate_size": 4096,
+        "layers.0.mlp.expert_hidden_size": 4096, "layers.0.mlp.routed_scaling_factor": 1.0,
+        "vision.num_layers": 50, "vision.vision_hidden_size": 1536, "vision.num_heads": 16,
+        "vision.spatial_merge_size": 2, "vision.window_size": 448, "projector.fc1.weight.shape": (4096, 6144),
+    }
+    refused = {"vision.self_attn.attention_scores": PER_CALL, "vision.self_attn.attention_probabilities": PER_CALL,
+               "videos": "a scatter of their own", "audio": "audio tower",
+               "mlp.shared_expert_output": "no shared expert"}
+    read_only = ["vision.image_token_mask"]
