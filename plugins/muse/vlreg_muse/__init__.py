@@ -18,7 +18,7 @@ which no standard value reads: refused by name on the wrapper's claim.
 
 MuseSparkForConditionalGeneration is Glimmer's layout, tower and readout, over a
 ``muse_spark_text`` model whose residual adds are gated and whose MLPs route to experts in a
-narrower space (`spark`), plus an audio tower (``model.audio_tower``, ``audio_config`` =
+narrower space (`text`), plus an audio tower (``model.audio_tower``, ``audio_config`` =
 ``muse_spark_audio``) written in at a third scatter: vlreg claims no audio part, so audio is
 refused by name.
 """
@@ -29,7 +29,7 @@ import torch
 
 from vlreg.plugin import Plugin, Readout, Text, Tower, Wrapper, adapter
 
-from . import spark, text, vision
+from . import text, vision
 from .geometry import muse_image_grids
 
 #: Videos reach the model but none of their values are served.
@@ -71,8 +71,8 @@ plugin = Plugin(
             image_grids=lambda part: muse_image_grids),
     Wrapper("muse_spark", projector="model.vision_adapter", refuses={"videos": VIDEOS, "audio": AUDIO},
             readout=READOUT, image_grids=lambda part: muse_image_grids),
-    Text("muse_glimmer_text", envoys=text.envoys),
-    Text("muse_spark_text", envoys=spark.envoys),
+    Text("muse_glimmer_text", envoys=text.glimmer_envoys),
+    Text("muse_spark_text", envoys=text.spark_envoys),
     Tower("muse_glimmer_vision", rename=adapter("kimi_vit").tower_rename, envoys=vision.envoys),
     Tower("muse_spark_vision", rename=adapter("kimi_vit").tower_rename, envoys=vision.spark_envoys),
     checkpoints=builders,
