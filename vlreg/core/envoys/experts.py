@@ -145,6 +145,16 @@ class MoeMlp(Mlp):
         experts = self._module.get_submodule(self.experts_module)
         return _size(self, "intermediate_size", (experts, "intermediate_dim"))
 
+    @property
+    def expert_hidden_size(self) -> int:
+        """The width the experts read and write (``routed_output``'s, ``expert_outputs``'): the
+        model's, except on an MLP that projects each token into a narrower space for its
+        experts and back (Muse Spark's ``pre_expert_proj``, ``post_expert_proj``), the experts
+        module's own ``hidden_dim``."""
+        experts = self._module.get_submodule(self.experts_module)
+        found = getattr(experts, "hidden_dim", None)
+        return int(found) if found is not None else self.root.hidden_size
+
 
 class SharedExpertsAfter(MoeMlp):
     """A sparse MLP whose shared experts (``shared_experts``) run after the routed ones, on

@@ -28,7 +28,7 @@ class ExpertsConformance:
         for block in self.sparse_blocks(model):
             mlp = block.mlp
             experts = getattr(mlp, mlp.experts_module)
-            widths = (mlp.intermediate_size, model.hidden_size)
+            widths = (mlp.intermediate_size, mlp.expert_hidden_size)
             widths = widths if self.down_proj_transposed else widths[::-1]
             assert tuple(experts.down_proj.shape) == (mlp.num_experts, *widths)
             assert 0 < mlp.top_k <= mlp.num_experts
@@ -49,9 +49,9 @@ class ExpertsConformance:
             tokens = logits.shape[0]
             assert logits.shape == (tokens, mlp.num_experts)
             assert weights.shape == indices.shape == (tokens, mlp.top_k)
-            assert routed.shape == (tokens, model.hidden_size)
+            assert routed.shape == (tokens, mlp.expert_hidden_size)
             if slots is not None:
-                assert slots.shape == (tokens, mlp.top_k, model.hidden_size)
+                assert slots.shape == (tokens, mlp.top_k, mlp.expert_hidden_size)
                 assert torch.equal(slots.sum(1).to(routed.dtype), routed)
             if isinstance(mlp, GroupRoutedMoe):  # DeepSeek's sigmoid group routing, its slots in no order
                 expected, chosen = mlp.route(logits)
