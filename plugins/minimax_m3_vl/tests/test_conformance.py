@@ -21,6 +21,6 @@ class TestMiniMaxM3VL(ExpertsConformance, AnalysisConformance, VisionConformance
     checkpoint = "minimax_m3_vl"
     native = composite(TOWER) | {"layers.1.mlp.gate": "model.language_model.layers.1.mlp.gate",
                                  "layers.1.self_attn.indexer": "model.language_model.layers.1.self_attn.indexer"}
-    unavailable = no_patterns("once per image") | {"vision.video_features": "serves no video values"}
+    unavailable = no_patterns("once per image")
     renormalized = False  # sigmoid scores plus a correction bias, renormalized (SigmoidRoutedMoe.route)
     image_sizes = ((112, 84), (56, 112))

@@ -6,7 +6,6 @@ cannot say.
 * the indexer's values are refused by name, saying where to read them natively;
 * the attention vlreg serves on an indexed block is the one the selection restricts: a query
   attends to no key outside the blocks its indexer kept;
-* videos are refused by name.
 """
 
 from __future__ import annotations
@@ -49,7 +48,3 @@ def test_the_attention_reads_only_the_selected_key_blocks(model):
     assert (probabilities[~allowed] == 0).all()
     assert (probabilities[allowed & torch.ones_like(allowed).tril()] > 0).all()
     assert (~allowed & torch.ones_like(allowed).tril()).any()  # the selection drops some earlier keys
-
-
-def test_videos_are_refused_by_name(model):
-    assert "a scatter of their own" in model.support()["videos"]

@@ -29,6 +29,5 @@ class TestMiniMaxM3VL(PublishedWidths):
         "projector.linear_1.weight.shape": (6144, 1280), "projector.merge_linear_1.weight.shape": (6144, 24576),
     }
     refused = {"vision.self_attn.attention_scores": PER_CALL, "vision.self_attn.attention_probabilities": PER_CALL,
-               "videos": "a scatter of their own",
                **{f"self_attn.{name}": "no standard names for a sparse-attention indexer"
                   for name in ("indexer_scores", "selected_keys", "sparse_attention_mask")}}

@@ -11,21 +11,13 @@ into the embeddings.
 
 The image processor is Qwen2-VL's (14-pixel patches, 2 x 2 a token, merge-block order): the
 image grids are the adapter ``"qwen_vit"``'s over ``image_grid_thw``. Videos run through the
-same tower in a call of their own and are written at a second scatter, which no standard value
-reads: refused by name.
+same tower in a call of their own and are written at a second scatter (`VIDEO_SCATTER`), where
+``vision.video_features`` is read; their grids are the adapter's too.
 """
 
-from vlreg.plugin import Plugin, Text, Tower, Wrapper, adapter
+from vlreg.plugin import VIDEO_SCATTER, Plugin, Text, Tower, Wrapper, adapter
 
 from . import text, vision
-
-#: Videos reach the model but none of their values are served.
-VIDEOS = (
-    "a video's frames reach the model (its logits and text values are served), but they run through the tower "
-    "in a call of their own and are written at a scatter of their own, which no standard value reads; pass the "
-    "frames as images=[...] to read them"
-)
-
 
 def builders():
     from .checkpoints import build_minimax_m3_vl
@@ -34,7 +26,8 @@ def builders():
 
 
 plugin = Plugin(
-    Wrapper("minimax_m3_vl", refuses={"videos": VIDEOS}, image_grids=lambda part: adapter("qwen_vit").image_grids),
+    Wrapper("minimax_m3_vl", entry=VIDEO_SCATTER, image_grids=lambda part: adapter("qwen_vit").image_grids,
+            video_grids=lambda part: adapter("qwen_vit").video_grids()),
     Text("minimax_m3_vl_text", envoys=text.envoys, refuses=text.INDEXER_REFUSED),
     Tower("minimax_m3_vl_vision", rename=vision.RENAME, envoys=vision.envoys),
     checkpoints=builders,
