@@ -23,8 +23,10 @@ class TestMuseGlimmer(AnalysisConformance, VisionConformance):
         "layers.0.self_attn.gate_proj": "model.language_model.layers.0.self_attn.gate_proj",
         "layers.1.post_feedforward_layernorm": "model.language_model.layers.1.post_feedforward_layernorm",
     }
-    unavailable = no_patterns("once per image") | {"vision.video_features": "serves no video values"}
+    unavailable = no_patterns("once per image")
     projector_output_is_features = False  # vision_projection and perception_emb_norm follow it
+    # transformers' Muse processor writes a video's prompt from its metadata, returned only when asked
+    video_options = {"return_metadata": True}
     # 112 x 84 is 4 x 3 tokens in windows of 2 x 2 patches; 300 x 100 is stretched to 6 x 2 tokens
     image_sizes = ((112, 84), (300, 100))
 
@@ -35,8 +37,10 @@ class TestMuseSpark(ExpertsConformance, AnalysisConformance, VisionConformance):
         "layers.1.mlp.gate": "model.language_model.layers.1.mlp.gate",
         "layers.1.post_attention_residual_gate": "model.language_model.layers.1.post_attention_residual_gate",
     }
-    unavailable = no_patterns("once per image") | {"vision.video_features": "serves no video values",
+    unavailable = no_patterns("once per image") | {
                                                    "layers.1.mlp.shared_expert_output": "no shared expert"}
     projector_output_is_features = False  # vision_projection and perception_emb_norm follow it
+    # transformers' Muse processor writes a video's prompt from its metadata, returned only when asked
+    video_options = {"return_metadata": True}
     renormalized = False  # sigmoid scores renormalized and scaled (SparkMoe.route)
     image_sizes = ((112, 84), (300, 100))

@@ -13,8 +13,11 @@ The readout is ``lm_head``'s output times the text config's ``output_multiplier`
 tanh softcap (``final_logit_softcapping``): declared (`READOUT`), so ``logits``, the logit
 lens and every helper reading a stream out apply the multiplier as the model does.
 
-Videos run through the same tower and projector and are written at the second scatter,
-which no standard value reads: refused by name on the wrapper's claim.
+Videos run through the same tower and projector and are written at the second scatter
+(`VIDEO_SCATTER`): ``vision.video_token_mask`` and ``vision.video_features`` are served. Trace
+them with ``return_metadata=True``: transformers' Muse processor writes a video's prompt from
+the metadata its video processor returns only when asked (without it the processor raises
+``KeyError: 'video_metadata'``). No video grids are declared.
 
 MuseSparkForConditionalGeneration is Glimmer's layout, tower and readout, over a
 ``muse_spark_text`` model whose residual adds are gated and whose MLPs route to experts in a
@@ -27,18 +30,10 @@ from typing import Any
 
 import torch
 
-from vlreg.plugin import Plugin, Readout, Text, Tower, Wrapper, adapter
+from vlreg.plugin import VIDEO_SCATTER, Plugin, Readout, Text, Tower, Wrapper, adapter
 
 from . import text, vision
 from .geometry import muse_image_grids
-
-#: Videos reach the model but none of their values are served.
-VIDEOS = (
-    "a video's frames reach the model (its logits and text values are served), but they run through the tower "
-    "in a call of their own and are written at a scatter of their own, which no standard value reads; pass the "
-    "frames as images=[...] to read them"
-)
-
 
 def softcapped(model: Any, logits: torch.Tensor) -> torch.Tensor:
     """``lm_head``'s output as the wrapper returns it: times ``output_multiplier``, then
@@ -67,9 +62,9 @@ def builders():
 
 
 plugin = Plugin(
-    Wrapper("muse_glimmer", projector="model.vision_adapter", refuses={"videos": VIDEOS}, readout=READOUT,
+    Wrapper("muse_glimmer", projector="model.vision_adapter", entry=VIDEO_SCATTER, readout=READOUT,
             image_grids=lambda part: muse_image_grids),
-    Wrapper("muse_spark", projector="model.vision_adapter", refuses={"videos": VIDEOS, "audio": AUDIO},
+    Wrapper("muse_spark", projector="model.vision_adapter", entry=VIDEO_SCATTER, refuses={"audio": AUDIO},
             readout=READOUT, image_grids=lambda part: muse_image_grids),
     Text("muse_glimmer_text", envoys=text.glimmer_envoys),
     Text("muse_spark_text", envoys=text.spark_envoys),

@@ -31,6 +31,13 @@ class VideoConformance:
     temporal patch covers 2)."""
 
     video_frames: ClassVar[tuple[int, int, int]] = (56, 56, 4)
+    #: Processor options the video traces add to ``processor_options``, as a user passes them
+    #: with ``videos=`` (Muse's processor writes a video's prompt from metadata it returns only
+    #: with ``return_metadata=True``).
+    video_options: ClassVar[dict] = {}
+
+    def options_with_videos(self) -> dict:
+        return {**(self.processor_options or {}), **self.video_options}
 
     def video(self, seed: int = 0) -> list:
         """A video as a list of PIL frames, each its own random image."""
@@ -51,7 +58,7 @@ class VideoConformance:
                 with model.trace(self.image_prompt(model), images=self.images()[:1]):
                     model.vision.video_features.save()
             return
-        prompt, options = chat(model, "video", "image", text=self.question), self.processor_options or {}
+        prompt, options = chat(model, "video", "image", text=self.question), self.options_with_videos()
         media = {"images": self.images()[:1], "videos": [self.video()]}
         if model.family.entry.apart:  # the forward cannot hold both (GLM's): refused, and the video read alone
             with refused_before_running(model, "images and videos in one trace", ValueError):
@@ -78,9 +85,9 @@ class VideoConformance:
         if not self.serves_videos(model):
             pytest.skip(NO_VIDEOS)
         prompt, video = chat(model, "video", text=self.question), [self.video(seed=1)]
-        with model.trace(prompt, videos=video, **(self.processor_options or {})):
+        with model.trace(prompt, videos=video, **self.options_with_videos()):
             clean = model.logits[:, -1].save()
-        with model.trace(prompt, videos=video, **(self.processor_options or {})):
+        with model.trace(prompt, videos=video, **self.options_with_videos()):
             mask = model.vision.video_token_mask.save()
             model.vision.video_features[:] = 0
             first = model.layers[0].input.save()
@@ -96,7 +103,7 @@ class VideoConformance:
         features (``"video_tokens"``), equal to a trace of that prompt alone."""
         if not self.serves_videos(model):
             pytest.skip(NO_VIDEOS)
-        prompt, options = chat(model, "video", text=self.question), self.processor_options or {}
+        prompt, options = chat(model, "video", text=self.question), self.options_with_videos()
         videos = [self.video(seed=2), self.video(seed=3)]
         alone = []
         for video in videos:
@@ -118,7 +125,7 @@ class VideoConformance:
         if not self.serves_videos(model):
             pytest.skip(NO_VIDEOS)
         prompt = chat(model, "video", text=self.question)
-        with model.trace(prompt, videos=[self.video(seed=4)], **(self.processor_options or {})):
+        with model.trace(prompt, videos=[self.video(seed=4)], **self.options_with_videos()):
             mask = model.vision.video_token_mask.save()
             features, first = model.vision.video_features, model.layers[0].input
             with model.logits[:, -1].sum().backward():
@@ -137,7 +144,7 @@ class VideoConformance:
         the tower's values refuse before the model runs."""
         if not self.serves_videos(model) or not model.vision.num_layers:
             pytest.skip(NO_VIDEOS if not self.serves_videos(model) else "this vision part serves no blocks")
-        prompt, video, options = chat(model, "video", text=self.question), [self.video(seed=5)], self.processor_options or {}
+        prompt, video, options = chat(model, "video", text=self.question), [self.video(seed=5)], self.options_with_videos()
         if model.family.sentences.get("videos"):
             assert model.support()["videos"] == model.family.sentences["videos"]
             with refused_before_running(model, "only videos"):
@@ -170,7 +177,7 @@ class VideoConformance:
         family that declares no video grids refuses ``videos=`` by name."""
         if not self.serves_videos(model):
             pytest.skip(NO_VIDEOS)
-        prompt, video, options = chat(model, "video", text=self.question), self.video(seed=6), self.processor_options or {}
+        prompt, video, options = chat(model, "video", text=self.question), self.video(seed=6), self.options_with_videos()
         if model.family.video_grids is None:
             with pytest.raises(Unavailable, match="declares no video grids"):
                 model.vision.geometry(prompt, videos=[video], **options)
@@ -204,7 +211,7 @@ def frame_helper_checks(case: Any, model: Any) -> dict:
               and model.family.video_grids is not None)
     width, height, frames = VideoConformance.video_frames
     video = [image(width, height, seed=index) for index in range(frames)]
-    options = case.processor_options or {}
+    options = case.options_with_videos()
 
     def check(helper: Any) -> bool:
         if not served:
