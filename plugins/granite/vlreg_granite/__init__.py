@@ -54,7 +54,8 @@ def builders():
 plugin = Plugin(
     Wrapper("granite_docling", text="model.text_model", vision="model.vision_model",
             projector="model.vision_model.connector", refuses=READ_ONLY, readout=READOUT,
-            entry=attrs.evolve(SCATTER, embeddings_to="model.text_model"), image_grids=lambda part: image_grids(part.config)),
+            entry=attrs.evolve(SCATTER, embeddings_to="model.text_model"),
+            image_grids=lambda part: image_grids(part.config)),
     Text("granite_docling_text", envoys=text.envoys),
     Tower("granite_docling_vision", rename=vision.RENAME, envoys=vision.envoys),
     checkpoints=builders,

@@ -19,8 +19,9 @@ from vlreg.testing import TINY_TEXT, chat_template, tiny
 
 #: The tags the processor writes before each tile's tokens (up to 4 x 4 tiles).
 TILE_TAGS = tuple(f"<row_{r + 1}_col_{c + 1}>" for r in range(4) for c in range(4))
-TOKENS = ("<|end_of_text|>", "<|start_of_role|>", "<|end_of_role|>", "<image>", "<fake_token_around_image>",
-          "<global-img>", *TILE_TAGS)
+#: ``<image>`` last: the id after a prompt's last token (``<|end_of_role|>``) is no image token's
+TOKENS = ("<|end_of_text|>", "<|start_of_role|>", "<|end_of_role|>", "<fake_token_around_image>", "<global-img>",
+          *TILE_TAGS, "<image>")
 CHAT_TEMPLATE = chat_template("<|start_of_role|>{role}<|end_of_role|>", "<|end_of_text|>\n", "<image>")
 
 TILE, PATCH, FOLD = 64, 16, 2
@@ -46,7 +47,8 @@ def build_granite_docling(path: Path, **overrides: Any) -> Path:
         tokens=TOKENS, roles={"eos_token": "<|end_of_text|>", "pad_token": "<|end_of_text|>"},
         text={**TINY_TEXT, **MULTIPLIERS},
         vision={"hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4,
-                "image_size": TILE, "patch_size": PATCH, "scale_factor": FOLD, "out_hidden_size": TINY_TEXT["hidden_size"],
+                "image_size": TILE, "patch_size": PATCH, "scale_factor": FOLD,
+                "out_hidden_size": TINY_TEXT["hidden_size"],
                 "deepstack_visual_indexes": [0, 1]},
         ids={"image_token_id": "<image>"},
         fields={"pad_token_id": None},

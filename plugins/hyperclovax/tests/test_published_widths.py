@@ -17,12 +17,14 @@ class TestHyperCLOVAXVisionV2(PublishedWidths):
     config = transformers.HyperCLOVAXVisionV2Config
     checkpoint = "hyperclovax_vision_v2"
     family = "hyperclovax"
-    parts = {"text": ("hyperclovax", "vlreg-hyperclovax"), "vision": ("qwen2_5_vl_vision", "vlreg-qwen2-5-vl")}
+    parts = {"text": ("hyperclovax", "vlreg-hyperclovax"),
+             "vision": ("qwen2_5_vl_vision", "vlreg-qwen2-5-vl")}
     published = {
         "num_layers": 32, "hidden_size": 4096, "num_heads": 32, "num_kv_heads": 32, "head_dim": 128,
         "intermediate_size": 11008,
         "vision.num_layers": 32, "vision.vision_hidden_size": 3584, "vision.num_heads": 16, "vision.head_dim": 224,
-        "vision.intermediate_size": 3420, "vision.patch_size": 14, "vision.window_size": 112, "projector.weight.shape": (4096, 3584),
+        "vision.intermediate_size": 3420, "vision.patch_size": 14, "vision.window_size": 112,
+        "projector.weight.shape": (4096, 3584),
     }
     refused = {"vision.self_attn.attention_scores": PER_CALL, "vision.self_attn.attention_probabilities": PER_CALL}
     read_only = ["vision.image_token_mask", "vision.tower_output"]

@@ -18,15 +18,20 @@ def _after(norm: str):
 class PostNormedAttention(Attention):
     """HyperCLOVA X's attention: what it adds is ``post_norm1`` of its output."""
 
-    attention_output = returned(_after("post_norm1"), description="what the attention adds to the stream, before "
-                                                                   "the block's residual_multiplier: post_norm1 of its output")
+    attention_output = returned(
+        _after("post_norm1"),
+        description="what the attention adds to the stream, before the block's residual_multiplier: post_norm1 of "
+                    "its output",
+    )
 
 
 class PostNormedMlp(Mlp):
     """HyperCLOVA X's MLP: what it adds is ``post_norm2`` of its output."""
 
-    mlp_output = returned(_after("post_norm2"), description="what the MLP adds to the stream, before the block's "
-                                                            "residual_multiplier: post_norm2 of its output")
+    mlp_output = returned(
+        _after("post_norm2"),
+        description="what the MLP adds to the stream, before the block's residual_multiplier: post_norm2 of its output",
+    )
 
 
 def envoys(part: Any) -> dict[type, type]:
