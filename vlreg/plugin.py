@@ -37,7 +37,7 @@ from .core.envoys.seq2seq import DecoderLayer, Encoder, OutputProjection, PostNo
 from .core.envoys.standard import Standard
 from .core.envoys.readout import UNNORMED, Readout
 from .core.envoys.streams import MixingStreamsLayer, StreamsLayer
-from .core.envoys.text import Attention, Layer, Mlp, eager_only
+from .core.envoys.text import Attention, Layer, Mlp, ScaledResidualLayer, eager_only
 from .core.envoys.patches import Patches, VisionAttention, VisionLayer, VisionMlp, as_patches, patches
 from .core.envoys.vision import Vision, as_second_tower, config_size, variable_resolution
 from .core.errors import ReadOnly, Unavailable
@@ -80,6 +80,7 @@ __all__ = [
     "CodeEmbedding",
     "Standard",
     "Layer",
+    "ScaledResidualLayer",
     "Attention",
     "LatentAttention",
     "SparseAttention",

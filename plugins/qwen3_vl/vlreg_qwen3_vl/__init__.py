@@ -31,7 +31,7 @@ import attrs
 
 from vlreg.plugin import SCATTER, UNNORMED, VIDEO_SCATTER, Plugin, Text, Tower, Wrapper, adapter
 
-from .text import TEXTS, GatedAttention, text_envoys
+from .text import TEXTS, DeepStackLayer, GatedAttention, text_envoys
 from .vision import TOWERS, tower_envoys
 
 QWEN_VIT = adapter("qwen_vit")
@@ -69,7 +69,8 @@ plugin = Plugin(
     Text(tuple(TEXTS), envoys=text_envoys),
     Tower(tuple(TOWERS), rename=QWEN_VIT.tower_rename, envoys=tower_envoys),
     # Qwen3.5's gated attention (head outputs read at o_proj's input, after the gate), for
-    # the families written on its blocks
-    adapters={"gated_attention": GatedAttention},
+    # the families written on its blocks; the DeepStack block (its tap read at the text model's
+    # `_deepstack_process` call, call k after block k), for Granite-Docling's
+    adapters={"gated_attention": GatedAttention, "deepstack_layer": DeepStackLayer},
     checkpoints=builders,
 )

@@ -138,6 +138,28 @@ class Layer(Standard):
         return None
 
 
+class ScaledResidualLayer(Layer):
+    """A pre-norm block that adds each sublayer's output to the stream times one factor, its
+    module's ``residual_multiplier`` (Granite's and HyperCLOVA X's µP width scale):
+    ``layer_output == input + m * self_attn.attention_output + m * mlp.mlp_output``. Each
+    sublayer's value stays its own output, so its share of the stream is that times
+    `residual_multiplier`; the conformance suite checks this identity (`identity`)."""
+
+    @property
+    def residual_multiplier(self) -> float:
+        """The factor each sublayer's output is added to the stream with."""
+        return float(self._module.residual_multiplier)
+
+    def identity_reads(self) -> tuple[str, ...]:
+        return ("input", "self_attn.attention_output", "mlp.mlp_output", "layer_output")
+
+    def identity(self, values: dict[str, Any]) -> Any:
+        """The input, then each sublayer's output times the factor added, in the block's order."""
+        scale = self.residual_multiplier
+        attention = values["input"] + values["self_attn.attention_output"] * scale
+        return attention + values["mlp.mlp_output"] * scale
+
+
 def _call(attention: Any) -> str:
     return f"{attention.path}.source.{attention.interface}"
 

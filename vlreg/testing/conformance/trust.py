@@ -17,7 +17,7 @@ import pytest
 import torch
 
 from ... import analysis
-from ...core.envoys.readout import as_returned, declared
+from ...core.envoys.readout import Readout, as_returned, declared
 from ...core.errors import Unavailable
 from ...core.serving.values import value
 from .helpers import attention_blocks, refused_before_running, written
@@ -88,7 +88,9 @@ class TextTrust:
         cap, scale = getattr(config, "final_logit_softcapping", None), getattr(config, "logit_scale", None)
         if torch.equal(uncapped, logits):
             return
-        assert cap or scale, "the logits differ from lm_head's output on a model with no logit scale or final softcap"
+        after = isinstance(refused, Readout) and refused.after is not None  # the family's declared transform
+        assert cap or scale or after, ("the logits differ from lm_head's output on a model with no logit scale, final "
+                                       "softcap or declared Readout.after")
         torch.testing.assert_close(logits, as_returned(model, uncapped))
 
     # -- invokes -----------------------------------------------------------------

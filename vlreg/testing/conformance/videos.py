@@ -49,8 +49,9 @@ class VideoConformance:
 
     def test_video_features_are_what_block_0_receives_at_the_video_tokens(self, model):
         """With an image and a video in one prompt, each value is at its own tokens: the
-        masks are apart, ``layers[0].input`` holds the image's features at the image's
-        tokens and the video's at the video's."""
+        masks are apart, the stream entering the blocks (``prompt_entry``: block 0's input, or
+        what the text model is handed where it scales it) holds the image's features at the
+        image's tokens and the video's at the video's."""
         if not self.serves_videos(model):
             # refused by name where the model takes videos; left out of support() where it takes none
             assert model.support().get("vision.video_features") or model.vision.no_videos()
@@ -71,7 +72,7 @@ class VideoConformance:
             if "images" in media:
                 image_features = model.vision.image_features.save()
             video_features = model.vision.video_features.save()
-            first = model.layers[0].input.save()
+            first = model.prompt_entry().save()
         assert videos.any() and images.any() == ("images" in media) and not (videos & images).any()
         assert int(videos.sum()) == video_features.shape[0] and video_features.shape[1] == model.hidden_size
         assert torch.equal(first[videos], video_features)
@@ -90,7 +91,7 @@ class VideoConformance:
         with model.trace(prompt, videos=video, **self.options_with_videos()):
             mask = model.vision.video_token_mask.save()
             model.vision.video_features[:] = 0
-            first = model.layers[0].input.save()
+            first = model.prompt_entry().save()
             edited = model.logits[:, -1].save()
         assert (first[mask] == 0).all()
         assert not torch.allclose(clean, edited)
@@ -127,7 +128,7 @@ class VideoConformance:
         prompt = chat(model, "video", text=self.question)
         with model.trace(prompt, videos=[self.video(seed=4)], **self.options_with_videos()):
             mask = model.vision.video_token_mask.save()
-            features, first = model.vision.video_features, model.layers[0].input
+            features, first = model.vision.video_features, model.prompt_entry()
             with model.logits[:, -1].sum().backward():
                 at_block = first.grad.save()  # the backward runs from the logits down: block 0's first
                 at_features = features.grad.save()
