@@ -88,4 +88,10 @@ def build_lfm2_vl(path: Path, **overrides: Any) -> Path:
     )
 
 
-BUILDERS = {"lfm2_vl": build_lfm2_vl}
+def _lfm3_vl(path: Path, **overrides: Any) -> Path:
+    from .lfm3_checkpoints import build_lfm3_vl
+
+    return build_lfm3_vl(path, **overrides)
+
+
+BUILDERS = {"lfm2_vl": build_lfm2_vl, "lfm3_vl": _lfm3_vl}
