@@ -15,8 +15,8 @@ import torch
 
 from vlreg.testing import chat
 from vlreg.testing.conformance import geometry_beside_grid_thw, image
-from vlreg_lfm2_vl.lfm3_vision import VisionShortConv
-from vlreg_lfm2_vl.lfm3_text import Lfm3Attention, Lfm3ShortConv
+from vlreg_lfm2_vl.vision import VisionShortConv
+from vlreg_lfm2_vl.text import Lfm3Attention, Lfm3ShortConv
 
 CHECKPOINT = "lfm3_vl"
 PICTURES = (image(112, 84), image(84, 140, seed=1))

@@ -19,15 +19,15 @@ LFM3-VL, three more:
   grids Qwen2-VL's (vlreg-qwen2-vl's adapter ``"qwen_vit"``: ``image_grid_thw``), an image's
   features written by ``model``'s first ``inputs_embeds.masked_scatter``, a video's by its
   second (`VIDEO_SCATTER`; a video's frames run through the tower in a call of their own);
-* the text model, ``lfm3`` (`lfm3_text`): LFM2's blocks with each sublayer's output normed
+* the text model, ``lfm3`` (`text`): LFM2's blocks with each sublayer's output normed
   and the attention's heads gated;
-* the tower, ``lfm3_vl_vision`` (`lfm3_vision`): LFM2-shaped blocks, attention or a 2-D
+* the tower, ``lfm3_vl_vision`` (`vision`): LFM2-shaped blocks, attention or a 2-D
   short convolution, over the Qwen ViT's packed patches.
 """
 
 from vlreg.plugin import VIDEO_SCATTER, Plugin, Text, Tower, Wrapper, adapter
 
-from . import lfm3_text, lfm3_vision, text, vision
+from . import text, vision
 from .geometry import image_grids
 
 #: LFM2's final norm is its ``embedding_norm``; the rest is transformers' layout.
@@ -52,8 +52,8 @@ plugin = Plugin(
     Wrapper("lfm3_vl", rename=RENAME, entry=VIDEO_SCATTER, image_grids=lambda part: _qwen_vit().image_grids,
             video_grids=lambda part: _qwen_vit().video_grids(SECONDS)),
     Text("lfm2", rename=text.RENAME, envoys=text.envoys),
-    Text("lfm3", rename=text.RENAME, envoys=lfm3_text.envoys),
+    Text("lfm3", rename=text.RENAME, envoys=text.lfm3_envoys),
     Tower("siglip2_vision_model", rename=vision.RENAME, envoys=vision.envoys),
-    Tower("lfm3_vl_vision", envoys=lfm3_vision.envoys),
+    Tower("lfm3_vl_vision", envoys=vision.lfm3_envoys),
     checkpoints=builders,
 )
