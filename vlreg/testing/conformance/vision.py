@@ -123,7 +123,8 @@ class VisionConformance(VideoConformance, ScaleTrust, VisionTrust, TextConforman
         if self.tower_blocks:
             tower_aliases |= set(model.vision.layers[0]._aliases.items())
         tower_aliases = {(alias, native) for alias, native in tower_aliases if alias != "self_attn"}
-        text_rename = plugins.call(model.family.plugins["text"], "vlreg_rename", part=model.family.parts["text"])
+        text = model.family.plugins.get("text")
+        text_rename = plugins.call(text, "vlreg_rename", part=model.family.parts["text"]) if text else None
         own = {(alias, native) for native, alias in (text_rename or {}).items()}
         for block in model.layers:
             own_mixers = {(kind.name, kind.native) for kind in block.mixers if kind.native}
