@@ -189,8 +189,9 @@ def _changed(tensor: torch.Tensor, envoy: Standard) -> torch.Tensor:
     return new
 
 
-def attention_blocks(model: StandardizedTransformer) -> list[Layer]:
-    """The blocks whose mixer is full attention (every block, but a hybrid model's)."""
+def attention_blocks(model: Any) -> list[Layer]:
+    """The blocks whose mixer is full attention (every block, but a hybrid model's or
+    tower's), of the text model or, given ``model.vision``, of the tower."""
     return [block for block in model.layers if "self_attn" in block.__dict__]
 
 

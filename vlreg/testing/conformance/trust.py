@@ -180,7 +180,7 @@ class TextTrust:
         assert queries.shape[-1] == keys.shape[-1] == block.self_attn.qk_head_dim
         vision = model.__dict__.get("vision")
         if vision is not None and vision.no_images() is None and "layers" in vision.__dict__:
-            for tower_block in vision.layers:
+            for tower_block in attention_blocks(vision):
                 assert tower_block.self_attn.qk_head_dim == tower_block.self_attn.head_dim
 
     # -- modules called several times --------------------------------------------

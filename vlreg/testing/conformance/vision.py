@@ -11,8 +11,9 @@ import torch
 from ...core.envoys.patches import VisionAttention, VisionLayer, VisionMlp
 from ...core.envoys.vision import Vision
 from ...core.errors import Unavailable
+from ...core.host import plugins
 from ..kit import chat
-from .helpers import image
+from .helpers import attention_blocks, image, mixer
 from .text import TextConformance
 from .trust_scale import ScaleTrust
 from .trust_vision import VisionTrust
@@ -84,20 +85,25 @@ class VisionConformance(VideoConformance, ScaleTrust, VisionTrust, TextConforman
             assert model.vision.num_layers == 0 and "layers" not in model.vision.__dict__
             return
         assert model.vision.num_layers == len(model.vision.layers) > 0
-        for block in model.vision.layers:
+        for block in model.vision.layers:  # a hybrid tower's blocks hold another mixer on some (`Layer.mixers`)
             assert isinstance(block, VisionLayer)
-            assert isinstance(block.self_attn, VisionAttention)
+            assert len(block.present_mixers()) == 1
+            assert "self_attn" not in block.__dict__ or isinstance(block.self_attn, VisionAttention)
             assert isinstance(block.mlp, VisionMlp)
+        assert attention_blocks(model.vision), "a tower with no attention block"
 
     def test_tower_sizes_agree_with_its_blocks(self, model):
         self.needs_blocks()
         vision = model.vision
         assert vision.head_dim * vision.num_heads == vision.vision_hidden_size
-        for block in vision.layers:
+        for block in attention_blocks(vision):
             attention = block.self_attn
             assert (attention.num_heads, attention.head_dim) == (vision.num_heads, vision.head_dim)
+        for block in vision.layers:
             assert block.mlp.intermediate_size == vision.intermediate_size
-        for envoy in (vision, vision.layers[0], vision.layers[0].self_attn, vision.layers[0].mlp):
+        first = attention_blocks(vision)[0]
+        mixers = {type(mixer): mixer for block in vision.layers for mixer in block.present_mixers()}
+        for envoy in (vision, vision.layers[0], first.self_attn, *mixers.values(), vision.layers[0].mlp):
             shown = repr(envoy)
             for name in type(envoy).values():
                 assert getattr(type(envoy), name).description in shown, name
@@ -114,13 +120,19 @@ class VisionConformance(VideoConformance, ScaleTrust, VisionTrust, TextConforman
     def test_tower_keys_bind_only_in_the_tower(self, model):
         """No alias the tower's keys make binds on a text block: a text block may use the same
         standard name (``input_layernorm``) for a module of its own, never for the tower's
-        native name."""
+        native name. Where the text part's own declaration makes the same alias (LFM3-VL's
+        blocks are LFM2-shaped in both parts: ``feed_forward`` is ``mlp``, ``conv`` is
+        ``short_conv``), the text block holds it by its own right."""
         tower_aliases = set(model.vision._aliases.items())
         if self.tower_blocks:
             tower_aliases |= set(model.vision.layers[0]._aliases.items())
         tower_aliases = {(alias, native) for alias, native in tower_aliases if alias != "self_attn"}
+        text = model.family.plugins.get("text")
+        text_rename = plugins.call(text, "vlreg_rename", part=model.family.parts["text"]) if text else None
+        own = {(alias, native) for native, alias in (text_rename or {}).items()}
         for block in model.layers:
-            assert not set(block._aliases.items()) & tower_aliases, "a tower key bound on a text block"
+            own_mixers = {(kind.name, kind.native) for kind in block.mixers if kind.native}
+            assert not set(block._aliases.items()) & tower_aliases - own - own_mixers, "a tower key bound on a text block"
 
     # -- the scatter ----------------------------------------------------------
 
@@ -213,7 +225,7 @@ class VisionConformance(VideoConformance, ScaleTrust, VisionTrust, TextConforman
         rows = []  # made outside the trace: names first bound inside one do not leave it
         with model.trace(self.image_prompt(model), images=self.images()[:1]):
             for block in model.vision.layers:
-                rows.append((block.input.save(), block.self_attn.attention_output.save(),
+                rows.append((block.input.save(), mixer(block).attention_output.save(),
                              block.mlp.mlp_output.save(), block.layer_output.save()))
         for x, attn, mlp, out in rows:
             assert out.dim() == 3
