@@ -3,6 +3,8 @@ identity (a group of blocks restarts its stream), the readout declared (softcap 
 vocabulary cut) with the logit lens refused by name, and a packed tower with a class token
 before each image, attending once per image (its pattern refused, as the Qwen ViT's)."""
 
+from transformers.models.inkling2 import modeling_inkling2
+
 from vlreg.testing.conformance import AnalysisConformance, VisionConformance
 from vlreg.testing.conformance.native import composite
 
@@ -30,3 +32,5 @@ class TestInkling2(AnalysisConformance, VisionConformance):
     analysis_refuses = {helper: "one block's stream alone does not give" for helper in ("logit_lens", "project_on_vocab")}
     image_sizes = ((24, 16), (16, 32))
     supports_sdpa = False
+    # transformers 5.25 gates the heads inside o_proj, before its own linear map
+    o_proj = "o_proj.linear" if hasattr(modeling_inkling2, "Inkling2GatedOutputProjection") else "o_proj"

@@ -35,7 +35,9 @@ def build_inkling2(path: Path, **overrides: Any) -> Path:
         lambda tok: Inkling2Processor(image_processor=Inkling2ImageProcessor(size={"height": 8, "width": 8}),
                                       tokenizer=tok, chat_template=CHAT_TEMPLATE, image_token=IMAGE),
         tokens=SPECIAL_TOKENS, roles={"eos_token": "<|im_end|>", "pad_token": "<|endoftext|>"},
-        text={"hidden_size": 64, "num_hidden_layers": 2, "layer_types": ["hybrid_sliding", "hybrid"],
+        # every row of the readout a real token (the tokenizer's 320): transformers 5.23 cuts
+        # lm_head's output to unpadded_vocab_size, 5.25 builds lm_head that narrow
+        text={"vocab_size": 320, "unpadded_vocab_size": 320, "hidden_size": 64, "num_hidden_layers": 2, "layer_types": ["hybrid_sliding", "hybrid"],
               "max_position_embeddings": 1024, **heads, **{f"swa_{name}": size for name, size in heads.items()},
               "sliding_window_size": 8, "d_rel": 4, "rel_extent": 16, "n_layers_per_attn_res_block": 2,
               "moe_intermediate_size": 32, "n_routed_experts": 4, "num_experts_per_tok": 2},

@@ -31,6 +31,13 @@ def _after(convolution: str):
     return lambda sublayer: f"{sublayer.parent.path}.{convolution}.output"
 
 
+def _projection(attention: Any) -> Any:
+    """The linear map the gated heads enter: ``o_proj`` (transformers 5.23), or the ``linear``
+    inside ``o_proj``, which gates them itself (5.25's ``Inkling2GatedOutputProjection``)."""
+    projection = attention.o_proj
+    return projection.linear if hasattr(projection._module, "linear") else projection
+
+
 def _heads(attention: Any, flat: Any) -> Any:
     """``[batch, seq, heads * head_dim]`` as ``[batch, seq, heads, head_dim]`` (a view)."""
     return flat.view(*flat.shape[:-1], -1, attention.head_dim)
@@ -59,8 +66,8 @@ def _joined(index: int, description: str) -> value:
 class ConvolvedAttention(Attention):
     """Inkling 2's attention (output gate, sinks, relative logits, L2 clips): what it adds
     to the stream is the post-attention convolution's output. Its heads are gated
-    (``sigmoid(gate_proj(x))``) before ``o_proj``, so ``attention_head_outputs`` is read where
-    ``o_proj`` receives them, after the gate, as on Qwen3.5's gated attention (the adapter
+    (``sigmoid(gate_proj(x))``) before their linear map (`_projection`), so ``attention_head_outputs`` is read where
+    that map receives them, after the gate, as on Qwen3.5's gated attention (the adapter
     ``"gated_attention"``); the ungated outputs are the attention function's. Its eager function joins each
     query's sink logit (``sink_proj``'s) to the scores before the softmax and drops it after,
     so ``attention_probabilities`` sum to less than one per query: the sink took the rest."""
@@ -69,7 +76,7 @@ class ConvolvedAttention(Attention):
              "attention_probabilities", "attention_head_outputs", "attention_output")
     refuses = {**Attention.refuses, "attention_sinks": eager_only}
     attention_head_outputs = value(
-        lambda attention: f"{attention.o_proj.path}.input",
+        lambda attention: f"{_projection(attention).path}.input",
         description="each head's output as o_proj receives it, after the output gate (gate_proj's sigmoid)",
     )(lambda attention, raw: _heads(attention, first_input(*raw))).writes(
         lambda attention, raw, new: replace_first_input(*raw, new.reshape(first_input(*raw).shape)))

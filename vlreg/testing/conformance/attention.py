@@ -53,7 +53,7 @@ class AttentionInterior:
         else:
             assert pattern.triu(1).abs().max() == 0, "a token attends to a later one"
         assert tuple(heads.shape) == (batch, seq, model.num_heads, model.head_dim)
-        o_proj = getattr(block.self_attn, self.o_proj)._module
+        o_proj = block.self_attn._module.get_submodule(self.o_proj)
         torch.testing.assert_close(o_proj(heads.reshape(batch, seq, -1)), output)
 
     def test_editing_the_pattern_changes_the_attention_output(self, model):
@@ -65,7 +65,7 @@ class AttentionInterior:
             block.self_attn.attention_probabilities[:] = 0
             zeroed = block.self_attn.output[0].save()
         assert not torch.equal(plain, zeroed)
-        bias = getattr(getattr(block.self_attn, self.o_proj)._module, "bias", None)
+        bias = getattr(block.self_attn._module.get_submodule(self.o_proj), "bias", None)
         expected = torch.zeros_like(zeroed) if bias is None else bias.expand_as(zeroed)
         torch.testing.assert_close(zeroed, expected)
 

@@ -46,7 +46,7 @@ class TextConformance(AttentionInterior, TextTrust, RemoteConformance, GradientC
     * ``plain_sum``: whether ``input + attention_output + mlp_output == layer_output`` on
       the family's blocks (a pre-norm block);
     * ``o_proj``: the attention's output projection, which maps the head outputs to the
-      attention output;
+      attention output (a dotted path below the attention where it is nested);
     * ``load_options``: extra keyword arguments for every load;
     * ``text_images``: images every prompt carries, for a processor that takes no prompt
       without one (PaliGemma's): the text prompt is then the processor's encoding of the
@@ -151,7 +151,7 @@ class TextConformance(AttentionInterior, TextTrust, RemoteConformance, GradientC
         assert model.num_layers == len(model.layers._module)
         assert tuple(model.embed_tokens.weight.shape) == (model.vocab_size, model.hidden_size)
         assert model.lm_head.weight.shape[0] == model.vocab_size
-        o_proj = getattr(attention_blocks(model)[0].self_attn, self.o_proj)
+        o_proj = attention_blocks(model)[0].self_attn._module.get_submodule(self.o_proj)
         assert o_proj.weight.shape[1] == model.num_heads * model.head_dim
         assert model.num_heads % model.num_kv_heads == 0
         for block in attention_blocks(model):
