@@ -6,7 +6,7 @@ experts: `text`), the tower at ``model.vision_tower`` (packed, a class token bef
 image: `vision`) with its projector inside (``model.vision_tower.merger``), and ``model``'s
 forward writes the merger's output into the embeddings with one ``inputs_embeds.masked_scatter``.
 
-The readout (`readout.INKLING2`): the text model reads its last stream out through one more
+The readout (`wrappers.INKLING2`): the text model reads its last stream out through one more
 block attention residual (``final_input``) over every stored group, then ``norm``; the wrapper
 caps ``lm_head``'s output with a softcap *module* (``logit_softcap``) and cuts it to
 ``text_config.unpadded_vocab_size``. ``logits`` are read where the model returns them; the
@@ -18,7 +18,7 @@ per image token; ``image_grid_thw`` counts tokens (`geometry.image_grids`).
 
 from vlreg.plugin import Plugin, Text, Tower, Wrapper, read_only
 
-from . import geometry, readout, text, vision
+from . import geometry, text, vision, wrappers
 
 
 def builders():
@@ -40,7 +40,7 @@ READ_ONLY = {
 EAGER = {task: {"attn_implementation": "eager"} for task in ("image-text-to-text", "text-generation")}
 
 plugin = Plugin(
-    Wrapper("inkling2", projector="model.vision_tower.merger", refuses=READ_ONLY, readout=readout.INKLING2,
+    Wrapper("inkling2", projector="model.vision_tower.merger", refuses=READ_ONLY, readout=wrappers.INKLING2,
             load_options=lambda part: EAGER,
             image_grids=lambda part: geometry.image_grids),
     Text("inkling2_text", envoys=text.envoys),

@@ -1,4 +1,4 @@
-"""Inkling 2's readout: ``lm_head``'s output capped by the wrapper's softcap module and cut to
+"""Inkling 2's wrapper: its readout, ``lm_head``'s output capped by the wrapper's softcap module and cut to
 the unpadded vocabulary, the logit lens refused by name.
 
 The text model's last step is one more block attention residual (``final_input``) over every
