@@ -40,10 +40,14 @@ class Readout:
       text model has no final norm (the model then needs no ``norm`` mount);
     * ``after``: ``after(model, logits)``, what the forward does to ``lm_head``'s output,
       where it does more than vlreg's rules find (a logit scale, a final softcap, suppressed
-      tokens); ``None``: those rules. Then ``logits`` is read where the model returns them."""
+      tokens); ``None``: those rules. Then ``logits`` is read where the model returns them;
+    * ``lens``: a sentence refusing the logit lens by name where the logits' steps are
+      declared but a stream alone does not give them (Inkling 2 attends over every stored
+      group of blocks before its norm); ``None``: the lens is this readout."""
 
     norm: str | None = "norm"
     after: Callable[[Any, torch.Tensor], torch.Tensor] | None = None
+    lens: str | None = None
 
 
 #: No final norm: ``lm_head`` reads the stream as the blocks serve it.
@@ -55,10 +59,17 @@ def declared(model: Any) -> "Readout | str | None":
     return getattr(model.family, "readout", None)
 
 
+def refused_lens(model: Any) -> str | None:
+    """The sentence refusing the logit lens (a wrapper's ``readout=`` sentence, or its
+    `Readout`'s ``lens``), or ``None`` where the lens is served."""
+    found = declared(model)
+    return found if isinstance(found, str) else getattr(found, "lens", None)
+
+
 def lens_refusal(model: Any, helper: str) -> None:
     """Refuse ``helper``, which reads a stream out, where the family refuses the lens."""
-    found = declared(model)
-    if isinstance(found, str):
+    found = refused_lens(model)
+    if found is not None:
         raise Unavailable(f"{helper} is unavailable: {found}")
 
 

@@ -10,7 +10,7 @@ import torch
 
 from ... import analysis
 from ...analysis.saliency import pixel_refusal
-from ...core.envoys.readout import declared
+from ...core.envoys.readout import refused_lens
 from .helpers import image, refused_before_running
 from .videos import frame_helper_checks
 
@@ -73,7 +73,7 @@ class AnalysisConformance:
             return analysis.token_id(model, name) == wanted
 
         def top_tokens() -> bool:  # of the lens, or of the logits where the family refuses the lens
-            logits = clean[0, -1] if isinstance(declared(model), str) else analysis.project_on_vocab(model, stream)
+            logits = clean[0, -1] if refused_lens(model) is not None else analysis.project_on_vocab(model, stream)
             found = analysis.top_tokens(model, logits, k=3)
             return len(found) == 3 and found[0][0] == model.tokenizer.convert_ids_to_tokens(int(logits.argmax()))
 

@@ -46,7 +46,7 @@ class TextConformance(AttentionInterior, TextTrust, RemoteConformance, GradientC
     * ``plain_sum``: whether ``input + attention_output + mlp_output == layer_output`` on
       the family's blocks (a pre-norm block);
     * ``o_proj``: the attention's output projection, which maps the head outputs to the
-      attention output;
+      attention output (a dotted path below the attention where it is nested);
     * ``load_options``: extra keyword arguments for every load;
     * ``text_images``: images every prompt carries, for a processor that takes no prompt
       without one (PaliGemma's): the text prompt is then the processor's encoding of the
@@ -153,7 +153,7 @@ class TextConformance(AttentionInterior, TextTrust, RemoteConformance, GradientC
         assert model.lm_head.weight.shape[0] == model.vocab_size
         for block in attention_blocks(model):
             attention = block.self_attn
-            assert getattr(attention, self.o_proj).weight.shape[1] == attention.num_heads * attention.head_dim
+            assert attention._module.get_submodule(self.o_proj).weight.shape[1] == attention.num_heads * attention.head_dim
             assert attention.num_heads % attention.num_kv_heads == 0
         # the root's sizes against each block's (heads may differ by block):
         # test_root_sizes_are_what_the_blocks_agree_on

@@ -17,7 +17,7 @@ import pytest
 import torch
 
 from ... import analysis
-from ...core.envoys.readout import Readout, as_returned, declared
+from ...core.envoys.readout import Readout, as_returned, declared, refused_lens
 from ...core.errors import Unavailable
 from ...core.serving.values import value
 from .helpers import attention_blocks, refused_before_running, written
@@ -75,8 +75,8 @@ class TextTrust:
         assert torch.equal(logits, returned), "logits are not what the model returns"
         expected = returned[0, -1].float().softmax(-1)
         torch.testing.assert_close(analysis.next_token_probs(model, *args, **kwargs).reshape(-1), expected)
-        refused = declared(model)
-        if isinstance(refused, str):  # the family refuses the lens, by name, before anything runs
+        refused = refused_lens(model)
+        if refused is not None:  # the family refuses the lens, by name, before anything runs
             with refused_before_running(model, re.escape(refused)):
                 analysis.project_on_vocab(model, last[0, -1])
             return
@@ -88,7 +88,8 @@ class TextTrust:
         cap, scale = getattr(config, "final_logit_softcapping", None), getattr(config, "logit_scale", None)
         if torch.equal(uncapped, logits):
             return
-        after = isinstance(refused, Readout) and refused.after is not None  # the family's declared transform
+        readout = declared(model)
+        after = isinstance(readout, Readout) and readout.after is not None  # the family's declared transform
         assert cap or scale or after, ("the logits differ from lm_head's output on a model with no logit scale, final "
                                        "softcap or declared Readout.after")
         torch.testing.assert_close(logits, as_returned(model, uncapped))

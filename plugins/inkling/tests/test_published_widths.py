@@ -1,0 +1,30 @@
+"""Inkling 2 at transformers' default widths, built on the meta device (no weights).
+
+``Inkling2Config()`` is the class's defaults (Inkling-2-Small's, by its docstring's checkpoint),
+read from it: a text model of 48 blocks 4608 wide, 48 query heads over 8 key heads of 128 on
+both kinds of block, 384 routed experts 2304 wide, 8 per token; a packed tower of 23 blocks
+1024 wide, 16 heads, 20-pixel patches merged 2 x 2, and a merger to the text width."""
+
+import transformers
+
+from vlreg.testing.conformance import PublishedWidths
+
+PER_CALL = "once per image"
+
+
+class TestInkling2(PublishedWidths):
+    config = transformers.Inkling2Config
+    checkpoint = "inkling2"
+    family = "inkling"
+    parts = {"text": ("inkling2_text", "vlreg-inkling"), "vision": ("inkling2_vision", "vlreg-inkling")}
+    published = {
+        "num_layers": 48, "hidden_size": 4608, "num_heads": 48, "num_kv_heads": 8, "head_dim": 128,
+        "vision.num_layers": 23, "vision.vision_hidden_size": 1024, "vision.num_heads": 16, "vision.head_dim": 64,
+        "vision.intermediate_size": 4096, "vision.patch_size": 20, "vision.spatial_merge_size": 2,
+        "projector.linear_1.weight.shape": (4096, 4096), "projector.linear_2.weight.shape": (4608, 4096),
+    }
+    refused = {"vision.self_attn.attention_scores": PER_CALL, "vision.self_attn.attention_probabilities": PER_CALL,
+               "layers.0.attention_mix": "the first block's attention reads its input as it is",
+               "mlp.shared_expert_output": "no shared expert"}
+    read_only = ["vision.image_token_mask", "vision.tower_output", "layers.0.block_states"]
+    aliases = {"model": {"vision": "model.vision_tower", "projector": "model.vision_tower.merger"}}

@@ -1,0 +1,49 @@
+"""vlreg-inkling: Inkling 2, declared against `vlreg.plugin`.
+
+Inkling2ForConditionalGeneration holds the text model at ``model.language_model``
+(``inkling2_text``: block attention residuals, a short convolution after each sublayer, routed
+experts: `text`), the tower at ``model.vision_tower`` (packed, a class token before each
+image: `vision`) with its projector inside (``model.vision_tower.merger``), and ``model``'s
+forward writes the merger's output into the embeddings with one ``inputs_embeds.masked_scatter``.
+
+The readout (`wrappers.INKLING2`): the text model reads its last stream out through one more
+block attention residual (``final_input``) over every stored group, then ``norm``; the wrapper
+caps ``lm_head``'s output with a softcap *module* (``logit_softcap``) and cuts it to
+``text_config.unpadded_vocab_size``. ``logits`` are read where the model returns them; the
+logit lens is refused by name, since one block's stream alone does not give the readout.
+
+The image processor pads each image to whole tokens (no resize) and cuts one row of pixels
+per image token; ``image_grid_thw`` counts tokens (`geometry.image_grids`).
+"""
+
+from vlreg.plugin import Plugin, Text, Tower, Wrapper, read_only
+
+from . import geometry, text, vision, wrappers
+
+
+def builders():
+    from .checkpoints import build_inkling2
+
+    return {"inkling2": build_inkling2}
+
+
+#: The merger runs inside the tower, on its last block's patch rows, before the tower returns.
+READ_ONLY = {
+    "vision.tower_output": read_only(
+        "the merger (model.projector) runs inside the tower and has read the stream before the tower returns it; "
+        "edit vision.layers[-1].layer_output, the same stream before the merger"
+    )
+}
+
+#: transformers runs the model only with eager attention (its relative logits reach the eager
+#: function alone), and refuses sdpa when asked for it: a load that names none is eager.
+EAGER = {task: {"attn_implementation": "eager"} for task in ("image-text-to-text", "text-generation")}
+
+plugin = Plugin(
+    Wrapper("inkling2", projector="model.vision_tower.merger", refuses=READ_ONLY, readout=wrappers.INKLING2,
+            load_options=lambda part: EAGER,
+            image_grids=lambda part: geometry.image_grids),
+    Text("inkling2_text", envoys=text.envoys),
+    Tower("inkling2_vision", rename=vision.RENAME, envoys=vision.envoys),
+    checkpoints=builders,
+)
