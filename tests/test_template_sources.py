@@ -168,18 +168,22 @@ def test_a_skeleton_says_what_the_survey_cannot_name_of_blocks_whose_streams_mix
     assert load_written(written, "vlreg_qwen4_exp_skeleton") is not None, "the module runs: UNNORMED is imported"
 
 
-def test_a_config_only_family_no_plugin_builds_gets_a_skeleton_that_says_what_its_builder_needs(tmp_path):
-    # Step 3.7: no plugin serves or builds it (Idefics2, then Ovis 2 were this family until
-    # a plugin served them); its wrapper writes the features in with masked_scatter
+def test_a_config_only_source_borrows_the_processor_an_installed_plugin_builds_and_says_so(tmp_path):
+    # Step 3.7 from its config class alone (no processor files), with vlreg-step3p7 taken out:
+    # the skeleton borrows the processor of the tiny checkpoint that plugin, installed, builds
+    # (registered or not), says so, and builds with it
     folder = source_folder("Step3p7Config", tmp_path)
-    written = write_plugin("step3p7", tmp_path, folder)
+    builtin = [plugin for plugin in [plugins.claimant("wrapper", "step3p7")] if plugin]  # vlreg-step3p7
+    with registered(None, replacing=builtin):
+        written = write_plugin("step3p7", tmp_path, folder)
     package = written / "vlreg_step3p7"
     assert "inputs_embeds_masked_scatter_0" in (package / "__init__.py").read_text()
-    assert "SOURCE holds no processor" in (package / "checkpoints.py").read_text()
+    checkpoints = (package / "checkpoints.py").read_text()
+    assert "SOURCE holds no processor" in checkpoints and "vlreg-step3p7" in checkpoints
     plugin = load_written(written, package.name)
-    with registered(plugin, name="step3p7"):
-        with pytest.raises(FileNotFoundError, match="holds no processor"):
-            build("step3p7", tmp_path / "checkpoint")
+    with registered(plugin, name="step3p7", replacing=builtin):
+        built = build("step3p7", tmp_path / "checkpoint")
+        assert AutoConfig.from_pretrained(built).model_type == "step3p7"
 
 
 def idefics3_folder(path: Path) -> Path:

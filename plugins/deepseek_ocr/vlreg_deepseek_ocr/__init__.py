@@ -10,15 +10,15 @@ shared experts). ``model``'s forward writes each image's features at its first
 the learned ``model.view_separator`` row, so ``projector.output`` is not the features.
 `geometry` declares the grids; `checkpoints` builds tiny checkpoints for tests.
 
-Unlimited-OCR (``unlimited_ocr``, `unlimited`) is DeepSeek-OCR (v1)'s shape over DeepSeek-OCR
+Unlimited-OCR (``unlimited_ocr``: `vision.SamClipVision`, `geometry.unlimited_image_grids`) is DeepSeek-OCR (v1)'s shape over DeepSeek-OCR
 2's classes: SAM then a CLIP encoder whose every patch is a token, rows ended by the learned
 ``image_newline``; the same text blocks under a reference sliding window.
 """
 
 from vlreg.plugin import Plugin, Text, Tower, Wrapper
 
-from . import text, unlimited, vision
-from .geometry import image_grids
+from . import text, vision
+from .geometry import image_grids, unlimited_image_grids
 
 
 def builders():
@@ -33,8 +33,8 @@ plugin = Plugin(
     Tower("deepseek_ocr2_vision", rename=vision.RENAME, envoys=vision.envoys),
     Text("deepseek_ocr2_text", envoys=text.envoys),
     Wrapper("unlimited_ocr", envoys=vision.wrapper_envoys, refuses=vision.LOCAL_VIEWS,
-            image_grids=lambda part: unlimited.unlimited_image_grids),
-    Tower("unlimited_ocr_vision", rename=unlimited.RENAME, envoys=unlimited.envoys),
-    Text("unlimited_ocr_text", envoys=unlimited.text_envoys),
+            image_grids=lambda part: unlimited_image_grids),
+    Tower("unlimited_ocr_vision", rename=vision.UNLIMITED_RENAME, envoys=vision.unlimited_envoys),
+    Text("unlimited_ocr_text", envoys=text.unlimited_envoys),
     checkpoints=builders,
 )

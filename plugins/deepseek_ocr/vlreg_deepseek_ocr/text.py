@@ -45,3 +45,9 @@ class GreedyRoutedMoe(GroupRoutedMoe):
 envoys = modeling_envoys("deepseek_ocr2", {
     "DeepseekOcr2TextDecoderLayer": Layer, "DeepseekOcr2TextAttention": Attention, "DeepseekOcr2TextMLP": Mlp,
     "DeepseekOcr2TextMoe": GreedyRoutedMoe})
+
+
+#: Unlimited-OCR's text blocks: DeepSeek-OCR 2's, renamed.
+unlimited_envoys = modeling_envoys("unlimited_ocr", {
+    "UnlimitedOcrTextDecoderLayer": Layer, "UnlimitedOcrTextAttention": Attention, "UnlimitedOcrTextMLP": Mlp,
+    "UnlimitedOcrTextMoe": GreedyRoutedMoe})

@@ -99,3 +99,43 @@ RENAME = {"vision_encoder.layers": "layers"}
 def wrapper_envoys(part: Any) -> dict:
     """The projector (an ``nn.Linear``, so named by its path) onto `Projector`."""
     return {"model.multi_modal_projector": Projector}
+
+
+# -- Unlimited-OCR (``unlimited_ocr``): SAM, then a CLIP encoder ------------------------
+
+
+class SamClipVision(QueryVision):
+    """SAM, then a CLIP encoder with a class token before the patches (see the module)."""
+
+    class_tokens = 1
+    trailing_tokens = 0
+
+    def image_refusal(self, width: int, height: int) -> str | None:
+        """An image so thin that scaling its longer side to the global view's leaves its
+        shorter side no pixel, which the image processor cannot resize to."""
+        settings = getattr(self.root.processor, "image_processor", None)
+        if settings is None or not hasattr(settings, "maximum_pad_value"):
+            return None
+        side = max(settings.size["height"], settings.size["width"])
+        if not settings.crop_to_patches and side <= settings.maximum_pad_value:
+            return None  # squeezed onto the square, never scaled by its aspect
+        if round(min(width, height) * side / max(width, height)) > 0:
+            return None
+        return (f"scaled to the {side}-pixel global view its shorter side is less than half a pixel; pass an image "
+                f"whose sides differ by less than {2 * side} times")
+
+    tower_output = patches(
+        "output",
+        read=lambda raw: raw.last_hidden_state,
+        put=lambda raw, new: raw.__setitem__("last_hidden_state", new) or raw,
+        description="each patch's CLIP row beside SAM's, what the projector reads, "
+                    "[images, patches, vision_hidden_size + SAM's channels]",
+    )
+
+
+#: The CLIP encoder's classes onto the standard envoys, the tower onto `SamClipVision`.
+unlimited_envoys = tower_envoys("unlimited_ocr", ("UnlimitedOcrVisionModel", "UnlimitedOcrEncoderLayer", "UnlimitedOcrAttention",
+                                        "UnlimitedOcrMLP"), vision=SamClipVision)
+#: From the tower: CLIP's blocks and norms.
+UNLIMITED_RENAME = {"vision_encoder.encoder.layers": "layers", "layer_norm1": "input_layernorm",
+          "layer_norm2": "post_attention_layernorm"}
