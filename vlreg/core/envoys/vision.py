@@ -128,6 +128,9 @@ class Vision(Standard):
     standard_children = {"layers": "", "second_tower": "second_tower."}
     video_values = VIDEO_VALUES
     order = ("image_token_mask", "patch_embeddings", "layers", "tower_output", "second_tower", "image_features")
+    #: Why `vlreg.analysis.tower_patterns` cannot fold this tower's pattern onto its grids
+    #: (Ovis 2.5's: its tokens run window by window); ``None``: it can.
+    patterns_unfoldable: str | None = None
     #: Rows before the patches in the tower's own sequence (CLIP's class token: 1).
     class_tokens: int = 0
     #: Rows after the patches in the tower's own sequence (Llama 4's class token, which it
