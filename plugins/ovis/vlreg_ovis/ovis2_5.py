@@ -52,7 +52,10 @@ class Ovis2_5Vision(PackedVision):
 
         processor = self.root.processor.image_processor
         size = processor.size
-        low, high = (size["shortest_edge"], size["longest_edge"]) if isinstance(size, dict) else (size.shortest_edge, size.longest_edge)
+        if isinstance(size, dict):
+            low, high = size["shortest_edge"], size["longest_edge"]
+        else:
+            low, high = size.shortest_edge, size.longest_edge
         resized = smart_resize(height, width, factor=processor.patch_size * processor.merge_size, min_pixels=low,
                                max_pixels=high)
         if min(resized) > 0:
@@ -95,7 +98,7 @@ def image_grids(config: Any) -> Callable:
             if frames != 1:
                 raise ValueError(f"an image of {frames} frames: only still images (t = 1) have a grid here")
             rows, columns = height // merge, width // merge
-            cell_w, cell_h = patch * merge * image.size[0] / (width * patch), patch * merge * image.size[1] / (height * patch)
+            cell_w, cell_h = merge * image.size[0] / width, merge * image.size[1] / height
             windows = []
             for top in range(0, rows, side):
                 for left in range(0, columns, side):
