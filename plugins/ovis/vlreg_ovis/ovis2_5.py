@@ -20,7 +20,7 @@ from typing import Any, Callable, Sequence
 
 import torch
 
-from vlreg.plugin import (PACKED_SIGLIP_RENAME, ImageGrid, PackedVision, PerImageAttention, box_grid, config_size,
+from vlreg.plugin import (PACKED_SIGLIP_RENAME, ImageGrid, LearnedPositions, PackedVision, PerImageAttention, box_grid, config_size,
                           patches, tower_envoys, value)
 
 RENAME = PACKED_SIGLIP_RENAME
@@ -30,10 +30,16 @@ def _projector_input(vision: Any) -> str:
     return f"{vision.path.rsplit('.', 1)[0]}.multi_modal_projector.input"
 
 
-class Ovis2_5Vision(PackedVision):
-    """The packed, windowed SigLIP-named tower, its stream in window order from block 0 on."""
+class Ovis2_5Vision(LearnedPositions, PackedVision):
+    """The packed, windowed SigLIP-named tower, its stream in window order from block 0 on;
+    its learned positions resampled per image in ``embeddings`` and added to the patches in
+    merge-block order, before the regrouping (so block 0 receives the sum reordered)."""
 
-    order = ("image_token_mask", "patch_embeddings", "layers", "tower_output", "visual_words", "image_features")
+    order = ("image_token_mask", "patch_embeddings", "position_embeddings", "layers", "tower_output", "visual_words",
+             "image_features")
+    positions_module = "embeddings"
+    positions_call = "pos_embeds_to_0"
+    positions_add_to_patches = False
     max_aspect_ratio = 200  # the image processor's resize clamps longer sides to 200 times the shorter
     window_size = config_size("window_size", "The side of an attention window, in pixels of the resized image.")
     visual_vocab_size = config_size("vocab_size", "The visual words, the four indicator rows among them.")
