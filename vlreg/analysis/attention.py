@@ -123,7 +123,7 @@ def tower_patterns(model: Any, prompt: Any, images: Any, *, layer: int = -1) -> 
     images = _images(images)
     if model.vision.num_layers == 0:
         raise Unavailable(f"tower_patterns is unavailable: {model.vision.without_blocks()}")
-    reason = model.family.entry.not_patches()  # the tokens are no patches to fold the pattern onto
+    reason = model.family.entry.not_patches() or model.vision.patterns_unfoldable  # no patches to fold onto
     if reason:
         raise Unavailable(f"tower_patterns is unavailable: {reason}")
     geometry = model.vision.geometry(prompt, images)

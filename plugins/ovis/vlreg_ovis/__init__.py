@@ -13,24 +13,48 @@ rows, for the structure tokens the processor writes around each image (``<IMG_ST
 those tokens' embeddings after the scatter: they are not image tokens, so no image value
 covers them.
 
-The tower and its names are in `vision`, the grids in `geometry`, the builder in `checkpoints`.
+Ovis 2.5 (``ovis2_5``, ``Ovis2_5ForConditionalGeneration``, transformers 5.25) keeps the visual
+vocabulary on another layout: a Qwen3 text model (vlreg-text's ``qwen3`` text part), a packed,
+windowed tower at ``model.vision_tower`` and the projector at ``model.multi_modal_projector``
+(the visual words' head, ``visual_tokenizer``, then the table), whose output ``model``'s first
+``inputs_embeds.masked_scatter`` writes in, window by window (`ovis2_5`). The table's last four
+rows are written over the boundary tokens around each image and video, by a lookup, not a
+call. A video runs through the tower in a call of its own and is written at a second scatter,
+which no standard value reads: refused by name (`OVIS2_5_VIDEOS`).
+
+Ovis 2's tower and its names are in `vision`, the grids in `geometry`, the builder in `checkpoints`.
 """
 
-from vlreg.plugin import Plugin, Tower, Wrapper
+from vlreg.plugin import Plugin, Scatter, Tower, Wrapper
 
-from . import vision
+from . import ovis2_5, vision
 from .geometry import image_grids
+
+#: Ovis 2.5's videos reach the model but none of their values are served.
+OVIS2_5_VIDEOS = (
+    "a video's frames reach the model (its logits and text values are served), but they run through the tower "
+    "in a call of their own and are written at a scatter of their own, which no standard value reads; pass the "
+    "frames as images=[...] to read them"
+)
+
+#: Ovis 2.5's ``model`` runs the tower, embeds the tokens, then hands both to
+#: ``_merge_visual_features`` (the features one tensor per image), which scatters them in.
+OVIS2_5_SCATTER = Scatter(host="model", operation="self__merge_visual_features_0", argument=2,
+                          order=("vision", "token_embeddings", "vision.image_features"))
 
 
 def builders():
-    from .checkpoints import build_ovis2
+    from .checkpoints import build_ovis2, build_ovis2_5
 
-    return {"ovis2": build_ovis2}
+    return {"ovis2": build_ovis2, "ovis2_5": build_ovis2_5}
 
 
 plugin = Plugin(
     Wrapper("ovis2", projector="model.visual_embeddings_table", envoys=vision.wrapper_envoys,
             image_grids=lambda part: image_grids(part.config)),
     Tower("ovis2_vision", rename=vision.TOWER_RENAME, envoys=vision.envoys),
+    Wrapper("ovis2_5", vision="model.vision_tower", projector="model.multi_modal_projector", entry=OVIS2_5_SCATTER,
+            refuses={"videos": OVIS2_5_VIDEOS}, image_grids=lambda part: ovis2_5.image_grids(part.config)),
+    Tower("ovis2_5_vision", rename=ovis2_5.RENAME, envoys=ovis2_5.envoys),
     checkpoints=builders,
 )

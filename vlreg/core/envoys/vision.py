@@ -147,6 +147,9 @@ class Vision(Standard):
     #: Whether only a video's frames run through this tower (`as_video_tower`): its values
     #: are a video's call's, served on a run that carries a video.
     videos_only: bool = False
+    #: Why `vlreg.analysis.tower_patterns` cannot fold this tower's pattern onto its grids
+    #: (Ovis 2.5's: its tokens run window by window); ``None``: it can.
+    patterns_unfoldable: str | None = None
     #: Rows before the patches in the tower's own sequence (CLIP's class token: 1).
     class_tokens: int = 0
     #: Rows after the patches in the tower's own sequence (Llama 4's class token, which it

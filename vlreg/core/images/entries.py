@@ -43,10 +43,41 @@ def _argument(raw: Any, argument: int | str) -> Any:
 
 
 def _shares_storage(served: Any, native: Any) -> bool:
-    """Whether ``served`` is a view of ``native`` (the same storage), not a copy of it."""
+    """Whether ``served`` is a view of ``native`` (the same storage), not a copy of it (of
+    per-image features, of those vlreg wrote joined)."""
+    if isinstance(native, (tuple, list)):
+        if not isinstance(native, _Pieces):
+            return False
+        native = native.whole
     if not isinstance(served, torch.Tensor) or not isinstance(native, torch.Tensor):
         return True
     return served.untyped_storage().data_ptr() == native.untyped_storage().data_ptr()
+
+
+class _Pieces(tuple):
+    """Per-image features vlreg wrote: views (``narrow``, which torch lets an edit of
+    ``whole`` reach) of ``whole``, their rows joined."""
+
+    whole: torch.Tensor
+
+
+def _joined(pieces: Any) -> torch.Tensor:
+    """Per-image features ``[rows, width]`` joined: ``whole`` where vlreg wrote them, else a
+    copy (transformers' are a ``split``'s outputs, which torch forbids editing in place)."""
+    if isinstance(pieces, _Pieces):
+        return pieces.whole
+    return torch.cat([each.reshape(-1, each.shape[-1]) for each in pieces])
+
+
+def _pieces(new: torch.Tensor, like: Any) -> _Pieces:
+    """``new`` (rows joined) cut as ``like`` (per-image features) is."""
+    found, start = [], 0
+    for each in like:
+        found.append(new.narrow(0, start, len(each)))
+        start += len(each)
+    pieces = _Pieces(found)
+    pieces.whole = new
+    return pieces
 
 
 def _with_argument(raw: Any, argument: int | str, new: torch.Tensor) -> Any:
@@ -55,7 +86,9 @@ def _with_argument(raw: Any, argument: int | str, new: torch.Tensor) -> Any:
     if isinstance(argument, str):
         return args, {**kwargs, argument: new.reshape(kwargs[argument].shape)}
     native = args[argument]
-    return (*args[:argument], new.reshape(native.shape), *args[argument + 1 :]), kwargs
+    if isinstance(native, torch.Tensor):
+        new = new.reshape(native.shape)
+    return (*args[:argument], new, *args[argument + 1 :]), kwargs
 
 
 class Entry:
@@ -353,12 +386,19 @@ class Scatter(Entry):
         return raw if self._generated(vision) else _argument(raw, self.argument)
 
     def read_features(self, vision: Any, raw: Any) -> torch.Tensor:
+        """The features, a row a token; where the call takes them as one tensor per image
+        (Ovis 2.5's ``_merge_visual_features``), those joined in order (a copy)."""
         features = self.native_features(vision, raw)
+        if isinstance(features, (tuple, list)):
+            features = _joined(features)
         return features.reshape(-1, features.shape[-1])
 
     def write_features(self, vision: Any, raw: Any, new: torch.Tensor) -> Any:
         if self._generated(vision):
             return new.reshape(raw.shape)
+        native = _argument(raw, self.argument)
+        if isinstance(native, (tuple, list)):  # cut back at each image's rows
+            new = _pieces(new.reshape(-1, new.shape[-1]), native)
         return _with_argument(raw, self.argument, new)
 
 

@@ -45,9 +45,10 @@ class VisionConformance(VideoConformance, ScaleTrust, VisionTrust, TextConforman
     * ``has_projector``: whether a projector follows the vision part; where none does
       (Fuyu's vision part is one linear map to the text width), ``model.projector`` is not
       mounted and ``vision.tower_output`` is what the entry writes;
-    * ``rewritten_tokens``: the config field naming tokens, not image tokens, whose embeddings
-      the wrapper writes over with rows of its own after the scatter (Ovis 2's
-      ``visual_indicator_token_ids``): block 0 receives the token embeddings everywhere else.
+    * ``rewritten_tokens``: the config field (or fields) naming tokens, not image tokens, whose
+      embeddings the wrapper writes over with rows of its own after the scatter (Ovis 2's
+      ``visual_indicator_token_ids``; Ovis 2.5's boundary tokens, a field each): block 0
+      receives the token embeddings everywhere else.
     """
 
     image_sizes: ClassVar[tuple[tuple[int, int], ...]] = ((112, 84),)
@@ -56,7 +57,7 @@ class VisionConformance(VideoConformance, ScaleTrust, VisionTrust, TextConforman
     tower_plain_sum: ClassVar[bool] = True
     tower_blocks: ClassVar[bool] = True
     projector_feature_calls: ClassVar[slice] = slice(None)
-    rewritten_tokens: ClassVar[str | None] = None
+    rewritten_tokens: ClassVar[str | tuple[str, ...] | None] = None
     text_generation_load: ClassVar[bool] = True
     question: ClassVar[str] = "What is in this image?"
 
@@ -113,7 +114,13 @@ class VisionConformance(VideoConformance, ScaleTrust, VisionTrust, TextConforman
         assert model.vision.values()[-2:] == ["image_features", "video_features"]
         rows = list(model.support())
         masks = ["vision.image_token_mask", *(["vision.video_token_mask"] if not model.vision.no_videos() else [])]
-        assert rows[: len(masks) + 3] == ["input_ids", "attention_mask", *masks, "token_embeddings"]
+        assert rows[: len(masks) + 2] == ["input_ids", "attention_mask", *masks]
+        # the tokens are embedded before the tower runs, or after it where the entry says so (Ovis 2.5's)
+        if model.family.entry.order[0] == "vision":
+            assert rows.index("vision.tower_output") < rows.index("token_embeddings")
+        else:
+            assert rows[len(masks) + 2] == "token_embeddings"
+        assert rows.index("token_embeddings") < rows.index("vision.image_features")
         assert rows.index("vision.tower_output") < rows.index("vision.image_features") < rows.index("input")
         assert rows[-1] == "logits"
 
@@ -151,7 +158,9 @@ class VisionConformance(VideoConformance, ScaleTrust, VisionTrust, TextConforman
         assert torch.equal(first[mask], features)
         rewritten = torch.zeros_like(mask)
         if self.rewritten_tokens:  # not image tokens: their own rows, which no image value covers
-            rewritten = torch.isin(ids[0], torch.tensor(getattr(model.config, self.rewritten_tokens)))
+            fields = (self.rewritten_tokens,) if isinstance(self.rewritten_tokens, str) else self.rewritten_tokens
+            named = torch.cat([torch.tensor(getattr(model.config, field)).reshape(-1) for field in fields])
+            rewritten = torch.isin(ids[0], named)
             assert rewritten.any() and not (rewritten & mask).any()
             assert not torch.equal(first[rewritten], embeddings[rewritten])
         assert torch.equal(first[~mask & ~rewritten], embeddings[~mask & ~rewritten])
