@@ -24,7 +24,7 @@ import attrs
 
 from vlreg.plugin import SCATTER, Plugin, Readout, Text, Tower, Wrapper, read_only
 
-from . import text, vision
+from . import granite4, text, vision
 from .geometry import image_grids
 
 
@@ -46,9 +46,9 @@ READ_ONLY = {
 
 
 def builders():
-    from .checkpoints import build_granite_docling
+    from .checkpoints import build_granite4_vision, build_granite_docling
 
-    return {"granite_docling": build_granite_docling}
+    return {"granite_docling": build_granite_docling, "granite4_vision": build_granite4_vision}
 
 
 plugin = Plugin(
@@ -58,5 +58,9 @@ plugin = Plugin(
             image_grids=lambda part: image_grids(part.config)),
     Text("granite_docling_text", envoys=text.envoys),
     Tower("granite_docling_vision", rename=vision.RENAME, envoys=vision.envoys),
+    # the CLIP tower is vlreg-llava's; the Q-Former in each projector (blip_2_qformer) is vlreg-blip's claim
+    Wrapper("granite4_vision", projector="model.layerwise_projectors.0", entry=granite4.ENTRY, readout=READOUT,
+            refuses=granite4.READ_ONLY, image_grids=lambda part: granite4.image_grids(part.config)),
+    Text("granite4_vision_text", envoys=granite4.text_envoys),
     checkpoints=builders,
 )
