@@ -63,7 +63,8 @@ G4_SIDE, G4_PATCH = 56, 14
 G4_PINPOINTS = [[56, 112], [112, 56], [112, 112]]
 #: Each 2 x 2 window of patches becomes one token (``"query side / window side"``).
 G4_RATE = "1/2"
-G4_TOKENS = ("<|end_of_text|>", "<|start_of_role|>", "<|end_of_role|>", "<image>")
+#: ``<image>`` before the role tokens: the id after a prompt's last token (``<|end_of_role|>``) is no image token's
+G4_TOKENS = ("<|end_of_text|>", "<image>", "<|start_of_role|>", "<|end_of_role|>")
 
 
 def build_granite4_vision(path: Path, **overrides: Any) -> Path:
