@@ -1,4 +1,4 @@
-"""vlreg-granite: Granite-Docling, declared against `vlreg.plugin`.
+"""vlreg-granite: Granite-Docling and Granite 4 Vision (`granite4`), declared against `vlreg.plugin`.
 
 GraniteDoclingForConditionalGeneration is Idefics3's layout with the connector moved inside the
 tower: the tower at ``model.vision_model`` (SigLIP's names, served through the ``"siglip"``
