@@ -1,4 +1,4 @@
-"""vlreg-granite: Granite-Docling and Granite 4 Vision (`granite4`), declared against `vlreg.plugin`.
+"""vlreg-granite: Granite-Docling and Granite 4 Vision (`wrappers`), declared against `vlreg.plugin`.
 
 GraniteDoclingForConditionalGeneration is Idefics3's layout with the connector moved inside the
 tower: the tower at ``model.vision_model`` (SigLIP's names, served through the ``"siglip"``
@@ -24,8 +24,8 @@ import attrs
 
 from vlreg.plugin import SCATTER, Plugin, Readout, Text, Tower, Wrapper, read_only
 
-from . import granite4, text, vision
-from .geometry import image_grids
+from . import text, vision, wrappers
+from .geometry import granite4_grids, image_grids
 
 
 def _divided(model, logits):
@@ -59,8 +59,8 @@ plugin = Plugin(
     Text("granite_docling_text", envoys=text.envoys),
     Tower("granite_docling_vision", rename=vision.RENAME, envoys=vision.envoys),
     # the CLIP tower is vlreg-llava's; the Q-Former in each projector (blip_2_qformer) is vlreg-blip's claim
-    Wrapper("granite4_vision", projector="model.layerwise_projectors.0", entry=granite4.ENTRY, readout=READOUT,
-            refuses=granite4.READ_ONLY, image_grids=lambda part: granite4.image_grids(part.config)),
-    Text("granite4_vision_text", envoys=granite4.text_envoys),
+    Wrapper("granite4_vision", projector="model.layerwise_projectors.0", entry=wrappers.ENTRY, readout=READOUT,
+            refuses=wrappers.READ_ONLY, image_grids=lambda part: granite4_grids(part.config)),
+    Text("granite4_vision_text", envoys=text.granite4_envoys),
     checkpoints=builders,
 )

@@ -17,11 +17,9 @@ output times ``residual_multiplier``, the logits divided by ``logits_scaling``.
 
 from __future__ import annotations
 
-from fractions import Fraction
 from typing import Any
 
-from vlreg.plugin import (IMAGES, At, Attention, Injections, Mlp, ScaledResidualLayer, Unavailable, adapter,
-                          hidden_states_read_only, returned)
+from vlreg.plugin import Injections, hidden_states_read_only
 
 
 def injected_blocks(config: Any) -> list[int]:
@@ -45,53 +43,3 @@ ENTRY = Injections(
         "Granite 4 Vision's image tokens are a windowed Q-Former's queries, each reading a window of the "
         "tower's patches, not patches or blocks of them; read the tower's own values over its patches"),
 )
-
-
-def _text_model(layer: Any) -> Any:
-    return layer.parent.parent
-
-
-def _mapped(layer: Any) -> list[int]:
-    return injected_blocks(layer.root._module.config)
-
-
-def _no_injection(layer: Any) -> str | None:
-    blocks = _mapped(layer)
-    if layer.block_index in blocks:
-        return None
-    return f"Granite 4 Vision adds image features before text blocks {blocks} only (deepstack_layer_map, " \
-           f"spatial_target_layers)"
-
-
-class Granite4Layer(ScaledResidualLayer):
-    """A Granite block, and the image features the text model adds before it."""
-
-    order = ("deepstack_input", *ScaledResidualLayer.order)
-    refuses = {"deepstack_input": (_no_injection, IMAGES)}
-
-    deepstack_input = returned(
-        At(lambda layer: f"{_text_model(layer).path}.source.deepstack_features_to_0.output",
-           inside=_text_model, occurrence=lambda layer: _mapped(layer).index(layer.block_index)),
-        layout="image_tokens",
-        description="what the text model adds to the stream at the image tokens before this block, "
-                    "[image_tokens, hidden]",
-    )
-
-
-def text_envoys(part: Any) -> dict[type, type]:
-    from transformers.models.granite4_vision import modeling_granite4_vision as granite4
-
-    return {granite4.Granite4VisionTextDecoderLayer: Granite4Layer, granite4.Granite4VisionTextAttention: Attention,
-            granite4.Granite4VisionTextMLP: Mlp}
-
-
-def image_grids(config: Any):
-    """LLaVA-NeXT's grids (vlreg-llava's adapter ``"next_image_grids"``), a token covering a
-    square of ``patch_size / downsample_rate`` pixels of its tile."""
-    side = config.vision_config.patch_size / Fraction(config.downsample_rate)
-    if side.denominator != 1:
-        def refuse(encoding: Any, images: Any, processor: Any) -> Any:
-            raise Unavailable(f"vision.geometry is unavailable: a token covers {float(side)} pixels of a tile "
-                              f"(patch_size / downsample_rate), not a whole number")
-        return refuse
-    return adapter("next_image_grids")(config, int(side))
