@@ -4,7 +4,7 @@ sublayer's output (`vlreg.plugin.ScaledResidualLayer`) and whose first blocks ta
 taps, the embeddings read where the text model scales them."""
 
 from vlreg.testing.conformance import AnalysisConformance, VisionConformance
-from vlreg.testing.conformance.native import SIGLIP, composite
+from vlreg.testing.conformance.native import CLIP, SIGLIP, composite
 
 
 class TestGraniteDocling(AnalysisConformance, VisionConformance):
@@ -16,3 +16,14 @@ class TestGraniteDocling(AnalysisConformance, VisionConformance):
     on_disk = "vision.layers"
     # one tile; two tiles and the thumbnail
     image_sizes = ((64, 64), (200, 120))
+
+
+class TestGranite4Vision(AnalysisConformance, VisionConformance):
+    """CLIP on Granite, LLaVA-NeXT's crops pooled by windowed Q-Formers, the features added
+    before text blocks 0 and 1 (`vlreg.plugin.Injections`): the projector's output is
+    unpadded and given newline rows, so it is not the features."""
+
+    checkpoint = "granite4_vision"
+    native = composite(CLIP, text="model.language_model", projector="model.layerwise_projectors.0")
+    projector_output_is_features = False
+    analysis_refuses = {"tower_patterns": "windowed Q-Former"}

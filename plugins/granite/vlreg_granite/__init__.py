@@ -1,4 +1,4 @@
-"""vlreg-granite: Granite-Docling, declared against `vlreg.plugin`.
+"""vlreg-granite: Granite-Docling and Granite 4 Vision (`wrappers`), declared against `vlreg.plugin`.
 
 GraniteDoclingForConditionalGeneration is Idefics3's layout with the connector moved inside the
 tower: the tower at ``model.vision_model`` (SigLIP's names, served through the ``"siglip"``
@@ -24,8 +24,8 @@ import attrs
 
 from vlreg.plugin import SCATTER, Plugin, Readout, Text, Tower, Wrapper, read_only
 
-from . import text, vision
-from .geometry import image_grids
+from . import text, vision, wrappers
+from .geometry import granite4_grids, image_grids
 
 
 def _divided(model, logits):
@@ -46,9 +46,9 @@ READ_ONLY = {
 
 
 def builders():
-    from .checkpoints import build_granite_docling
+    from .checkpoints import build_granite4_vision, build_granite_docling
 
-    return {"granite_docling": build_granite_docling}
+    return {"granite_docling": build_granite_docling, "granite4_vision": build_granite4_vision}
 
 
 plugin = Plugin(
@@ -58,5 +58,9 @@ plugin = Plugin(
             image_grids=lambda part: image_grids(part.config)),
     Text("granite_docling_text", envoys=text.envoys),
     Tower("granite_docling_vision", rename=vision.RENAME, envoys=vision.envoys),
+    # the CLIP tower is vlreg-llava's; the Q-Former in each projector (blip_2_qformer) is vlreg-blip's claim
+    Wrapper("granite4_vision", projector="model.layerwise_projectors.0", entry=wrappers.ENTRY, readout=READOUT,
+            refuses=wrappers.READ_ONLY, image_grids=lambda part: granite4_grids(part.config)),
+    Text("granite4_vision_text", envoys=text.granite4_envoys),
     checkpoints=builders,
 )

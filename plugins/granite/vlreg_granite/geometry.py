@@ -10,13 +10,18 @@ takes with ``fine_route=True``, which the encoding marks with ``tile_fine_mask``
 writes each tile's tokens after ``<row_r_col_c>``, then the thumbnail's after ``<global-img>``,
 so an image's grids are its tiles in raster order, then the thumbnail, each over its own
 stretch of the original image (every resize maps the whole image onto the whole canvas).
+
+Granite 4 Vision's (`granite4_grids`) are LLaVA-NeXT's: the base image, then the unpadded
+crops with a newline token ending each row, each token a square of ``patch_size /
+downsample_rate`` pixels of its crop.
 """
 
 from __future__ import annotations
 
+from fractions import Fraction
 from typing import Any
 
-from vlreg.plugin import ImageGrid, box_grid, tile_grids
+from vlreg.plugin import ImageGrid, Unavailable, adapter, box_grid, tile_grids
 
 
 def image_grids(config: Any):
@@ -38,3 +43,15 @@ def image_grids(config: Any):
         return found
 
     return grids
+
+
+def granite4_grids(config: Any):
+    """LLaVA-NeXT's grids (vlreg-llava's adapter ``"next_image_grids"``), a token covering a
+    square of ``patch_size / downsample_rate`` pixels of its tile."""
+    side = config.vision_config.patch_size / Fraction(config.downsample_rate)
+    if side.denominator != 1:
+        def refuse(encoding: Any, images: Any, processor: Any) -> Any:
+            raise Unavailable(f"vision.geometry is unavailable: a token covers {float(side)} pixels of a tile "
+                              f"(patch_size / downsample_rate), not a whole number")
+        return refuse
+    return adapter("next_image_grids")(config, int(side))

@@ -26,7 +26,7 @@ from attrs import evolve
 from vlreg.plugin import VIDEO_SCATTER, Plugin, Text, Tower, Wrapper
 
 from . import text, vision, wrappers
-from .geometry import llava_image_grids, next_video_grids
+from .geometry import llava_image_grids, next_image_grids, next_video_grids
 
 
 def builders():
@@ -51,6 +51,6 @@ plugin = Plugin(
     Text(text.MODEL_TYPES, envoys=text.envoys),
     Tower(vision.SIGLIP, rename=vision.RENAME[vision.SIGLIP], envoys=vision.siglip_envoys),
     Tower(vision.CLIP, rename=vision.RENAME[vision.CLIP], envoys=vision.clip_envoys),
-    adapters={"siglip": vision.SIGLIP_TOWER},
+    adapters={"siglip": vision.SIGLIP_TOWER, "next_image_grids": next_image_grids},
     checkpoints=builders,
 )

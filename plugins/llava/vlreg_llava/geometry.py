@@ -173,6 +173,14 @@ def llava_image_grids(config: Any):
     return {"llava_next": next_, "llava_next_video": next_, "llava_onevision": onevision}.get(config.model_type, plain)
 
 
+def next_image_grids(config: Any, patch: int):
+    """LLaVA-NeXT's grids (the base image, then the unpadded tiles with a newline token ending
+    each row) where each token covers a ``patch``-pixel square of a tile: published as the
+    adapter ``"next_image_grids"`` for wrappers that pool the tower's patches before the
+    NeXT layout (Granite 4 Vision: ``patch_size`` over its ``downsample_rate``)."""
+    return lambda encoding, images, processor: [_next_grids(config, processor, image, patch) for image in images]
+
+
 def _pixtral(config: Any):
     """LLaVA's grids over the Pixtral tower: the tower plugin's, one token per patch, or a
     function that refuses with the reason."""

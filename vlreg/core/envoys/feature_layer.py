@@ -12,7 +12,7 @@ read-only with the rows this module builds.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from ..serving.refusals import read_only
@@ -26,7 +26,8 @@ def projected_blocks(layers: int | Sequence[int], depth: int) -> list[int]:
 
 
 def hidden_states_read_only(
-    *, name: str = "vision_feature_layer", depth: str = "num_hidden_layers", output_when_last: bool = False
+    *, name: str = "vision_feature_layer", depth: str = "num_hidden_layers", output_when_last: bool = False,
+    layers: Callable[[Any], int | Sequence[int] | None] | None = None,
 ) -> dict[str, Any]:
     """A wrapper's refusal-table rows for a projector that reads ``hidden_states[layers]``:
     ``vision.tower_output`` and every tower value after the last block read take no write.
@@ -37,9 +38,11 @@ def hidden_states_read_only(
     output instead when the layers are ``-1`` (InternVL does), so then nothing is refused.
     """
 
+    read_layers = layers
+
     def read(envoy: Any) -> tuple[list[int], str] | None:
         config = envoy.root._module.config
-        layers = getattr(config, name, None)
+        layers = getattr(config, name, None) if read_layers is None else read_layers(config)
         if layers is None or (output_when_last and layers == -1):
             return None
         return projected_blocks(layers, getattr(config.vision_config, depth)), f"{name}={layers}"

@@ -137,6 +137,11 @@ class Entry:
         kinds = inputs.get(self.token_types, torch.ones_like(ids))  # none given: every placeholder an image's
         return (ids == model.image_token_id) & (kinds.to(ids.device) == (2 if video else 1))
 
+    def scale_of(self, model: Any) -> float:
+        """The factor the first block receives the token embeddings times, outside the image
+        tokens (`Injections.scale`); 1 where the stream entering it holds them as they are."""
+        return 1.0
+
     def mount(self, model: Any) -> None:
         """Put what the image passes through outside the tower under ``model.vision`` (a
         `QueryTokens`' Q-Former); most entries have nothing to mount."""
