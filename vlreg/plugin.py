@@ -22,7 +22,7 @@ from typing import Any, Callable
 from .core.envoys.calls import PerCall
 from .core.envoys.codes import CodeEmbedding, CodesVision
 from .core.envoys.cross import CrossAttentionLayer, CrossAttentionMixer
-from .core.envoys.experts import GroupRoutedMoe, MoeMlp, SharedExpertsAfter
+from .core.envoys.experts import GroupRoutedMoe, MoeMlp, SharedExpertsAfter, VisionMoeMlp
 from .core.envoys.feature_layer import hidden_states_read_only
 from .core.envoys.indexers import SparseAttention
 from .core.envoys.latent import LatentAttention
@@ -88,6 +88,7 @@ __all__ = [
     "SparseAttention",
     "Mlp",
     "MoeMlp",
+    "VisionMoeMlp",
     "SharedExpertsAfter",
     "GroupRoutedMoe",
 

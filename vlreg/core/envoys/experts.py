@@ -29,6 +29,7 @@ from typing import Any, ClassVar
 
 from ..serving.sites import At
 from ..serving.values import returned, value, with_first
+from .patches import VisionMlp
 from .text import Mlp, _size
 
 #: Experts implementations whose forward forms every slot's weighted output.
@@ -230,3 +231,11 @@ class GroupRoutedMoe(SharedExpertsAfter):
         if router.norm_topk_prob:
             weights = weights / (weights.sum(-1, keepdim=True) + 1e-20)
         return weights * self.routed_scaling_factor, indices
+
+
+class VisionMoeMlp(MoeMlp, VisionMlp):
+    """A tower block's sparse MLP (dots3.note's): `MoeMlp`'s values over the tower's patches,
+    which are its tokens (``[patches, ...]`` where the tower packs every image in one row);
+    ``mlp_output`` is served over patches, as `VisionMlp`'s. No shared expert."""
+
+    shared_expert_module = None

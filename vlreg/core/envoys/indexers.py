@@ -22,6 +22,9 @@ The standard names, on ``self_attn``:
   read) or additive (0, or the dtype's lowest) as the attention implementation takes it. A
   write decides what this block's attention reads.
 
+A block that runs no indexer and reuses none (a sliding-window block beside indexed ones)
+refuses all three by name.
+
 A family's class says where its indexer's scores are (`scores_operation`, an operation in
 the indexer's forward) and what reuses a selection (`shared_selection`, the attention's
 keyword argument); the attention function's call is `Attention.interface`'s.
@@ -54,7 +57,24 @@ def _source_block(attention: Any) -> int:
     return attention.parent.block_index
 
 
+def _reuses(attention: Any) -> bool:
+    types = getattr(attention.root._module.config.get_text_config(), "indexer_types", None) or ()
+    index = attention.parent.block_index
+    return index < len(types) and types[index] == "shared"
+
+
+def _no_indexer(attention: Any) -> str | None:
+    """A block that neither runs an indexer nor reuses a selection (dots3.note's sliding-window
+    blocks): every key its mask allows is read."""
+    if _runs_indexer(attention) or _reuses(attention):
+        return None
+    return ("this block runs no indexer and reuses no selection (its layer_types entry is not an indexed one): "
+            "every key its mask allows is read; read self_attn.attention_probabilities")
+
+
 def _no_scores(attention: Any) -> str | None:
+    if (missing := _no_indexer(attention)) is not None:
+        return missing
     if not _runs_indexer(attention):
         source = _source_block(attention)
         return (f"this block runs no indexer: it reuses block {source}'s selection (indexer_types 'shared'); read "
@@ -93,7 +113,8 @@ class SparseAttention(Attention):
     order = ("indexer_scores", "selected_keys", "attention_queries", "attention_keys", "attention_values",
              "sparse_attention_mask", "attention_scores", "attention_probabilities", "attention_head_outputs",
              "attention_output")
-    refuses = {**Attention.refuses, "indexer_scores": _no_scores}
+    refuses = {**Attention.refuses, "indexer_scores": _no_scores, "selected_keys": _no_indexer,
+               "sparse_attention_mask": _no_indexer}
     #: The indexer's child module (``None`` on a block that reuses another's selection).
     indexer_module: ClassVar[str] = "indexer"
     #: nnsight's name for the operation in the indexer's forward whose output is its masked

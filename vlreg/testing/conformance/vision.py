@@ -100,8 +100,12 @@ class VisionConformance(VideoConformance, ScaleTrust, VisionTrust, TextConforman
         for block in attention_blocks(vision):
             attention = block.self_attn
             assert (attention.num_heads, attention.head_dim) == (vision.num_heads, vision.head_dim)
-        for block in vision.layers:
-            assert block.mlp.intermediate_size == vision.intermediate_size
+        widths = {block.mlp.intermediate_size for block in vision.layers}
+        if len(widths) > 1:  # dense and experts' blocks (dots3.note's): the tower's is refused, naming them
+            with pytest.raises(Unavailable, match="differ"):
+                vision.intermediate_size
+        else:
+            assert widths == {vision.intermediate_size}
         first = attention_blocks(vision)[0]
         mixers = {type(mixer): mixer for block in vision.layers for mixer in block.present_mixers()}
         for envoy in (vision, vision.layers[0], first.self_attn, *mixers.values(), vision.layers[0].mlp):

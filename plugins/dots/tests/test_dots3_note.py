@@ -1,0 +1,50 @@
+"""dots3.note's own values beyond the suite: the indexed block reads the keys its DSA indexer
+selects, a write to the selection decides them, and the sliding-window block, which runs no
+indexer, refuses the indexer's values by name; a tower block's experts make its MLP's output, and a write to their weights reaches it."""
+
+import pytest
+import torch
+
+from vlreg import Unavailable
+from vlreg.testing import chat, load
+from vlreg.testing.conformance import image
+
+
+@pytest.fixture(scope="module")
+def model():
+    return load("dots3_note")
+
+
+def test_the_indexed_block_reads_the_selected_keys_and_a_write_decides_them(model):
+    prompt, pictures = chat(model, images=1), [image(112, 84)]
+    with model.trace(prompt, images=pictures):
+        selected = model.layers[0].self_attn.selected_keys.save()
+        pattern = model.layers[0].self_attn.attention_probabilities.save()
+    read = torch.zeros(*selected.shape[:2], pattern.shape[-1], dtype=torch.bool).scatter_(-1, selected.long(), True)
+    assert not read.all() and (pattern[~read.unsqueeze(1).expand_as(pattern)] == 0).all()
+    with model.trace(prompt, images=pictures):
+        model.layers[0].self_attn.selected_keys[...] = 0  # every query may read the first key only
+        written = model.layers[0].self_attn.attention_probabilities.save()
+    assert torch.allclose(written[..., 0], torch.ones(())) and not written[..., 1:].any()
+
+
+def test_the_sliding_window_block_refuses_the_indexer_values(model):
+    for name in ("indexer_scores", "selected_keys", "sparse_attention_mask"):
+        with pytest.raises(Unavailable, match="runs no indexer"):
+            with model.trace(chat(model, images=0)):
+                getattr(model.layers[1].self_attn, name).save()
+
+
+def test_a_tower_blocks_experts_make_its_mlp_output_and_a_write_to_the_routing_reaches_it(model):
+    with model.trace(chat(model, images=1), images=[image(112, 84)]):
+        weights = model.vision.layers[1].mlp.expert_weights.save()
+        indices = model.vision.layers[1].mlp.expert_indices.save()
+        routed = model.vision.layers[1].mlp.routed_output.save()
+        output = model.vision.layers[1].mlp.mlp_output.save()
+    assert weights.shape == indices.shape == (output.shape[1], model.vision.layers[1].mlp.top_k)
+    torch.testing.assert_close(routed, output[0])
+    assert output.abs().sum() > 0
+    with model.trace(chat(model, images=1), images=[image(112, 84)]):
+        model.vision.layers[1].mlp.expert_weights[...] = 0  # no expert's output is added
+        silenced = model.vision.layers[1].mlp.mlp_output.save()
+    assert not silenced.any()
