@@ -8,7 +8,8 @@ from typing import Any
 import torch
 from attrs import frozen
 
-from .entries import Scatter, _shares_storage
+from .arguments import _shares_storage
+from .entries import Scatter
 
 
 @frozen
