@@ -148,7 +148,8 @@ class VisionConformance(VideoConformance, ScaleTrust, VisionTrust, TextConforman
         assert mask.dtype == torch.bool and mask.shape == first.shape[:2]
         assert int(mask.sum()) == features.shape[0] > 0
         assert features.shape[1] == model.hidden_size
-        assert torch.equal(first[mask], features)
+        # the features, or what an additive entry makes of them and the embeddings (`Entry.received`)
+        assert torch.equal(first[mask], model.family.entry.received(embeddings[mask], features))
         rewritten = torch.zeros_like(mask)
         if self.rewritten_tokens:  # not image tokens: their own rows, which no image value covers
             rewritten = torch.isin(ids[0], torch.tensor(getattr(model.config, self.rewritten_tokens)))
@@ -198,10 +199,12 @@ class VisionConformance(VideoConformance, ScaleTrust, VisionTrust, TextConforman
             mask = model.vision.image_token_mask.save()
             plain = model.logits.save()
         with model.trace(prompt, images=images):
+            embeddings = model.token_embeddings.save()
             model.vision.image_features[:] = 0
             first = self.entry(model).save()
             ablated = model.logits.save()
-        assert first[mask].abs().max() == 0
+        zeros = torch.zeros_like(first[mask])
+        assert torch.equal(first[mask], model.family.entry.received(embeddings[mask], zeros))
         start = int(mask[0].nonzero()[0])
         # a routed MLP runs its experts over other token sets: a change at rounding is no move
         moved = (ablated - plain).abs().amax(-1)[0] > 1e-5
@@ -211,10 +214,12 @@ class VisionConformance(VideoConformance, ScaleTrust, VisionTrust, TextConforman
         prompt, images = self.image_prompt(model), self.images()[:1]
         with model.trace(prompt, images=images):
             mask = model.vision.image_token_mask.save()
+            embeddings = model.token_embeddings.save()
             features = model.vision.image_features
             model.vision.image_features = torch.ones_like(features)
             first = self.entry(model).save()
-        assert torch.equal(first[mask], torch.ones_like(first[mask]))
+        ones = torch.ones_like(first[mask])
+        assert torch.equal(first[mask], model.family.entry.received(embeddings[mask], ones))
 
     # -- the tower ------------------------------------------------------------
 
