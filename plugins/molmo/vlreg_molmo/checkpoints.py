@@ -19,7 +19,7 @@ from vlreg.testing import TINY_TEXT, chat_template, tiny
 IMAGE = "<|image|>"
 TOKENS = ("<unk>", "<|endoftext|>", "<im_patch>", "<im_col>", "<im_start>", "<low_res_im_start>", "<frame_start>",
           "<im_end>", "<frame_end>", "<im_low>", IMAGE, "<|video|>")
-CHAT_TEMPLATE = chat_template("{role}: ", "\n", IMAGE)
+CHAT_TEMPLATE = chat_template("{role}: ", "\n", IMAGE, bos=True)  # the processor would prepend it otherwise
 
 #: The tiny text model: Olmo's whole-projection q/k norms, block 0's rope unscaled, pre-norm blocks.
 TEXT = {**TINY_TEXT, "head_dim": 16, "qk_norm_type": "olmo", "rope_scaling_layers": [1], "additional_vocab_size": 0}
@@ -33,7 +33,7 @@ def build_molmo2(path: Path, **overrides: Any) -> Path:
     from transformers import Molmo2Config, Molmo2ImageProcessor, Molmo2Processor, Molmo2VideoProcessor
 
     adapter = {"vision_feature_layer": [-1, 0], "hidden_size": 32, "num_attention_heads": 2, "num_key_value_heads": 2,
-               "head_dim": 16, "intermediate_size": 64, "text_hidden_size": TEXT["hidden_size"],
+               "head_dim": 16, "intermediate_size": 64, "text_hidden_size": TEXT["hidden_size"], "initializer_range": 0.2,
                **overrides.pop("adapter_config", {})}
     return tiny(
         path, Molmo2Config,
@@ -42,10 +42,11 @@ def build_molmo2(path: Path, **overrides: Any) -> Path:
                                                  overlap_margins=[1, 1], patch_size=14, pooling_size=[2, 2]),
             video_processor=Molmo2VideoProcessor(size={"height": 56, "width": 56}, patch_size=14),
             tokenizer=tok, chat_template=CHAT_TEMPLATE),
-        tokens=TOKENS, roles={"eos_token": "<|endoftext|>", "unk_token": "<unk>", "pad_token": "<unk>"},
+        tokens=TOKENS, roles={"bos_token": "<|endoftext|>", "eos_token": "<|endoftext|>", "unk_token": "<unk>", "pad_token": "<unk>"},
         text=TEXT,
         vision={"hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 2, "num_attention_heads": 2,
-                "num_key_value_heads": 2, "head_dim": 16, "patch_size": 14, "image_size": [56, 56]},
+                "num_key_value_heads": 2, "head_dim": 16, "patch_size": 14, "image_size": [56, 56],
+                "initializer_range": 0.2},
         ids={"image_patch_id": "<im_patch>", "image_start_token_id": "<im_start>",
              "low_res_image_start_token_id": "<low_res_im_start>", "image_end_token_id": "<im_end>",
              "frame_start_token_id": "<frame_start>", "frame_end_token_id": "<frame_end>"},

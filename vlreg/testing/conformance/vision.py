@@ -171,7 +171,8 @@ class VisionConformance(VideoConformance, ScaleTrust, VisionTrust, TextConforman
         if isinstance(projected, list):  # a projector called several times (`PerCall`): its calls' in order
             calls = projected[self.projector_feature_calls]
             projected = torch.cat([call.reshape(-1, call.shape[-1]) for call in calls])
-        if isinstance(projected, tuple):  # a module returning more than its output (Chameleon's quantizer)
+        # a module returning more than its output (Chameleon's quantizer), or a ModelOutput (Molmo 2's adapter)
+        if isinstance(projected, tuple) or hasattr(projected, "to_tuple"):
             projected = projected[0]
         if self.projector_output_is_features:
             assert torch.equal(projected.reshape(features.shape), features)
