@@ -57,6 +57,10 @@ class VisionConformance(VideoConformance, ScaleTrust, VisionTrust, TextConforman
     tower_blocks: ClassVar[bool] = True
     projector_feature_calls: ClassVar[slice] = slice(None)
     rewritten_tokens: ClassVar[str | None] = None
+    #: The processor's input marking the tokens that attend to the image's and it to them both
+    #: ways (Molmo 2's ``mm_token_type_ids``: 1 at an image's start, column and end tokens too):
+    #: zeroed features move the logits from the first of them on. ``None``: from the first image token.
+    image_block: ClassVar[str | None] = None
     text_generation_load: ClassVar[bool] = True
     question: ClassVar[str] = "What is in this image?"
 
@@ -207,6 +211,9 @@ class VisionConformance(VideoConformance, ScaleTrust, VisionTrust, TextConforman
         zeros = torch.zeros_like(first[mask])
         assert torch.equal(first[mask], model.family.entry.received(embeddings[mask], zeros))
         start = int(mask[0].nonzero()[0])
+        if self.image_block:
+            kinds = model.processor(text=prompt, images=images, return_tensors="pt")[self.image_block][0]
+            start = min(start, int(kinds.nonzero()[0]))
         # a routed MLP runs its experts over other token sets: a change at rounding is no move
         moved = (ablated - plain).abs().amax(-1)[0] > 1e-5
         assert not moved[:start].any() and moved[start:].all()
