@@ -40,6 +40,10 @@ def test_the_adapters_pooling_is_no_tower_attention(model):
     assert not isinstance(model.projector.image_pooling_2d, VisionAttention)
 
 
+def test_the_pattern_says_where_it_is_not_causal(model):
+    assert "attend to each other both ways" in repr(model.layers[0].self_attn)
+
+
 def test_the_tower_output_is_read_only(model):
     with pytest.raises(ReadOnly, match="vision_feature_layer"):
         with model.trace(chat(model), images=[PICTURE]):
