@@ -98,8 +98,25 @@ def _differs(cached: dict, traced: dict, copies: int) -> str | None:
         other = traced[key]
         expected = value if copies == 1 else torch.cat([value] * copies, _packed_axis(value, other, copies))
         if other.shape != expected.shape or not torch.equal(other.to(expected.dtype), expected):
-            return f"{key}"
+            if not _shifted_copies(value, other, copies):
+                return f"{key}"
     return None
+
+
+def _shifted_copies(cached: torch.Tensor, traced: torch.Tensor, copies: int) -> bool:
+    """Whether ``traced`` is ``copies`` copies of ``cached`` along the leading axis whose
+    indices (the entries >= 0; a negative one pads) each copy shifts by one step more: the
+    processor's indices into a batch's patches, offset by each image's (Molmo 2's
+    ``image_token_pooling``), which index the tower's repeated output alike."""
+    if cached.is_floating_point() or copies < 2 or traced.shape != (copies * cached.shape[0], *cached.shape[1:]):
+        return False
+    chunks = traced.reshape(copies, *cached.shape).to(cached.dtype)
+    valid = cached >= 0
+    if not valid.any() or not torch.equal(chunks[:, ~valid], cached[~valid].expand(copies, -1)):
+        return False
+    shifts = chunks[:, valid] - cached[valid]
+    step = shifts[1, 0]
+    return torch.equal(shifts, (torch.arange(copies, dtype=shifts.dtype)[:, None] * step).expand_as(shifts))
 
 
 def _packed_axis(cached: torch.Tensor, traced: torch.Tensor, copies: int) -> int:

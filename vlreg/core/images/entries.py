@@ -168,6 +168,13 @@ class Entry:
         (`value.viewable`), so edits land on every family alike."""
         return _shares_storage(served, self.native_features(vision, raw))
 
+    def received(self, embeddings: torch.Tensor, features: torch.Tensor) -> torch.Tensor:
+        """What the text model's first stack receives at the image tokens, from the token
+        embeddings there and ``vision.image_features`` (rows alike): the features, which the
+        entry writes over the placeholders' embeddings. An additive entry (`Scatter.added`)
+        receives their sum."""
+        return features
+
     def of_image(self, features: torch.Tensor, image: ImageGeometry) -> torch.Tensor:
         """``image``'s rows of ``features`` (`vision.image_features` as served)."""
         return features[image.features]
@@ -271,6 +278,12 @@ class Scatter(Entry):
     #: ``model.vision.video_tower`` as `as_video_tower` of its class: its values are the
     #: video's call's. ``None``: a video's frames run through the tower, or none is read.
     video_tower: str | None = None
+    #: The operation in the host's forward whose output is the features the scatter *adds*
+    #: onto the placeholders' embeddings (Molmo 2's ``image_features_reshape_0``: its scatter
+    #: writes ``embeddings[mask] + features``): ``vision.image_features`` is read and written
+    #: there, the added part, and block 0 receives the sum (`received`). ``None``: the
+    #: scatter writes the features over the embeddings.
+    added: str | None = None
 
     def mount(self, model: Any) -> None:
         """Bind ``model.vision.second_tower`` and ``model.vision.video_tower`` to those towers'
@@ -323,27 +336,39 @@ class Scatter(Entry):
     def _generated(self, vision: Any) -> bool:
         return self.generation is not None and vision.run.generating
 
+    def received(self, embeddings: torch.Tensor, features: torch.Tensor) -> torch.Tensor:
+        return features if self.added is None else embeddings + features
+
+    def _at_output(self, vision: Any) -> bool:
+        """Whether the features are an operation's or a module's output (not an argument)."""
+        return self.added is not None or self._generated(vision)
+
     def features_at(self, vision: Any) -> str:
         if self._generated(vision):
             return f"{vision.root.get(self.generation).path}.output"
+        if self.added is not None:
+            host = f"{self.host}." if self.host else ""
+            return f"{vision.root.path}.{host}source.{self.added}.output"
         return f"{vision.root.path}.{self.call(vision.root)[0]}.input"
 
     def features_inside(self, vision: Any) -> Any:
         return self.host_envoy(vision.root)
 
     def native_features(self, vision: Any, raw: Any) -> Any:
-        return raw if self._generated(vision) else _argument(raw, self.argument)
+        return raw if self._at_output(vision) else _argument(raw, self.argument)
 
     def read_features(self, vision: Any, raw: Any) -> torch.Tensor:
         """The features, a row a token; where the call takes them as one tensor per image
         (Ovis 2.5's ``_merge_visual_features``), those joined in order (a copy)."""
         features = self.native_features(vision, raw)
+        if self.added is not None:  # flattened to one axis for the add: rows of the text model's width
+            return features.reshape(-1, vision.root.hidden_size)
         if isinstance(features, (tuple, list)):
             features = _joined(features)
         return features.reshape(-1, features.shape[-1])
 
     def write_features(self, vision: Any, raw: Any, new: torch.Tensor) -> Any:
-        if self._generated(vision):
+        if self._at_output(vision):
             return new.reshape(raw.shape)
         native = _argument(raw, self.argument)
         if isinstance(native, (tuple, list)):  # cut back at each image's rows

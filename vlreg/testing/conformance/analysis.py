@@ -120,8 +120,12 @@ class AnalysisConformance:
                 and bool((found.sequence >= 0).all()) and float(found.sequence[found.position]) >= 1
 
         def ablate_image() -> bool:
-            found = analysis.ablate_image(model, prompt, images)  # zeroed: the image tokens receive zeros
-            return found.received.shape[0] == tokens and bool((found.received == 0).all()) \
+            found = analysis.ablate_image(model, prompt, images)  # zeroed: what the entry makes of zeros
+            with model.trace(prompt, images=images):
+                embeddings = model.token_embeddings.save()
+            at = found.geometry[0]
+            zeros = model.family.entry.received(embeddings[at.row, at.positions], torch.zeros_like(found.received))
+            return found.received.shape[0] == tokens and torch.equal(found.received, zeros) \
                 and float(found.effect.abs().max()) > 0
 
         batch = max(1, (tokens + 1) // 2)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import warnings
 from typing import Any, ClassVar
 
 import pytest
@@ -17,10 +16,11 @@ from .helpers import attention_blocks, image, mixer
 from .text import TextConformance
 from .trust_scale import ScaleTrust
 from .trust_vision import VisionTrust
+from .text_loads import TextLoads
 from .videos import VideoConformance
 
 
-class VisionConformance(VideoConformance, ScaleTrust, VisionTrust, TextConformance):
+class VisionConformance(VideoConformance, TextLoads, ScaleTrust, VisionTrust, TextConformance):
     """What every vision-language family promises, on top of `TextConformance`.
 
     Also set:
@@ -58,6 +58,10 @@ class VisionConformance(VideoConformance, ScaleTrust, VisionTrust, TextConforman
     tower_blocks: ClassVar[bool] = True
     projector_feature_calls: ClassVar[slice] = slice(None)
     rewritten_tokens: ClassVar[str | tuple[str, ...] | None] = None
+    #: The processor's input marking the tokens that attend to the image's and it to them both
+    #: ways (Molmo 2's ``mm_token_type_ids``: 1 at an image's start, column and end tokens too):
+    #: zeroed features move the logits from the first of them on. ``None``: from the first image token.
+    image_block: ClassVar[str | None] = None
     text_generation_load: ClassVar[bool] = True
     question: ClassVar[str] = "What is in this image?"
 
@@ -159,7 +163,8 @@ class VisionConformance(VideoConformance, ScaleTrust, VisionTrust, TextConforman
         assert mask.dtype == torch.bool and mask.shape == first.shape[:2]
         assert int(mask.sum()) == features.shape[0] > 0
         assert features.shape[1] == model.hidden_size
-        assert torch.equal(first[mask], features)
+        # the features, or what an additive entry makes of them and the embeddings (`Entry.received`)
+        assert torch.equal(first[mask], model.family.entry.received(embeddings[mask], features))
         rewritten = torch.zeros_like(mask)
         if self.rewritten_tokens:  # not image tokens: their own rows, which no image value covers
             fields = (self.rewritten_tokens,) if isinstance(self.rewritten_tokens, str) else self.rewritten_tokens
@@ -185,7 +190,8 @@ class VisionConformance(VideoConformance, ScaleTrust, VisionTrust, TextConforman
         if isinstance(projected, list):  # a projector called several times (`PerCall`): its calls' in order
             calls = projected[self.projector_feature_calls]
             projected = torch.cat([call.reshape(-1, call.shape[-1]) for call in calls])
-        if isinstance(projected, tuple):  # a module returning more than its output (Chameleon's quantizer)
+        # a module returning more than its output (Chameleon's quantizer), or a ModelOutput (Molmo 2's adapter)
+        if isinstance(projected, tuple) or hasattr(projected, "to_tuple"):
             projected = projected[0]
         if self.projector_output_is_features:
             assert torch.equal(projected.reshape(features.shape), features)
@@ -213,11 +219,16 @@ class VisionConformance(VideoConformance, ScaleTrust, VisionTrust, TextConforman
             mask = model.vision.image_token_mask.save()
             plain = model.logits.save()
         with model.trace(prompt, images=images):
+            embeddings = model.token_embeddings.save()
             model.vision.image_features[:] = 0
             first = self.entry(model).save()
             ablated = model.logits.save()
-        assert first[mask].abs().max() == 0
+        zeros = torch.zeros_like(first[mask])
+        assert torch.equal(first[mask], model.family.entry.received(embeddings[mask], zeros))
         start = int(mask[0].nonzero()[0])
+        if self.image_block:
+            kinds = model.processor(text=prompt, images=images, return_tensors="pt")[self.image_block][0]
+            start = min(start, int(kinds.nonzero()[0]))
         # a routed MLP runs its experts over other token sets: a change at rounding is no move
         moved = (ablated - plain).abs().amax(-1)[0] > 1e-5
         assert not moved[:start].any() and moved[start:].all()
@@ -226,10 +237,12 @@ class VisionConformance(VideoConformance, ScaleTrust, VisionTrust, TextConforman
         prompt, images = self.image_prompt(model), self.images()[:1]
         with model.trace(prompt, images=images):
             mask = model.vision.image_token_mask.save()
+            embeddings = model.token_embeddings.save()
             features = model.vision.image_features
             model.vision.image_features = torch.ones_like(features)
             first = self.entry(model).save()
-        assert torch.equal(first[mask], torch.ones_like(first[mask]))
+        ones = torch.ones_like(first[mask])
+        assert torch.equal(first[mask], model.family.entry.received(embeddings[mask], ones))
 
     # -- the tower ------------------------------------------------------------
 
@@ -308,90 +321,6 @@ class VisionConformance(VideoConformance, ScaleTrust, VisionTrust, TextConforman
             row.removeprefix("vision."): reason for row, reason in rows.items() if row.startswith("vision.")
         }
 
-    def test_text_prompt_on_an_image_load(self, model):
-        if self.text_images:  # the processor refuses a prompt without images
-            with pytest.raises(ValueError, match="images"):
-                with model.trace(self.text):
-                    model.logits.save()
-            return
-        with model.trace(self.text_prompt(model)):
-            mask = model.vision.image_token_mask.save()
-            out = model.layers[-1].layer_output.save()
-            logits = model.logits.save()
-        assert not mask.any()
-        assert logits.shape[:2] == out.shape[:2]
-
-    # -- availability ---------------------------------------------------------
-
-    def test_text_only_load_has_no_images(self, path, model):
-        """Loaded for text generation (the default task), a vision-language checkpoint is
-        the wrapper with no processor, or transformers' text-only class where it has one
-        (Qwen3.5's): either way no image reaches it, images are refused, and the text
-        model is the same one."""
-        if not self.text_generation_load:
-            for dispatch in (True, False):
-                with pytest.raises(ValueError, match="task='image-text-to-text'"):
-                    self.load(path, task=None, dispatch=dispatch)
-            return
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            text_only = self.load(path, task=None, attn_implementation="eager")  # as `model`
-        assert text_only.processor is None
-        assert any("task='image-text-to-text'" in str(w.message) for w in caught)
-        assert not [row for row in text_only.support() if row.startswith("vision")]
-        vision = text_only.__dict__.get("vision")
-        if vision is not None:  # the wrapper, loaded for text
-            reason = vision.no_images()
-            assert "no processor" in reason and "task='image-text-to-text'" in reason
-            assert vision.support() == {}
-            with pytest.raises(Unavailable, match="no processor"):
-                with text_only.trace(self.text):
-                    vision.image_features.save()
-        with pytest.raises(ValueError, match="task='image-text-to-text'"):
-            with text_only.trace(self.text, images=self.images()[:1]):
-                text_only.logits.save()
-        with text_only.trace(self.written(model, self.text)):  # what the processor writes, written out
-            logits = text_only.logits.save()
-        # the same tokens, through the processor, or as the tokenizer's encoding where the
-        # processor takes no prompt without images
-        same = dict(text_only.tokenizer(self.text, return_tensors="pt")) if self.text_images else self.text
-        with model.trace(same):
-            expected = model.logits.save()
-        assert logits.shape[-1] == text_only.vocab_size
-        torch.testing.assert_close(logits, expected)
-
     def needs_blocks(self) -> None:
         if not self.tower_blocks:
             pytest.skip("this vision part serves no blocks (an embedder, or a tower whose blocks its family refuses)")
-
-    def test_lazy_text_only_build(self, path, model):
-        """Refused, naming the fix, where transformers has no text-generation class for
-        the config (it could only fall back to the wrapper, which needs the weights);
-        where it has one (the wrapper itself on Gemma 3, a text-only class on Qwen3.5),
-        built lazily with the same text names and no images."""
-        if _text_generation_class(path) is None:
-            with pytest.raises(ValueError, match="image-text-to-text"):
-                self.load(path, task=None, dispatch=False)
-            return
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            lazy = self.load(path, task=None, dispatch=False)
-        assert not lazy.dispatched and lazy.processor is None
-        assert any("task='image-text-to-text'" in str(w.message) for w in caught)
-        assert lazy.num_layers == model.num_layers
-        assert [type(block) for block in lazy.layers] == [type(block) for block in model.layers]
-        vision = lazy.__dict__.get("vision")
-        assert vision is None or "no processor" in vision.no_images()
-        with lazy.trace(self.text):
-            logits = lazy.logits.save()
-        assert lazy.dispatched and logits.shape[-1] == lazy.vocab_size
-
-
-def _text_generation_class(path: str) -> type | None:
-    """The class transformers loads this checkpoint as for text generation, if any
-    (Gemma 3's is the wrapper itself; LLaVA and Qwen2-VL have none)."""
-    from transformers import AutoConfig
-    from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING
-
-    config = AutoConfig.from_pretrained(path)
-    return MODEL_FOR_CAUSAL_LM_MAPPING[type(config)] if type(config) in MODEL_FOR_CAUSAL_LM_MAPPING else None
