@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from ...core.errors import Unavailable
-from .helpers import attention_blocks, text_rows
+from .helpers import attention_blocks, module_at, text_rows
 
 INTERIOR = (
     "attention_queries",
@@ -58,7 +58,7 @@ class AttentionInterior:
         else:
             assert pattern.triu(1).abs().max() == 0, "a token attends to a later one"
         assert tuple(head_outputs.shape) == (batch, seq, heads, head_dim)
-        o_proj = block.self_attn._module.get_submodule(self.o_proj)
+        o_proj = module_at(block.self_attn, self.o_proj)
         torch.testing.assert_close(o_proj(head_outputs.reshape(batch, seq, -1)), output)
 
     def test_editing_the_pattern_changes_the_attention_output(self, model):
@@ -70,7 +70,7 @@ class AttentionInterior:
             block.self_attn.attention_probabilities[:] = 0
             zeroed = block.self_attn.output[0].save()
         assert not torch.equal(plain, zeroed)
-        bias = getattr(block.self_attn._module.get_submodule(self.o_proj), "bias", None)
+        bias = getattr(module_at(block.self_attn, self.o_proj), "bias", None)
         expected = torch.zeros_like(zeroed) if bias is None else bias.expand_as(zeroed)
         torch.testing.assert_close(zeroed, expected)
 

@@ -245,3 +245,12 @@ def geometry_beside_grid_thw(model: StandardizedTransformer, pictures: Any) -> l
         mask = model.vision.image_token_mask.save()
     assert torch.equal(mask[0].nonzero().flatten(), torch.cat([geometry.positions for geometry in geometries]))
     return list(zip(geometries, encoding["image_grid_thw"].tolist()))
+
+
+def module_at(envoy: Any, path: str) -> torch.nn.Module:
+    """The module at the dotted ``path`` under ``envoy``, each step an envoy's name (a
+    rename's alias, as Fuyu's ``o_proj`` for ``dense``, or a native child, as Inkling 2's
+    ``o_proj.linear`` on transformers 5.25)."""
+    for name in path.split("."):
+        envoy = getattr(envoy, name)
+    return envoy._module

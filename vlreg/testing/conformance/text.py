@@ -21,7 +21,7 @@ from ..kit import chat
 from ..sampling import repeat, sample
 from .gradients import GradientConformance
 from ...core.envoys.streams import MixingStreamsLayer
-from .helpers import (a_video_row, attention_blocks, image, refused_before_running, served_on_images, sublayer_output,
+from .helpers import (a_video_row, attention_blocks, image, module_at, refused_before_running, served_on_images, sublayer_output,
                       sublayers, text_rows, writable_stream, write_value, written)
 from .remote import RemoteConformance
 from .attention import INTERIOR, AttentionInterior
@@ -153,7 +153,7 @@ class TextConformance(AttentionInterior, TextTrust, RemoteConformance, GradientC
         assert model.lm_head.weight.shape[0] == model.vocab_size
         for block in attention_blocks(model):
             attention = block.self_attn
-            assert attention._module.get_submodule(self.o_proj).weight.shape[1] == attention.num_heads * attention.head_dim
+            assert module_at(attention, self.o_proj).weight.shape[1] == attention.num_heads * attention.head_dim
             assert attention.num_heads % attention.num_kv_heads == 0
         # the root's sizes against each block's (heads may differ by block):
         # test_root_sizes_are_what_the_blocks_agree_on
