@@ -27,7 +27,8 @@ Ovis 2's tower and its names are in `vision`, the grids in `geometry`, the build
 
 from vlreg.plugin import Plugin, Scatter, Tower, Wrapper
 
-from . import ovis2_5, vision
+from . import vision
+from .geometry import ovis2_5_image_grids
 from .geometry import image_grids
 
 #: Ovis 2.5's videos reach the model but none of their values are served.
@@ -54,7 +55,7 @@ plugin = Plugin(
             image_grids=lambda part: image_grids(part.config)),
     Tower("ovis2_vision", rename=vision.TOWER_RENAME, envoys=vision.envoys),
     Wrapper("ovis2_5", vision="model.vision_tower", projector="model.multi_modal_projector", entry=OVIS2_5_SCATTER,
-            refuses={"videos": OVIS2_5_VIDEOS}, image_grids=lambda part: ovis2_5.image_grids(part.config)),
-    Tower("ovis2_5_vision", rename=ovis2_5.RENAME, envoys=ovis2_5.envoys),
+            refuses={"videos": OVIS2_5_VIDEOS}, image_grids=lambda part: ovis2_5_image_grids(part.config)),
+    Tower("ovis2_5_vision", rename=vision.OVIS2_5_RENAME, envoys=vision.ovis2_5_envoys),
     checkpoints=builders,
 )
