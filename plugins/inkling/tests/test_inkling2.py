@@ -15,7 +15,7 @@ import torch
 
 from vlreg.testing import chat
 from vlreg.testing.conformance import geometry_beside_grid_thw, image
-from vlreg_inkling.readout import capped_and_cut
+from vlreg_inkling.wrappers import capped_and_cut
 
 CHECKPOINT = "inkling2"
 PICTURES = (image(24, 16), image(20, 36, seed=1))

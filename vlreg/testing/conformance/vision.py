@@ -141,6 +141,8 @@ class VisionConformance(VideoConformance, ScaleTrust, VisionTrust, TextConforman
         assert torch.equal(first[~mask & ~rewritten], embeddings[~mask & ~rewritten])
 
     def test_projector_output_is_the_features(self, model):
+        if getattr(model, "projector", None) is None:
+            pytest.skip("this model has no projector (its tower's own last layer reaches the text's width)")
         with model.trace(self.image_prompt(model), images=self.images()[:1]):
             projected = model.projector.output.save()
             features = model.vision.image_features.save()
