@@ -21,7 +21,8 @@ from typing import Any
 
 import torch
 
-from vlreg.plugin import PackedVision, PerImageAttention, VisionMlp, first, tower_envoys, value, with_first
+from vlreg.plugin import (PackedVision, PerImageAttention, Vision, VisionMlp, first, modeling_envoys, tower_envoys, value,
+                          with_first)
 
 RENAME = {
     "embeddings.patch_embedding": "patch_embed",
@@ -92,3 +93,14 @@ class Inkling2Vision(PackedVision):
 envoys = tower_envoys(
     "inkling2", ("Inkling2VisionModel", "Inkling2VisionEncoderLayer", "Inkling2VisionAttention", "Inkling2VisionMLP"),
     vision=Inkling2Vision, attention=ScaledAttention, mlp=ScaledMlp)
+
+
+class Inkling1Vision(Vision):
+    """Inkling 1's tower: folding layers, no blocks (`wrappers.INKLING1_REFUSES`). Its
+    constructor plans each layer's fold from tensors it reads the values of
+    (``plan_out_scales``), which a lazy build runs on real tensors."""
+
+    built_for_real = ("transformers.models.inkling.modeling_inkling.plan_out_scales",)
+
+
+inkling1_envoys = modeling_envoys("inkling", {"InklingVisionModel": Inkling1Vision})

@@ -352,7 +352,9 @@ class Vision(Standard):
 
     @property
     def num_layers(self) -> int:
-        return len(self.layers)
+        """The tower's blocks; 0 where it has none vlreg serves (`without_blocks`)."""
+        blocks = self.__dict__.get("layers")
+        return 0 if blocks is None else len(blocks)
 
     vision_hidden_size = config_size("hidden_size")
 
