@@ -57,7 +57,8 @@ def build_inkling_mm_model(path: Path, **overrides: Any) -> Path:
     """Write a random-weight InklingForConditionalGeneration (Inkling 1) checkpoint to ``path``:
     a text model 64 wide of 2 blocks (a sliding-window one, window 8, then a full-attention one;
     a dense MLP then routed experts, 4 of them, 2 per token, and 2 shared), 4 query heads over 2
-    key heads of 16; a tower of 4 folding layers over 4-pixel patches (one patch an image token);
+    key heads of 16; a tower of 4 folding layers over 4-pixel patches (one patch an image token; its
+    config's unused ``hidden_size`` 48, apart from the text's 64 its output has);
     a small audio tower, which vlreg refuses.
     ``overrides``: ``text_config`` and ``vision_config`` dicts, other fields of the config."""
     from transformers import InklingConfig, InklingFeatureExtractor, InklingImageProcessor, InklingProcessor
@@ -75,7 +76,7 @@ def build_inkling_mm_model(path: Path, **overrides: Any) -> Path:
               "sliding_window_size": 8, "d_rel": 4, "rel_extent": 16, "intermediate_size": 128,
               "moe_intermediate_size": 32, "n_routed_experts": 4, "num_experts_per_tok": 2, "n_shared_experts": 2,
               "logits_mup_width_multiplier": 4.0},
-        vision={"patch_size": 4, "temporal_patch_size": 2, "num_hidden_layers": 4, "hidden_size": 64},
+        vision={"patch_size": 4, "temporal_patch_size": 2, "num_hidden_layers": 4, "hidden_size": 48},
         ids={"image_token_id": IMAGE, "audio_token_id": "<|unused_200053|>",
              "image_bos_token_id": "<|content_image|>", "audio_bos_token_id": "<|content_audio_input|>"},
         fields={"audio_config": {"n_mel_bins": 80, "mel_vocab_size": 16}},

@@ -37,8 +37,13 @@ def _last_hidden_state(raw: Any) -> torch.Tensor:
 
 
 def _put_last_hidden_state(raw: Any, new: torch.Tensor) -> Any:
+    """Where the output hands the same tensor on under other names too (Inkling 1's tower
+    returns it as ``pooler_output`` as well, which its wrapper reads), the write replaces
+    it under each, so that no reader keeps the old one."""
     if hasattr(raw, "last_hidden_state"):
-        raw["last_hidden_state"] = new
+        old = raw.last_hidden_state
+        for key in [key for key, held in raw.items() if held is old]:
+            raw[key] = new
         return raw
     return with_first(None, raw, new)
 
@@ -361,7 +366,11 @@ class Vision(Standard):
     @property
     def patch_embedding_size(self) -> int:
         """The width of ``patch_embeddings``: the tower's, but on a tower whose stages
-        widen (DaViT's), the first stage's."""
+        widen (DaViT's), the first stage's; refused with ``patch_embeddings``' reason where
+        the family refuses that value (a tower that embeds no patch whole)."""
+        reason = refusal(self, "patch_embeddings")
+        if reason:
+            raise Unavailable(f"vision.patch_embedding_size is unavailable: {reason}")
         return self.vision_hidden_size
 
     @property
