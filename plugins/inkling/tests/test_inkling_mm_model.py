@@ -13,8 +13,6 @@ from vlreg.testing.conformance.native import composite
 class TestInklingMmModel(AnalysisConformance, VisionConformance):
     checkpoint = "inkling_mm_model"
     native = {key: path for key, path in composite(projector="").items() if key != "projector"}
-    # transformers' own forward fails with the tower on disk, and the tower has no blocks
-    on_disk = "layers"
     tower_blocks = False
     has_projector = False
     supports_sdpa = False
