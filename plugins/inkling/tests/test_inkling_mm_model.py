@@ -21,12 +21,15 @@ class TestInklingMmModel(AnalysisConformance, VisionConformance):
     image_sizes = ((16, 12), (9, 20))
 
     def test_the_geometry_counts_the_masks_tokens(self, model):
+        """The grids give the mask's tokens, as the processor cuts the image and where it
+        first scales it (``rescale_image_frac``, a processor option)."""
         pictures = [image(16, 12), image(9, 20, seed=1)]
         prompt = chat(model, images=2)
-        geometries = model.vision.geometry(prompt, pictures)
-        with model.trace(prompt, images=pictures):
-            mask = model.vision.image_token_mask.save()
-        assert torch.equal(mask[0].nonzero().flatten(), torch.cat([geometry.positions for geometry in geometries]))
+        for options in ({"rescale_image_frac": 1.5}, {}):
+            geometries = model.vision.geometry(prompt, pictures, **options)
+            with model.trace(prompt, images=pictures, **options):
+                mask = model.vision.image_token_mask.save()
+            assert torch.equal(mask[0].nonzero().flatten(), torch.cat([geometry.positions for geometry in geometries]))
         side = model.processor.image_processor.size["height"]
         for geometry, picture in zip(geometries, pictures):
             (grid,) = geometry.grids
