@@ -37,12 +37,9 @@ def _last_hidden_state(raw: Any) -> torch.Tensor:
 
 
 def _put_last_hidden_state(raw: Any, new: torch.Tensor) -> Any:
-    """Where the output hands the same tensor on under other names too (Inkling 1's tower
-    returns it as ``pooler_output`` as well, which its wrapper reads), the write replaces
-    it under each, so that no reader keeps the old one."""
+    """Replaced under every name the output holds it (Inkling 1's wrapper reads it as ``pooler_output``)."""
     if hasattr(raw, "last_hidden_state"):
-        old = raw.last_hidden_state
-        for key in [key for key, held in raw.items() if held is old]:
+        for key in [key for key, held in raw.items() if held is raw.last_hidden_state]:
             raw[key] = new
         return raw
     return with_first(None, raw, new)
@@ -357,8 +354,7 @@ class Vision(Standard):
 
     @property
     def num_layers(self) -> int:
-        """The tower's blocks; 0 where it has none vlreg serves (`without_blocks`)."""
-        blocks = self.__dict__.get("layers")
+        blocks = self.__dict__.get("layers")  # none where no blocks are served (`without_blocks`)
         return 0 if blocks is None else len(blocks)
 
     vision_hidden_size = config_size("hidden_size")
@@ -366,10 +362,8 @@ class Vision(Standard):
     @property
     def patch_embedding_size(self) -> int:
         """The width of ``patch_embeddings``: the tower's, but on a tower whose stages
-        widen (DaViT's), the first stage's; refused with ``patch_embeddings``' reason where
-        the family refuses that value (a tower that embeds no patch whole)."""
-        reason = refusal(self, "patch_embeddings")
-        if reason:
+        widen (DaViT's), the first stage's; refused where ``patch_embeddings`` is."""
+        if reason := refusal(self, "patch_embeddings"):
             raise Unavailable(f"vision.patch_embedding_size is unavailable: {reason}")
         return self.vision_hidden_size
 
