@@ -28,3 +28,26 @@ class TestInkling2(PublishedWidths):
                "mlp.shared_expert_output": "no shared expert"}
     read_only = ["vision.image_token_mask", "vision.tower_output", "layers.0.block_states"]
     aliases = {"model": {"vision": "model.vision_tower", "projector": "model.vision_tower.merger"}}
+
+
+NO_BLOCKS = "Inkling 1's tower has no blocks"
+
+
+class TestInkling1(PublishedWidths):
+    """``InklingConfig()``'s defaults (thinkingmachines/Inkling's, by its docstring): 66 text
+    blocks 6144 wide, 64 query heads of 128 over 16 key heads on the sliding-window blocks and
+    8 on the full-attention ones (every sixth), 256 routed experts 3072 wide, 6
+    per token, and 2 shared; a tower of 24 folding layers over 40-pixel patches, the last
+    projecting to the text's 6144 (its config's ``hidden_size``, 1024, sizes nothing)."""
+
+    config = transformers.InklingConfig
+    checkpoint = "inkling_mm_model"
+    family = "inkling"
+    parts = {"text": ("inkling_text", "vlreg-inkling"), "vision": ("inkling_vision", "vlreg-inkling")}
+    published = {
+        "num_layers": 66, "hidden_size": 6144, "num_heads": 64, "head_dim": 128,
+        "layers.0.self_attn.num_kv_heads": 16, "layers.5.self_attn.num_kv_heads": 8, "layers.0.mlp.num_experts": 256, "vision.num_layers": 0, "vision.vision_hidden_size": 6144,
+        "vision.patch_size": 40,
+    }
+    refused = {"vision.layers": NO_BLOCKS, "vision.patch_embeddings": "embeds no patch whole",
+               "audio": "audio is not served"}

@@ -1,4 +1,4 @@
-"""vlreg-inkling: Inkling 2, declared against `vlreg.plugin`.
+"""vlreg-inkling: Inkling 2 and Inkling 1, declared against `vlreg.plugin`.
 
 Inkling2ForConditionalGeneration holds the text model at ``model.language_model``
 (``inkling2_text``: block attention residuals, a short convolution after each sublayer, routed
@@ -14,6 +14,16 @@ logit lens is refused by name, since one block's stream alone does not give the 
 
 The image processor pads each image to whole tokens (no resize) and cuts one row of pixels
 per image token; ``image_grid_thw`` counts tokens (`geometry.image_grids`).
+
+Inkling 1 (InklingForConditionalGeneration, ``inkling_mm_model``) has the same layout and
+scatter, with an audio tower beside (refused by name: `wrappers.INKLING1_REFUSES`): its text
+blocks are plain sums whose sublayers are each followed by a short convolution (``attn_sconv``,
+``mlp_sconv``, read as what they add), a dense MLP on the first blocks, routed and shared
+experts after; its readout divides the normed stream by ``logits_mup_width_multiplier`` before
+``lm_head`` and cuts to the unpadded vocabulary (`wrappers.INKLING1`); its tower is folding
+layers that end at the text width, with no blocks and no projector (``vision.layers`` refused
+by name), one row per image token; its image processor cuts an image into squares, one token
+each (`geometry.inkling_grids`).
 """
 
 from vlreg.plugin import Plugin, Text, Tower, Wrapper, read_only
@@ -24,7 +34,9 @@ from . import geometry, text, vision, wrappers
 def builders():
     from .checkpoints import build_inkling2
 
-    return {"inkling2": build_inkling2}
+    from .checkpoints import build_inkling_mm_model
+
+    return {"inkling2": build_inkling2, "inkling_mm_model": build_inkling_mm_model}
 
 
 #: The merger runs inside the tower, on its last block's patch rows, before the tower returns.
@@ -43,7 +55,11 @@ plugin = Plugin(
     Wrapper("inkling2", projector="model.vision_tower.merger", refuses=READ_ONLY, readout=wrappers.INKLING2,
             load_options=lambda part: EAGER,
             image_grids=lambda part: geometry.image_grids),
+    Wrapper("inkling_mm_model", projector=None, refuses=wrappers.INKLING1_REFUSES, readout=wrappers.INKLING1,
+            load_options=lambda part: EAGER, image_grids=lambda part: geometry.inkling_grids),
     Text("inkling2_text", envoys=text.envoys),
+    Text("inkling_text", envoys=text.inkling1_envoys),
+    Tower("inkling_vision", envoys=vision.inkling1_envoys),
     Tower("inkling2_vision", rename=vision.RENAME, envoys=vision.envoys),
     checkpoints=builders,
 )

@@ -47,3 +47,38 @@ def build_inkling2(path: Path, **overrides: Any) -> Path:
         ids={"image_token_id": IMAGE},
         overrides=overrides,
     )
+
+
+INKLING_TOKENS = ("<|endoftext|>", "<|im_start|>", "<|im_end|>", IMAGE, "<|unused_200053|>", "<|content_image|>",
+                  "<|content_audio_input|>")
+
+
+def build_inkling_mm_model(path: Path, **overrides: Any) -> Path:
+    """Write a random-weight InklingForConditionalGeneration (Inkling 1) checkpoint to ``path``:
+    a text model 64 wide of 2 blocks (a sliding-window one, window 8, then a full-attention one;
+    a dense MLP then routed experts, 4 of them, 2 per token, and 2 shared), 4 query heads over 2
+    key heads of 16; a tower of 4 folding layers over 4-pixel patches (one patch an image token; its
+    config's unused ``hidden_size`` 48, apart from the text's 64 its output has);
+    a small audio tower, which vlreg refuses.
+    ``overrides``: ``text_config`` and ``vision_config`` dicts, other fields of the config."""
+    from transformers import InklingConfig, InklingFeatureExtractor, InklingImageProcessor, InklingProcessor
+
+    heads = {"num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 16}
+    return tiny(
+        path, InklingConfig,
+        lambda tok: InklingProcessor(feature_extractor=InklingFeatureExtractor(),
+                                     image_processor=InklingImageProcessor(size={"height": 4, "width": 4}),
+                                     tokenizer=tok, chat_template=CHAT_TEMPLATE),
+        tokens=INKLING_TOKENS, roles={"eos_token": "<|im_end|>", "pad_token": "<|endoftext|>"},
+        text={"vocab_size": 320, "unpadded_vocab_size": 320, "hidden_size": 64, "num_hidden_layers": 2,
+              "layer_types": ["hybrid_sliding", "hybrid"], "mlp_layer_types": ["dense", "sparse"],
+              "max_position_embeddings": 1024, **heads, **{f"swa_{name}": size for name, size in heads.items()},
+              "sliding_window_size": 8, "d_rel": 4, "rel_extent": 16, "intermediate_size": 128,
+              "moe_intermediate_size": 32, "n_routed_experts": 4, "num_experts_per_tok": 2, "n_shared_experts": 2,
+              "logits_mup_width_multiplier": 4.0},
+        vision={"patch_size": 4, "temporal_patch_size": 2, "num_hidden_layers": 4, "hidden_size": 48},
+        ids={"image_token_id": IMAGE, "audio_token_id": "<|unused_200053|>",
+             "image_bos_token_id": "<|content_image|>", "audio_bos_token_id": "<|content_audio_input|>"},
+        fields={"audio_config": {"n_mel_bins": 80, "mel_vocab_size": 16}},
+        overrides=overrides,
+    )

@@ -23,7 +23,8 @@ from typing import Any
 
 from nnsight.intervention.util import first_input, replace_first_input
 
-from vlreg.plugin import At, Attention, Layer, eager_only, MoeMlp, argument, copied, modeling_envoys, read_only, returned, value
+from vlreg.plugin import (At, Attention, Layer, Mlp, MoeMlp, SharedExpertsAfter, argument, copied, eager_only,
+                          modeling_envoys, read_only, returned, value)
 
 
 def _after(convolution: str):
@@ -144,4 +145,36 @@ envoys = modeling_envoys("inkling2", {
     "Inkling2SlidingDecoderLayer": Inkling2Layer, "Inkling2FullDecoderLayer": Inkling2Layer,
     "Inkling2SlidingAttention": ConvolvedAttention, "Inkling2FullAttention": ConvolvedAttention,
     "Inkling2SparseMoeBlock": ConvolvedExperts,
+})
+
+
+class Inkling1Attention(Attention):
+    """Inkling 1's attention (per-head query and key norms, relative logits, short
+    convolutions on keys and values): what it adds is the ``attn_sconv`` output."""
+
+    attention_output = returned(_after("attn_sconv"),
+                                description="what the attention adds to the stream, after the block's short convolution")
+
+
+class Inkling1Mlp(Mlp):
+    """Inkling 1's dense MLP (SwiGLU times a learned ``global_scale``): what it adds is the
+    ``mlp_sconv`` output."""
+
+    mlp_output = returned(_after("mlp_sconv"),
+                          description="what the MLP adds to the stream, after the block's short convolution")
+
+
+class Inkling1Experts(SharedExpertsAfter):
+    """Inkling 1's routed experts and two shared ones, run after them on every token and
+    weighted by the router (its fourth output): what they add is the ``mlp_sconv`` output. The
+    router scores the shared experts beside the routed ones; ``router_logits`` holds every
+    score, the routed experts' first."""
+
+    mlp_output = returned(_after("mlp_sconv"),
+                          description="what the MLP adds to the stream, after the block's short convolution")
+
+
+inkling1_envoys = modeling_envoys("inkling", {
+    "InklingDecoderLayer": Layer, "InklingAttention": Inkling1Attention, "InklingMLP": Inkling1Mlp,
+    "InklingMoE": Inkling1Experts,
 })

@@ -21,7 +21,8 @@ from typing import Any
 
 import torch
 
-from vlreg.plugin import PackedVision, PerImageAttention, VisionMlp, first, tower_envoys, value, with_first
+from vlreg.plugin import (PackedVision, PerImageAttention, Unavailable, Vision, VisionMlp, config_size, first, modeling_envoys,
+                          tower_envoys, value, with_first)
 
 RENAME = {
     "embeddings.patch_embedding": "patch_embed",
@@ -92,3 +93,24 @@ class Inkling2Vision(PackedVision):
 envoys = tower_envoys(
     "inkling2", ("Inkling2VisionModel", "Inkling2VisionEncoderLayer", "Inkling2VisionAttention", "Inkling2VisionMLP"),
     vision=Inkling2Vision, attention=ScaledAttention, mlp=ScaledMlp)
+
+
+def _no_blocks(vision: Vision, size: str) -> Any:
+    raise Unavailable(f"vision.{size} is unavailable: {vision.without_blocks()}")
+
+
+class Inkling1Vision(Vision):
+    """Inkling 1's tower: folding layers, no blocks (`wrappers.INKLING1_REFUSES`), so no
+    heads; its last layer projects to the text's width (``text_hidden_size``), which its
+    output and so ``vision_hidden_size`` are (its config's ``hidden_size`` sizes nothing).
+    Its constructor plans each layer's fold from tensors it reads the values of
+    (``plan_out_scales``), which a lazy build runs on real tensors."""
+
+    built_for_real = ("transformers.models.inkling.modeling_inkling.plan_out_scales",)
+
+    vision_hidden_size = config_size("text_hidden_size", "The tower's output width: the text model's.")
+    num_heads = property(lambda vision: _no_blocks(vision, "num_heads"))
+    head_dim = property(lambda vision: _no_blocks(vision, "head_dim"))
+
+
+inkling1_envoys = modeling_envoys("inkling", {"InklingVisionModel": Inkling1Vision})

@@ -41,12 +41,16 @@ class Readout:
     * ``after``: ``after(model, logits)``, what the forward does to ``lm_head``'s output,
       where it does more than vlreg's rules find (a logit scale, a final softcap, suppressed
       tokens); ``None``: those rules. Then ``logits`` is read where the model returns them;
+    * ``before``: ``before(model, stream)``, what the forward does to the normed stream
+      before ``lm_head`` (Inkling 1 divides it by ``logits_mup_width_multiplier``), applied
+      where vlreg reads a stream out itself (``lm_head``'s output in the forward has had it);
     * ``lens``: a sentence refusing the logit lens by name where the logits' steps are
       declared but a stream alone does not give them (Inkling 2 attends over every stored
       group of blocks before its norm); ``None``: the lens is this readout."""
 
     norm: str | None = "norm"
     after: Callable[[Any, torch.Tensor], torch.Tensor] | None = None
+    before: Callable[[Any, torch.Tensor], torch.Tensor] | None = None
     lens: str | None = None
 
 
@@ -149,8 +153,10 @@ def readout(model: Any, stream: torch.Tensor) -> torch.Tensor:
     found = declared(model)
     name = found.norm if isinstance(found, Readout) else "norm"
     norm = model.__dict__.get(name) if name else None
+    before = found.before if isinstance(found, Readout) else None
     with torch.no_grad():
-        return as_returned(model, model.lm_head._module(norm._module(stream) if norm is not None else stream))
+        normed = norm._module(stream) if norm is not None else stream
+        return as_returned(model, model.lm_head._module(before(model, normed) if before is not None else normed))
 
 
 def _returned_logits(model: Any, raw: Any) -> torch.Tensor:

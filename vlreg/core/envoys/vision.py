@@ -37,8 +37,10 @@ def _last_hidden_state(raw: Any) -> torch.Tensor:
 
 
 def _put_last_hidden_state(raw: Any, new: torch.Tensor) -> Any:
+    """Replaced under every name the output holds it (Inkling 1's wrapper reads it as ``pooler_output``)."""
     if hasattr(raw, "last_hidden_state"):
-        raw["last_hidden_state"] = new
+        for key in [key for key, held in raw.items() if held is raw.last_hidden_state]:
+            raw[key] = new
         return raw
     return with_first(None, raw, new)
 
@@ -355,14 +357,17 @@ class Vision(Standard):
 
     @property
     def num_layers(self) -> int:
-        return len(self.layers)
+        blocks = self.__dict__.get("layers")  # none where no blocks are served (`without_blocks`)
+        return 0 if blocks is None else len(blocks)
 
     vision_hidden_size = config_size("hidden_size")
 
     @property
     def patch_embedding_size(self) -> int:
         """The width of ``patch_embeddings``: the tower's, but on a tower whose stages
-        widen (DaViT's), the first stage's."""
+        widen (DaViT's), the first stage's; refused where ``patch_embeddings`` is."""
+        if reason := refusal(self, "patch_embeddings"):
+            raise Unavailable(f"vision.patch_embedding_size is unavailable: {reason}")
         return self.vision_hidden_size
 
     @property
