@@ -39,7 +39,8 @@ from .core.envoys.readout import UNNORMED, Readout
 from .core.envoys.streams import MixingStreamsLayer, StreamsLayer
 from .core.envoys.text import Attention, Layer, Mlp, ScaledResidualLayer, eager_only
 from .core.envoys.patches import Patches, VisionAttention, VisionLayer, VisionMlp, as_patches, patches
-from .core.envoys.vision import Vision, as_second_tower, config_size, variable_resolution
+from .core.envoys.towers import as_second_tower
+from .core.envoys.vision import Vision, config_size, variable_resolution
 from .core.errors import ReadOnly, Unavailable
 from .core.host.declaration import Other, Plugin, Text, Tower, Wrapper
 from .core.host.hookspecs import hookimpl

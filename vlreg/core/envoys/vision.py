@@ -17,14 +17,12 @@ native layout. Block ``input`` and ``output`` stay native.
 
 from __future__ import annotations
 
-import functools
 
 from typing import Any
 
 import torch
 
 from ..errors import Unavailable
-from ..serving.reference import made_by
 from ..serving.refusals import read_only, refusal
 from ..serving.sites import model_inputs
 from ..serving.values import built, first, value, with_first
@@ -100,28 +98,6 @@ def _token_mask(vision: "Vision", raw: Any, video: bool) -> torch.Tensor:
 
 #: A video's values, each with the image's it follows in forward order.
 VIDEO_VALUES = {"video_token_mask": "image_token_mask", "video_features": "image_features"}
-
-
-@functools.cache
-def as_second_tower(vision: type) -> type:
-    """``vision`` (a `Vision` class) as a second tower (`Scatter.second_tower`, mounted at
-    ``model.vision.second_tower``): its own values and blocks, without those where the image
-    meets the text model (the mask, the features), which are the first tower's. Made once a
-    process, and named in a remote request as this function's (`made_by`)."""
-    meeting = ("image_token_mask", "image_features", *VIDEO_VALUES)
-    return type(f"Second{vision.__name__}", (vision,), {"__doc__": vision.__doc__, **dict.fromkeys(meeting),
-                                                        **made_by(as_second_tower, vision)})
-
-
-@functools.cache
-def as_video_tower(vision: type) -> type:
-    """``vision`` (a `Vision` class) as a tower only a video's frames run through
-    (`Scatter.video_tower`, mounted at ``model.vision.video_tower``: Video-LLaVA's): its own
-    values and blocks, the video's call's, on a run that carries a video; the mask and
-    features are the first tower's. Made once a process, and named remotely, as `as_second_tower`'s."""
-    meeting = ("image_token_mask", "image_features", *VIDEO_VALUES)
-    return type(f"Video{vision.__name__}", (vision,), {"__doc__": vision.__doc__, "videos_only": True,
-                                                       **dict.fromkeys(meeting), **made_by(as_video_tower, vision)})
 
 
 def config_size(field: str, doc: str | None = None) -> property:

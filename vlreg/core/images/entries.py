@@ -288,7 +288,7 @@ class Scatter(Entry):
     def mount(self, model: Any) -> None:
         """Bind ``model.vision.second_tower`` and ``model.vision.video_tower`` to those towers'
         envoys, the same objects as ``model.<path>`` (as a rename alias is), where there are."""
-        from ..envoys.vision import as_video_tower
+        from ..envoys.towers import as_video_tower
 
         vision = model.__dict__.get("vision")
         if vision is None:
