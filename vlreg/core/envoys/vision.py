@@ -17,7 +17,6 @@ native layout. Block ``input`` and ``output`` stay native.
 
 from __future__ import annotations
 
-
 from typing import Any
 
 import torch
