@@ -7,7 +7,7 @@ import torch
 
 from vlreg.plugin import adapter
 from vlreg.testing import chat, load
-from vlreg.testing.conformance import image, lit
+from vlreg.testing.conformance import image, lit_pixels_land_in_raster_blocks
 
 #: 112 x 84 fits (4 x 3 tokens); 300 x 100 is padded below (its last row of tokens half over
 #: the padding); 400 x 300 is shrunk to the budget of 144 patches.
@@ -22,21 +22,7 @@ def model():
 def test_a_lit_pixel_lands_in_the_patches_of_the_token_whose_box_holds_it(model):
     """The processor's patches run row by row over the padded image; each token is a 2 x 2
     block of them. A white pixel at a token's box's centre lands in one of its four patches."""
-    for size in SIZES:
-        (geometry,) = model.vision.geometry(chat(model), [image(*size)])
-        (grid,) = geometry.grids
-        encoding = model.processor(text=chat(model), images=[image(*size)], return_tensors="pt")
-        _, height, width = encoding["image_grid_thw"][0].tolist()
-        assert (grid.rows, grid.columns) == (height // 2, width // 2)
-        assert int((encoding["input_ids"] == model.image_token_id).sum()) == grid.tokens, size
-        for token in range(0, grid.tokens, 3):
-            x0, y0, x1, y1 = grid.boxes[token].tolist()
-            assert x1 <= size[0] and y1 <= size[1], size  # cut to the image, never over the padding
-            pixels = model.processor(text=chat(model), images=[lit(*size, (x0 + x1) / 2, (y0 + y1) / 2)],
-                                     return_tensors="pt")["pixel_values"]
-            patch = int(pixels.flatten(1).amax(-1).argmax())
-            row, column = divmod(patch, width)
-            assert (row // 2) * grid.columns + column // 2 == token, (size, token)
+    lit_pixels_land_in_raster_blocks(model, SIZES)
 
 
 def test_the_projector_reads_the_tower_output_four_patches_a_token(model):

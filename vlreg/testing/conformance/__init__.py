@@ -14,8 +14,8 @@ from .analysis import AnalysisConformance
 from .cross import CrossAttentionConformance
 from .experts import ExpertsConformance
 from .gradients import GradientConformance
-from .helpers import (at_each_step, centres, geometry_beside_grid_thw, image, lit, moved_features, no_patterns, patch_block,
-                      taken_sizes)
+from .helpers import (at_each_step, centres, geometry_beside_grid_thw, image, lit, lit_pixels_land_in_raster_blocks,
+                      moved_features, no_patterns, patch_block, taken_sizes)
 from .linear import LinearAttentionConformance
 from .mamba import MambaConformance
 from .modality import ModalityExpertsConformance
@@ -27,5 +27,6 @@ from .vision import VisionConformance
 
 __all__ = ["TextConformance", "VisionConformance", "ExpertsConformance", "ModalityExpertsConformance", "LinearAttentionConformance", "MambaConformance",
            "CrossAttentionConformance", "AnalysisConformance", "RemoteConformance", "PublishedWidths",
-           "GradientConformance", "VideoConformance", "at_each_step", "centres", "geometry_beside_grid_thw", "image", "lit", "moved_features",
+           "GradientConformance", "VideoConformance", "at_each_step", "centres", "geometry_beside_grid_thw", "image", "lit", "lit_pixels_land_in_raster_blocks",
+           "moved_features",
            "no_patterns", "patch_block", "taken_sizes"]

@@ -247,6 +247,29 @@ def geometry_beside_grid_thw(model: StandardizedTransformer, pictures: Any) -> l
     return list(zip(geometries, encoding["image_grid_thw"].tolist()))
 
 
+def lit_pixels_land_in_raster_blocks(model: StandardizedTransformer, sizes: Any, merge: int = 2) -> None:
+    """For a processor reporting ``image_grid_thw`` whose patches run row by row over the image
+    it resized (Kimi's tower and the families on it): at each size, the geometry's grid is the
+    grid of ``merge`` x ``merge`` blocks, as many tokens as the prompt holds, each box within
+    the image, and a white pixel at a token's box's centre lands in one of that token's patches."""
+    from ..kit import chat
+
+    for size in sizes:
+        (geometry,) = model.vision.geometry(chat(model), [image(*size)])
+        (grid,) = geometry.grids
+        encoding = model.processor(text=chat(model), images=[image(*size)], return_tensors="pt")
+        _, height, width = encoding["image_grid_thw"][0].tolist()
+        assert (grid.rows, grid.columns) == (height // merge, width // merge)
+        assert int((encoding["input_ids"] == model.image_token_id).sum()) == grid.tokens, size
+        for token in range(0, grid.tokens, 3):
+            x0, y0, x1, y1 = grid.boxes[token].tolist()
+            assert x1 <= size[0] and y1 <= size[1], size  # cut to the image, never over any padding
+            pixels = model.processor(text=chat(model), images=[lit(*size, (x0 + x1) / 2, (y0 + y1) / 2)],
+                                     return_tensors="pt")["pixel_values"]
+            row, column = divmod(int(pixels.flatten(1).amax(-1).argmax()), width)
+            assert (row // merge) * grid.columns + column // merge == token, (size, token)
+
+
 def module_at(envoy: Any, path: str) -> torch.nn.Module:
     """The module at the dotted ``path`` under ``envoy``, each step an envoy's name (a
     rename's alias, as Fuyu's ``o_proj`` for ``dense``, or a native child, as Inkling 2's
