@@ -297,6 +297,8 @@ class StandardizedTransformer(TextSizes, TransformersModel):
             return
         self._check_weights()
         super().dispatch()
+        self._unroll()  # the calls of a looped block are copies: of the modules just loaded
+        self._place()
         self._instrument()
 
     def _sync(self) -> None:
@@ -330,8 +332,16 @@ class StandardizedTransformer(TextSizes, TransformersModel):
         if self.family.entry is not None:
             self.family.entry.mount(self)
             self.order = _root_order(self.family.entry)
+        self._unroll()
         self._place()
         self._instrument()
+
+    def _unroll(self) -> None:
+        """Serve ``layers`` as the blocks' calls in forward order where the family's blocks
+        loop (`Blocks.unroll`)."""
+        layers = self.__dict__.get("layers")
+        if isinstance(layers, Blocks):
+            layers.unroll()
 
     def _place(self) -> None:
         """Give every standard envoy its `Place`, from the one walk over the standard tree:

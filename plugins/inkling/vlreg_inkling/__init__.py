@@ -15,6 +15,11 @@ logit lens is refused by name, since one block's stream alone does not give the 
 The image processor pads each image to whole tokens (no resize) and cuts one row of pixels
 per image token; ``image_grid_thw`` counts tokens (`geometry.image_grids`).
 
+Inkling 2 Loop (Inkling2LoopForConditionalGeneration, ``inkling2_loop``, transformers 5.25) is
+Inkling 2 whose text model (``inkling2_loop_text``) runs a run of its blocks several passes
+a forward (`text.Inkling2LoopLayer`): ``layers`` is its blocks' calls in forward order,
+one entry per pass of a looped block (`vlreg.plugin.Layer.passes`); the rest is Inkling 2's.
+
 Inkling 1 (InklingForConditionalGeneration, ``inkling_mm_model``) has the same layout and
 scatter, with an audio tower beside (refused by name: `wrappers.INKLING1_REFUSES`): its text
 blocks are plain sums whose sublayers are each followed by a short convolution (``attn_sconv``,
@@ -34,9 +39,9 @@ from . import geometry, text, vision, wrappers
 def builders():
     from .checkpoints import build_inkling2
 
-    from .checkpoints import build_inkling_mm_model
+    from .checkpoints import build_inkling2_loop, build_inkling_mm_model
 
-    return {"inkling2": build_inkling2, "inkling_mm_model": build_inkling_mm_model}
+    return {"inkling2": build_inkling2, "inkling2_loop": build_inkling2_loop, "inkling_mm_model": build_inkling_mm_model}
 
 
 #: The merger runs inside the tower, on its last block's patch rows, before the tower returns.
@@ -52,12 +57,13 @@ READ_ONLY = {
 EAGER = {task: {"attn_implementation": "eager"} for task in ("image-text-to-text", "text-generation")}
 
 plugin = Plugin(
-    Wrapper("inkling2", projector="model.vision_tower.merger", refuses=READ_ONLY, readout=wrappers.INKLING2,
+    Wrapper(("inkling2", "inkling2_loop"), projector="model.vision_tower.merger", refuses=READ_ONLY, readout=wrappers.INKLING2,
             load_options=lambda part: EAGER,
             image_grids=lambda part: geometry.image_grids),
     Wrapper("inkling_mm_model", projector=None, refuses=wrappers.INKLING1_REFUSES, readout=wrappers.INKLING1,
             load_options=lambda part: EAGER, image_grids=lambda part: geometry.inkling_grids),
     Text("inkling2_text", envoys=text.envoys),
+    Text("inkling2_loop_text", envoys=text.loop_envoys),
     Text("inkling_text", envoys=text.inkling1_envoys),
     Tower("inkling_vision", envoys=vision.inkling1_envoys),
     Tower("inkling2_vision", rename=vision.RENAME, envoys=vision.envoys),

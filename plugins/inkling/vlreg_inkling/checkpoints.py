@@ -27,11 +27,17 @@ def build_inkling2(path: Path, **overrides: Any) -> Path:
     blocks, 4 routed experts (2 per token) 32 wide; a tower 32 wide, 2 blocks of 2 heads,
     4-pixel patches merged 2 x 2, a learned 4 x 4 grid of positions.
     ``overrides``: ``text_config`` and ``vision_config`` dicts, other fields of the config."""
-    from transformers import Inkling2Config, Inkling2ImageProcessor, Inkling2Processor
+    from transformers import Inkling2Config
+
+    return _inkling2(path, Inkling2Config, overrides)
+
+
+def _inkling2(path: Path, config: Any, overrides: dict) -> Path:
+    from transformers import Inkling2ImageProcessor, Inkling2Processor
 
     heads = {"num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 16}
     return tiny(
-        path, Inkling2Config,
+        path, config,
         lambda tok: Inkling2Processor(image_processor=Inkling2ImageProcessor(size={"height": 8, "width": 8}),
                                       tokenizer=tok, chat_template=CHAT_TEMPLATE, image_token=IMAGE),
         tokens=SPECIAL_TOKENS, roles={"eos_token": "<|im_end|>", "pad_token": "<|endoftext|>"},
@@ -82,3 +88,16 @@ def build_inkling_mm_model(path: Path, **overrides: Any) -> Path:
         fields={"audio_config": {"n_mel_bins": 80, "mel_vocab_size": 16}},
         overrides=overrides,
     )
+
+
+def build_inkling2_loop(path: Path, **overrides: Any) -> Path:
+    """Write a random-weight Inkling2LoopForConditionalGeneration checkpoint (transformers
+    5.25) to ``path``: `build_inkling2`'s, every block opening its own group (a group of
+    one, as the loop must start and end on a group's edge), its second block looped: run
+    twice a forward, the second pass gated by messages from the first (rank 8).
+    ``overrides``: ``text_config`` and ``vision_config`` dicts, other fields of the config."""
+    from transformers import Inkling2LoopConfig
+
+    loop = {"n_layers_per_attn_res_block": 1, "loop_layer_index_start": 1, "loop_layer_index_end": 2,
+            "loop_num_passes": 2, "loop_gate_rank": 8}
+    return _inkling2(path, Inkling2LoopConfig, {**overrides, "text_config": {**loop, **overrides.get("text_config", {})}})

@@ -148,6 +148,27 @@ envoys = modeling_envoys("inkling2", {
 })
 
 
+class Inkling2LoopLayer(Inkling2Layer):
+    """A looped block of Inkling 2 Loop (``Inkling2Loop*LoopDecoderLayer``): the text model
+    runs the blocks from ``loop_layer_index_start`` to ``loop_layer_index_end`` as a group,
+    ``loop_num_passes`` times, each pass from the stream and stored groups the blocks before
+    the loop left, its sublayers' inputs after the first pass gated with messages (what
+    ``message_input`` reads from the previous pass: ``*_message_gate``, native). ``layers``
+    is the blocks' calls in forward order: one entry per pass of each looped block."""
+
+    def passes(self) -> int:
+        return self._module.self_attn.config.loop_num_passes
+
+
+#: Inkling 2 Loop (transformers 5.25): Inkling 2's blocks, its looped ones run once a pass.
+loop_envoys = modeling_envoys("inkling2_loop", {
+    "Inkling2LoopSlidingDecoderLayer": Inkling2Layer, "Inkling2LoopFullDecoderLayer": Inkling2Layer,
+    "Inkling2LoopSlidingLoopDecoderLayer": Inkling2LoopLayer, "Inkling2LoopFullLoopDecoderLayer": Inkling2LoopLayer,
+    "Inkling2LoopSlidingAttention": ConvolvedAttention, "Inkling2LoopFullAttention": ConvolvedAttention,
+    "Inkling2LoopSparseMoeBlock": ConvolvedExperts,
+})
+
+
 class Inkling1Attention(Attention):
     """Inkling 1's attention (per-head query and key norms, relative logits, short
     convolutions on keys and values): what it adds is the ``attn_sconv`` output."""

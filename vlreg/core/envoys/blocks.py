@@ -1,18 +1,91 @@
-"""`Blocks`: the envoy of a standard model's lists of blocks."""
+"""`Blocks`: the envoy of a standard model's lists of blocks, and the calls of looped blocks.
+
+A looped text model (Inkling 2 Loop's) calls a run of its blocks again and again in one
+forward, pass after pass, each pass reading the previous one's. A block's values then
+exist once per call. vlreg serves ``layers`` as the blocks *in the order the forward
+calls them* (`Blocks.unroll`): ``model.layers[i]`` is the i-th block call, so
+``layers[i].layer_output`` is that pass's stream, ``num_layers`` counts calls, and every
+walk over the blocks (the logit lens, the suite, `support`) goes through every pass, as
+transformers' own ``hidden_states`` do. A family declares the loop on its block class
+(`vlreg.core.envoys.text.Layer.passes`): a run of adjacent blocks with the same number of
+passes, more than one, is called as a group, pass after pass.
+
+Each call after the first of a looped block is a copy of the block's envoy subtree over
+the same modules, pinned to its call (`Call`): its standard values are read at that call
+of their location (nnsight's occurrence of it); native modules reached through it are
+nnsight's, read at their first call unless pinned with ``tracer.iter``.
+"""
 
 from __future__ import annotations
 
+import weakref
 from typing import Any
 
+from attrs import frozen
 from nnsight.intervention.envoy import Envoy
+
+
+@frozen
+class Call:
+    """Which call of its module a block's envoy (and each envoy under it) is: pass
+    ``pass_index`` of ``passes`` of block module ``module_index``."""
+
+    pass_index: int
+    passes: int
+    module_index: int
+
+    def occurrence(self, mediator: Any, location: str) -> int | None:
+        """The occurrence of ``location`` this call reads, counted in the run: the pass
+        within the generation step the read is at (``None`` on a block not looped)."""
+        if self.passes == 1:
+            return None
+        step = mediator.iteration
+        if step is None:  # relaxed after a pinned step: the step the model is in
+            step = mediator.occurrence(location) // self.passes
+        return step * self.passes + self.pass_index
+
+
+def call_of(envoy: Any) -> Call | None:
+    """The `Call` an envoy under a block of an unrolled ``layers`` is, else ``None``."""
+    return envoy.__dict__.get("_vlreg_call")
 
 
 class Blocks(Envoy):
     """The envoy of every ``ModuleList`` under a standard model (``layers``,
-    ``vision.layers``): an index out of range says how many blocks there are."""
+    ``vision.layers``): an index out of range says how many blocks there are. Once
+    `unroll`\\ ed, it is the blocks' calls in forward order."""
 
     #: How messages name it (``layers``, ``vision.layers``); set at build, else its path.
     _label = ""
+    #: The block calls in forward order where a block is looped (`unroll`), else ``None``.
+    _calls: list | None = None
+
+    def unroll(self) -> None:
+        """Serve the blocks as their calls in forward order, where the family's block class
+        says a block runs more than one pass (`Layer.passes`); else leave them as they are."""
+        blocks = list(Envoy.__iter__(self))
+        passes = [_passes(block) for block in blocks]
+        if all(count == 1 for count in passes):
+            self._calls = None
+            return
+        calls, index = [], 0
+        while index < len(blocks):
+            end = index + 1
+            while passes[index] > 1 and end < len(blocks) and passes[end] == passes[index]:
+                end += 1
+            for pass_index in range(passes[index]):
+                for module_index in range(index, end):
+                    call = Call(pass_index, passes[index], module_index)
+                    block = blocks[module_index]
+                    calls.append(_pinned(block, call) if pass_index == 0 else _copied(block, self, call))
+            index = end
+        self._calls = calls
+
+    def __len__(self) -> int:
+        return super().__len__() if self._calls is None else len(self._calls)
+
+    def __iter__(self) -> Any:
+        return super().__iter__() if self._calls is None else iter(self._calls)
 
     def __getitem__(self, key: Any) -> Any:
         if isinstance(key, int) and not -len(self) <= key < len(self):
@@ -20,4 +93,35 @@ class Blocks(Envoy):
             count = len(self)
             last = f"{where}[0] to {where}[{count - 1}], or {where}[-1] for the last" if count else "none"
             raise IndexError(f"{where}[{key}] is out of range: there are {count} blocks ({last})")
+        if self._calls is not None and isinstance(key, (int, slice)):
+            return self._calls[key]
         return super().__getitem__(key)
+
+
+def _passes(block: Any) -> int:
+    passes = getattr(type(block), "passes", None)
+    return passes(block) if callable(passes) else 1
+
+
+def _pinned(envoy: Envoy, call: Call) -> Envoy:
+    """``envoy`` and every envoy under it marked as ``call``."""
+    envoy.__dict__["_vlreg_call"] = call
+    for child in envoy._children:
+        _pinned(child, call)
+    return envoy
+
+
+def _copied(envoy: Envoy, parent: Envoy, call: Call) -> Envoy:
+    """A copy of ``envoy``'s subtree over the same modules and paths, marked as ``call``:
+    every attribute that named a child names the child's copy."""
+    copy = object.__new__(type(envoy))
+    copy.__dict__.update(envoy.__dict__)
+    copy.__dict__["_parent"] = weakref.ref(parent)
+    copies = {id(child): _copied(child, copy, call) for child in envoy._children}
+    copy.__dict__["_children"] = [copies[id(child)] for child in envoy._children]
+    copy.__dict__["_child_map"] = {name: copies.get(id(child), child) for name, child in envoy._child_map.items()}
+    for name, attribute in envoy.__dict__.items():
+        if isinstance(attribute, Envoy) and id(attribute) in copies:
+            copy.__dict__[name] = copies[id(attribute)]
+    copy.__dict__["_vlreg_call"] = call
+    return copy

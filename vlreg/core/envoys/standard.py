@@ -63,6 +63,21 @@ class Standard(Supported, ByReference, Envoy):
         part of; ``None`` outside the blocks. What a per-block predicate asks."""
         return self.place.block
 
+    @property
+    def pass_index(self) -> int:
+        """Which pass of its loop this block call is (`vlreg.core.envoys.blocks`), counted
+        from 0; 0 outside a looped block."""
+        call = self.__dict__.get("_vlreg_call")
+        return 0 if call is None else call.pass_index
+
+    @property
+    def module_index(self) -> int | None:
+        """The index of the block *module* this envoy is or is part of, in the text
+        model's list: `block_index` but where ``layers`` are a looped model's calls
+        (`vlreg.core.envoys.blocks`), whose calls of one block share it."""
+        call = self.__dict__.get("_vlreg_call")
+        return self.place.block if call is None else call.module_index
+
     def __getattr__(self, name: str) -> Any:
         """nnsight's lookup (this envoy's module, its submodules), and where that fails
         a message that names the standard names closest to ``name``."""

@@ -106,6 +106,13 @@ class Layer(Standard):
         """The token mixers this block holds, in forward order (one on most blocks)."""
         return [self.__dict__[mixer.name] for mixer in self.mixers if isinstance(self.__dict__.get(mixer.name), Standard)]
 
+    def passes(self) -> int:
+        """How many passes one forward runs this block: 1, or, on a looped block (a run of
+        adjacent blocks the text model calls again and again, pass after pass), the number
+        of passes, which a family's block class reads off its config. ``layers`` is then
+        the blocks' calls in forward order (`vlreg.core.envoys.blocks`)."""
+        return 1
+
     def passed_through(self, stream: Any) -> Any:
         """What the block returns when it passes ``stream`` through unchanged, in place of
         running (`vlreg.analysis.skip_layers`): the stream, as the block returns it."""

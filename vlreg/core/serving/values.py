@@ -203,7 +203,15 @@ class value(eproperty):
             super().__set__(obj, new)
 
     def _pin(self, obj: Any) -> int | None:
-        return None if self.at.occurrence is None else self.at.occurrence(obj)
+        """The occurrence of the location this read is pinned to: the value's own
+        (``At.occurrence``), else, on a looped block's call, that call's
+        (`vlreg.core.envoys.blocks.Call`), else none (the next)."""
+        if self.at.occurrence is not None:
+            return self.at.occurrence(obj)
+        call = obj.__dict__.get("_vlreg_call")
+        if call is None:
+            return None
+        return call.occurrence(Mediator.current(obj.label(self.name)), self._location(obj))
 
     def layout_on(self, obj: Any) -> str:
         """The value's batch layout on ``obj`` (see ``layout``)."""
