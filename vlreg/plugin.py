@@ -8,6 +8,9 @@ onto, the value descriptors a family serves a value from elsewhere with, and ima
 A `Wrapper` states only what differs from transformers' composite layout (`SCATTER` is its
 entry; `VIDEO_SCATTER` where a video is written in too); `modeling_envoys`, `tower_envoys` and
 `FEATURE_LAYER_READ_ONLY` are what many families declare alike.
+A block the text model runs several passes a forward (a looped model's) is declared on its
+block class (`Layer.passes`): ``layers`` is then the blocks' calls in forward order, each
+read at its own call (`vlreg.core.envoys.blocks`).
 A module of hook functions (`hookimpl`, `vlreg.core.host.hookspecs`) registers too: the
 escape hatch.
 

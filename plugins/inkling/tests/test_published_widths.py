@@ -5,6 +5,7 @@ read from it: a text model of 48 blocks 4608 wide, 48 query heads over 8 key hea
 both kinds of block, 384 routed experts 2304 wide, 8 per token; a packed tower of 23 blocks
 1024 wide, 16 heads, 20-pixel patches merged 2 x 2, and a merger to the text width."""
 
+import pytest
 import transformers
 
 from vlreg.testing.conformance import PublishedWidths
@@ -28,6 +29,29 @@ class TestInkling2(PublishedWidths):
                "mlp.shared_expert_output": "no shared expert"}
     read_only = ["vision.image_token_mask", "vision.tower_output", "layers.0.block_states"]
     aliases = {"model": {"vision": "model.vision_tower", "projector": "model.vision_tower.merger"}}
+
+
+@pytest.mark.skipif(not hasattr(transformers, "Inkling2LoopConfig"),
+                    reason="inkling2_loop: not in this transformers release (5.25 adds it)")
+class TestInkling2Loop(PublishedWidths):
+    """``Inkling2LoopConfig()``'s defaults (Inkling-2-Mini's, by its docstring): 24 text blocks
+    2304 wide, blocks 6 to 17 looped 3 passes, so 48 block calls (``num_layers``, as
+    ``total_num_hidden_layers``), 24 query heads over 8 key heads of 128, 128 routed experts
+    1152 wide; Inkling 2's tower, its merger to 2304."""
+
+    config = getattr(transformers, "Inkling2LoopConfig", None)
+    checkpoint = "inkling2_loop"
+    family = "inkling"
+    parts = {"text": ("inkling2_loop_text", "vlreg-inkling"), "vision": ("inkling2_vision", "vlreg-inkling")}
+    published = {
+        "num_layers": 48, "hidden_size": 2304, "num_heads": 24, "num_kv_heads": 8, "head_dim": 128,
+        "layers.6.module_index": 6, "layers.18.module_index": 6, "layers.18.pass_index": 1,
+        "layers.47.module_index": 23, "vision.num_layers": 23, "vision.vision_hidden_size": 1024,
+        "projector.linear_2.weight.shape": (2304, 4096),
+    }
+    refused = TestInkling2.refused
+    read_only = TestInkling2.read_only
+    aliases = TestInkling2.aliases
 
 
 NO_BLOCKS = "Inkling 1's tower has no blocks"

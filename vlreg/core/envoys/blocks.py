@@ -11,18 +11,22 @@ transformers' own ``hidden_states`` do. A family declares the loop on its block 
 passes, more than one, is called as a group, pass after pass.
 
 Each call after the first of a looped block is a copy of the block's envoy subtree over
-the same modules, pinned to its call (`Call`): its standard values are read at that call
-of their location (nnsight's occurrence of it); native modules reached through it are
-nnsight's, read at their first call unless pinned with ``tracer.iter``.
+the same modules, pinned to its call (`Call`): its standard values, and the ``input``,
+``output`` and ``inputs`` of every envoy under it, are read at that call of their location
+(nnsight's occurrence of it). What is reached by ``.source`` from a looped block is
+nnsight's own, read at the next call.
 """
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import weakref
-from typing import Any
+from typing import Any, Iterator
 
 from attrs import frozen
 from nnsight.intervention.envoy import Envoy
+from nnsight.intervention.interleaver import Mediator
 
 
 @frozen
@@ -34,15 +38,20 @@ class Call:
     passes: int
     module_index: int
 
-    def occurrence(self, mediator: Any, location: str) -> int | None:
-        """The occurrence of ``location`` this call reads, counted in the run: the pass
+    def occurrence(self, mediator: Any) -> int | None:
+        """The occurrence of its location this call reads, counted in the run: the pass
         within the generation step the read is at (``None`` on a block not looped)."""
         if self.passes == 1:
             return None
-        step = mediator.iteration
-        if step is None:  # relaxed after a pinned step: the step the model is in
-            step = mediator.occurrence(location) // self.passes
-        return step * self.passes + self.pass_index
+        return step_of(mediator) * self.passes + self.pass_index
+
+
+def step_of(mediator: Any) -> int:
+    """The generation step a worker reads at: its pinned one (``tracer.iter``), else, once
+    nnsight has relaxed the pin after its first read, the step the last pinned read was at."""
+    if mediator.iteration is not None:
+        mediator.vlreg_step = mediator.iteration
+    return getattr(mediator, "vlreg_step", 0)
 
 
 def call_of(envoy: Any) -> Call | None:
@@ -64,7 +73,7 @@ class Blocks(Envoy):
         """Serve the blocks as their calls in forward order, where the family's block class
         says a block runs more than one pass (`Layer.passes`); else leave them as they are."""
         blocks = list(Envoy.__iter__(self))
-        passes = [_passes(block) for block in blocks]
+        passes = [passes_of(block) for block in blocks]
         if all(count == 1 for count in passes):
             self._calls = None
             return
@@ -98,7 +107,8 @@ class Blocks(Envoy):
         return super().__getitem__(key)
 
 
-def _passes(block: Any) -> int:
+def passes_of(block: Any) -> int:
+    """How many passes a forward runs ``block`` (`Layer.passes`; 1 on any other envoy)."""
     passes = getattr(type(block), "passes", None)
     return passes(block) if callable(passes) else 1
 
@@ -106,6 +116,8 @@ def _passes(block: Any) -> int:
 def _pinned(envoy: Envoy, call: Call) -> Envoy:
     """``envoy`` and every envoy under it marked as ``call``."""
     envoy.__dict__["_vlreg_call"] = call
+    if call.passes > 1:
+        envoy.__class__ = _at_its_call(type(envoy))
     for child in envoy._children:
         _pinned(child, call)
     return envoy
@@ -124,4 +136,60 @@ def _copied(envoy: Envoy, parent: Envoy, call: Call) -> Envoy:
         if isinstance(attribute, Envoy) and id(attribute) in copies:
             copy.__dict__[name] = copies[id(attribute)]
     copy.__dict__["_vlreg_call"] = call
+    copy.__class__ = _at_its_call(type(envoy))
     return copy
+
+
+class _AtItsCall:
+    """nnsight's ``input``, ``output`` or ``inputs`` of an envoy under a looped block, read
+    and written at the envoy's call (`Call`)."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.native = getattr(Envoy, name)
+
+    def __reduce__(self) -> tuple:  # nnsight's eproperty does not pickle: a remote request names it
+        return _AtItsCall, (self.name,)
+
+    def __get__(self, envoy: Any, owner: Any = None) -> Any:
+        if envoy is None:
+            return self.native
+        with _at_call(envoy, self.native._location(envoy)):
+            return self.native.__get__(envoy, owner)
+
+    def __set__(self, envoy: Any, new: Any) -> None:
+        with _at_call(envoy, self.native._location(envoy)):
+            self.native.__set__(envoy, new)
+
+
+@contextlib.contextmanager
+def _at_call(envoy: Any, location: str) -> Iterator[None]:
+    try:
+        mediator = Mediator.current(location)
+    except ValueError:  # outside a trace: nnsight says so itself
+        yield
+        return
+    iteration = mediator.iteration
+    occurrence = call_of(envoy).occurrence(mediator)
+    if occurrence is not None:
+        mediator.iteration = occurrence
+    try:
+        yield
+    finally:
+        mediator.iteration = iteration
+
+
+@functools.cache
+def _at_its_call(klass: type) -> type:
+    """``klass`` with nnsight's own ``input``, ``output`` and ``inputs`` read at the envoy's
+    call (`_AtItsCall`); a standard value of those names pins itself (`value._pin`)."""
+    from ..serving.reference import made_by
+    from ..serving.values import value
+
+    if getattr(klass, "_vlreg_at_its_call", False):
+        return klass
+    natives = {name: _AtItsCall(name) for name in ("input", "output", "inputs")
+               if getattr(klass, name, None) is getattr(Envoy, name) and not isinstance(getattr(klass, name), value)}
+    return type(klass.__name__, (klass,), {**natives, "_vlreg_at_its_call": True, "__qualname__": klass.__qualname__,
+                                           "__module__": klass.__module__, "__doc__": klass.__doc__,
+                                           **made_by(_at_its_call, klass)})

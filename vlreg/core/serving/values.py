@@ -39,6 +39,7 @@ from .batching import select, splice
 from .gradients import mark
 from .guards import read_only_view
 from .sites import At, Site, model_inputs
+from ..envoys.blocks import step_of
 
 class value(eproperty):
     """A standard value on a vlreg envoy.
@@ -211,7 +212,7 @@ class value(eproperty):
         call = obj.__dict__.get("_vlreg_call")
         if call is None:
             return None
-        return call.occurrence(Mediator.current(obj.label(self.name)), self._location(obj))
+        return call.occurrence(Mediator.current(obj.label(self.name)))
 
     def layout_on(self, obj: Any) -> str:
         """The value's batch layout on ``obj`` (see ``layout``)."""
@@ -248,6 +249,7 @@ def _in_order(envoy: Any, label: str, occurrence: int | None = None) -> Iterator
     into `OutOfOrder` in vlreg's names."""
     mediator = Mediator.current(label)
     iteration = mediator.iteration
+    step_of(mediator)  # remembered for a looped block's calls read after nnsight relaxes the pin
     if occurrence is not None:
         mediator.iteration = occurrence
     try:

@@ -148,7 +148,12 @@ class TextConformance(AttentionInterior, TextTrust, RemoteConformance, GradientC
                 assert len(mixers) == 1 and mlp is not None, "one mixer and an MLP per block"
 
     def test_sizes_agree_with_the_weights(self, model):
-        assert model.num_layers == len(model.layers._module)
+        """``num_layers`` counts the block calls (a looped block's once per pass:
+        `Layer.passes`), every block module among them."""
+        from ...core.envoys.blocks import passes_of
+
+        assert model.num_layers == len(model.layers) == sum(passes_of(block) for block in model.layers._children)
+        assert sorted(dict.fromkeys(block.module_index for block in model.layers)) == list(range(len(model.layers._module)))
         assert tuple(model.embed_tokens.weight.shape) == (model.vocab_size, model.hidden_size)
         assert model.lm_head.weight.shape[0] == model.vocab_size
         for block in attention_blocks(model):

@@ -190,10 +190,15 @@ class TextTrust:
         """A standard module the forward calls more than once (a projector run once per
         crop) serves every call, in order, or refuses: its ``output`` is never only the
         first call's without a word."""
+        from ...core.envoys.blocks import call_of
+
         args, kwargs = self.order_input(model)
         counts = _calls(model, args, kwargs)
         for envoy, calls in counts.items():
             if calls < 2:
+                continue
+            if call_of(envoy) is not None and calls == call_of(envoy).passes:  # a looped block's: a call an entry
+                self._each_call_its_own(model, envoy, calls, args, kwargs)
                 continue
             served = getattr(type(envoy), "output", None)
             assert isinstance(served, value) and served.at.calls is not None, (
@@ -203,6 +208,24 @@ class TextTrust:
             with model.trace(*args, **kwargs):
                 outputs = envoy.output.save()
             assert isinstance(outputs, list) and len(outputs) == calls, envoy.path
+
+    def _each_call_its_own(self, model: Any, envoy: Any, calls: int, args: tuple, kwargs: dict) -> None:
+        """The envoys of a looped block's calls (`vlreg.core.envoys.blocks`) over ``envoy``'s
+        module: one per call, each reading its own call's output."""
+        from ...core.envoys.tree import entered
+
+        module = envoy._module
+        each = [visit.envoy for visit in entered(model) if visit.envoy._module is module]
+        assert sorted(one.pass_index for one in each) == list(range(calls)), envoy.path
+        outputs: list = []
+        hook = module.register_forward_hook(lambda _, inputs, output: outputs.append(output))
+        try:
+            with model.trace(*args, **kwargs):
+                served = [one.output.save() for one in each]
+        finally:
+            hook.remove()
+        for one, output in zip(served, outputs):
+            torch.testing.assert_close(_first(one), _first(output))
 
     # -- slips -------------------------------------------------------------------
 
@@ -258,6 +281,10 @@ def _near_ends(model: Any) -> list:
             if blocks[key] == envoy.block_index:
                 chosen.append((envoy, name))
     return chosen
+
+
+def _first(output: Any) -> Any:
+    return output[0] if isinstance(output, tuple) else output
 
 
 def _calls(model: Any, args: tuple, kwargs: dict) -> dict:

@@ -1,0 +1,90 @@
+"""Inkling 2 Loop (transformers 5.25) against the conformance suite, and what it cannot say:
+
+* ``layers`` is the blocks' calls in forward order: a looped block once per pass, each
+  entry that pass's values (`vlreg.core.envoys.blocks`), as transformers' ``hidden_states``;
+* a later pass restarts from the stream the blocks before the loop left;
+* an edit of one pass's stream reaches the next pass and the logits, the other passes' kept.
+"""
+
+import pytest
+import torch
+
+pytest.importorskip("transformers.models.inkling2_loop",
+                    reason="inkling2_loop: not in this transformers release (5.25 adds it)")
+
+from vlreg.testing import chat  # noqa: E402
+from vlreg.testing.conformance import AnalysisConformance, VisionConformance, image  # noqa: E402
+from vlreg.testing.conformance.native import composite  # noqa: E402
+
+CHECKPOINT = "inkling2_loop"
+PER_CALL = "once per image"
+TOWER = {
+    "layers": "layers",
+    "patch_embed": "embeddings.patch_embedding",
+    "layers.0.self_attn": "layers.0.self_attn",
+    "layers.0.mlp": "layers.0.mlp",
+    "layers.0.input_layernorm": "layers.0.layernorm_before",
+    "layers.0.post_attention_layernorm": "layers.0.layernorm_after",
+}
+PICTURE = image(24, 16)
+
+
+class TestInkling2Loop(AnalysisConformance, VisionConformance):
+    checkpoint = CHECKPOINT
+    native = composite(TOWER, projector="model.vision_tower.merger")
+    unavailable = {
+        "vision.self_attn.attention_scores": PER_CALL,
+        "vision.self_attn.attention_probabilities": PER_CALL,
+        "layers.0.attention_mix": "the first block's attention reads its input as it is",
+        "mlp.shared_expert_output": "no shared expert",
+    }
+    analysis_refuses = {helper: "one block's stream alone does not give" for helper in ("logit_lens", "project_on_vocab")}
+    image_sizes = ((24, 16), (16, 32))
+    supports_sdpa = False
+    o_proj = "o_proj.linear"
+
+
+def _streams(model, prompt):
+    """Each block call's input and output in one run, and transformers' own output."""
+    entering, leaving = [], []
+    with model.trace(prompt, images=[PICTURE]):
+        for block in model.layers:
+            entering.append(block.input.save())
+            leaving.append(block.layer_output.save())
+        logits = model.logits.save()
+    return entering, leaving, logits
+
+
+def test_layers_are_the_block_calls_in_forward_order(model):
+    config = model._module.config.text_config
+    assert model.num_layers == config.total_num_hidden_layers == 3
+    assert [(block.module_index, block.pass_index) for block in model.layers] == [(0, 0), (1, 0), (1, 1)]
+    prompt = chat(model)
+    entering, leaving, _ = _streams(model, prompt)
+    encoding = model.processor(text=prompt, images=[PICTURE], return_tensors="pt")
+    calls = []
+    hook = model._module.model.language_model.layers[1].register_forward_hook(lambda m, i, o: calls.append(o))
+    try:
+        with torch.no_grad():
+            hidden = model._module(**encoding, output_hidden_states=True).hidden_states
+    finally:
+        hook.remove()
+    assert len(calls) == 2 and not torch.equal(calls[0], calls[1])
+    for index, call in enumerate(calls, start=1):
+        torch.testing.assert_close(leaving[index], call)
+    for index in range(2):  # transformers' hidden_states count the calls too (the last is normed)
+        torch.testing.assert_close(entering[index], hidden[index])
+    # the second pass restarts from the stream the block before the loop left
+    torch.testing.assert_close(entering[2], leaving[0])
+
+
+def test_an_edit_of_the_first_pass_reaches_the_second_and_the_logits(model):
+    prompt = chat(model)
+    _, before, logits = _streams(model, prompt)
+    with model.trace(prompt, images=[PICTURE]):
+        first = model.layers[0].layer_output.save()
+        model.layers[1].layer_output[:] = 0
+        edited = model.layers[2].layer_output.save()
+        moved = model.logits.save()
+    torch.testing.assert_close(first, before[0])
+    assert not torch.allclose(edited, before[2]) and not torch.allclose(moved, logits)
