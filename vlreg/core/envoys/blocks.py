@@ -54,6 +54,26 @@ def step_of(mediator: Any) -> int:
     return getattr(mediator, "vlreg_step", 0)
 
 
+def drilled_occurrence(mediator: Any, host: Any, locate: Any, call: int) -> int:
+    """The occurrence of a location inside ``host``'s forward that call ``call`` of
+    ``host`` reads. Inside a function that forward calls (drilled with ``.source``), nnsight
+    counts from the call at which it was first drilled in the run, not from the first:
+    ``locate`` drills (unpinned: at the next call) and the count is taken from there."""
+    iteration, mediator.iteration = mediator.iteration, None
+    try:
+        location = locate()
+    finally:
+        mediator.iteration = iteration
+    base, nested, _ = location.rpartition(".source.")
+    if not nested or base.count(".source.") <= host.path.count(".source."):
+        return call  # an operation of host's own forward: counted from its first call
+    sourced = mediator.interleaver.sourced
+    key = f"vlreg.drilled_at:{base}"  # per run: nnsight clears its record of drilled calls with every run
+    if key not in sourced:
+        sourced[key] = mediator.occurrence(f"{host.path}.input") - 1
+    return call - sourced[key]
+
+
 def call_of(envoy: Any) -> Call | None:
     """The `Call` an envoy under a block of an unrolled ``layers`` is, else ``None``."""
     return envoy.__dict__.get("_vlreg_call")
@@ -89,6 +109,12 @@ class Blocks(Envoy):
                     calls.append(_pinned(block, call) if pass_index == 0 else _copied(block, self, call))
             index = end
         self._calls = calls
+
+    def __setstate__(self, state: dict) -> None:
+        super().__setstate__(state)
+        for call in self._calls or ():  # a weakref does not pickle: the calls' copies re-linked here
+            if call._parent is None:
+                call._parent = weakref.ref(self)
 
     def __len__(self) -> int:
         return super().__len__() if self._calls is None else len(self._calls)

@@ -39,7 +39,7 @@ from .batching import select, splice
 from .gradients import mark
 from .guards import read_only_view
 from .sites import At, Site, model_inputs
-from ..envoys.blocks import step_of
+from ..envoys.blocks import drilled_occurrence, step_of
 
 class value(eproperty):
     """A standard value on a vlreg envoy.
@@ -212,7 +212,12 @@ class value(eproperty):
         call = obj.__dict__.get("_vlreg_call")
         if call is None:
             return None
-        return call.occurrence(Mediator.current(obj.label(self.name)))
+        mediator = Mediator.current(obj.label(self.name))
+        pinned = call.occurrence(mediator)
+        if pinned is None or not callable(self.at.path):
+            return pinned  # a module's input or output: counted from its first call
+        host = obj if self.at.inside is None else self.at.inside(obj)
+        return drilled_occurrence(mediator, host, lambda: self._location(obj), pinned)
 
     def layout_on(self, obj: Any) -> str:
         """The value's batch layout on ``obj`` (see ``layout``)."""

@@ -218,10 +218,12 @@ class TextTrust:
         each = [visit.envoy for visit in entered(model) if visit.envoy._module is module]
         assert sorted(one.pass_index for one in each) == list(range(calls)), envoy.path
         outputs: list = []
+        served: list = []
         hook = module.register_forward_hook(lambda _, inputs, output: outputs.append(output))
         try:
             with model.trace(*args, **kwargs):
-                served = [one.output.save() for one in each]
+                for one in each:
+                    served.append(one.output.save())
         finally:
             hook.remove()
         for one, output in zip(served, outputs):
