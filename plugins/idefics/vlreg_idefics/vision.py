@@ -67,10 +67,12 @@ IDEFICS_RENAME = {native: name for native, name in SIGLIP.rename.items() if nati
 
 class IdeficsVision(Vision):
     """IDEFICS's CLIP-shaped tower: a class token before the patches in every block. Its
-    processor writes each image's placeholders itself, before the prompt's text."""
+    processor writes each image's placeholders itself, before the prompt's text, where a
+    batch's images come as one flat list (a list per prompt puts them after the text)."""
 
     class_tokens = 1
     writes_placeholders = True
+    flat_images = True
 
 
 def idefics_envoys(part: Any) -> dict[type, type]:

@@ -26,6 +26,19 @@ class Blocks(Envoy):
         return super().__getitem__(key)
 
 
+class InCallOrder(Blocks):
+    """The `Blocks` `Interleaved` mounts: a list of the model's blocks registered on no
+    module, so no server resolves it by path. It travels without it, and the model mounts
+    it again where it arrives (`vlreg.core.remote.arrived`)."""
+
+    def __getstate__(self) -> dict:
+        state = self.__dict__.copy()
+        state.pop("_parent", None)
+        state["interleaver"]._persistent_id = "Interleaver"
+        state["_module"] = None
+        return state
+
+
 @frozen
 class Interleaved:
     """``layers`` where the text model keeps its blocks in two lists and runs them in turn
@@ -54,7 +67,7 @@ class Interleaved:
         order = [each for index, block in enumerate(blocks)
                  for each in ((before[index // self.every], block) if index % self.every == 0 else (block,))]
         label = getattr(model.__dict__.get("layers"), "_label", "")
-        listed = Blocks(torch.nn.ModuleList(order), path=f"{model.path}.layers", interleaver=model.interleaver,
+        listed = InCallOrder(torch.nn.ModuleList(order), path=f"{model.path}.layers", interleaver=model.interleaver,
                         parent=model)
         listed._label = label
         object.__setattr__(model, "layers", listed)
