@@ -14,7 +14,11 @@ What the suite is told, and why:
   text-generation load.
 """
 
+import pytest
+import torch
+
 from vlreg.testing import chat
+from vlreg.testing.conformance import image
 from vlreg.testing.conformance.cross import CrossAttentionConformance
 
 NATIVE = {
@@ -44,3 +48,44 @@ class TestIdefics(CrossAttentionConformance):
         """The processor writes the first image's placeholders itself: a prompt of more
         images holds the rest, which vlreg refuses (`Vision.writes_placeholders`)."""
         return "<image>" * (images - 1) + chat(model, text=question or self.question)
+
+    # -- what IDEFICS adds -------------------------------------------------------
+
+    def test_layers_run_the_cross_attention_block_before_each_block(self, model):
+        """``layers`` is cross 0, self 0, cross 1, self 1: each entry the envoy of its own
+        module, each block's output what the next one takes."""
+        text = model.model
+        assert all(block is own for block, own in zip(model.layers, (text.gated_cross_attn_layers[0], text.layers[0],
+                                                                  text.gated_cross_attn_layers[1], text.layers[1])))
+        assert model.cross_attention_layers == [0, 2] and model.num_layers == 4
+        reads = []  # made outside the trace: names first bound inside one do not leave it
+        with model.trace(self.image_prompt(model), images=self.images()[:1]):
+            for block in model.layers:
+                reads.append((block.input.save(), block.layer_output.save()))
+        for (_, output), (following, _) in zip(reads, reads[1:]):
+            assert torch.equal(output, following)
+
+    def test_each_images_latents_are_its_own_over_the_whole_image(self, model):
+        """Two prompts of an image each: an image's positions are its row's 4 latents, each
+        over the whole image (the processor stretches it to the tower's square), and a
+        change to one image's pixels changes its own latents only."""
+        prompt = self.image_prompt(model)
+        pictures = [image(56, 42, 0), image(20, 90, 1)]
+        first, second = model.vision.geometry([prompt, prompt], pictures)
+        assert (first.row, second.row) == (0, 1) and first.positions.tolist() == second.positions.tolist() == [0, 1, 2, 3]
+        assert second.boxes.tolist() == [[0, 0, 20, 90]] * 4 and all(grid.resampled for grid in second.grids)
+        assert tuple(model.processor(text=prompt, images=[pictures[1]], return_tensors="pt")["pixel_values"].shape[-2:]) == (28, 28)
+        with model.trace([prompt, prompt], images=pictures):
+            plain = model.vision.image_features.save()
+        changed = pictures[1].copy()
+        changed.putpixel((3, 80), (255, 255, 255))
+        with model.trace([prompt, prompt], images=[pictures[0], changed]):
+            edited = model.vision.image_features.save()
+        assert torch.equal(plain[0, first.positions], edited[0, first.positions])
+        assert not torch.equal(plain[1, second.positions], edited[1, second.positions])
+
+    def test_an_operation_the_forward_lacks_is_refused_by_name(self, model):
+        from vlreg.plugin import CrossAttention
+
+        with pytest.raises(TypeError, match="no operation image_states_view_0 or image_states_view_1"):
+            CrossAttention(host="model", operation=("image_states_view_0", "image_states_view_1")).features_at(model.vision)
