@@ -290,7 +290,7 @@ def test_vlreg_layers():
                                 if part.kind == "wrapper" else None)
 
     with registered(Sparser(idefics), name="sparser", replacing=[idefics]):
-        with pytest.raises(ValueError, match="gated_cross_attn_layers holds 2 blocks, but 2 blocks at model.layers"):
+        with pytest.raises(ValueError, match="gated_cross_attn_layers holds 2 blocks, but the 2 blocks at model.layers, one of them run before every 2, need 1"):
             load(path)
 
 

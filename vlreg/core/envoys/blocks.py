@@ -61,9 +61,11 @@ class Interleaved:
         the model's weights and their names are unchanged. Mounted again when a lazy build
         dispatches, since the modules are then new."""
         blocks, before = model.get(self.blocks)._module, model.get(self.before)._module
-        if len(before) != -(-len(blocks) // self.every):
-            raise ValueError(f"{self.before} holds {len(before)} blocks, but {len(blocks)} blocks at {self.blocks} "
-                             f"run one of them before every {self.every}th")
+        needed = -(-len(blocks) // self.every)
+        if len(before) != needed:
+            raise ValueError(f"{self.before} holds {len(before)} blocks, but the {len(blocks)} blocks at {self.blocks}, "
+                             f"one of them run before every {self.every}, need {needed}: the family's Interleaved "
+                             f"names the lists or the interval wrong")
         order = [each for index, block in enumerate(blocks)
                  for each in ((before[index // self.every], block) if index % self.every == 0 else (block,))]
         label = getattr(model.__dict__.get("layers"), "_label", "")
