@@ -197,3 +197,13 @@ class TestIdeficsDefaults(PublishedWidths):
         "layers.5.cross_attn.k_proj.weight.shape": (4096, 768),  # keys and values from the latents
     }
     read_only = ["vision.image_token_mask", f"layers.{','.join(map(str, IDEFICS_CROSS))}.text_row_mask"]
+
+
+def test_idefics_without_its_perceiver_is_refused_by_name(tmp_path):
+    """IdeficsConfig()'s own default turns the perceiver off, as no published checkpoint does:
+    refused before loading, saying so."""
+    from vlreg import NoFamily
+
+    transformers.IdeficsConfig().save_pretrained(tmp_path)
+    with pytest.raises(NoFamily, match="use_resampler=False"):
+        load(tmp_path, dispatch=False)

@@ -57,6 +57,13 @@ IDEFICS_STATES = CrossAttention(host="model", operation=("image_hidden_states_vi
                                 order=("token_embeddings", "vision"), needs_images=True, token_on="processor")
 
 
+def _without_perceiver(part) -> str | None:
+    if part.config.use_resampler:
+        return None
+    return ("its config turns the perceiver off (use_resampler=False), which no published IDEFICS checkpoint does: "
+            "vlreg serves IDEFICS with its perceiver, whose latents are what the cross-attention blocks read")
+
+
 def builders():
     """The checkpoint builders, imported when a test asks for one."""
     from .checkpoints import BUILDERS
@@ -69,7 +76,7 @@ plugin = Plugin(
     Wrapper("idefics3", **MOUNTS, entry=MERGER, image_grids=lambda part: idefics_image_grids(part.config)),
     Wrapper("smolvlm", **MOUNTS, image_grids=lambda part: idefics_image_grids(part.config)),
     Wrapper("idefics", text="model", vision="model.vision_model", projector="model.perceiver_resampler",
-            entry=IDEFICS_STATES, image_grids=lambda part: idefics1_image_grids(part.config),
+            entry=IDEFICS_STATES, image_grids=lambda part: idefics1_image_grids(part.config), declines=_without_perceiver,
             layers=lambda part: Interleaved("model.layers", "model.gated_cross_attn_layers",
                                             every=part.config.cross_layer_interval)),
     Text("idefics", envoys=text.envoys),

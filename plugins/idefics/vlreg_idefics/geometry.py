@@ -213,22 +213,16 @@ def idefics2_image_grids(config: Any):
 
 def idefics1_image_grids(config: Any):
     """``vlreg_image_grids`` for ``idefics`` (IDEFICS 1): its processor stretches each image to
-    a square of ``image_size``, so with the perceiver (``use_resampler``) an image's positions
-    are ``resampler_n_latents`` latents, each over the whole image (`ImageGrid.resampled`);
-    without, the tower's class token (over no pixels of its own) and its patches."""
-    vision = config.vision_config
-
-    def one(size: tuple[int, int]) -> list[ImageGrid]:
-        width, height = size
-        if config.use_resampler:
-            latents = config.perceiver_config.resampler_n_latents
-            box = torch.tensor([[0, 0, width, height]], dtype=torch.float64)
-            return [ImageGrid(1, latents, box.expand(latents, 4), "latents", fold=None)]
-        side = vision.image_size // vision.patch_size
-        boxes = box_grid(side, side, width / side, height / side)
-        return [ImageGrid(1, 1, torch.full((1, 4), math.nan), "class token"), ImageGrid(side, side, boxes, "patches")]
+    a square of ``image_size``, and the perceiver resamples it to ``resampler_n_latents``
+    latents, so an image's positions are those latents, each over the whole image
+    (`ImageGrid.resampled`)."""
+    latents = config.perceiver_config.resampler_n_latents
 
     def grids(encoding: Any, images: Sequence[Any], processor: Any) -> list[list[ImageGrid]]:
-        return [one(image.size) for image in images]
+        found = []
+        for image in images:
+            box = torch.tensor([[0, 0, *image.size]], dtype=torch.float64)
+            found.append([ImageGrid(1, latents, box.expand(latents, 4), "latents", fold=None)])
+        return found
 
     return grids
