@@ -19,6 +19,7 @@ family's tests subclass); nothing else in vlreg is a promise.
 from importlib import import_module
 from typing import Any, Callable
 
+from .core.envoys.blocks import Interleaved
 from .core.envoys.calls import PerCall
 from .core.envoys.codes import CodeEmbedding, CodesVision
 from .core.envoys.cross import CrossAttentionLayer, CrossAttentionMixer
@@ -66,6 +67,7 @@ __all__ = [
     "modeling_envoys",
     "FEATURE_LAYER_READ_ONLY",
     "Text",
+    "Interleaved",
     "Tower",
     "Other",
     "hookimpl",

@@ -167,9 +167,11 @@ class StandardizedTransformer(TextSizes, TransformersModel):
     def image_token_id(self) -> int | None:
         """The id of the placeholder token the image's features are written at, read off the
         config field the family's entry names (`Entry.token`: ``image_token_id``, or
-        InstructBLIP-Video's ``video_token_id``); ``None`` where the config has none."""
+        InstructBLIP-Video's ``video_token_id``), or the processor's where the entry says
+        the id is there (`CrossAttention.token_on`); ``None`` where it has none."""
         entry = self.family.entry
-        return getattr(self._module.config, entry.token if entry is not None else "image_token_id", None)
+        holder = self.processor if getattr(entry, "token_on", "config") == "processor" else self._module.config
+        return getattr(holder, entry.token if entry is not None else "image_token_id", None)
 
     @property
     def num_layers(self) -> int:
@@ -297,6 +299,8 @@ class StandardizedTransformer(TextSizes, TransformersModel):
             return
         self._check_weights()
         super().dispatch()
+        if self.family.layers is not None:
+            self.family.layers.mount(self)  # over the real modules now
         self._instrument()
 
     def _sync(self) -> None:
@@ -316,6 +320,8 @@ class StandardizedTransformer(TextSizes, TransformersModel):
     def _standardize(self) -> None:
         """Check the family bound the standard names, label every standard envoy for
         `support` and `Unavailable`, and instrument what is read at an operation."""
+        if self.family.layers is not None:
+            self.family.layers.mount(self)
         for name in ("layers", "embed_tokens", "norm", "lm_head"):
             if name == "norm" and ends_normed(self.__dict__.get("layers")):
                 continue  # a post-norm stack's last block ends in its norm: no final norm

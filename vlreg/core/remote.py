@@ -56,6 +56,8 @@ def arrived(model: Any) -> None:
     for envoy in model.modules():
         envoy._rename = model.family.rename
         envoy._envoys = model.family.envoys
+    if model.family.layers is not None:
+        model.family.layers.mount(model)  # `layers` travels without its list (`InCallOrder`)
     model._place()
 
 

@@ -35,6 +35,7 @@ class Family:
     suppressed_tokens: tuple[int, ...] = ()  # the wrapper's `vlreg_suppressed_tokens`
     processor: Callable | None = None  # the wrapper's `vlreg_processor`: ``adapt(processor)``, or None
     readout: Any = None  # the wrapper's `vlreg_readout`: a `Readout`, a sentence refusing the lens, or None
+    layers: Any = None  # the wrapper's `vlreg_layers`: an `Interleaved`, or None (the text model's ``layers``)
 
     @property
     def sentences(self) -> dict[str, str]:
@@ -132,5 +133,6 @@ def resolve(config: Any) -> Family:
         unserved=unserved, load_options=dict(wrapper("vlreg_load_options") or {}),
         suppressed_tokens=tuple(wrapper("vlreg_suppressed_tokens") or ()),
         processor=wrapper("vlreg_processor"), readout=wrapper("vlreg_readout"),
+        layers=wrapper("vlreg_layers"),
     )
 
