@@ -29,9 +29,9 @@ class AttentionInterior:
     def test_attention_interior_under_eager(self, model):
         block = attention_blocks(model)[-1]
         sunk = "attention_sinks" in type(block.self_attn).values()
-        sinks = []  # made outside the trace: names first bound inside one do not leave it
+        sinks, joined = [], []  # made outside the trace: names first bound inside one do not leave it
         with model.trace(self.text_prompt(model)):
-            joined = joined_keys(model, block)  # a decoder block's attention may weigh the encoder's too
+            joined_keys(model, block, joined)  # a decoder block's attention may weigh the encoder's too
             queries = block.self_attn.attention_queries.save()
             keys = block.self_attn.attention_keys.save()
             values = block.self_attn.attention_values.save()
@@ -61,7 +61,7 @@ class AttentionInterior:
             assert own.triu(1).abs().max() > 0, "no token of the prefix attends to a later one"
         else:
             assert own.triu(1).abs().max() == 0, "a token attends to a later one"
-        if joined is not None:  # the encoder's positions, after the block's own, take a share
+        if joined:  # the encoder's positions, after the block's own, take a share
             assert MergedAttention.encoder_part(pattern, keyed - seq).sum(-1).min() > 0
         assert tuple(head_outputs.shape) == (batch, seq, heads, head_dim)
         o_proj = module_at(block.self_attn, self.o_proj)

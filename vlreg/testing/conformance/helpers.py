@@ -196,16 +196,18 @@ def attention_blocks(model: Any) -> list[Layer]:
     return [block for block in model.layers if "self_attn" in block.__dict__]
 
 
-def joined_keys(model: Any, block: Layer) -> Any:
-    """Inside a trace, before ``block``'s values are read: what its attention weighs beside the
-    block's own positions, after them, saved: the encoder's output where the attention is a
-    `MergedAttention`; ``None`` where it weighs its own positions alone."""
-    return model.encoder.encoder_output.save() if isinstance(block.self_attn, MergedAttention) else None
+def joined_keys(model: Any, block: Layer, into: list) -> None:
+    """Inside a trace, before ``block``'s values are read: append to ``into`` (a list made
+    outside the trace) what its attention weighs beside the block's own positions, after
+    them, saved: the encoder's output where the attention is a `MergedAttention`; nothing
+    where it weighs its own positions alone."""
+    if isinstance(block.self_attn, MergedAttention):
+        into.append(model.encoder.encoder_output.save())
 
 
-def joined_positions(joined: Any) -> int:
+def joined_positions(joined: list) -> int:
     """The key positions `joined_keys` saved: 0 where there were none."""
-    return 0 if joined is None else int(joined.shape[1])
+    return int(joined[0].shape[1]) if joined else 0
 
 
 def mixer(block: Layer) -> Standard:

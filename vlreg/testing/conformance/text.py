@@ -22,8 +22,9 @@ from ..kit import chat
 from ..sampling import repeat, sample
 from .gradients import GradientConformance
 from ...core.envoys.streams import MixingStreamsLayer
-from .helpers import (a_video_row, attention_blocks, image, joined_keys, joined_positions, module_at, refused_before_running, served_on_images, sublayer_output,
-                      sublayers, text_rows, writable_stream, write_value, written)
+from .helpers import (a_video_row, attention_blocks, image, joined_keys, joined_positions, module_at,
+                      refused_before_running, served_on_images, sublayer_output, sublayers, text_rows, writable_stream,
+                      write_value, written)
 from .remote import RemoteConformance
 from .attention import INTERIOR, AttentionInterior
 from .trust import TextTrust
@@ -332,8 +333,9 @@ class TextConformance(AttentionInterior, TextTrust, RemoteConformance, GradientC
         assert lazy.embed_tokens.weight.device.type == "meta"
         assert lazy._aliases == model._aliases
         prompt = self.text_prompt(model)
+        joined = []  # made outside the trace: names first bound inside one do not leave it
         with lazy.trace(prompt):
-            joined = joined_keys(lazy, attention_blocks(lazy)[-1])
+            joined_keys(lazy, attention_blocks(lazy)[-1], joined)
             pattern = attention_blocks(lazy)[-1].self_attn.attention_probabilities.save()
             logits = lazy.logits.save()
         with model.trace(prompt):
