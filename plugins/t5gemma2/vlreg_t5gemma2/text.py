@@ -17,20 +17,23 @@ from vlreg.plugin import Encoder, Layer, MergedAttention, adapter
 
 #: Gemma 3's names for the sandwich's norms, which the adapter reads.
 RENAME = {"pre_self_attn_layernorm": "input_layernorm", "post_self_attn_layernorm": "post_attention_layernorm"}
+SANDWICH = adapter("sandwich")
+
+
+class SandwichMergedAttention(MergedAttention, SANDWICH["attention"]):
+    """A decoder block's `MergedAttention`, whose block norms its output before adding it:
+    ``attention_output`` is read at the post-attention norm."""
 
 
 def envoys(part: Any) -> dict[type, type]:
     """Both stacks' blocks, attentions and MLPs, and the encoder, onto their envoys."""
     from transformers.models.t5gemma2 import modeling_t5gemma2 as t5gemma2
 
-    sandwich = adapter("sandwich")
-    merged = type("SandwichMergedAttention", (MergedAttention, sandwich["attention"]),
-                  {"__module__": __name__, "__doc__": "A `MergedAttention` whose block norms its output."})
     return {
         t5gemma2.T5Gemma2TextEncoder: Encoder,
         t5gemma2.T5Gemma2EncoderLayer: Layer,
         t5gemma2.T5Gemma2DecoderLayer: Layer,
-        t5gemma2.T5Gemma2SelfAttention: sandwich["attention"],
-        t5gemma2.T5Gemma2MergedAttention: merged,
-        t5gemma2.T5Gemma2MLP: sandwich["mlp"],
+        t5gemma2.T5Gemma2SelfAttention: SANDWICH["attention"],
+        t5gemma2.T5Gemma2MergedAttention: SandwichMergedAttention,
+        t5gemma2.T5Gemma2MLP: SANDWICH["mlp"],
     }
