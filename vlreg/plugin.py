@@ -34,7 +34,7 @@ from .core.envoys.modality import ExpertBank, ModalityExperts
 from .core.envoys.packed import PackedVisionAttention
 from .core.envoys.per_image import PACKED_SIGLIP_RENAME, PackedVision, PerImageAttention, RasterPackedVision
 from .core.envoys.positions import LearnedPositions
-from .core.envoys.seq2seq import DecoderLayer, Encoder, OutputProjection, PostNormLayer
+from .core.envoys.seq2seq import DecoderLayer, Encoder, MergedAttention, OutputProjection, PostNormLayer
 from .core.envoys.standard import Standard
 from .core.envoys.readout import UNNORMED, Readout
 from .core.envoys.streams import MixingStreamsLayer, StreamsLayer
@@ -102,6 +102,7 @@ __all__ = [
     "CrossAttentionLayer",
     "Encoder",
     "DecoderLayer",
+    "MergedAttention",
     "PostNormLayer",
     "StreamsLayer",
     "MixingStreamsLayer",

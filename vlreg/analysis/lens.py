@@ -7,7 +7,7 @@ from typing import Any, Sequence
 import torch
 from attrs import frozen
 
-from ..core.envoys.readout import lens_refusal, readout
+from ..core.envoys.readout import lens_refusal, readout, unembedding
 from ..core.errors import Unavailable
 from ..core.images.geometry import ImageGeometry
 from ..core.images.options import takes_processor_options
@@ -84,7 +84,7 @@ def project_on_vocab(model: Any, stream: torch.Tensor) -> torch.Tensor:
     the readout's weights are not in this process (a load traced remotely, never
     dispatched here): apply ``model.lm_head(model.norm(stream))`` in the remote trace."""
     lens_refusal(model, "project_on_vocab")
-    if model.lm_head._module.weight.is_meta:
+    if unembedding(model).is_meta:
         raise Unavailable(
             "project_on_vocab is unavailable: it runs the readout here, and this load's weights are not here "
             "(dispatch=False, traced remotely); read model.lm_head(model.norm(stream)) inside the remote trace, "

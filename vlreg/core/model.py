@@ -16,7 +16,7 @@ from .envoys import prompt as prompt_values
 from .envoys import readout
 from .envoys.blocks import Blocks
 from .envoys.cross import CrossAttentionLayer
-from .envoys.seq2seq import ends_normed
+from .envoys.seq2seq import ends_normed, with_decoder_start
 from .envoys.sizes import TextSizes
 from .envoys.standard import Standard
 from .envoys.tree import Place, entered, joined
@@ -255,6 +255,8 @@ class StandardizedTransformer(TextSizes, TransformersModel):
             invokes = combine(configured(self.processor, options), invokes, options, flat=takes_flat(self))
         args, kwargs = super()._batch(invokes, fn)
         kwargs = in_weights_dtype(kwargs, self._module.dtype)
+        if getattr(fn, "__name__", "") != "generate":  # generate starts the decoder itself
+            kwargs = with_decoder_start(self._module, args, kwargs)
         self._run = run_of(kwargs, self._token_mask, groups, generating=getattr(fn, "__name__", "") == "generate",
                            videos=getattr(self._module.config, "video_token_id", None) is not None)
         return args, kwargs

@@ -10,6 +10,7 @@ from typing import Any, Iterator
 import pytest
 import torch
 
+from ...core.envoys.seq2seq import MergedAttention
 from ...core.envoys.standard import Standard
 from ...core.errors import Unavailable
 from ...core.envoys.text import Layer, Mlp
@@ -193,6 +194,20 @@ def attention_blocks(model: Any) -> list[Layer]:
     """The blocks whose mixer is full attention (every block, but a hybrid model's or
     tower's), of the text model or, given ``model.vision``, of the tower."""
     return [block for block in model.layers if "self_attn" in block.__dict__]
+
+
+def joined_keys(model: Any, block: Layer, into: list) -> None:
+    """Inside a trace, before ``block``'s values are read: append to ``into`` (a list made
+    outside the trace) what its attention weighs beside the block's own positions, after
+    them, saved: the encoder's output where the attention is a `MergedAttention`; nothing
+    where it weighs its own positions alone."""
+    if isinstance(block.self_attn, MergedAttention):
+        into.append(model.encoder.encoder_output.save())
+
+
+def joined_positions(joined: list) -> int:
+    """The key positions `joined_keys` saved: 0 where there were none."""
+    return int(joined[0].shape[1]) if joined else 0
 
 
 def mixer(block: Layer) -> Standard:
