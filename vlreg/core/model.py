@@ -44,6 +44,7 @@ from .loading import (
     weights_to_check,
 )
 from .order import in_words
+from .serving.drilled import drilled
 from .tasks import check_needs_images, text_task_fallback
 from .reuse import cache
 from .serving.batching import Run, run_of
@@ -209,6 +210,7 @@ class StandardizedTransformer(TextSizes, TransformersModel):
         return _Scanner(self, fn or self._call, *inputs, backend=backend, **kwargs)
 
     def interleave(self, fn: Any, *args: Any, **kwargs: Any) -> Any:
+        fn = drilled(self, fn)  # the nested calls a value is read inside, instrumented as the run starts
         with self._lock:
             if kwargs.get("batcher") is None:
                 return super().interleave(fn, *args, **kwargs)
@@ -259,10 +261,12 @@ class StandardizedTransformer(TextSizes, TransformersModel):
 
     def _token_mask(self, inputs: Any, video: bool = False) -> Any:
         """The image's (``video``: the video's) tokens in ``inputs`` (`Entry.token_mask`),
-        ``None`` where the config names no image token."""
-        if self.image_token_id is None:
+        ``None`` where the config names no image token and no processor output marks them
+        (`Entry.marks`)."""
+        entry = self.family.entry or Entry()
+        if self.image_token_id is None and entry.marks is None:
             return None
-        return (self.family.entry or Entry()).token_mask(self, inputs, video=video)
+        return entry.token_mask(self, inputs, video=video)
 
     def _image_geometry(self, prompt: Any, images: Any, **options: Any) -> list:
         """`Vision.geometry`, which asks the model (the processor and the entry are its)."""

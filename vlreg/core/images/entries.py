@@ -69,6 +69,14 @@ class Entry:
     #: Why one forward cannot carry images and videos together (``None``: it can); a trace
     #: whose invokes hold both is refused with it before the model runs.
     apart: str | None = None
+    #: The processor's output marking the image's tokens (1 at each), where no placeholder id
+    #: does (Kosmos-2's ``image_embeds_position_mask``: its image tokens are ordinary ids);
+    #: ``None``: the tokens are the placeholder's id (``token``).
+    marks: str | None = None
+    #: Where the factor the text model multiplies the scattered embeddings by, image tokens
+    #: included, sits on the root module (a dotted attribute path, Kosmos-2's
+    #: ``text_model.model.embed_scale``); ``None``: they are not scaled after the scatter.
+    scaled_by: str | None = None
 
     def token_mask(self, model: Any, inputs: Mapping, video: bool = False) -> torch.Tensor | None:
         """The image's tokens (``video``: the video's) in the model's keyword ``inputs``
@@ -76,6 +84,9 @@ class Entry:
         ids = inputs.get("input_ids")
         if ids is None:
             return None
+        if self.marks is not None:  # no id marks them: the processor's mask does (none given: no image)
+            marked = inputs.get(self.marks)
+            return torch.zeros_like(ids, dtype=torch.bool) if marked is None or video else marked.to(ids.device) == 1
         if self.token_types is None:
             return ids == (model._module.config.video_token_id if video else model.image_token_id)
         kinds = inputs.get(self.token_types, torch.ones_like(ids))  # none given: every placeholder an image's
@@ -83,12 +94,23 @@ class Entry:
 
     def scale_of(self, model: Any) -> float:
         """The factor the first block receives the token embeddings times, outside the image
-        tokens (`Injections.scale`); 1 where the stream entering it holds them as they are."""
-        return 1.0
+        tokens (`Injections.scale`, `scaled_by`); 1 where the stream entering it holds them as they are."""
+        if self.scaled_by is None:
+            return 1.0
+        found = model._module
+        for name in self.scaled_by.split("."):
+            found = getattr(found, name)
+        return float(found)
 
     def mount(self, model: Any) -> None:
         """Put what the image passes through outside the tower under ``model.vision`` (a
         `QueryTokens`' Q-Former); most entries have nothing to mount."""
+
+    def nested(self, model: Any) -> list[tuple[str, Any]]:
+        """The calls inside the host's forward whose own operations the entry reads at, each
+        as its operation's location and the function it calls (`vlreg.core.serving.drilled`);
+        most entries read at the host's level, none."""
+        return []
 
     def not_patches(self) -> str | None:
         """Why an image token is not a patch or a block of patches of the tower (``None``:
@@ -168,11 +190,17 @@ class Entry:
         (`value.viewable`), so edits land on every family alike."""
         return _shares_storage(served, self.native_features(vision, raw))
 
-    def received(self, embeddings: torch.Tensor, features: torch.Tensor) -> torch.Tensor:
+    def received(self, model: Any, embeddings: torch.Tensor, features: torch.Tensor) -> torch.Tensor:
         """What the text model's first stack receives at the image tokens, from the token
         embeddings there and ``vision.image_features`` (rows alike): the features, which the
         entry writes over the placeholders' embeddings. An additive entry (`Scatter.added`)
-        receives their sum."""
+        receives their sum; a scaled one (`scaled_by`) that times the scale (the same float
+        multiply the model does, so the same bits)."""
+        written = self.written(embeddings, features)
+        return written if self.scaled_by is None else written * self.scale_of(model)
+
+    def written(self, embeddings: torch.Tensor, features: torch.Tensor) -> torch.Tensor:
+        """What the entry leaves at the image tokens before any scale: the features."""
         return features
 
     def of_image(self, features: torch.Tensor, image: ImageGeometry) -> torch.Tensor:
@@ -284,12 +312,25 @@ class Scatter(Entry):
     #: there, the added part, and block 0 receives the sum (`received`). ``None``: the
     #: scatter writes the features over the embeddings.
     added: str | None = None
+    #: The operation in the host's forward (nested ones by ``.source.``) whose output the
+    #: forward assigns over the image tokens' embeddings by subscript, which nnsight names no
+    #: operation at the host's level (Kosmos-2's ``inputs_embeds[mask] = image_embeds.view(...)``,
+    #: ``self_forward_embedding_0.source.view_0``): ``vision.image_features`` is read and written
+    #: there, after the tokens are embedded. The assignment is in place, so the model goes on
+    #: with a copy of the token embeddings (`mount`): ``token_embeddings`` keeps what was embedded.
+    assigned: str | None = None
+    marks: str | None = None  # `Entry.marks` (Kosmos-2's ``"image_embeds_position_mask"``)
+    scaled_by: str | None = None  # `Entry.scaled_by` (Kosmos-2's ``"text_model.model.embed_scale"``)
 
     def mount(self, model: Any) -> None:
         """Bind ``model.vision.second_tower`` and ``model.vision.video_tower`` to those towers'
-        envoys, the same objects as ``model.<path>`` (as a rename alias is), where there are."""
+        envoys, the same objects as ``model.<path>`` (as a rename alias is), where there are;
+        where the features are ``assigned`` in place, hand the model a copy of the token embeddings."""
         from ..envoys.towers import as_video_tower
 
+        embed = model.embed_tokens._module
+        if self.assigned is not None and _copied not in embed._forward_hooks.values():
+            embed.register_forward_hook(_copied)  # after nnsight's output: token_embeddings stays as embedded
         vision = model.__dict__.get("vision")
         if vision is None:
             return
@@ -299,6 +340,16 @@ class Scatter(Entry):
             tower = model.get(self.video_tower)
             tower.__class__ = as_video_tower(type(tower))  # the image tower's class: its values become a video's
             object.__setattr__(vision, "video_tower", tower)
+
+    def nested(self, model: Any) -> list[tuple[str, Any]]:
+        """The call an ``assigned`` operation is inside (``self_forward_embedding_0`` of
+        ``self_forward_embedding_0.source.view_0``): the host's method of that name."""
+        if self.assigned is None or ".source." not in self.assigned:
+            return []
+        call = self.assigned.split(".source.")[0]
+        method = call.removeprefix("self_").rsplit("_", 1)[0]
+        host = self.host_envoy(model)
+        return [(f"{host.path}.source.{call}", getattr(host._module, method))]
 
     def refuses(self) -> dict:
         """Where the wrapper's generate steps its text model (``steps``), the model's own
@@ -336,19 +387,19 @@ class Scatter(Entry):
     def _generated(self, vision: Any) -> bool:
         return self.generation is not None and vision.run.generating
 
-    def received(self, embeddings: torch.Tensor, features: torch.Tensor) -> torch.Tensor:
+    def written(self, embeddings: torch.Tensor, features: torch.Tensor) -> torch.Tensor:
         return features if self.added is None else embeddings + features
 
     def _at_output(self, vision: Any) -> bool:
         """Whether the features are an operation's or a module's output (not an argument)."""
-        return self.added is not None or self._generated(vision)
+        return self.added is not None or self.assigned is not None or self._generated(vision)
 
     def features_at(self, vision: Any) -> str:
         if self._generated(vision):
             return f"{vision.root.get(self.generation).path}.output"
-        if self.added is not None:
+        if self.added is not None or self.assigned is not None:
             host = f"{self.host}." if self.host else ""
-            return f"{vision.root.path}.{host}source.{self.added}.output"
+            return f"{vision.root.path}.{host}source.{self.added or self.assigned}.output"
         return f"{vision.root.path}.{self.call(vision.root)[0]}.input"
 
     def features_inside(self, vision: Any) -> Any:
@@ -361,7 +412,7 @@ class Scatter(Entry):
         """The features, a row a token; where the call takes them as one tensor per image
         (Ovis 2.5's ``_merge_visual_features``), those joined in order (a copy)."""
         features = self.native_features(vision, raw)
-        if self.added is not None:  # flattened to one axis for the add: rows of the text model's width
+        if self.added is not None or self.assigned is not None:  # flattened to one axis: rows of the text width
             return features.reshape(-1, vision.root.hidden_size)
         if isinstance(features, (tuple, list)):
             features = _joined(features)
@@ -374,6 +425,10 @@ class Scatter(Entry):
         if isinstance(native, (tuple, list)):  # cut back at each image's rows
             new = _pieces(new.reshape(-1, new.shape[-1]), native)
         return _with_argument(raw, self.argument, new)
+
+
+def _copied(module: Any, inputs: Any, output: torch.Tensor) -> torch.Tensor:
+    return output.clone()
 
 
 #: transformers' composite layout's image entry: ``model``'s first ``inputs_embeds.masked_scatter``.
