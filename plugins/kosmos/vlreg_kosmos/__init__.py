@@ -19,6 +19,8 @@ Each image is 64 tokens (``latent_query_num``), every one the whole image's (eac
 query attends to every patch); the processor writes one image before each prompt's text.
 """
 
+import copy
+
 from vlreg.plugin import Plugin, QueryTokens, Text, Tower, Wrapper
 
 from . import text, vision
@@ -31,6 +33,17 @@ ENTRY = QueryTokens(
 )
 
 
+def named_placeholder(processor):
+    """The loaded ``Kosmos2Processor`` with its ``<image>`` (``boi_token``) named ``image_token``,
+    the name vlreg reads a processor's placeholder by (to refuse a prompt that writes one
+    itself); any other processor as it is."""
+    if getattr(processor, "image_token", None) is not None or not hasattr(processor, "boi_token"):
+        return processor
+    named = copy.copy(processor)
+    named.image_token = processor.boi_token
+    return named
+
+
 def builders():
     from .checkpoints import BUILDERS
 
@@ -40,6 +53,7 @@ def builders():
 plugin = Plugin(
     Wrapper("kosmos-2", text="text_model.model", vision="vision_model.model", projector="image_to_text_projection",
             rename={"text_model.lm_head": "lm_head", "text_model.model.layer_norm": "norm"}, entry=ENTRY,
+            processor=lambda part: named_placeholder,
             image_grids=lambda part: QueryTokens.query_grids(part.config.latent_query_num)),
     Text("kosmos_2_text_model", rename=text.rename, envoys=text.envoys),
     Tower("kosmos_2_vision_model", rename=vision.RENAME, envoys=vision.envoys),

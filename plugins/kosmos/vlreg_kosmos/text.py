@@ -6,14 +6,39 @@ A block (``Kosmos2TextBlock``) is pre-norm with plain residuals: ``self_attn_lay
 over the widened rows, ``fc2``) and the add; a cross-attention only where
 ``add_cross_attention`` (no published checkpoint sets it). The attention's class is also the
 projector's cross-attention (``image_to_text_projection.x_attn``), so the envoys are keyed by
-each block's path, never by class.
+each block's path, never by class. The text attention norms its heads' joined outputs
+(``inner_attn_ln``, a LayerNorm over all heads, on every published checkpoint) before
+``out_proj``: ``attention_head_outputs`` is what ``out_proj`` is handed (`KosmosAttention`).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from vlreg.plugin import Attention, Layer, Mlp
+from vlreg.plugin import Attention, Layer, Mlp, eager_only, value
+
+
+def _heads(attention: Any, raw: Any) -> Any:
+    (joined, *_), _ = raw  # out_proj's (args, kwargs)
+    return joined.unflatten(-1, (attention.num_heads, attention.head_dim))
+
+
+def _joined(attention: Any, raw: Any, new: Any) -> Any:
+    (joined, *rest), kwargs = raw
+    return (new.reshape(joined.shape), *rest), kwargs
+
+
+class KosmosAttention(Attention):
+    """The text attention, whose heads' outputs are normed together before ``out_proj``
+    (refused without eager attention, as the interior it belongs to is)."""
+
+    refuses = {"attention_head_outputs": eager_only}
+
+    attention_head_outputs = value(
+        lambda attention: f"{attention.path}.out_proj.input",
+        description="each head's slice of what o_proj is handed: the heads' outputs after the LayerNorm over all "
+                    "of them (inner_attn_ln), [batch, seq, heads, head_dim]",
+    )(_heads).writes(_joined)
 
 
 def rename(part: Any) -> dict[str, str]:
@@ -31,4 +56,4 @@ def rename(part: Any) -> dict[str, str]:
 def envoys(part: Any) -> dict[Any, type]:
     from transformers.models.kosmos2 import modeling_kosmos2 as kosmos2
 
-    return {kosmos2.Kosmos2TextBlock: Layer, "layers.*.self_attn": Attention, kosmos2.Kosmos2TextFFN: Mlp}
+    return {kosmos2.Kosmos2TextBlock: Layer, "layers.*.self_attn": KosmosAttention, kosmos2.Kosmos2TextFFN: Mlp}

@@ -13,6 +13,7 @@ class KosmosVision(Vision):
     """The tower: a class token before the patches in every block's sequence."""
 
     class_tokens = 1
+    writes_placeholders = True  # the processor writes ``<image>`` and the image's tokens before the prompt's text
 
 
 RENAME = {

@@ -13,29 +13,28 @@ same operations.
 
 from __future__ import annotations
 
-import functools
 from typing import Any, Callable
 
 from nnsight.intervention.source import instrument, make_op
 
 
 def drilled(model: Any, fn: Any) -> Any:
-    """``fn`` (the function a run calls on ``model``) registering, before it runs, the
-    instrumented copy of each call the family's entry reads inside (`Entry.nested`)."""
+    """``fn`` (the function a run calls on ``model``, or its name) registering, before it
+    runs, the instrumented copy of each call the family's entry reads inside
+    (`Entry.nested`). Both are resolved as the run starts, on the module then live (a lazy
+    build has dispatched its weights by then)."""
     entry = model.family.entry
-    calls = entry.nested(model) if entry is not None else []
-    if not calls:
+    if entry is None or not entry.nested(model):
         return fn
-    run_fn = getattr(model._module, fn) if isinstance(fn, str) else fn
     interleaver = model.interleaver
 
     def located(path: str) -> Callable[[], tuple]:
         return lambda: (interleaver, path) if interleaver.interleaving else (None, None)
 
-    @functools.wraps(run_fn)
     def run(*args: Any, **kwargs: Any) -> Any:
-        for path, function in calls:
+        for path, function in entry.nested(model):
             interleaver.sourced[path] = instrument(function, make_op(located(path)))
-        return run_fn(*args, **kwargs)
+        return (getattr(model._module, fn) if isinstance(fn, str) else fn)(*args, **kwargs)
 
+    run.__name__ = fn if isinstance(fn, str) else getattr(fn, "__name__", "run")
     return run
