@@ -301,6 +301,8 @@ class StandardizedTransformer(TextSizes, TransformersModel):
             return
         self._check_weights()
         super().dispatch()
+        if self.family.entry is not None:  # the modules are the loaded ones now: what the entry hooks (`Scatter.assigned`)
+            self.family.entry.mount(self)
         self._instrument()
 
     def _sync(self) -> None:
