@@ -8,7 +8,7 @@ from typing import Any
 import torch
 from attrs import frozen
 
-from .entries import Scatter
+from .scatter import Scatter
 from .geometry import ImageGrid
 
 
