@@ -49,7 +49,8 @@ from .core.host.parts import Claim, Part
 from .core.host.plugins import adapter
 from .core.images.codes import ImageCodes
 from .core.images.cross_attention import CrossAttention
-from .core.images.entries import SCATTER, VIDEO_SCATTER, Entry, Scatter
+from .core.images.entries import Entry
+from .core.images.scatter import SCATTER, VIDEO_SCATTER, Scatter
 from .core.images.injections import Injections
 from .core.images.query_tokens import QueryTokens
 from .core.images.geometry import ImageGrid, box_grid, clip_boxes, tile_grids

@@ -9,7 +9,6 @@ import torch
 from nnsight import TransformersModel
 from nnsight.intervention.envoy import Envoy
 from nnsight.intervention.source import install_source
-from nnsight.intervention.tracer import InterleavingTracer, ScanningTracer
 
 from . import remote
 from .envoys import prompt as prompt_values
@@ -44,9 +43,11 @@ from .loading import (
     weights_to_check,
 )
 from .order import in_words
+from .serving.drilled import drilled
 from .tasks import check_needs_images, text_task_fallback
 from .reuse import cache
 from .serving.batching import Run, run_of
+from .serving.tracers import Scanner, Tracer
 
 
 def _root_order(entry: Any) -> tuple[str, ...]:
@@ -204,13 +205,14 @@ class StandardizedTransformer(TextSizes, TransformersModel):
     # -- running --------------------------------------------------------------
 
     def trace(self, *inputs: Any, **kwargs: Any) -> Any:
-        kwargs.setdefault("tracer_cls", _Tracer)
+        kwargs.setdefault("tracer_cls", Tracer)
         return super().trace(*inputs, **kwargs)
 
     def scan(self, *inputs: Any, fn: Any = None, backend: Any = None, **kwargs: Any) -> Any:
-        return _Scanner(self, fn or self._call, *inputs, backend=backend, **kwargs)
+        return Scanner(self, fn or self._call, *inputs, backend=backend, **kwargs)
 
     def interleave(self, fn: Any, *args: Any, **kwargs: Any) -> Any:
+        fn = drilled(self, fn)  # the nested calls a value is read inside, instrumented as the run starts
         with self._lock:
             if kwargs.get("batcher") is None:
                 return super().interleave(fn, *args, **kwargs)
@@ -263,10 +265,12 @@ class StandardizedTransformer(TextSizes, TransformersModel):
 
     def _token_mask(self, inputs: Any, video: bool = False) -> Any:
         """The image's (``video``: the video's) tokens in ``inputs`` (`Entry.token_mask`),
-        ``None`` where the config names no image token."""
-        if self.image_token_id is None:
+        ``None`` where the config names no image token and no processor output marks them
+        (`Entry.marks`)."""
+        entry = self.family.entry or Entry()
+        if self.image_token_id is None and entry.marks is None:
             return None
-        return (self.family.entry or Entry()).token_mask(self, inputs, video=video)
+        return entry.token_mask(self, inputs, video=video)
 
     def _image_geometry(self, prompt: Any, images: Any, **options: Any) -> list:
         """`Vision.geometry`, which asks the model (the processor and the entry are its)."""
@@ -301,8 +305,9 @@ class StandardizedTransformer(TextSizes, TransformersModel):
             return
         self._check_weights()
         super().dispatch()
-        if self.family.layers is not None:
-            self.family.layers.mount(self)  # over the real modules now
+        for declared in (self.family.layers, self.family.entry):  # mounted again, over the loaded modules
+            if declared is not None:
+                declared.mount(self)
         self._instrument()
 
     def _sync(self) -> None:
@@ -378,21 +383,3 @@ class StandardizedTransformer(TextSizes, TransformersModel):
                 host = inside(envoy) if inside is not None and envoy.why_unavailable(name) is None else None
                 if host is not None:
                     install_source(host)
-
-
-class _Serialized:
-    """A tracer that holds its model's lock from collecting its invokes to the end of
-    the run: nnsight keeps one interleaver per model, so two traces running at once on
-    one model (two threads) would serve each other's values. They take turns instead."""
-
-    def execute(self, code: Any) -> None:
-        with self.envoy.root._lock:
-            super().execute(code)
-
-
-class _Tracer(_Serialized, InterleavingTracer):
-    pass
-
-
-class _Scanner(_Serialized, ScanningTracer):
-    pass

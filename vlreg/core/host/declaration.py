@@ -10,7 +10,7 @@ from typing import Any, ClassVar
 import attrs
 from attrs import field, frozen
 
-from ..images.entries import SCATTER
+from ..images.scatter import SCATTER
 from ..serving.refusals import sentences
 from .hookspecs import hookimpl
 from .parts import Claim, Part, is_kind

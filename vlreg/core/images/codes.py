@@ -13,7 +13,7 @@ from attrs import field, frozen
 
 from ..envoys.codes import CodeEmbedding
 from ..serving.sites import Site
-from .entries import Scatter
+from .scatter import Scatter
 
 
 def _codes(raw: Any) -> torch.Tensor:

@@ -129,7 +129,7 @@ class AnalysisConformance:
             with model.trace(prompt, images=images):
                 embeddings = model.token_embeddings.save()
             at = found.geometry[0]
-            zeros = model.family.entry.received(embeddings[at.row, at.positions], torch.zeros_like(found.received))
+            zeros = model.family.entry.received(model, embeddings[at.row, at.positions], torch.zeros_like(found.received))
             return found.received.shape[0] == tokens and torch.equal(found.received, zeros) \
                 and float(found.effect.abs().max()) > 0
 

@@ -165,7 +165,7 @@ class VisionConformance(VideoConformance, TextLoads, ScaleTrust, VisionTrust, Te
         assert int(mask.sum()) == features.shape[0] > 0
         assert features.shape[1] == model.hidden_size
         # the features, or what an additive entry makes of them and the embeddings (`Entry.received`)
-        assert torch.equal(first[mask], model.family.entry.received(embeddings[mask], features))
+        assert torch.equal(first[mask], model.family.entry.received(model, embeddings[mask], features))
         rewritten = torch.zeros_like(mask)
         if self.rewritten_tokens:  # not image tokens: their own rows, which no image value covers
             fields = (self.rewritten_tokens,) if isinstance(self.rewritten_tokens, str) else self.rewritten_tokens
@@ -226,7 +226,7 @@ class VisionConformance(VideoConformance, TextLoads, ScaleTrust, VisionTrust, Te
             first = self.entry(model).save()
             ablated = model.logits.save()
         zeros = torch.zeros_like(first[mask])
-        assert torch.equal(first[mask], model.family.entry.received(embeddings[mask], zeros))
+        assert torch.equal(first[mask], model.family.entry.received(model, embeddings[mask], zeros))
         # on an encoder-decoder the logits are the decoder's, each reading the whole prompt: all move
         start = int(mask[0].nonzero()[0]) if model.__dict__.get("encoder") is None else 0
         if self.image_block:
@@ -245,7 +245,7 @@ class VisionConformance(VideoConformance, TextLoads, ScaleTrust, VisionTrust, Te
             model.vision.image_features = torch.ones_like(features)
             first = self.entry(model).save()
         ones = torch.ones_like(first[mask])
-        assert torch.equal(first[mask], model.family.entry.received(embeddings[mask], ones))
+        assert torch.equal(first[mask], model.family.entry.received(model, embeddings[mask], ones))
 
     # -- the tower ------------------------------------------------------------
 
