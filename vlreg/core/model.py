@@ -22,7 +22,7 @@ from .envoys.standard import Standard
 from .envoys.tree import Place, entered, joined
 from .envoys.vision import Vision
 from .host import plugins
-from .host.family import Family, resolve
+from .host.family import Family, bind_anchored, resolve, unanchored
 from .images.entries import Entry
 from .images.geometry import image_geometry
 from .images.video_geometry import video_geometry
@@ -138,7 +138,7 @@ class StandardizedTransformer(TextSizes, TransformersModel):
                 checkpoint,
                 task=task,
                 dispatch=dispatch,
-                rename=self.family.rename,
+                rename=unanchored(self.family.rename),
                 envoys={torch.nn.ModuleList: Blocks, **self.family.envoys},
                 **kwargs,
             )
@@ -259,9 +259,7 @@ class StandardizedTransformer(TextSizes, TransformersModel):
 
     def _token_mask(self, inputs: Any, video: bool = False) -> Any:
         """The image's (``video``: the video's) tokens in ``inputs`` (`Entry.token_mask`),
-        ``None`` where the config names no image token."""
-        if self.image_token_id is None:
-            return None
+        ``None`` where they cannot be found."""
         return (self.family.entry or Entry()).token_mask(self, inputs, video=video)
 
     def _image_geometry(self, prompt: Any, images: Any, **options: Any) -> list:
@@ -316,6 +314,7 @@ class StandardizedTransformer(TextSizes, TransformersModel):
     def _standardize(self) -> None:
         """Check the family bound the standard names, label every standard envoy for
         `support` and `Unavailable`, and instrument what is read at an operation."""
+        bind_anchored(self, self.family.rename)
         for name in ("layers", "embed_tokens", "norm", "lm_head"):
             if name == "norm" and ends_normed(self.__dict__.get("layers")):
                 continue  # a post-norm stack's last block ends in its norm: no final norm

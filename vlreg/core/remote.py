@@ -53,8 +53,10 @@ def arrived(model: Any) -> None:
             f"environment; remote='local' counts one importable only from outside site-packages "
             f"(PYTHONPATH, a pip --target folder) as not installed"
         ) from error
+    from .host.family import unanchored
+
     for envoy in model.modules():
-        envoy._rename = model.family.rename
+        envoy._rename = unanchored(model.family.rename)
         envoy._envoys = model.family.envoys
     model._place()
 

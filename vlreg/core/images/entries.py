@@ -72,9 +72,10 @@ class Entry:
 
     def token_mask(self, model: Any, inputs: Mapping, video: bool = False) -> torch.Tensor | None:
         """The image's tokens (``video``: the video's) in the model's keyword ``inputs``
-        (``None`` without ``input_ids``): every such mask vlreg reads is this one."""
+        (``None`` without ``input_ids``, or where the config names no image token): every
+        such mask vlreg reads is this one."""
         ids = inputs.get("input_ids")
-        if ids is None:
+        if ids is None or model.image_token_id is None:
             return None
         if self.token_types is None:
             return ids == (model._module.config.video_token_id if video else model.image_token_id)
@@ -178,6 +179,14 @@ class Entry:
     def of_image(self, features: torch.Tensor, image: ImageGeometry) -> torch.Tensor:
         """``image``'s rows of ``features`` (`vision.image_features` as served)."""
         return features[image.features]
+
+    def along(self, model: Any, embeddings: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        """What the first block receives outside the image tokens, from the token embeddings
+        (``[batch, seq, hidden]``, as ``token_embeddings`` serves them), at the positions of
+        its stream, which ``mask`` (the image-token mask) spans: the embeddings themselves
+        here; an entry that puts the image's tokens before the prompt's (`Prefix`) shifts
+        them past those, and says what the model adds to them first."""
+        return embeddings
 
     # -- what a trace must satisfy, and geometry -----------------------------------
 

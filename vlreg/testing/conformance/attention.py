@@ -65,10 +65,10 @@ class AttentionInterior:
         block = attention_blocks(model)[-1]
         prompt = self.text_prompt(model)
         with model.trace(prompt):
-            plain = block.self_attn.output[0].save()
+            plain = block.self_attn.attention_output.save()
         with model.trace(prompt):
             block.self_attn.attention_probabilities[:] = 0
-            zeroed = block.self_attn.output[0].save()
+            zeroed = block.self_attn.attention_output.save()
         assert not torch.equal(plain, zeroed)
         bias = getattr(module_at(block.self_attn, self.o_proj), "bias", None)
         expected = torch.zeros_like(zeroed) if bias is None else bias.expand_as(zeroed)

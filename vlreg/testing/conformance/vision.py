@@ -163,6 +163,7 @@ class VisionConformance(VideoConformance, TextLoads, ScaleTrust, VisionTrust, Te
         assert mask.dtype == torch.bool and mask.shape == first.shape[:2]
         assert int(mask.sum()) == features.shape[0] > 0
         assert features.shape[1] == model.hidden_size
+        embeddings = model.family.entry.along(model, embeddings, mask)  # at the stream's positions (`Entry.along`)
         # the features, or what an additive entry makes of them and the embeddings (`Entry.received`)
         assert torch.equal(first[mask], model.family.entry.received(embeddings[mask], features))
         rewritten = torch.zeros_like(mask)
@@ -223,6 +224,7 @@ class VisionConformance(VideoConformance, TextLoads, ScaleTrust, VisionTrust, Te
             model.vision.image_features[:] = 0
             first = self.entry(model).save()
             ablated = model.logits.save()
+        embeddings = model.family.entry.along(model, embeddings, mask)
         zeros = torch.zeros_like(first[mask])
         assert torch.equal(first[mask], model.family.entry.received(embeddings[mask], zeros))
         start = int(mask[0].nonzero()[0])
@@ -241,6 +243,7 @@ class VisionConformance(VideoConformance, TextLoads, ScaleTrust, VisionTrust, Te
             features = model.vision.image_features
             model.vision.image_features = torch.ones_like(features)
             first = self.entry(model).save()
+        embeddings = model.family.entry.along(model, embeddings, mask)
         ones = torch.ones_like(first[mask])
         assert torch.equal(first[mask], model.family.entry.received(embeddings[mask], ones))
 
