@@ -35,7 +35,8 @@ RENAME = {
 }
 
 #: The projected image is the first piece ``git``'s forward joins before the prompt's embeddings.
-PREFIX = Prefix(host="git", operation="torch_cat_1", tokens=prefix_tokens, embeddings="git.embeddings")
+PREFIX = Prefix(host="git", operation="torch_cat_1", tokens=prefix_tokens, embeddings="git.embeddings",
+                embeddings_in_place=True)
 
 
 def builders():

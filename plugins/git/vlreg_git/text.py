@@ -44,16 +44,14 @@ def _at(operation: str) -> At:
 class BertAttention(Attention):
     """A BERT attention (``attention``): the heads computed inline in ``attention.self``,
     mapped back by ``attention.output.dense`` (``o_proj``) before the block's norm. The
-    forward weighs the values after the softmax, so they come after the pattern."""
+    queries, keys and values are read where this forward projects them (each split into
+    heads), the keys and values before a generation step's cache joins the earlier
+    positions' (the scores and pattern span those too)."""
 
-    order = ("attention_queries", "attention_keys", "attention_scores", "attention_probabilities",
-             "attention_values", "attention_head_outputs", "attention_output")
-
-    attention_queries = argument(0, _at("torch_matmul_0.input"), description="the queries (no rotary embedding)")
-    attention_keys = value(_at("torch_matmul_0.input"), description="the keys (no rotary embedding)")(
-        lambda attention, raw: raw[0][1].transpose(-1, -2)
-    ).writes(lambda attention, raw, new: ((raw[0][0], new.transpose(-1, -2), *raw[0][2:]), raw[1]))
-    attention_values = argument(1, _at("torch_matmul_1.input"), description="the values")
+    attention_queries = returned(_at("transpose_0.output"), description="the queries (no rotary embedding)")
+    attention_keys = returned(_at("transpose_1.output"),
+                              description="this forward's keys (no rotary embedding), before the cache joins them")
+    attention_values = returned(_at("transpose_2.output"), description="this forward's values, before the cache joins them")
     attention_scores = argument(0, _at("nn_functional_softmax_0.input"),
                                 description="query-key scores before the softmax, scaled, mask added")
     attention_probabilities = returned(_at("self_dropout_0.output"), description="the pattern that weights the values")

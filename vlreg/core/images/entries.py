@@ -46,6 +46,9 @@ class Entry:
     host: str = ""
     argument: int | str = 1
     token: str = "image_token_id"  # the config field naming the placeholder's id (`Scatter.token`)
+    #: Whether the prompt holds the image's tokens (placeholders the features are written at,
+    #: or read at); not where the image's tokens are put before it (`Prefix`).
+    in_prompt: bool = True
     #: The root's values between the image-token mask and the blocks, in the order the
     #: forward computes them (`StandardizedTransformer.order`). An entry ``"vision.<value>"``
     #: places that tower value there, after the tower's others.
@@ -189,6 +192,11 @@ class Entry:
         return embeddings
 
     # -- what a trace must satisfy, and geometry -----------------------------------
+
+    def shifted(self, positions: torch.Tensor, shift: int) -> torch.Tensor:
+        """An image's positions in a batch row whose prompt the padding moved by ``shift``
+        (`ImageGeometry.placed`): moved with it, the image's tokens being the prompt's."""
+        return positions + shift
 
     def check_invokes(self, model: Any, invokes: list) -> None:
         """Refuse invokes this entry cannot take, before the model runs: a prompt without

@@ -52,8 +52,14 @@ class Prefix(Entry):
 
     host: str
     operation: str
+    #: The prompt holds none of the image's tokens (no placeholder to count, move or write).
+    in_prompt = False
     tokens: Callable[[Any, Mapping], int]
     embeddings: str | None = None
+    #: Whether ``embeddings`` adds into the looked-up rows in place (GIT's ``+=``), which
+    #: would leave ``token_embeddings`` holding the sum once read: the model then goes on
+    #: with a copy of the rows, so the served ones stay as looked up.
+    embeddings_in_place: bool = False
     order: tuple[str, ...] = ("token_embeddings", "vision")
     words = "where the features are put before the prompt's embeddings"
 
@@ -78,13 +84,16 @@ class Prefix(Entry):
             given = inputs[0] if inputs else kwargs.get("text")
             prompts += len(given) if isinstance(given, (list, tuple)) else 1
             images += len(list(leaves(kwargs["images"]))) if kwargs.get("images") is not None else 0
-        if images and images != prompts:
-            raise ValueError(
-                f"{images} image{'s were' if images != 1 else ' was'} given for {prompts} prompt"
-                f"{'s' if prompts != 1 else ''}: the {model.family.name!r} family puts one image's tokens before "
-                f"each prompt (its prompts hold no image placeholder), and the forward shares one batch of images "
-                f"among all its prompts; pass one image per prompt, or trace the prompts without images apart"
-            )
+        if images:
+            _one_image_each(model, images, prompts)
+
+    def place(self, model: Any, encoding: Any, declared: list, images: list) -> list:
+        _one_image_each(model, len(images), int(encoding["input_ids"].shape[0]))
+        return super().place(model, encoding, declared, images)
+
+    def shifted(self, positions: torch.Tensor, shift: int) -> torch.Tensor:
+        """Unmoved: the image's tokens precede the prompt and any padding of it."""
+        return positions
 
     def along(self, model: Any, embeddings: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         """The prompt's embeddings at the blocks' positions, after the image's (zeros there),
@@ -110,3 +119,13 @@ class Prefix(Entry):
     def write_features(self, vision: Any, raw: Any, new: torch.Tensor) -> Any:
         pieces = _joined(raw)
         return _with_joined(raw, (new.reshape(pieces[0].shape), *pieces[1:]))
+
+
+def _one_image_each(model: Any, images: int, prompts: int) -> None:
+    if images != prompts:
+        raise ValueError(
+            f"{images} image{'s were' if images != 1 else ' was'} given for {prompts} prompt"
+            f"{'s' if prompts != 1 else ''}: the {model.family.name!r} family puts one image's tokens before "
+            f"each prompt (its prompts hold no image placeholder), and the forward shares one batch of images "
+            f"among all its prompts; pass one image per prompt, or trace the prompts without images apart"
+        )

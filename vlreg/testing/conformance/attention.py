@@ -39,8 +39,7 @@ class AttentionInterior:
                 sinks.append(block.self_attn.attention_sinks.save())
             pattern = block.self_attn.attention_probabilities.save()
             head_outputs = block.self_attn.attention_head_outputs.save()
-            output = block.self_attn.output.save()
-        output = output[0] if isinstance(output, tuple) else output
+            output = block.self_attn.attention_output.save()
         batch, seq = output.shape[:2]
         # the block's own sizes (heads may differ by block; the root's are what the blocks agree on)
         attention = block.self_attn
