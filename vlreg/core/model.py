@@ -22,7 +22,7 @@ from .envoys.standard import Standard
 from .envoys.tree import Place, entered, joined
 from .envoys.vision import Vision
 from .host import plugins
-from .host.family import Family, bind_anchored, resolve, unanchored
+from .host.family import Family, bind_anchored, resolve
 from .images.entries import Entry
 from .images.geometry import image_geometry
 from .images.video_geometry import video_geometry
@@ -138,7 +138,7 @@ class StandardizedTransformer(TextSizes, TransformersModel):
                 checkpoint,
                 task=task,
                 dispatch=dispatch,
-                rename=unanchored(self.family.rename),
+                rename=self.family.rename,
                 envoys={torch.nn.ModuleList: Blocks, **self.family.envoys},
                 **kwargs,
             )

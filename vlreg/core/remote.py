@@ -39,7 +39,7 @@ def arrived(model: Any) -> None:
     own, no last batch, and the family the installed plugins give its module's config,
     whose maps every envoy of the tree takes and whose entry every envoy's place names."""
     from .errors import NoFamily
-    from .host.family import resolve
+    from .host.family import bind_anchored, resolve
     from .serving.batching import Run
 
     model._lock = threading.RLock()
@@ -53,11 +53,10 @@ def arrived(model: Any) -> None:
             f"environment; remote='local' counts one importable only from outside site-packages "
             f"(PYTHONPATH, a pip --target folder) as not installed"
         ) from error
-    from .host.family import unanchored
-
     for envoy in model.modules():
-        envoy._rename = unanchored(model.family.rename)
+        envoy._rename = model.family.rename
         envoy._envoys = model.family.envoys
+    bind_anchored(model, model.family.rename)  # the root's own aliases (`vlreg.core.host.family.ROOT`)
     model._place()
 
 

@@ -139,12 +139,8 @@ def resolve(config: Any) -> Family:
 #: A ``rename`` key that starts with it names a path from the model's root alone
 #: (``{"/output": "lm_head"}``: GIT's readout is the root's ``output``, a name every BERT
 #: sublayer's child has too, where nnsight would bind the alias on every envoy holding it).
+#: nnsight resolves no such key (no module is named so), so it binds them nowhere itself.
 ROOT = "/"
-
-
-def unanchored(rename: dict) -> dict:
-    """``rename`` without its root-anchored keys (`ROOT`): what nnsight binds."""
-    return type(rename)({key: alias for key, alias in rename.items() if not str(key).startswith(ROOT)})
 
 
 def bind_anchored(root: Any, rename: dict) -> None:
