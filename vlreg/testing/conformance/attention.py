@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from ...core.errors import Unavailable
-from .helpers import attention_blocks, module_at, text_rows
+from .helpers import attention_blocks, envoy_at, module_at, text_rows
 
 INTERIOR = (
     "attention_queries",
@@ -39,7 +39,10 @@ class AttentionInterior:
                 sinks.append(block.self_attn.attention_sinks.save())
             pattern = block.self_attn.attention_probabilities.save()
             head_outputs = block.self_attn.attention_head_outputs.save()
-            output = block.self_attn.attention_output.save()
+            # o_proj's own output: what the module returns first, or, where the module norms its
+            # residual sum itself (BERT's), what it adds to the stream before
+            output = envoy_at(block.self_attn, self.o_proj).output.save()
+        output = output[0] if isinstance(output, tuple) else output
         batch, seq = output.shape[:2]
         # the block's own sizes (heads may differ by block; the root's are what the blocks agree on)
         attention = block.self_attn
@@ -64,10 +67,10 @@ class AttentionInterior:
         block = attention_blocks(model)[-1]
         prompt = self.text_prompt(model)
         with model.trace(prompt):
-            plain = block.self_attn.attention_output.save()
+            plain = envoy_at(block.self_attn, self.o_proj).output.save()
         with model.trace(prompt):
             block.self_attn.attention_probabilities[:] = 0
-            zeroed = block.self_attn.attention_output.save()
+            zeroed = envoy_at(block.self_attn, self.o_proj).output.save()
         assert not torch.equal(plain, zeroed)
         bias = getattr(module_at(block.self_attn, self.o_proj), "bias", None)
         expected = torch.zeros_like(zeroed) if bias is None else bias.expand_as(zeroed)
