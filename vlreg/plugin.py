@@ -3,7 +3,7 @@
 A plugin is one declaration, `Plugin` over its parts (`Wrapper`, `Text`, `Tower`), found
 through the ``vlreg`` entry-point group (``qwen2_vl = "vlreg_qwen2_vl:plugin"``); the
 declarations it is made of are below: the image's entries (`Scatter`, `Injections`, `QueryTokens`,
-`ImageCodes`, `CrossAttention`), the standard envoy classes a family maps its modules
+`ImageCodes`, `CrossAttention`, `Prefix`), the standard envoy classes a family maps its modules
 onto, the value descriptors a family serves a value from elsewhere with, and image grids.
 A `Wrapper` states only what differs from transformers' composite layout (`SCATTER` is its
 entry; `VIDEO_SCATTER` where a video is written in too); `modeling_envoys`, `tower_envoys` and
@@ -52,6 +52,7 @@ from .core.images.cross_attention import CrossAttention
 from .core.images.entries import Entry
 from .core.images.scatter import SCATTER, VIDEO_SCATTER, Scatter
 from .core.images.injections import Injections
+from .core.images.prefix import Prefix
 from .core.images.query_tokens import QueryTokens
 from .core.images.geometry import ImageGrid, box_grid, clip_boxes, tile_grids
 from .core.images.video_geometry import VideoGrid, frame_grids, frame_size
@@ -79,6 +80,7 @@ __all__ = [
     "Scatter",
     "Injections",
     "CrossAttention",
+    "Prefix",
     "Mixer",
     "QueryTokens",
     "ImageCodes",

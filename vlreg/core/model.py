@@ -21,7 +21,7 @@ from .envoys.standard import Standard
 from .envoys.tree import Place, entered, joined
 from .envoys.vision import Vision
 from .host import plugins
-from .host.family import Family, resolve
+from .host.family import Family, bind_anchored, resolve
 from .images.entries import Entry
 from .images.geometry import image_geometry
 from .images.video_geometry import video_geometry
@@ -265,12 +265,8 @@ class StandardizedTransformer(TextSizes, TransformersModel):
 
     def _token_mask(self, inputs: Any, video: bool = False) -> Any:
         """The image's (``video``: the video's) tokens in ``inputs`` (`Entry.token_mask`),
-        ``None`` where the config names no image token and no processor output marks them
-        (`Entry.marks`)."""
-        entry = self.family.entry or Entry()
-        if self.image_token_id is None and entry.marks is None:
-            return None
-        return entry.token_mask(self, inputs, video=video)
+        ``None`` where they cannot be found."""
+        return (self.family.entry or Entry()).token_mask(self, inputs, video=video)
 
     def _image_geometry(self, prompt: Any, images: Any, **options: Any) -> list:
         """`Vision.geometry`, which asks the model (the processor and the entry are its)."""
@@ -327,6 +323,7 @@ class StandardizedTransformer(TextSizes, TransformersModel):
     def _standardize(self) -> None:
         """Check the family bound the standard names, label every standard envoy for
         `support` and `Unavailable`, and instrument what is read at an operation."""
+        bind_anchored(self, self.family.rename)
         if self.family.layers is not None:
             self.family.layers.mount(self)
         for name in ("layers", "embed_tokens", "norm", "lm_head"):

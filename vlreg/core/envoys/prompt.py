@@ -1,5 +1,6 @@
 """The root's values of the prompt: the ids and mask the model is called with, and the
-token embeddings before anything is scattered into them.
+token embeddings before anything is scattered into them (where the model adds into the
+looked-up rows in place, `Prefix.embeddings_in_place`, it goes on with a copy of them).
 
 ``input_ids`` can be written, but an edit that moves an image token is refused: the model
 writes each image's features at the prompt's image tokens, as many as its images make.
@@ -64,7 +65,14 @@ attention_mask = value(
 )(lambda model, raw: _model_input(raw, "attention_mask")).writes(
     lambda model, raw, new: _with_model_input(raw, "attention_mask", new)
 )
+def _in_place(model: Any) -> bool:
+    return getattr(model.family.entry, "embeddings_in_place", False)
+
+
 token_embeddings = returned(
     lambda model: f"{model.embed_tokens.path}.output",
     description="the token embeddings, before anything is scattered into them",
 )
+# where the model adds into the looked-up rows in place, it goes on with a copy of them, so the
+# served rows stay as looked up (and edits made to them before the model moves on land in the copy)
+token_embeddings.transform(lambda model, view, raw: view.clone() if _in_place(model) else view)

@@ -146,3 +146,23 @@ def resolve(config: Any) -> Family:
         layers=wrapper("vlreg_layers"),
     )
 
+
+
+#: A ``rename`` key that starts with it names a path from the model's root alone
+#: (``{"/output": "lm_head"}``: GIT's readout is the root's ``output``, a name every BERT
+#: sublayer's child has too, where nnsight would bind the alias on every envoy holding it).
+#: nnsight resolves no such key (no module is named so), so it binds them nowhere itself.
+ROOT = "/"
+
+
+def bind_anchored(root: Any, rename: dict) -> None:
+    """Bind each root-anchored key's alias on ``root`` alone, to the module its path names
+    (walked by module name, so a child named as an nnsight value, ``output``, is reachable)."""
+    for key, alias in rename.items():
+        if not str(key).startswith(ROOT):
+            continue
+        found = root
+        for name in key[len(ROOT):].split("."):
+            found = found._child_map[name]
+        object.__setattr__(root, alias, found)
+        root._aliases[alias] = key[len(ROOT):]

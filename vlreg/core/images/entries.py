@@ -44,6 +44,9 @@ class Entry:
     host: str = ""
     argument: int | str = 1
     token: str = "image_token_id"  # the config field naming the placeholder's id (`Scatter.token`)
+    #: Whether the prompt holds the image's tokens (placeholders the features are written at,
+    #: or read at); not where the image's tokens are put before it (`Prefix`).
+    in_prompt: bool = True
     #: The root's values between the image-token mask and the blocks, in the order the
     #: forward computes them (`StandardizedTransformer.order`). An entry ``"vision.<value>"``
     #: places that tower value there, after the tower's others.
@@ -78,9 +81,11 @@ class Entry:
 
     def token_mask(self, model: Any, inputs: Mapping, video: bool = False) -> torch.Tensor | None:
         """The image's tokens (``video``: the video's) in the model's keyword ``inputs``
-        (``None`` without ``input_ids``): every such mask vlreg reads is this one."""
+        (``None`` without ``input_ids``, or where neither the config names an image token nor a
+        processor output marks them, `marks`): every
+        such mask vlreg reads is this one."""
         ids = inputs.get("input_ids")
-        if ids is None:
+        if ids is None or (model.image_token_id is None and self.marks is None):
             return None
         if self.marks is not None:  # no id marks them: the processor's mask does (none given: no image)
             marked = inputs.get(self.marks)
@@ -205,7 +210,20 @@ class Entry:
         """``image``'s rows of ``features`` (`vision.image_features` as served)."""
         return features[image.features]
 
+    def along(self, model: Any, embeddings: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        """What the first block receives outside the image tokens, from the token embeddings
+        (``[batch, seq, hidden]``, as ``token_embeddings`` serves them), at the positions of
+        its stream, which ``mask`` (the image-token mask) spans: the embeddings themselves
+        here; an entry that puts the image's tokens before the prompt's (`Prefix`) shifts
+        them past those, and says what the model adds to them first."""
+        return embeddings
+
     # -- what a trace must satisfy, and geometry -----------------------------------
+
+    def shifted(self, positions: torch.Tensor, shift: int) -> torch.Tensor:
+        """An image's positions in a batch row whose prompt the padding moved by ``shift``
+        (`ImageGeometry.placed`): moved with it, the image's tokens being the prompt's."""
+        return positions + shift
 
     def check_invokes(self, model: Any, invokes: list) -> None:
         """Refuse invokes this entry cannot take, before the model runs: a prompt without

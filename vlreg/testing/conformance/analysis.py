@@ -74,6 +74,8 @@ class AnalysisConformance:
 
         def token_id() -> bool:
             wanted = model.image_token_id
+            if wanted is None:  # no image token (`Prefix`): a special token of the tokenizer's
+                wanted = model.tokenizer.convert_tokens_to_ids(model.tokenizer.all_special_tokens[0])
             name = self.image_token or model.tokenizer.convert_ids_to_tokens(wanted)
             return analysis.token_id(model, name) == wanted
 

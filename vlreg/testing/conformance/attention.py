@@ -10,7 +10,7 @@ import torch
 
 from ...core.errors import Unavailable
 from ...core.envoys.seq2seq import MergedAttention
-from .helpers import attention_blocks, joined_keys, joined_positions, module_at, text_rows
+from .helpers import attention_blocks, envoy_at, joined_keys, joined_positions, module_at, text_rows
 
 INTERIOR = (
     "attention_queries",
@@ -41,7 +41,9 @@ class AttentionInterior:
                 sinks.append(block.self_attn.attention_sinks.save())
             pattern = block.self_attn.attention_probabilities.save()
             head_outputs = block.self_attn.attention_head_outputs.save()
-            output = block.self_attn.output.save()
+            # o_proj's own output: what the module returns first, or, where the module norms its
+            # residual sum itself (BERT's), what it adds to the stream before
+            output = envoy_at(block.self_attn, self.o_proj).output.save()
         output = output[0] if isinstance(output, tuple) else output
         batch, seq = output.shape[:2]
         # the block's own sizes (heads may differ by block; the root's are what the blocks agree on)
@@ -71,10 +73,10 @@ class AttentionInterior:
         block = attention_blocks(model)[-1]
         prompt = self.text_prompt(model)
         with model.trace(prompt):
-            plain = block.self_attn.output[0].save()
+            plain = envoy_at(block.self_attn, self.o_proj).output.save()
         with model.trace(prompt):
             block.self_attn.attention_probabilities[:] = 0
-            zeroed = block.self_attn.output[0].save()
+            zeroed = envoy_at(block.self_attn, self.o_proj).output.save()
         assert not torch.equal(plain, zeroed)
         bias = getattr(module_at(block.self_attn, self.o_proj), "bias", None)
         expected = torch.zeros_like(zeroed) if bias is None else bias.expand_as(zeroed)

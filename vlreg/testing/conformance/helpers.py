@@ -285,10 +285,15 @@ def lit_pixels_land_in_raster_blocks(model: StandardizedTransformer, sizes: Any,
             assert (row // merge) * grid.columns + column // merge == token, (size, token)
 
 
-def module_at(envoy: Any, path: str) -> torch.nn.Module:
-    """The module at the dotted ``path`` under ``envoy``, each step an envoy's name (a
+def envoy_at(envoy: Any, path: str) -> Any:
+    """The envoy at the dotted ``path`` under ``envoy``, each step an envoy's name (a
     rename's alias, as Fuyu's ``o_proj`` for ``dense``, or a native child, as Inkling 2's
     ``o_proj.linear`` on transformers 5.25)."""
     for name in path.split("."):
         envoy = getattr(envoy, name)
-    return envoy._module
+    return envoy
+
+
+def module_at(envoy: Any, path: str) -> torch.nn.Module:
+    """The module at the dotted ``path`` under ``envoy`` (`envoy_at`)."""
+    return envoy_at(envoy, path)._module

@@ -164,6 +164,7 @@ class VisionConformance(VideoConformance, TextLoads, ScaleTrust, VisionTrust, Te
         assert mask.dtype == torch.bool and mask.shape == first.shape[:2]
         assert int(mask.sum()) == features.shape[0] > 0
         assert features.shape[1] == model.hidden_size
+        embeddings = model.family.entry.along(model, embeddings, mask)  # at the stream's positions (`Entry.along`)
         # the features, or what an additive entry makes of them and the embeddings (`Entry.received`)
         assert torch.equal(first[mask], model.family.entry.received(model, embeddings[mask], features))
         rewritten = torch.zeros_like(mask)
@@ -225,6 +226,7 @@ class VisionConformance(VideoConformance, TextLoads, ScaleTrust, VisionTrust, Te
             model.vision.image_features[:] = 0
             first = self.entry(model).save()
             ablated = model.logits.save()
+        embeddings = model.family.entry.along(model, embeddings, mask)
         zeros = torch.zeros_like(first[mask])
         assert torch.equal(first[mask], model.family.entry.received(model, embeddings[mask], zeros))
         # on an encoder-decoder the logits are the decoder's, each reading the whole prompt: all move
@@ -244,6 +246,7 @@ class VisionConformance(VideoConformance, TextLoads, ScaleTrust, VisionTrust, Te
             features = model.vision.image_features
             model.vision.image_features = torch.ones_like(features)
             first = self.entry(model).save()
+        embeddings = model.family.entry.along(model, embeddings, mask)
         ones = torch.ones_like(first[mask])
         assert torch.equal(first[mask], model.family.entry.received(model, embeddings[mask], ones))
 
