@@ -11,20 +11,23 @@ What the suite is told, and why:
 * the image's tokens are ordinary ids marked by the processor's ``image_embeds_position_mask``,
   and the text model scales the embeddings before its first block: the entry says so
   (`Entry.marks`, `Entry.scaled_by`), and the suite's checks of the scatter ask it;
-* the text attention projects its heads back through ``out_proj`` (renamed ``o_proj``).
+* the text attention projects its heads back through ``out_proj`` (renamed ``o_proj``);
+* of the analysis helpers, ``tower_patterns`` refuses (an image token is a learned query that
+  reads every patch) and ``compare_streams`` refuses (the forward runs no prompt without an image).
 """
 
 from vlreg.testing import chat
-from vlreg.testing.conformance import VisionConformance, image
+from vlreg.testing.conformance import AnalysisConformance, VisionConformance, image
 
 TEXT = "text_model.model"
 
 
-class TestKosmos2(VisionConformance):
+class TestKosmos2(AnalysisConformance, VisionConformance):
     """A CLIP-like tower, 64 latent queries resampling its patches, a pre-norm text model."""
 
     checkpoint = "kosmos-2"
     text_images = 1
+    analysis_refuses = {"tower_patterns": "learned queries", "compare_streams": "no prompt without an image"}
     text_generation_load = False
     native = {
         "layers": f"{TEXT}.layers",
