@@ -1,10 +1,12 @@
-"""vlreg.analysis.videos: attention to each frame and occlusion per frame, checked against
-the trace they summarize, on the tiny Qwen2-VL (2 frames a temporal patch)."""
+"""vlreg.analysis.videos: attention to each frame and occlusion per frame, and the logit lens
+at a video's tokens (`logit_lens(..., videos=...)`), checked against the trace they summarize,
+on the tiny Qwen2-VL (2 frames a temporal patch)."""
 
 import pytest
 import torch
 
 from vlreg import Unavailable
+from vlreg.analysis import logit_lens, project_on_vocab
 from vlreg.analysis.videos import attention_to_frames, occlude_frames
 from vlreg.testing import build, chat, load
 from vlreg.testing.conformance import image
@@ -44,3 +46,23 @@ def test_occluding_a_frame_is_the_logit_drop_with_its_features_zeroed(model):
 def test_a_prompt_without_the_videos_placeholder_is_refused_by_the_geometry(model):
     with pytest.raises((Unavailable, ValueError)):
         occlude_frames(model, chat(model), VIDEO)
+
+
+def test_the_logit_lens_reads_each_video_token_out_after_the_images(model):
+    """With an image and a video, the lens gives the image's tokens, then the video's: each
+    video token's readout is the block's stream at its position read out, and the geometry
+    says the frames it covers."""
+    picture, prompt = image(56, 56, seed=9), chat(model, "image", "video")
+    lens = logit_lens(model, prompt, [picture], videos=[VIDEO], layers=[1], top=3, target=5)
+    image_geometry, video_geometry = lens.geometry
+    assert [piece.shape[1] for piece in lens.top_ids] == [image_geometry.tokens, video_geometry.tokens]
+    assert video_geometry.frames[0].tolist() == [0, 1] and video_geometry.frames[-1].tolist() == [2, 3]
+    with model.trace(prompt, images=[picture], videos=[VIDEO]):
+        stream = model.layers[1].layer_output[0, video_geometry.positions].save()
+    expected = project_on_vocab(model, stream).float().softmax(-1)
+    torch.testing.assert_close(lens.target_probabilities[1][0], expected[:, 5])
+    assert torch.equal(lens.top_ids[1][0], expected.topk(3, dim=-1).indices)
+    alone = logit_lens(model, chat(model, "video"), videos=[VIDEO], layers=[1], top=3)
+    assert len(alone.geometry) == 1 and alone.top_ids[0].shape[1] == video_geometry.tokens
+    with pytest.raises(ValueError, match="videos="):
+        logit_lens(model, chat(model, "video"))

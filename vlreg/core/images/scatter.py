@@ -61,8 +61,10 @@ class Scatter(Entry):
     #: (InstructBLIP-Video's: ``video_token_id``; `StandardizedTransformer.image_token_id`).
     token: str = "image_token_id"
     #: The operation in the host's forward that writes a video's features in, with the same
-    #: arguments as ``operation`` (``inputs_embeds_masked_scatter_1`` on the Qwen line):
-    #: ``vision.video_features`` is read there. ``None``: the family serves no video value.
+    #: arguments as ``operation`` (``inputs_embeds_masked_scatter_1`` on the Qwen line; where
+    #: it takes one tensor a video, as Ovis 2.5's ``_merge_visual_features`` does, they are
+    #: joined in order): ``vision.video_features`` is read there. ``None``: the family serves
+    #: no video value.
     videos: str | None = None
     token_types: str | None = None  # `Entry.token_types` (GLM's ``"mm_token_type_ids"``)
     apart: str | None = None  # `Entry.apart`
@@ -146,11 +148,20 @@ class Scatter(Entry):
             return None
         # rows of the text model's width: LLaVA-NeXT-Video hands the scatter its features flattened to one axis
         width = vision.root.hidden_size
+
+        def read(raw: Any) -> torch.Tensor:
+            native = _argument(raw, self.argument)  # one tensor a video (Ovis 2.5's call): joined in order, a copy
+            return (_joined(native) if isinstance(native, (tuple, list)) else native).reshape(-1, width)
+
+        def write(raw: Any, new: torch.Tensor) -> Any:
+            native = _argument(raw, self.argument)
+            if isinstance(native, (tuple, list)):  # cut back at each video's rows
+                new = _pieces(new.reshape(-1, width), native)
+            return _with_argument(raw, self.argument, new)
+
         # a copy where the features are not laid out for the reshape (Perception LM's pooling transposes them):
         # the copy is written in and served as a view of it, as the image's features are (`views_features`)
-        return Site(f"{self.host_envoy(vision.root).path}.source.{self.videos}.input",
-                    lambda raw: _argument(raw, self.argument).reshape(-1, width),
-                    lambda raw, new: _with_argument(raw, self.argument, new),
+        return Site(f"{self.host_envoy(vision.root).path}.source.{self.videos}.input", read, write,
                     lambda served, raw: _shares_storage(served, _argument(raw, self.argument)))
 
     def _generated(self, vision: Any) -> bool:
