@@ -7,7 +7,7 @@ import numpy
 import pytest
 import torch
 
-pytest.importorskip("transformers.models.apertus1p5", reason="apertus1p5: not in this transformers release (5.25 adds it)")
+pytest.importorskip("transformers.models.apertus1p5", reason="apertus1p5: not in this transformers release (5.24 adds it)")
 
 import vlreg_apertus  # noqa: E402
 from vlreg import Unavailable  # noqa: E402

@@ -1,4 +1,4 @@
-"""Apertus 1.5 (transformers 5.25) against the conformance suite the core ships: the vision
+"""Apertus 1.5 (transformers 5.24 and later) against the conformance suite the core ships: the vision
 tokenizer's encoder as a vision part with no blocks and no patch embedding, each image's
 codes embedded in a call of their own, their embeddings at the scatter.
 
@@ -7,13 +7,13 @@ What the suite is told, and why:
 * the quantizer (``projector``) outputs codebook ids, not the features;
 * ``vision.patch_embeddings`` is refused (the encoder's first convolution runs at every
   pixel), and ``tower_patterns`` with it (no blocks);
-* transformers 5.25 refuses ``attn_implementation="sdpa"`` for the whole model: the vision
+* transformers (5.24, 5.25) refuses ``attn_implementation="sdpa"`` for the whole model: the vision
   tokenizer, built under the same setting, declares no sdpa support.
 """
 
 import pytest
 
-pytest.importorskip("transformers.models.apertus1p5", reason="apertus1p5: not in this transformers release (5.25 adds it)")
+pytest.importorskip("transformers.models.apertus1p5", reason="apertus1p5: not in this transformers release (5.24 adds it)")
 
 from vlreg.testing.conformance import AnalysisConformance, VisionConformance  # noqa: E402
 

@@ -15,7 +15,7 @@ tokenizer's ``<|image|>`` and ``<|audio|>`` ids, the rest is the published confi
 
 import pytest
 
-pytest.importorskip("transformers.models.apertus1p5", reason="apertus1p5: not in this transformers release (5.25 adds it)")
+pytest.importorskip("transformers.models.apertus1p5", reason="apertus1p5: not in this transformers release (5.24 adds it)")
 
 import transformers  # noqa: E402
 

@@ -1,4 +1,4 @@
-"""vlreg-apertus: Apertus 1.5 (``apertus1p5``, transformers 5.25), declared against `vlreg.plugin`.
+"""vlreg-apertus: Apertus 1.5 (``apertus1p5``, transformers 5.24 and later), declared against `vlreg.plugin`.
 
 Apertus 1.5 reads an image as discrete codes (`vlreg.plugin.ImageCodes`), as Emu3 does: its
 vision tokenizer's encoder (``vision``) reduces each image to a grid of latents, its
