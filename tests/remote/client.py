@@ -1,6 +1,6 @@
 """One researcher of several sharing `make test-remote`'s NDIF deployment at once.
 
-    python tests/remote/client.py <index> <url> [--sandboxed]
+    python tests/remote/client.py <index> <url> <checkpoint folder> [--sandboxed]
 
 Sends, in an order of its own (rotated by ``index``), a read of its own image, an edit
 scaled by its own factor, a trace that fails with its own words, and a second read;
@@ -48,12 +48,12 @@ def fail(model, picture, words, remote):
     return None
 
 
-def main(index: int, url: str, sandboxed: bool) -> int:
+def main(index: int, url: str, checkpoint: str, sandboxed: bool) -> int:
     if sandboxed:
         from test_ndif import UntrustedRequest
 
         nnsight_remote.RequestModel = UntrustedRequest
-    model = load("qwen2_vl", dtype=torch.float32)
+    model = load(checkpoint, dtype=torch.float32)  # the same folder, so the same key and deployment
     picture, factor = image(112, 84, seed=index), float(index + 2)
     words = f"client {index} fails on purpose ({uuid.uuid4().hex})"
     steps = ["read", "edit", "fail"]
@@ -75,4 +75,4 @@ def main(index: int, url: str, sandboxed: bool) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(int(sys.argv[1]), sys.argv[2], "--sandboxed" in sys.argv[3:]))
+    sys.exit(main(int(sys.argv[1]), sys.argv[2], sys.argv[3], "--sandboxed" in sys.argv[4:]))
