@@ -71,14 +71,17 @@ def reads(model, remote, attention: bool = True) -> dict:
         mask = model.vision.image_token_mask.save()
         patches = model.vision.patch_embeddings.save()
         features = model.vision.image_features.save()
-        pattern = model.layers[1].self_attn.attention_probabilities.save() if attention else None
+        if attention:
+            pattern = model.layers[1].self_attn.attention_probabilities.save()
         block = model.layers[1].layer_output.save()
         logits = model.logits.save()
     values = {
         "image_token_mask": mask, "patch_embeddings": patches, "image_features": features,
-        "attention_probabilities": pattern, "layer_output": block, "logits": logits,
+        "layer_output": block, "logits": logits,
     }
-    return {name: value for name, value in values.items() if value is not None}
+    if attention:
+        values["attention_probabilities"] = pattern
+    return values
 
 
 def ablated(model, remote) -> torch.Tensor:
