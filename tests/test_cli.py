@@ -173,7 +173,7 @@ def test_coverage_lists_every_image_text_model_type_and_what_serves_it(capsys):
     assert set(rows) == set(MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES)
     assert "vlreg-qwen3-vl" in rows["qwen3_5_moe"]["plugin"] and "vlreg-llava" in rows["llava_next"]["plugin"]
     assert "vlreg-mllama" in rows["mllama"]["plugin"] and "vlreg-blip" in rows["blip-2"]["plugin"]
-    assert rows["kosmos-2"] == {"plugin": None, "refuses": {}, "declines": None}
+    assert rows["kosmos-2.5"] == {"plugin": None, "refuses": {}, "declines": None}
     assert set(rows["gemma3n"]["refuses"]) == {"audio"} and "vlreg-gemma" in rows["gemma3n"]["plugin"]
     assert rows["gemma3"]["refuses"] == {}
 

@@ -266,6 +266,34 @@ def test_vlreg_readout(path):
             analysis.project_on_vocab(model, torch.zeros(model.hidden_size))
 
 
+def test_vlreg_layers():
+    """IDEFICS's blocks in two lists, run in turn: ``layers`` is both in call order, each
+    entry the envoy of its module, with no module added to the model; a declaration whose
+    lists do not interleave so is refused when the model is built, naming them."""
+    from vlreg.plugin import Interleaved
+    from vlreg_idefics import plugin as idefics
+
+    path = str(build("idefics"))
+    model = load(path)
+    text = model.model
+    assert [block.path for block in model.layers] == [
+        text.gated_cross_attn_layers[0].path, text.layers[0].path, text.gated_cross_attn_layers[1].path, text.layers[1].path]
+    assert model.layers[2] is text.gated_cross_attn_layers[1] and model.cross_attention_layers == [0, 2]
+    assert not [name for name in model._module.state_dict() if not name.startswith(("model.", "lm_head."))]
+    lazy = load(path, dispatch=False)
+    lazy.dispatch()
+    assert lazy.layers._module[1] is lazy.layers[1]._module is lazy._module.model.layers[0]  # the real modules now
+    assert next(lazy.layers[1]._module.parameters()).device.type == "cpu"
+
+    class Sparser(Forwarding):
+        vlreg_layers = hookimpl(lambda self, part: Interleaved("model.layers", "model.gated_cross_attn_layers", every=2)
+                                if part.kind == "wrapper" else None)
+
+    with registered(Sparser(idefics), name="sparser", replacing=[idefics]):
+        with pytest.raises(ValueError, match="gated_cross_attn_layers holds 2 blocks, but the 2 blocks at model.layers, one of them run before every 2, need 1"):
+            load(path)
+
+
 def test_vlreg_refuses(path):
     def second_block_only(envoy):
         return "this block is out of service; read layers[0] instead" if envoy.place.label.startswith("layers[1]") else None

@@ -3,7 +3,7 @@
 A plugin is one declaration, `Plugin` over its parts (`Wrapper`, `Text`, `Tower`), found
 through the ``vlreg`` entry-point group (``qwen2_vl = "vlreg_qwen2_vl:plugin"``); the
 declarations it is made of are below: the image's entries (`Scatter`, `Injections`, `QueryTokens`,
-`ImageCodes`, `CrossAttention`), the standard envoy classes a family maps its modules
+`ImageCodes`, `CrossAttention`, `Prefix`), the standard envoy classes a family maps its modules
 onto, the value descriptors a family serves a value from elsewhere with, and image grids.
 A `Wrapper` states only what differs from transformers' composite layout (`SCATTER` is its
 entry; `VIDEO_SCATTER` where a video is written in too); `modeling_envoys`, `tower_envoys` and
@@ -22,6 +22,7 @@ family's tests subclass); nothing else in vlreg is a promise.
 from importlib import import_module
 from typing import Any, Callable
 
+from .core.envoys.interleaved import Interleaved
 from .core.envoys.calls import PerCall
 from .core.envoys.codes import CodeEmbedding, CodesVision
 from .core.envoys.cross import CrossAttentionLayer, CrossAttentionMixer
@@ -36,7 +37,7 @@ from .core.envoys.modality import ExpertBank, ModalityExperts
 from .core.envoys.packed import PackedVisionAttention
 from .core.envoys.per_image import PACKED_SIGLIP_RENAME, PackedVision, PerImageAttention, RasterPackedVision
 from .core.envoys.positions import LearnedPositions
-from .core.envoys.seq2seq import DecoderLayer, Encoder, OutputProjection, PostNormLayer
+from .core.envoys.seq2seq import DecoderLayer, Encoder, MergedAttention, OutputProjection, PostNormLayer
 from .core.envoys.standard import Standard
 from .core.envoys.readout import UNNORMED, Readout
 from .core.envoys.streams import MixingStreamsLayer, StreamsLayer
@@ -51,8 +52,10 @@ from .core.host.parts import Claim, Part
 from .core.host.plugins import adapter
 from .core.images.codes import ImageCodes
 from .core.images.cross_attention import CrossAttention
-from .core.images.entries import SCATTER, VIDEO_SCATTER, Entry, Scatter
+from .core.images.entries import Entry
+from .core.images.scatter import SCATTER, VIDEO_SCATTER, Scatter
 from .core.images.injections import Injections
+from .core.images.prefix import Prefix
 from .core.images.query_tokens import QueryTokens
 from .core.images.geometry import ImageGrid, box_grid, clip_boxes, tile_grids
 from .core.images.video_geometry import VideoGrid, frame_grids, frame_size
@@ -69,6 +72,7 @@ __all__ = [
     "modeling_envoys",
     "FEATURE_LAYER_READ_ONLY",
     "Text",
+    "Interleaved",
     "Tower",
     "Other",
     "hookimpl",
@@ -79,6 +83,7 @@ __all__ = [
     "Scatter",
     "Injections",
     "CrossAttention",
+    "Prefix",
     "Mixer",
     "QueryTokens",
     "ImageCodes",
@@ -103,6 +108,7 @@ __all__ = [
     "CrossAttentionLayer",
     "Encoder",
     "DecoderLayer",
+    "MergedAttention",
     "PostNormLayer",
     "StreamsLayer",
     "MixingStreamsLayer",

@@ -4,10 +4,13 @@ Imported inside the Ray workers (``server.py`` puts this folder on their
 ``PYTHONPATH`` and names the classes through ``NDIF_CONTROLLER_IMPORT_PATH`` and
 ``NDIF_MODEL_IMPORT_PATH``), never by vlreg or its tests.
 
-* `CPUModelActor`: ndif's model actor loads onto the GPUs the controller assigned
-  and calls ``torch.cuda`` after every request; this machine has none, so the
-  actor loads on the CPU and skips the CUDA calls. Everything else (the request's
-  deserialization, the run, the result's way back) is ndif's own.
+* `CPUModelActor`: ndif's sandboxing model actor (`SandboxModelDeployment`: a
+  trusted request runs in the actor, any other in a fresh runner process against
+  a weightless copy of the model) loading on the CPU. ndif's loads onto the GPUs
+  the controller assigned and calls ``torch.cuda`` after every request; this
+  machine has none, so the actor loads on the CPU and skips the CUDA calls.
+  Everything else (the request's deserialization, the sandbox, the run, the
+  result's way back) is ndif's own.
 * `Controller`: ndif's controller with a **shim of someone else's server**: ndif
   0.1.2 asks nnsight to describe a checkpoint with ``trust_remote_code=``, which
   nnsight 0.8.1's ``describe_checkpoint`` and ``max_tp_size`` do not take (no
@@ -22,7 +25,7 @@ import inspect
 
 import ray
 from ndif.services.ray.deployments.controller.controller import _ControllerActor
-from ndif.services.ray.deployments.modeling.base import BaseModelDeployment
+from ndif.services.ray.sandbox.model import SandboxModelDeployment
 from nnsight.modeling.huggingface import HuggingFaceModel
 from nnsight.modeling.mixins.remotable import Remotable
 
@@ -53,10 +56,12 @@ class Controller(_ControllerActor):
 
 
 @ray.remote(num_cpus=1, max_restarts=0)
-class CPUModelActor(BaseModelDeployment):
-    """ndif's model actor, loading on the CPU: the model the key names, in the
-    deployment's dtype, built by the class the key names (vlreg's, for vlreg's key).
-    Never restarted (ndif's is, forever): a load that fails fails the run, not loops."""
+class CPUModelActor(SandboxModelDeployment):
+    """ndif's sandboxing model actor, loading on the CPU: the model the key names, in
+    the deployment's dtype, built by the class the key names (vlreg's, for vlreg's
+    key); its runners (``NDIF_SANDBOX_POOL_SIZE`` kept warm) build the same key on the
+    meta device. Never restarted (ndif's is, forever): a load that fails fails the
+    run, not loops."""
 
     #: Parking a replica moves its weights off a GPU; on the CPU there is nothing to free.
     CACHEABLE = False
@@ -69,7 +74,9 @@ class CPUModelActor(BaseModelDeployment):
         return model
 
     def cleanup(self) -> None:
-        # ndif's cleanup, less torch.cuda.synchronize (which needs a GPU).
+        # ndif's cleanup (the request's runner discarded, then the base's reset),
+        # less torch.cuda.synchronize (which needs a GPU).
+        self.discard_sandbox()
         self.kill_switch.clear()
         self.kill_reason = None
         self.execution_ident = None

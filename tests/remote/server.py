@@ -72,6 +72,7 @@ class Stack:
             "NDIF_DEFAULT_EXECUTION_TIMEOUT_SECONDS": "300",
             "NDIF_DEFAULT_PADDING_BIAS": "0",
             "NDIF_STATUS_TTL_S": "1",  # /status as it is now, not a minute ago
+            "NDIF_SANDBOX_POOL_SIZE": "1",  # runners kept warm per actor (ndif: 7; two cores here)
         }
 
     # -- starting ---------------------------------------------------------------

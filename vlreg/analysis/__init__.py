@@ -21,8 +21,9 @@ helper takes one prompt, or a list of prompts, with its images, as ``model.trace
   at the image tokens and at the pixels of the image as given;
 * `relevancy` (`relevancy`): gradient-weighted attention relevancy of each image token
   through the text blocks (Chefer et al. 2021);
-* `attention_to_frames`, `occlude_frames` (`videos`): a text token's attention to each frame
-  of a video, and its logit's drop with a frame's features zeroed.
+* `attention_to_frames`, `occlude_frames`, `occlude_video_tokens`, `patch_frame` (`videos`):
+  a text token's attention to each frame of a video, its logit's drop with a frame's features
+  zeroed or one video token's replaced, and a block's output at a frame patched from another video.
 """
 
 from .attribution import Attribution, attribution_patching
@@ -34,12 +35,16 @@ from .edits import Ablation, Occlusion, Patching, ablate_image, occlusion, patch
 from .lens import LogitLens, logit_lens, next_token_probs, project_on_vocab, top_tokens
 from .steering import skip_layers, steer
 from .tokens import token_id
-from .videos import FrameScores, attention_to_frames, occlude_frames
+from .videos import FramePatching, FrameScores, TokenScores, attention_to_frames, occlude_frames, occlude_video_tokens, patch_frame
 
 __all__ = [
     "FrameScores",
     "attention_to_frames",
     "occlude_frames",
+    "TokenScores",
+    "occlude_video_tokens",
+    "FramePatching",
+    "patch_frame",
     "LogitLens",
     "logit_lens",
     "Ablation",

@@ -7,9 +7,8 @@ from typing import Any, Sequence
 import torch
 from attrs import frozen
 
-from ..core.envoys.readout import lens_refusal, readout
+from ..core.envoys.readout import lens_refusal, readout, unembedding
 from ..core.errors import Unavailable
-from ..core.images.geometry import ImageGeometry
 from ..core.images.options import takes_processor_options
 from ..core.remote import remotely
 from .tokens import _images, _layers, _split, _where, in_stream, token_id, warn_if_turn_ended
@@ -18,7 +17,7 @@ from .tokens import _images, _layers, _split, _where, in_stream, token_id, warn_
 @frozen
 class LogitLens:
     """The readout (``norm``, then ``lm_head``, or the family's `vlreg.plugin.Readout`) applied to the stream at every image token
-    after each block in ``layers``. Per image, ``top_ids`` and ``top_probabilities`` are
+    after each block in ``layers``. Per image (then per video), ``top_ids`` and ``top_probabilities`` are
     ``[layers, tokens, top]``, and with a ``target`` ``target_probabilities`` is
     ``[layers, tokens]``."""
 
@@ -27,7 +26,7 @@ class LogitLens:
     top_probabilities: list[torch.Tensor]
     target: int | None
     target_probabilities: list[torch.Tensor] | None
-    geometry: list[ImageGeometry]
+    geometry: list  # `ImageGeometry` an image, then `VideoGeometry` a video
 
     def top_tokens(self, tokenizer: Any, image: int = 0, layer: int = -1) -> list[str]:
         """The most likely token at each of an image's tokens after ``layers[layer]``."""
@@ -39,25 +38,32 @@ class LogitLens:
 def logit_lens(
     model: Any,
     prompt: Any,
-    images: Any,
+    images: Any = None,
     *,
+    videos: Any = None,
     layers: Sequence[int] | None = None,
     top: int = 5,
     target: "int | str | None" = None,
 ) -> LogitLens:
-    """Read every image token out through the final norm and the readout, block by block.
+    """Read every image token out through the final norm and the readout, block by block;
+    with ``videos=[...]``, every video token too, after the images' (each video's entry of
+    the result is its, its geometry a `VideoGeometry`: the frames each token covers).
 
     The streams are read in one trace and read out after it, with the model's own
     ``norm`` and ``lm_head`` modules, so the trace edits nothing."""
     in_stream(model, "logit_lens")
     lens_refusal(model, "logit_lens")  # before anything runs
-    images = _images(images)
-    geometry = model.vision.geometry(prompt, images)
+    if images is None and videos is None:
+        raise ValueError("logit_lens reads an image's or a video's tokens: pass images=[...] or videos=[...]")
+    media = {"images": None if images is None else _images(images)}
+    if videos is not None:
+        media["videos"] = list(videos)
+    geometry = model.vision.geometry(prompt, **media)
     blocks = model.prompt_layers  # where the image's tokens are: the encoder's, on an encoder-decoder
     layers = _layers(model, layers, blocks)
     rows, positions = _where(geometry)
     streams: list = []
-    with torch.no_grad(), model.trace(prompt, images=images):
+    with torch.no_grad(), model.trace(prompt, **{name: given for name, given in media.items() if given is not None}):
         for layer in layers:
             streams.append(blocks[layer].layer_output[rows, positions].save())
     with torch.no_grad():
@@ -84,7 +90,7 @@ def project_on_vocab(model: Any, stream: torch.Tensor) -> torch.Tensor:
     the readout's weights are not in this process (a load traced remotely, never
     dispatched here): apply ``model.lm_head(model.norm(stream))`` in the remote trace."""
     lens_refusal(model, "project_on_vocab")
-    if model.lm_head._module.weight.is_meta:
+    if unembedding(model).is_meta:
         raise Unavailable(
             "project_on_vocab is unavailable: it runs the readout here, and this load's weights are not here "
             "(dispatch=False, traced remotely); read model.lm_head(model.norm(stream)) inside the remote trace, "

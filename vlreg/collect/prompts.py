@@ -47,7 +47,9 @@ class Prompts:
         self.model = model
         self.at = at
         self.token = placeholder_token(model)
-        self.writes = getattr(model.__dict__.get("vision"), "writes_placeholders", False)
+        # the processor writes the image's placeholders, or the model puts its tokens before the prompt (`Prefix`)
+        self.writes = getattr(model.__dict__.get("vision"), "writes_placeholders", False) or not getattr(
+            model.family.entry, "in_prompt", True)
         tokenizer = getattr(model.processor, "tokenizer", None)
         special = set(getattr(tokenizer, "all_special_tokens", ()))
         special |= {added.content for added in getattr(tokenizer, "added_tokens_decoder", {}).values() if added.special}

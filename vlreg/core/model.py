@@ -9,20 +9,19 @@ import torch
 from nnsight import TransformersModel
 from nnsight.intervention.envoy import Envoy
 from nnsight.intervention.source import install_source
-from nnsight.intervention.tracer import InterleavingTracer, ScanningTracer
 
 from . import remote
 from .envoys import prompt as prompt_values
 from .envoys import readout
 from .envoys.blocks import Blocks
 from .envoys.cross import CrossAttentionLayer
-from .envoys.seq2seq import ends_normed
+from .envoys.seq2seq import ends_normed, with_decoder_start
 from .envoys.sizes import TextSizes
 from .envoys.standard import Standard
 from .envoys.tree import Place, entered, joined
 from .envoys.vision import Vision
 from .host import plugins
-from .host.family import Family, resolve
+from .host.family import Family, bind_anchored, resolve
 from .images.entries import Entry
 from .images.geometry import image_geometry
 from .images.video_geometry import video_geometry
@@ -44,9 +43,11 @@ from .loading import (
     weights_to_check,
 )
 from .order import in_words
+from .serving.drilled import drilled
 from .tasks import check_needs_images, text_task_fallback
 from .reuse import cache
 from .serving.batching import Run, run_of
+from .serving.tracers import Scanner, Tracer
 
 
 def _root_order(entry: Any) -> tuple[str, ...]:
@@ -167,9 +168,11 @@ class StandardizedTransformer(TextSizes, TransformersModel):
     def image_token_id(self) -> int | None:
         """The id of the placeholder token the image's features are written at, read off the
         config field the family's entry names (`Entry.token`: ``image_token_id``, or
-        InstructBLIP-Video's ``video_token_id``); ``None`` where the config has none."""
+        InstructBLIP-Video's ``video_token_id``), or the processor's where the entry says
+        the id is there (`CrossAttention.token_on`); ``None`` where it has none."""
         entry = self.family.entry
-        return getattr(self._module.config, entry.token if entry is not None else "image_token_id", None)
+        holder = self.processor if getattr(entry, "token_on", "config") == "processor" else self._module.config
+        return getattr(holder, entry.token if entry is not None else "image_token_id", None)
 
     @property
     def num_layers(self) -> int:
@@ -202,13 +205,14 @@ class StandardizedTransformer(TextSizes, TransformersModel):
     # -- running --------------------------------------------------------------
 
     def trace(self, *inputs: Any, **kwargs: Any) -> Any:
-        kwargs.setdefault("tracer_cls", _Tracer)
+        kwargs.setdefault("tracer_cls", Tracer)
         return super().trace(*inputs, **kwargs)
 
     def scan(self, *inputs: Any, fn: Any = None, backend: Any = None, **kwargs: Any) -> Any:
-        return _Scanner(self, fn or self._call, *inputs, backend=backend, **kwargs)
+        return Scanner(self, fn or self._call, *inputs, backend=backend, **kwargs)
 
     def interleave(self, fn: Any, *args: Any, **kwargs: Any) -> Any:
+        fn = drilled(self, fn)  # the nested calls a value is read inside, instrumented as the run starts
         with self._lock:
             if kwargs.get("batcher") is None:
                 return super().interleave(fn, *args, **kwargs)
@@ -253,15 +257,15 @@ class StandardizedTransformer(TextSizes, TransformersModel):
             invokes = combine(configured(self.processor, options), invokes, options, flat=takes_flat(self))
         args, kwargs = super()._batch(invokes, fn)
         kwargs = in_weights_dtype(kwargs, self._module.dtype)
+        if getattr(fn, "__name__", "") != "generate":  # generate starts the decoder itself
+            kwargs = with_decoder_start(self._module, args, kwargs)
         self._run = run_of(kwargs, self._token_mask, groups, generating=getattr(fn, "__name__", "") == "generate",
                            videos=getattr(self._module.config, "video_token_id", None) is not None)
         return args, kwargs
 
     def _token_mask(self, inputs: Any, video: bool = False) -> Any:
         """The image's (``video``: the video's) tokens in ``inputs`` (`Entry.token_mask`),
-        ``None`` where the config names no image token."""
-        if self.image_token_id is None:
-            return None
+        ``None`` where they cannot be found."""
         return (self.family.entry or Entry()).token_mask(self, inputs, video=video)
 
     def _image_geometry(self, prompt: Any, images: Any, **options: Any) -> list:
@@ -297,6 +301,9 @@ class StandardizedTransformer(TextSizes, TransformersModel):
             return
         self._check_weights()
         super().dispatch()
+        for declared in (self.family.layers, self.family.entry):  # mounted again, over the loaded modules
+            if declared is not None:
+                declared.mount(self)
         self._unroll()  # the calls of a looped block are copies: of the modules just loaded
         self._place()
         self._instrument()
@@ -318,6 +325,9 @@ class StandardizedTransformer(TextSizes, TransformersModel):
     def _standardize(self) -> None:
         """Check the family bound the standard names, label every standard envoy for
         `support` and `Unavailable`, and instrument what is read at an operation."""
+        bind_anchored(self, self.family.rename)
+        if self.family.layers is not None:
+            self.family.layers.mount(self)
         for name in ("layers", "embed_tokens", "norm", "lm_head"):
             if name == "norm" and ends_normed(self.__dict__.get("layers")):
                 continue  # a post-norm stack's last block ends in its norm: no final norm
@@ -380,21 +390,3 @@ class StandardizedTransformer(TextSizes, TransformersModel):
                 host = inside(envoy) if inside is not None and envoy.why_unavailable(name) is None else None
                 if host is not None:
                     install_source(host)
-
-
-class _Serialized:
-    """A tracer that holds its model's lock from collecting its invokes to the end of
-    the run: nnsight keeps one interleaver per model, so two traces running at once on
-    one model (two threads) would serve each other's values. They take turns instead."""
-
-    def execute(self, code: Any) -> None:
-        with self.envoy.root._lock:
-            super().execute(code)
-
-
-class _Tracer(_Serialized, InterleavingTracer):
-    pass
-
-
-class _Scanner(_Serialized, ScanningTracer):
-    pass

@@ -39,7 +39,7 @@ def arrived(model: Any) -> None:
     own, no last batch, and the family the installed plugins give its module's config,
     whose maps every envoy of the tree takes and whose entry every envoy's place names."""
     from .errors import NoFamily
-    from .host.family import resolve
+    from .host.family import bind_anchored, resolve
     from .serving.batching import Run
 
     model._lock = threading.RLock()
@@ -56,6 +56,9 @@ def arrived(model: Any) -> None:
     for envoy in model.modules():
         envoy._rename = model.family.rename
         envoy._envoys = model.family.envoys
+    bind_anchored(model, model.family.rename)  # the root's own aliases (`vlreg.core.host.family.ROOT`)
+    if model.family.layers is not None:
+        model.family.layers.mount(model)  # `layers` travels without its list (`InCallOrder`)
     model._place()
 
 

@@ -12,7 +12,9 @@ The replayed output is the tower's whole output object (its last hidden state, t
 merger's output on the Qwen towers, the hidden states a projector reads, DeepStack's
 taps), every tensor repeated along the tower's batch axis (`Vision.batch_axis`): the
 leading axis (images, crops, or a packed row of patches), or the patches' axis of a
-tower that packs every image into one row behind a leading axis of 1 (Pixtral's). Tower values are not computed in a
+tower that packs every image into one row behind a leading axis of 1 (Pixtral's). A tower the
+wrapper runs on each image alone (`Vision.per_image`) is cached a call an image, and each call of
+a replay is handed its image's output. Tower values are not computed in a
 trace that replays: reading one is refused with the reason.
 """
 
@@ -24,6 +26,7 @@ import torch
 from attrs import evolve
 
 from .errors import LocalOnly, Unavailable
+from .serving.values import _in_order
 
 #: The inputs a processor derives from the prompt's text, not from its images.
 TEXT_INPUTS = frozenset({"input_ids", "attention_mask", "token_type_ids", "mm_token_type_ids", "position_ids"})
@@ -77,7 +80,13 @@ class TowerCache:
                 f"these images (model.vision.cache(prompt, images)), or trace without replaying"
             )
         model._run = evolve(run, replaying=True)
-        model.vision.skip(_repeat(self.output, copies, model.vision.batch_axis))
+        vision = model.vision
+        if not vision.per_image:
+            vision.skip(_repeat(self.output, copies, vision.batch_axis))
+            return
+        for call in range(copies * len(self.output)):  # each copy's images, in order, a call each
+            with _in_order(vision, vision.label("output"), call):
+                vision.skip(_repeat(self.output[call % len(self.output)], 1))
 
     def __reduce__(self) -> Any:
         raise LocalOnly(
@@ -158,7 +167,13 @@ def cache(model: Any, prompt: Any, images: Any, **options: Any) -> TowerCache:
         raise Unavailable(f"vision.cache is unavailable: {reason}")
     found: list = []
     with torch.no_grad(), model.trace(prompt, images=images, **options) as tracer:
-        found.append(_repeat(vision.output, 1).save())  # copied as the tower returns it
+        if not vision.per_image:
+            found.append(_repeat(vision.output, 1).save())  # copied as the tower returns it
+        else:  # a call an image: each call's output, in order
+            for call in range(int(model.run.inputs["pixel_values"].shape[0])):
+                with _in_order(vision, vision.label("output"), call):
+                    found.append(_repeat(vision.output, 1).save())
         tracer.stop()  # the tower's output is all this run is for
     pixels = {key: value.clone() for key, value in image_inputs(model.run.inputs).items()}
-    return TowerCache(model, found[0], int(model.run.image_tokens.sum()), pixels)
+    output = found if vision.per_image else found[0]
+    return TowerCache(model, output, int(model.run.image_tokens.sum()), pixels)

@@ -23,6 +23,7 @@ from typing import Any
 
 import torch
 
+from ..core.envoys.readout import unembedding
 from .scan import Found, Reader, promoted, scan
 
 __all__ = ["build", "Reader", "Found", "scan", "promoted"]
@@ -96,7 +97,7 @@ def _promotes(model: Any, value: str, reader: Reader) -> "list | None":
         from .. import StandardizedTransformer
 
         model = StandardizedTransformer(str(model), task="image-text-to-text", dispatch=True, device="cpu")
-    weight = model.lm_head._module.weight.detach()
+    weight = unembedding(model).detach()
     if weight.shape[1] != reader.directions.shape[1]:
         return None
     tokenizer = model.tokenizer

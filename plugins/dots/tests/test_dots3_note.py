@@ -1,6 +1,7 @@
 """dots3.note's own values beyond the suite: the indexed block reads the keys its DSA indexer
 selects, a write to the selection decides them, and the sliding-window block, which runs no
-indexer, refuses the indexer's values by name; a tower block's experts make its MLP's output, and a write to their weights reaches it."""
+indexer, refuses the indexer's values by name; a tower block's experts make its MLP's output, and a write to their weights reaches it;
+a video's frames are each a grid of their own, at the video's own scatter."""
 
 import pytest
 import torch
@@ -48,3 +49,21 @@ def test_a_tower_blocks_experts_make_its_mlp_output_and_a_write_to_the_routing_r
         model.vision.layers[1].mlp.expert_weights[...] = 0  # no expert's output is added
         silenced = model.vision.layers[1].mlp.mlp_output.save()
     assert not silenced.any()
+
+
+def test_each_frame_of_a_video_is_a_grid_of_its_own_at_the_videos_scatter(model):
+    """The video processor folds no frames (``temporal_patch_size`` 1): each video token covers
+    one frame, as many a frame as the processor's grid says, and the video's features are
+    block 0's input at them, apart from an image's in the same prompt."""
+    video, picture = [image(56, 84, seed=k) for k in range(3)], image(84, 56, seed=9)
+    prompt = chat(model, "image", "video", text="What changes?")
+    (_, geometry) = model.vision.geometry(prompt, images=[picture], videos=[video])
+    (slices, rows, columns), = model.processor(text=[prompt], images=[picture], videos=[video],
+                                               return_tensors="pt")["video_grid_thw"].tolist()
+    assert slices == 3 and [grid.frames for grid in geometry.grids] == [(0, 0), (1, 1), (2, 2)]
+    with model.trace(prompt, images=[picture], videos=[video]):
+        mask = model.vision.video_token_mask.save()
+        features = model.vision.video_features.save()
+        first = model.layers[0].input.save()
+    assert torch.equal(mask[0].nonzero().flatten(), geometry.positions)
+    assert features.shape[0] == geometry.tokens == 3 * rows * columns // 4 and torch.equal(first[mask], features)

@@ -37,7 +37,7 @@ class TestDots3Note(PublishedWidths):
     }
     refused = {"vision.self_attn.attention_scores": PER_CALL, "vision.self_attn.attention_probabilities": PER_CALL,
                "vision.layers.25-41.mlp.shared_expert_output": "no shared expert", **NO_INDEXER,
-               "videos": "not served", "audio": "not served"}
+               "audio": "not served"}
     read_only = ["vision.image_token_mask", "vision.tower_output"]
 
     def test_indexed_and_sliding_blocks_and_the_tower_experts(self, model):

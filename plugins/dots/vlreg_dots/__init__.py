@@ -4,15 +4,16 @@ Dots3NoteForConditionalGeneration holds the text model at ``model.language_model
 (``dots3_note_text``, DeepSeek-V3.2's: `text`), a Qwen ViT at ``model.vision_tower`` with its
 projector inside (``model.vision_tower.merger``) and experts on some of its blocks
 (`vision`), and an audio tower (``model.audio_tower``). ``model``'s forward writes the merger's
-output into the embeddings at its first ``inputs_embeds.masked_scatter`` (`SCATTER`), a
-video's at the second, audio at the third.
+output into the embeddings at its first ``inputs_embeds.masked_scatter``, a video's at the
+second (`VIDEO_SCATTER`: a video's frames run through the tower in a call of their own, after
+the image's scatter), audio at the third.
 
 Images resize whole into 2 x 2 blocks of 14-pixel patches (``Qwen2VLImageProcessor``), so the
-image grids and the tower's attention are the ``"qwen_vit"`` adapter's. Videos and audio are
-refused by name.
+image grids, the video grids (each frame a temporal patch of its own) and the tower's attention
+are the ``"qwen_vit"`` adapter's. Audio is refused by name.
 """
 
-from vlreg.plugin import SCATTER, Plugin, Text, Tower, Wrapper, adapter
+from vlreg.plugin import VIDEO_SCATTER, Plugin, Text, Tower, Wrapper, adapter
 
 from . import text, vision
 
@@ -20,10 +21,8 @@ QWEN_VIT = adapter("qwen_vit")
 
 REFUSES = {
     **QWEN_VIT.refuses,
-    "videos": "videos are not served on dots3.note yet: its second masked_scatter has no standard names here; "
-              "pass a video's frames as images=[...]",
     "audio": "audio is not served: vlreg claims no audio part, so dots3.note's audio tower (model.audio_tower) has "
-             "no standard names, and a trace hands the processor only text and images",
+             "no standard names, and a trace hands the processor only text, images and videos",
 }
 
 
@@ -35,8 +34,9 @@ def builders():
 
 plugin = Plugin(
     # a text-generation load is Dots3NoteForCausalLM, the text model at `model`
-    Wrapper("dots3_note", text_only="model", vision="model.vision_tower", projector="model.vision_tower.merger", entry=SCATTER,
-            refuses=REFUSES, image_grids=lambda part: QWEN_VIT.image_grids),
+    Wrapper("dots3_note", text_only="model", vision="model.vision_tower", projector="model.vision_tower.merger",
+            entry=VIDEO_SCATTER, refuses=REFUSES, image_grids=lambda part: QWEN_VIT.image_grids,
+            video_grids=lambda part: QWEN_VIT.video_grids()),
     Text("dots3_note_text", envoys=text.envoys),
     Tower("dots3_note_vision_encoder", rename=QWEN_VIT.tower_rename, envoys=vision.envoys),
     checkpoints=builders,

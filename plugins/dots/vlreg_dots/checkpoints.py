@@ -68,7 +68,8 @@ def build_dots3_note(path: Path, **overrides: Any) -> Path:
     return tiny(
         path, Dots3NoteConfig,
         lambda tok: Dots3NoteProcessor(image_processor=Qwen2VLImageProcessor(size=size, temporal_patch_size=1),
-                                       video_processor=Qwen3VLVideoProcessor(size=size, temporal_patch_size=1, do_sample_frames=False),
+                                       video_processor=Qwen3VLVideoProcessor(size=size, patch_size=14, temporal_patch_size=1,
+                                                                             do_sample_frames=False),
                                        feature_extractor=Dots3NoteFeatureExtractor(), tokenizer=tok,
                                        chat_template=CHAT_TEMPLATE),
         tokens=TOKENS, roles={"eos_token": "<|endofassistant|>", "pad_token": "<|endoftext|>"},

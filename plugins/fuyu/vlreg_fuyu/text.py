@@ -9,7 +9,6 @@ projection, ``dense`` (mounted as ``o_proj``), and the MLP's widening projection
 
 from __future__ import annotations
 
-from typing import Any
 
 from vlreg.plugin import Attention, Layer, Mlp, modeling_envoys
 

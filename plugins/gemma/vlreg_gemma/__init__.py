@@ -30,6 +30,10 @@ Refused by name (`POLICY`, `DIFFUSION`): π0 and π0.5 (``pi0``, ``pi05``: robot
 policies over a PaliGemma prefix) and DiffusionGemma (``diffusion_gemma``: a block-diffusion
 generator over the Gemma 4 tower).
 
+Published to other plugins: ``"sandwich"`` (the envoys of a block that norms each sublayer's
+output) and ``"gemma3_grids"`` (`geometry.square_grids`: Gemma 3's square, pooled, of a
+config holding ``vision_config`` and ``mm_tokens_per_image``; T5Gemma 2's encoder's).
+
 The text parts are in `text`, the Gemma 4 and Gemma 3n vision parts in `vision` (neither
 tower is laid out as SigLIP is, so each has envoys of its own rather than vlreg-llava's
 ``"siglip"`` adapter); `checkpoints` builds tiny random-weight checkpoints.
@@ -44,7 +48,7 @@ is what the dense MLP and the experts add together.
 from vlreg.plugin import Plugin, Text, Tower, Wrapper
 
 from . import text, vision
-from .geometry import image_grids
+from .geometry import image_grids, square_grids
 
 #: What Gemma 3n's claim refuses (`Claim.refuses`).
 GEMMA3N_REFUSES = {
@@ -104,6 +108,6 @@ plugin = Plugin(
     Tower("gemma4_unified_vision", envoys=vision.embedder_envoys),
     Tower("gemma3n_vision", rename=vision.GEMMA3N_RENAME, envoys=vision.gemma3n_tower_envoys,
           declines=vision.gemma3n_refusal),
-    adapters={"sandwich": text.SANDWICH},
+    adapters={"sandwich": text.SANDWICH, "gemma3_grids": square_grids},
     checkpoints=builders,
 )

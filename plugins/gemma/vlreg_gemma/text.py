@@ -73,8 +73,9 @@ MODEL_TYPES = tuple(MODELS)
 
 
 def _after(norm: str):
-    """The output of the block's ``norm``, located from a sublayer of that block."""
-    return lambda sublayer: f"{sublayer.parent.path}.{norm}.output"
+    """The output of the block's ``norm``, located from a sublayer of that block (at its
+    native path, where a family's rename gives the norm this name: T5Gemma 2's)."""
+    return lambda sublayer: f"{getattr(sublayer.parent, norm).path}.output"
 
 
 class SandwichAttention(Attention):

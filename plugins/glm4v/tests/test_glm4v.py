@@ -7,7 +7,6 @@ from __future__ import annotations
 import pytest
 import torch
 
-from vlreg import Unavailable
 from vlreg.plugin import GroupRoutedMoe, Mlp, MoeMlp
 from vlreg.testing import chat, load
 from vlreg.testing.conformance import image

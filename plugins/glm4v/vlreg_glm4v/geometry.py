@@ -20,7 +20,7 @@ def padded_image_grids(encoding: Any, images: Sequence[Any], processor: Any) -> 
     """One grid per image: ``image_grid_thw``'s patches merged into tokens, over the part of
     the canvas the image fills."""
     vision = processor.image_processor
-    patch, merge, temporal = vision.patch_size, vision.merge_size, vision.temporal_patch_size
+    patch, merge = vision.patch_size, vision.merge_size
     side = patch * merge
     grids = []
     for (frames, height, width), image in zip(encoding["image_grid_thw"].tolist(), images):

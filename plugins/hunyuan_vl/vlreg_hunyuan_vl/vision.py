@@ -13,7 +13,6 @@
 
 from __future__ import annotations
 
-from typing import Any
 
 from vlreg.plugin import (LearnedPositions, PerCall, PerImageAttention, RasterPackedVision, modeling_envoys,
                           tower_envoys)

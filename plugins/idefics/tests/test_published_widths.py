@@ -166,3 +166,44 @@ def test_idefics2_geometry_at_the_default_processors_resolution(tmp_path, split)
     if split:
         assert [g.boxes[0].tolist() for g in geometry.grids[:4]] == [
             [0, 0, 728, 546], [728, 0, 1456, 546], [0, 546, 728, 1092], [728, 546, 1456, 1092]]
+
+
+# -- IDEFICS (1) ---------------------------------------------------------------------
+#
+# IdeficsConfig()'s defaults, which transformers gives as similar to IDEFICS-9B's: a text
+# model 4096 wide, 32 blocks of 32 heads of 128, a CLIP-shaped tower 768 wide with 32
+# blocks of 16 heads over 224-pixel images of 14-pixel patches, and a perceiver of 64
+# latents over 6 blocks, here switched on (``use_resampler``), with a gated
+# cross-attention block before every 4th text block (``cross_layer_interval``).
+
+#: Where the 8 cross-attention blocks sit in ``layers``: before text blocks 0, 4, ..., 28.
+IDEFICS_CROSS = [5 * index for index in range(8)]
+
+
+class TestIdeficsDefaults(PublishedWidths):
+    config = transformers.IdeficsConfig
+    fields = {"use_resampler": True, "cross_layer_interval": 4, "perceiver_config": {"use_resampler": True}}
+    checkpoint = "idefics"
+    family = "idefics"
+    parts = {"wrapper": ("idefics", "vlreg-idefics"), "text": ("idefics", "vlreg-idefics"),
+             "vision": ("idefics_vision", "vlreg-idefics")}
+    published = {
+        "num_layers": 40, "hidden_size": 4096, "num_heads": 32, "num_kv_heads": 32, "head_dim": 128,
+        "cross_attention_layers": IDEFICS_CROSS,
+        "vision.num_layers": 32, "vision.vision_hidden_size": 768, "vision.num_heads": 16, "vision.head_dim": 48,
+        "vision.image_size": 224, "vision.patch_size": 14,
+        "projector.latents.shape": (64, 768),  # the perceiver keeps the tower's width
+        "layers.5.path": "model.model.gated_cross_attn_layers.1", "layers.6.path": "model.model.layers.4",
+        "layers.5.cross_attn.k_proj.weight.shape": (4096, 768),  # keys and values from the latents
+    }
+    read_only = ["vision.image_token_mask", f"layers.{','.join(map(str, IDEFICS_CROSS))}.text_row_mask"]
+
+
+def test_idefics_without_its_perceiver_is_refused_by_name(tmp_path):
+    """IdeficsConfig()'s own default turns the perceiver off, as no published checkpoint does:
+    refused before loading, saying so."""
+    from vlreg import NoFamily
+
+    transformers.IdeficsConfig().save_pretrained(tmp_path)
+    with pytest.raises(NoFamily, match="use_resampler=False"):
+        load(tmp_path, dispatch=False)

@@ -138,3 +138,57 @@ def idefics2(path: Path, **overrides: Any) -> Path:
 
 
 BUILDERS = {"idefics2": idefics2, **{family: builder(family) for family in FAMILIES}}
+
+
+#: IDEFICS (1)'s prompt format, "User: What is in this image?<end_of_utterance>\nAssistant:".
+#: Its processor writes each image's placeholders itself, after the BOS and before the text,
+#: so an image entry writes nothing here; `IdeficsProcessor` drops a ``chat_template`` it is
+#: given, so the template rides on the tokenizer.
+IDEFICS_TEMPLATE = (
+    "{% for message in messages %}{{ message['role'] | capitalize }}: "
+    "{% for line in message['content'] %}{% if line['type'] == 'text' %}{{ line['text'] }}{% endif %}{% endfor %}"
+    "<end_of_utterance>\n{% endfor %}{% if add_generation_prompt %}{{ 'Assistant:' }}{% endif %}"
+)
+#: IDEFICS's tower: a CLIP-shaped ViT, 28-pixel images of 14-pixel patches (a class token and 2 x 2 patches).
+IDEFICS_VISION = {"embed_dim": 32, "image_size": 28, "patch_size": 14, "intermediate_size": 64,
+                  "num_hidden_layers": 2, "num_attention_heads": 2}
+#: Its perceiver: 4 latents an image, one block.
+IDEFICS_PERCEIVER = {"resampler_n_latents": 4, "resampler_depth": 1, "resampler_n_heads": 2, "resampler_head_dim": 16}
+
+
+def idefics(path: Path, **overrides: Any) -> Path:
+    """Write a tiny random-weight idefics checkpoint to ``path``: a 64-wide text model of 2
+    blocks, each after a gated cross-attention block (``cross_layer_interval`` 1), the tower
+    and perceiver above. transformers starts the gates (``alpha_cross_attn``, ``alpha_dense``)
+    at zero, which shuts the image out; they are set to fixed non-zero values, as trained.
+    ``overrides``: ``vision_config`` and ``perceiver_config`` dicts, other config fields."""
+    import torch
+    from transformers import GenerationConfig, IdeficsConfig, IdeficsForVisionText2Text
+    from transformers import IdeficsImageProcessor, IdeficsProcessor
+
+    tokens = ("<unk>", "<s>", "</s>", FAKE, IMAGE, END)
+    tok = tokenizer(tokens, vocab_size=320, unk_token="<unk>", bos_token="<s>", eos_token="</s>", pad_token="<unk>")
+    tok.chat_template = IDEFICS_TEMPLATE
+    ids = dict(zip(tokens, tok.convert_tokens_to_ids(list(tokens))))
+    special = {"bos_token_id": ids["<s>"], "eos_token_id": ids["</s>"], "pad_token_id": ids["<unk>"]}
+    vision = {**IDEFICS_VISION, **overrides.pop("vision_config", {})}
+    perceiver = {**IDEFICS_PERCEIVER, **overrides.pop("perceiver_config", {})}
+    text = {key: TINY_TEXT[key] for key in ("hidden_size", "intermediate_size", "num_hidden_layers",
+                                            "num_attention_heads", "max_position_embeddings")}
+    config = IdeficsConfig(vocab_size=len(tok), **text, cross_layer_interval=1, use_resampler=True,
+                           vision_config=vision, perceiver_config=perceiver, **special, **overrides)
+    processor = IdeficsProcessor(image_processor=IdeficsImageProcessor(image_size=vision["image_size"]), tokenizer=tok)
+    torch.manual_seed(0)
+    model = IdeficsForVisionText2Text(config).eval()
+    with torch.no_grad():
+        for block in model.model.gated_cross_attn_layers:
+            block.alpha_cross_attn.fill_(0.7)
+            block.alpha_dense.fill_(-0.5)
+    path = Path(path)
+    model.save_pretrained(path)
+    processor.save_pretrained(path)
+    GenerationConfig(**special).save_pretrained(path)
+    return path
+
+
+BUILDERS["idefics"] = idefics

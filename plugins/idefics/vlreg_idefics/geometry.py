@@ -209,3 +209,20 @@ def idefics2_image_grids(config: Any):
         return [latent_grids(processor.image_processor, image.size, patch, latents) for image in images]
 
     return grids
+
+
+def idefics1_image_grids(config: Any):
+    """``vlreg_image_grids`` for ``idefics`` (IDEFICS 1): its processor stretches each image to
+    a square of ``image_size``, and the perceiver resamples it to ``resampler_n_latents``
+    latents, so an image's positions are those latents, each over the whole image
+    (`ImageGrid.resampled`)."""
+    latents = config.perceiver_config.resampler_n_latents
+
+    def grids(encoding: Any, images: Sequence[Any], processor: Any) -> list[list[ImageGrid]]:
+        found = []
+        for image in images:
+            box = torch.tensor([[0, 0, *image.size]], dtype=torch.float64)
+            found.append([ImageGrid(1, latents, box.expand(latents, 4), "latents", fold=None)])
+        return found
+
+    return grids

@@ -1,16 +1,19 @@
-"""The towers of Idefics2, Idefics3 and SmolVLM: SigLIP's layout under classes of their own.
+"""The towers of Idefics2, Idefics3 and SmolVLM: SigLIP's layout under classes of their own;
+IDEFICS (1)'s: CLIP's.
 
 ``embeddings.patch_embedding``, ``encoder.layers`` of ``layer_norm1``, ``self_attn``,
 ``layer_norm2``, ``mlp``, then ``post_layernorm`` over every patch: the names come from the
 ``"siglip"`` adapter vlreg-llava publishes, and each family's classes are mapped onto the
 standard envoys by name. Idefics2's tower runs on frames of each image's own size (`Idefics2Vision`).
+IDEFICS's tower is laid out as CLIP's: the same names but ``post_layernorm``, which norms only
+the pooled class token, and a class token before every image's patches (`IdeficsVision`).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from vlreg.plugin import Unavailable, Vision, adapter, tower_envoys
+from vlreg.plugin import Unavailable, Vision, VisionAttention, VisionLayer, VisionMlp, adapter, tower_envoys
 
 SIGLIP = adapter("siglip")
 
@@ -55,3 +58,26 @@ def envoys(part: Any) -> dict[type, type]:
     names = tuple(f"{prefix}{name}" for name in ("VisionTransformer", "EncoderLayer", "VisionAttention", "VisionMLP"))
     vision = Idefics2Vision if part.model_type == "idefics2_vision" else Vision
     return tower_envoys(module, names, vision=vision)(part)
+
+
+#: IDEFICS's tower names: SigLIP's but its ``post_layernorm``, which on this CLIP-shaped tower
+#: norms the pooled class token only (the perceiver reads the last block's stream).
+IDEFICS_RENAME = {native: name for native, name in SIGLIP.rename.items() if native != "post_layernorm"}
+
+
+class IdeficsVision(Vision):
+    """IDEFICS's CLIP-shaped tower: a class token before the patches in every block. Its
+    processor writes each image's placeholders itself, before the prompt's text, where a
+    batch's images come as one flat list (a list per prompt puts them after the text)."""
+
+    class_tokens = 1
+    writes_placeholders = True
+    flat_images = True
+
+
+def idefics_envoys(part: Any) -> dict[type, type]:
+    """IDEFICS's tower classes (in ``transformers.models.idefics.vision``) onto the standard envoys."""
+    from transformers.models.idefics import vision as tower
+
+    return {tower.IdeficsVisionTransformer: IdeficsVision, tower.IdeficsVisionEncoderLayer: VisionLayer,
+            tower.IdeficsVisionAttention: VisionAttention, tower.IdeficsVisionMLP: VisionMlp}

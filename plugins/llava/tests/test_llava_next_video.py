@@ -118,6 +118,27 @@ def test_a_lit_pixel_lands_in_the_base_token_whose_box_holds_it(model, size):
         assert int(brightest) == token, (size, token)
 
 
+def test_each_video_token_is_in_its_frame_on_the_processors_grid(model):
+    """Each frame's tokens, frame by frame, cover that frame: LLaVA-NeXT-Video's pooled patches,
+    Video-LLaVA's class row (over no pixels) then its patches, as many a frame as the processor
+    writes; a patch's box holds the centre of its crop of a frame wider than tall."""
+    video = [image(84, 56, seed=k) for k in range(2)]
+    prompt = chat(model, "video")
+    (geometry,) = model.vision.geometry(prompt, videos=[video])
+    with model.trace(prompt, videos=[video]):
+        mask = model.vision.video_token_mask.save()
+    assert torch.equal(mask[0].nonzero().flatten(), geometry.positions)
+    frames = geometry.frames[:, 0]
+    assert torch.equal(frames, frames.sort().values) and torch.bincount(frames).tolist() == [geometry.tokens // 2] * 2
+    patches = [grid for grid in geometry.grids if grid.label != "cls"]
+    assert len(patches) == 2 and all(torch.equal(grid.boxes, patches[0].boxes) for grid in patches)
+    classes = [grid for grid in geometry.grids if grid.label == "cls"]
+    assert len(classes) == (2 * model.processor.num_additional_image_tokens if name_of(model) == "video_llava" else 0)
+    boxes = patches[0].boxes
+    assert (boxes[:, 0] >= 0).all() and (boxes[:, 2] <= 84).all() and boxes[:, 3].max() == 56
+    assert ((boxes[:, 0] <= 42) & (boxes[:, 2] >= 42) & (boxes[:, 1] <= 28) & (boxes[:, 3] >= 28)).any()
+
+
 def test_video_llavas_pixels_are_found_under_their_own_name():
     """Video-LLaVA's image processor hands the pixels on as ``pixel_values_images``: the
     trace finds the image there (the mask, the features), and a tower cache made of it

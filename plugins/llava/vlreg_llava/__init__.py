@@ -26,7 +26,7 @@ from attrs import evolve
 from vlreg.plugin import VIDEO_SCATTER, Plugin, Text, Tower, Wrapper
 
 from . import text, vision, wrappers
-from .geometry import llava_image_grids, next_image_grids, next_video_grids
+from .geometry import llava_image_grids, next_image_grids, next_video_grids, video_llava_video_grids
 
 
 def builders():
@@ -47,7 +47,8 @@ plugin = Plugin(
             video_grids=lambda part: next_video_grids(part.config), **IMAGES),
     # Video-LLaVA's image tower is `vision`; its video tower, of the same class, `vision.video_tower`
     Wrapper("video_llava", vision="model.image_tower", entry=evolve(VIDEO_SCATTER, video_tower="model.video_tower"),
-            refuses=wrappers.REFUSES["video_llava"], **IMAGES),
+            refuses=wrappers.REFUSES["video_llava"], video_grids=lambda part: video_llava_video_grids(part.config),
+            **IMAGES),
     Text(text.MODEL_TYPES, envoys=text.envoys),
     Tower(vision.SIGLIP, rename=vision.RENAME[vision.SIGLIP], envoys=vision.siglip_envoys),
     Tower(vision.CLIP, rename=vision.RENAME[vision.CLIP], envoys=vision.clip_envoys),

@@ -35,6 +35,7 @@ computed with transformers' own helpers, as the processor computes them.
 from __future__ import annotations
 
 import math
+from types import SimpleNamespace
 from typing import Any, Sequence
 
 import numpy as np
@@ -290,6 +291,30 @@ def next_video_grids(config: Any):
             rows, columns = side_h // patch // stride, side_w // patch // stride
             boxes = clip_boxes(cropped.back(box_grid(rows, columns, patch * stride, patch * stride)), width, height)
             found.append([VideoGrid(rows, columns, boxes, fold=stride, frames=(k, k)) for k in range(len(video))])
+        return found
+
+    return grids
+
+
+def video_llava_video_grids(config: Any):
+    """``vlreg_video_grids`` for Video-LLaVA: each frame resized and centre-cropped as its video
+    processor does and run whole through the video tower, every row of which the projector
+    reads, frame by frame: the class rows first (``num_additional_image_tokens``, over no
+    pixels), then the patches, whose boxes cover the crop of the frame."""
+    patch = config.vision_config.patch_size
+
+    def grids(encoding: Any, videos: Sequence[Any], processor: Any) -> list[list[VideoGrid]]:
+        extra, found = processor.num_additional_image_tokens, []
+        for video in videos:
+            width, height = frame_size(video[0])
+            cropped, side_h, side_w = resize_and_crop(processor.video_processor, height, width)
+            boxes = _patches(cropped, side_h, side_w, patch, SimpleNamespace(size=(width, height)))
+            frames = []
+            for k in range(len(video)):
+                if extra:
+                    frames.append(VideoGrid(1, extra, torch.full((extra, 4), float("nan")), frames=(k, k), label="cls"))
+                frames.append(VideoGrid(side_h // patch, side_w // patch, boxes, frames=(k, k)))
+            found.append(frames)
         return found
 
     return grids

@@ -20,7 +20,6 @@ which the processor expands to the image's source image and slices.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from vlreg.testing import TINY_TEXT, chat_template, family_builders, save, tokenizer
 

@@ -4,7 +4,8 @@
   each window a raster of the merge blocks of ``image_grid_thw`` it holds;
 * ``vision.visual_words`` is each token's distribution over the visual words, and the features
   are the table's rows weighted by it;
-* ``vision.tower_output`` is what the projector reads, so an edit of it reaches the features.
+* ``vision.tower_output`` is what the projector reads, so an edit of it reaches the features;
+* a video's geometry runs frame by frame, each frame window by window.
 """
 
 import pytest
@@ -66,3 +67,20 @@ def test_an_edit_of_the_tower_output_reaches_the_features(model):
         after = model.vision.image_features.save()
     assert not torch.allclose(before, after)
     assert torch.allclose(after, after[:1].expand_as(after))  # every token's patches alike: one row
+
+
+def test_a_videos_geometry_runs_frame_by_frame_and_window_by_window(model):
+    """Each frame is a temporal patch of its own, its tokens window after window as an image's:
+    the video's positions are the mask's, every frame spans several windows here, and the
+    features have a row a token."""
+    video = [image(112, 168, seed=k) for k in range(2)]
+    prompt = chat(model, "video", text="What changes?")
+    (geometry,) = model.vision.geometry(prompt, videos=[video])
+    (slices, rows, columns), = model.processor(text=prompt, videos=[video], return_tensors="pt")["video_grid_thw"].tolist()
+    with model.trace(prompt, videos=[video]):
+        mask = model.vision.video_token_mask.save()
+        features = model.vision.video_features.save()
+    assert torch.equal(mask[0].nonzero().flatten(), geometry.positions)
+    assert slices == 2 and features.shape[0] == geometry.tokens == 2 * rows * columns // 4
+    per_frame = [sum(grid.tokens for grid in geometry.grids if grid.frames == (k, k)) for k in range(2)]
+    assert per_frame == [rows * columns // 4] * 2 and len(geometry.grids) > 2

@@ -19,8 +19,10 @@ windowed tower at ``model.vision_tower`` and the projector at ``model.multi_moda
 (the visual words' head, ``visual_tokenizer``, then the table), whose output ``model``'s first
 ``inputs_embeds.masked_scatter`` writes in, window by window (`ovis2_5`). The table's last four
 rows are written over the boundary tokens around each image and video, by a lookup, not a
-call. A video runs through the tower in a call of its own and is written at a second scatter,
-which no standard value reads: refused by name (`OVIS2_5_VIDEOS`).
+call. A video runs through the tower in a call of its own, after the image's, and is written
+at the second ``_merge_visual_features`` (one tensor a video, joined in order), where
+``vision.video_features`` is read; each frame is a temporal patch of its own, its tokens window
+by window as an image's (`geometry.ovis2_5_video_grids`).
 
 Ovis 2's tower and its names are in `vision`, the grids in `geometry`, the builder in `checkpoints`.
 """
@@ -28,19 +30,13 @@ Ovis 2's tower and its names are in `vision`, the grids in `geometry`, the build
 from vlreg.plugin import Plugin, Scatter, Tower, Wrapper
 
 from . import vision
-from .geometry import ovis2_5_image_grids
-from .geometry import image_grids
+from .geometry import image_grids, ovis2_5_image_grids, ovis2_5_video_grids
 
-#: Ovis 2.5's videos reach the model but none of their values are served.
-OVIS2_5_VIDEOS = (
-    "a video's frames reach the model (its logits and text values are served), but they run through the tower "
-    "in a call of their own and are written at a scatter of their own, which no standard value reads; pass the "
-    "frames as images=[...] to read them"
-)
-
-#: Ovis 2.5's ``model`` runs the tower, embeds the tokens, then hands both to
-#: ``_merge_visual_features`` (the features one tensor per image), which scatters them in.
+#: Ovis 2.5's ``model`` runs the tower (the image's call, then the video's), embeds the tokens,
+#: then hands both to ``_merge_visual_features`` (the features one tensor per image or video),
+#: which scatters them in: the image's first, the video's second.
 OVIS2_5_SCATTER = Scatter(host="model", operation="self__merge_visual_features_0", argument=2,
+                          videos="self__merge_visual_features_1",
                           order=("vision", "token_embeddings", "vision.image_features"))
 
 
@@ -55,7 +51,8 @@ plugin = Plugin(
             image_grids=lambda part: image_grids(part.config)),
     Tower("ovis2_vision", rename=vision.TOWER_RENAME, envoys=vision.envoys),
     Wrapper("ovis2_5", vision="model.vision_tower", projector="model.multi_modal_projector", entry=OVIS2_5_SCATTER,
-            refuses={"videos": OVIS2_5_VIDEOS}, image_grids=lambda part: ovis2_5_image_grids(part.config)),
+            image_grids=lambda part: ovis2_5_image_grids(part.config),
+            video_grids=lambda part: ovis2_5_video_grids(part.config)),
     Tower("ovis2_5_vision", rename=vision.OVIS2_5_RENAME, envoys=vision.ovis2_5_envoys),
     checkpoints=builders,
 )

@@ -35,3 +35,17 @@ def test_the_towers_stream_holds_a_class_row_before_each_images_patches(model):
     with model.trace(chat(model, images=2), images=list(PICTURES)):
         stream = model.vision.layers[-1].layer_output.save()
     assert model.vision.class_tokens == 1 and stream.shape[1] == sum(patches) + len(patches)
+
+
+def test_each_frame_of_a_video_is_a_grid_of_its_own(model):
+    """The processor folds no frames (``temporal_patch_size`` 1): each video token covers one
+    frame, one grid a frame, as many tokens a frame as the processor's grid says."""
+    video = [image(56, 84, seed=k) for k in range(3)]
+    prompt = chat(model, "video", text="What changes?")
+    (geometry,) = model.vision.geometry(prompt, videos=[video])
+    (slices, rows, columns), = model.processor(text=[prompt], videos=[video], return_tensors="pt")["video_grid_thw"].tolist()
+    assert slices == 3 and [grid.frames for grid in geometry.grids] == [(0, 0), (1, 1), (2, 2)]
+    assert all((grid.rows, grid.columns) == (rows // 2, columns // 2) for grid in geometry.grids)
+    with model.trace(prompt, videos=[video]):
+        features = model.vision.video_features.save()
+    assert features.shape[0] == geometry.tokens == 3 * rows * columns // 4

@@ -27,7 +27,6 @@ class TestLlavaOnevision15(PublishedWidths):
         "vision.intermediate_size": 4096, "vision.patch_size": 14, "vision.spatial_merge_size": 2,
         "vision.window_size": None, "vision.class_tokens": 1,
     }
-    refused = {"vision.self_attn.attention_scores": PER_CALL, "vision.self_attn.attention_probabilities": PER_CALL,
-               "videos": "a scatter of their own"}
+    refused = {"vision.self_attn.attention_scores": PER_CALL, "vision.self_attn.attention_probabilities": PER_CALL}
     read_only = ["vision.image_token_mask", "vision.tower_output"]
     aliases = {"model": {"vision": "model.visual", "projector": "model.visual.merger"}}

@@ -12,8 +12,8 @@ LLaVA-OneVision-1.5 (``llava_onevision1_5``, transformers 5.25) is this layout, 
 ``model`` writing the merger's output in at its first ``inputs_embeds.masked_scatter``, on a
 Qwen3 text model (vlreg-text's ``qwen3`` text part) with a tower of its own, RICE-ViT
 (`vision.RiceVision`: unwindowed, a class token a frame). Its videos run through the tower in
-calls of their own and are written at a second scatter, which no standard value reads:
-refused by name (`ONEVISION_VIDEOS`).
+a call of their own and are written at the second scatter (`VIDEO_SCATTER`), each frame a
+temporal patch of its own (its processor's ``temporal_patch_size`` is 1).
 """
 
 from vlreg.plugin import VIDEO_SCATTER, Plugin, Text, Tower, Wrapper, adapter
@@ -23,14 +23,6 @@ from .vision import WindowedQwenVision, rice_envoys, tower_envoys, window_layout
 QWEN_VIT = adapter("qwen_vit")
 
 __all__ = ["WindowedQwenVision", "plugin", "window_layout"]
-
-#: LLaVA-OneVision-1.5's videos reach the model but none of their values are served.
-ONEVISION_VIDEOS = (
-    "a video's frames reach the model (its logits and text values are served), but they run through the tower "
-    "in calls of their own and are written at a scatter of their own, which no standard value reads; pass the "
-    "frames as images=[...] to read them"
-)
-
 
 def text_envoys(part):
     from transformers.models.qwen2_5_vl import modeling_qwen2_5_vl as qwen2_5_vl
@@ -52,8 +44,8 @@ plugin = Plugin(
             video_grids=lambda part: QWEN_VIT.video_grids()),
     Text("qwen2_5_vl_text", envoys=text_envoys),
     Tower("qwen2_5_vl_vision", rename=QWEN_VIT.tower_rename, envoys=tower_envoys),
-    Wrapper("llava_onevision1_5", **QWEN_VIT.mounts, refuses={**QWEN_VIT.refuses, "videos": ONEVISION_VIDEOS},
-            image_grids=lambda part: QWEN_VIT.image_grids),
+    Wrapper("llava_onevision1_5", **QWEN_VIT.mounts, entry=VIDEO_SCATTER, refuses=QWEN_VIT.refuses,
+            image_grids=lambda part: QWEN_VIT.image_grids, video_grids=lambda part: QWEN_VIT.video_grids()),
     Tower("llava_onevision1_5_vision", rename=QWEN_VIT.tower_rename, envoys=rice_envoys),
     adapters={"windowed_qwen_vit": WindowedQwenVision},
     checkpoints=builders,

@@ -8,7 +8,9 @@ the embeddings are scattered over the placeholders. Two envoys serve that:
 * `CodesVision`, the vision part, adds ``vision.image_codes``: the ids that call embeds,
   ``[image_tokens]``, one per image token in mask order (an end-of-line id too, where the
   family writes one), so ``embed_tokens.weight[image_codes] == image_features``. A write
-  is embedded in their place: it moves ``image_features`` and everything after. The ids
+  is embedded in their place: it moves ``image_features`` and everything after. Where the
+  forward embeds each image's codes in a call of its own (`ImageCodes.per_image`), it is a
+  list, an image's ids each, assigned as one. The ids
   must stay ids of the vocabulary, as many as before; other values are refused before the
   embedding runs, where an out-of-range id would fail deep inside it or a float be cast;
 * `CodeEmbedding`, the text model's embedding, serves each of its calls (`PerCall`):
@@ -45,8 +47,10 @@ class CodesVision(Vision):
     image_codes = built(
         lambda vision: vision.place.entry.codes(vision),
         occurrence=lambda vision: vision.place.entry.codes_call,
-        layout="image_tokens",
-        description="the ids the text model embeds as the image, one per image token, [image_tokens]",
+        calls=lambda vision: vision.place.entry.codes_calls(vision.run.inputs),
+        layout=lambda vision: "whole" if vision.place.entry.per_image else "image_tokens",
+        description="the ids the text model embeds as the image, one per image token, [image_tokens] (a list of "
+                    "them, an image's each, where the forward embeds each image's apart)",
     )
 
 

@@ -76,11 +76,16 @@ class CrossAttentionLayer(Layer):
     ``layer_output`` is the block's own output. Where the block scales what each sublayer
     adds (Mllama's tanh gates), ``attention_gate`` and ``mlp_gate`` are the factors, so
     ``input + attention_gate * cross_attn.attention_output + mlp_gate * mlp.mlp_output ==
-    layer_output`` (times a family's row mask, where it has one). Its values need an image
-    in the run: the text model skips the block without one.
+    layer_output``, where a family serves a ``text_row_mask`` that sublayer's output times it
+    (`row_masked`). Its values need an image in the run: the text model skips the block
+    without one.
     """
 
     mixers = (Mixer("cross_attn"),)
+    #: The sublayer whose output reaches only the rows of a family's ``text_row_mask``
+    #: (``"mlp"``: Mllama's, whose tokens before any image take no MLP; ``"attention"``:
+    #: IDEFICS's, whose take no attention).
+    row_masked: ClassVar[str] = "mlp"
     #: Why its values are absent from a run no image reaches.
     skipped: ClassVar[str] = (
         "cross-attention blocks run only when an image reaches the model (the text model skips them otherwise)"

@@ -109,6 +109,14 @@ def logit_scale(model: Any) -> float | None:
     return float(scale) if applies else None
 
 
+def unembedding(model: Any) -> torch.Tensor:
+    """The readout's weight, ``[vocab_size, hidden_size]``: ``lm_head``'s, or where ``lm_head``
+    is a head module around its projection (T5Gemma 2's ``out_proj``), that projection's, the
+    output embeddings transformers names (``get_output_embeddings``)."""
+    weight = getattr(model.lm_head._module, "weight", None)
+    return weight if weight is not None else model._module.get_output_embeddings().weight
+
+
 def suppressed(model: Any) -> tuple[int, ...]:
     """The ids whose logits the model's forward sets to the lowest value after ``lm_head``
     (its family's `vlreg_suppressed_tokens`), or none."""

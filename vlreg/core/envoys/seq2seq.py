@@ -27,6 +27,13 @@ pre-norm sum: with ``post_norms`` naming the norm after each sublayer, in forwar
 
 which `post_norm_output` computes and the conformance suite checks on any block that
 declares ``post_norms``.
+
+Every call starts the decoder: where a call passes no decoder input, vlreg passes the token
+transformers' generate starts it with (`with_decoder_start`), so a trace's decoder is a
+generation's first step (T5Gemma 2's forward, unlike BART's, starts none itself).
+
+T5Gemma 2's decoder blocks have no ``cross_attn``: one attention (`MergedAttention`, at
+``self_attn``) weighs the block's own positions and the encoder's output in one softmax.
 """
 
 from __future__ import annotations
@@ -39,7 +46,7 @@ from ..errors import Unavailable
 from ..serving.values import value
 from .mixers import Mixer
 from .standard import Standard
-from .text import Layer, Mlp
+from .text import Attention, Layer, Mlp
 
 
 def _embeds(raw: Any) -> torch.Tensor:
@@ -98,6 +105,26 @@ class Encoder(Standard):
         )
 
 
+#: What a call passes the decoder where it starts it itself (or computes its loss on labels).
+DECODER_INPUTS = ("decoder_input_ids", "decoder_inputs_embeds", "labels")
+
+
+def with_decoder_start(module: Any, args: tuple, kwargs: dict) -> dict:
+    """``kwargs`` of a call to ``module``'s forward, with ``decoder_input_ids`` one start
+    token a row where ``module`` is an encoder-decoder and the call passes no decoder input:
+    the token its generate starts with (the generation config's ``decoder_start_token_id``,
+    else its ``bos_token_id``)."""
+    if not getattr(module.config, "is_encoder_decoder", False) or kwargs.keys() & set(DECODER_INPUTS):
+        return kwargs
+    prompt = kwargs.get("input_ids", kwargs.get("inputs_embeds", args[0] if args else None))
+    generation = getattr(module, "generation_config", None)
+    start = getattr(generation, "decoder_start_token_id", None)
+    start = getattr(generation, "bos_token_id", None) if start is None else start
+    if prompt is None or start is None:
+        return kwargs
+    return {**kwargs, "decoder_input_ids": torch.full((prompt.shape[0], 1), int(start), device=prompt.device)}
+
+
 def post_norm_output(block: Layer, x: torch.Tensor, outputs: list[torch.Tensor]) -> torch.Tensor:
     """What a post-norm ``block`` returns for ``x`` given its sublayers' outputs in forward
     order: each added to the stream, then the block's norm after it (`post_norms`)."""
@@ -125,6 +152,28 @@ class DecoderLayer(PostNormLayer):
     standard_children = {"self_attn": "self_attn.", "cross_attn": "cross_attn.", "mlp": "mlp."}
     order = ("input", "self_attn", "cross_attn", "mlp", "output", "layer_output")
     post_norms: ClassVar[tuple[str, ...]] = ("self_attn_layer_norm", "encoder_attn_layer_norm", "final_layer_norm")
+
+
+class MergedAttention(Attention):
+    """A decoder block's one attention over its own positions and the encoder's (T5Gemma 2's):
+    the queries are the decoder's; the keys and values are the block's projections of its own
+    stream, then of ``encoder.encoder_output``, joined along the sequence, so one softmax
+    weighs both (the block holds no ``cross_attn``).
+
+    Read at the call to the attention function as `Attention` is, so the interior is
+    ``[..., own + encoder, ...]`` along the keys: ``attention_keys`` and ``attention_values``
+    ``[batch, kv_heads, own + encoder, head_dim]``, ``attention_scores`` and
+    ``attention_probabilities`` ``[batch, heads, seq, own + encoder]``, ``own`` the decoder's
+    positions so far (causal over them; a generation step's include the cached ones),
+    ``encoder`` the encoder's, the prompt's tokens (each image's among them), last:
+    `encoder_part` cuts them out. ``attention_output`` is what the block adds to the stream
+    for both."""
+
+    @staticmethod
+    def encoder_part(interior: torch.Tensor, encoder_positions: int, axis: int = -1) -> torch.Tensor:
+        """The encoder's part of a value of the interior: its last ``encoder_positions`` along
+        the keys' ``axis`` (-1 for scores and patterns, -2 for keys and values)."""
+        return interior.narrow(axis, interior.shape[axis] - encoder_positions, encoder_positions)
 
 
 class OutputProjection(Mlp):

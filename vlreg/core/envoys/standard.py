@@ -20,6 +20,21 @@ from .support import Supported
 from .tree import Place
 
 
+class UnknownName(AttributeError):
+    """A name an envoy has neither as a value nor as a module. Its message (the refusal,
+    or the closest standard names) is written when it is read: ``hasattr`` and
+    ``getattr(..., default)`` ask envoys for absent names thousands of times a build."""
+
+    def __init__(self, envoy: "Standard", name: str) -> None:
+        super().__init__(name, name=name, obj=envoy)
+
+    def __str__(self) -> str:
+        return self.obj._unknown(self.name)
+
+    def __reduce__(self) -> tuple:  # travels (to a test worker, from a server) as its message
+        return AttributeError, (str(self),)
+
+
 class Standard(Supported, ByReference, Envoy):
     """Base of vlreg's envoys: standard values that refuse, with a reason, to be read
     where this load cannot serve them, or written where a write would not land.
@@ -86,7 +101,7 @@ class Standard(Supported, ByReference, Envoy):
         except AttributeError as error:
             if name.startswith("_") or "_module" not in self.__dict__ or hasattr(type(self), name):
                 raise  # a value's own AttributeError, or Python asking about a protocol
-            raise AttributeError(self._unknown(name)) from error
+            raise UnknownName(self, name) from error
 
     def standard_names(self) -> list[str]:
         """The standard names on this envoy: its values, its standard children present

@@ -137,6 +137,11 @@ class Vision(Standard):
     #: one row behind a leading axis of 1 (Pixtral's ``[1, patches, hidden]``). A replayed
     #: `TowerCache` repeats the output along it, once per copy of the images.
     batch_axis: int = 0
+    #: Whether the wrapper runs the tower on each image alone, a call an image in
+    #: ``pixel_values``' order (Apertus 1.5's vision tokenizer, which crops each image to its
+    #: own size): the tower's values are one call's, so they are refused on a run of several
+    #: images, and a `TowerCache` keeps and replays every call's output.
+    per_image: bool = False
     #: Whether the tower's values hold padding among an image's patches: Gemma 4 pads each
     #: image's row after its own patches to a fixed length (its budget), so the values run
     #: past the image's patches; Idefics2 pads a batch's frames at their right and bottom

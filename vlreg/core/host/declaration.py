@@ -10,7 +10,7 @@ from typing import Any, ClassVar
 import attrs
 from attrs import field, frozen
 
-from ..images.entries import SCATTER
+from ..images.scatter import SCATTER
 from ..serving.refusals import sentences
 from .hookspecs import hookimpl
 from .parts import Claim, Part, is_kind
@@ -57,7 +57,8 @@ class Wrapper(Declared):
     """The top-level config, stating only what differs from transformers' composite layout:
     the text model at ``text`` (its `TEXT_MOUNTS` mounted), the tower at ``vision``, the
     projector at ``projector`` (paths from the root; ``None`` mounts none), the image written
-    in by `SCATTER` (``entry``); ``text_only`` mounts the text-only class a text-generation
+    in by `SCATTER` (``entry``); ``layers`` an `Interleaved` where the text model runs two lists
+    of blocks in turn (its ``layers`` then mounted from both, not by name); ``text_only`` mounts the text-only class a text-generation
     load builds (``"model"``). ``rename`` adds mounts, replacing one of the same name.
     ``image_grids``, ``video_grids`` and ``processor`` are functions of the part giving the grids function and
     the processor's adaptation (`vlreg_processor`); ``readout`` is the `Readout` where the
@@ -76,6 +77,7 @@ class Wrapper(Declared):
     suppressed_tokens: Any = None
     processor: Any = None
     readout: Any = None
+    layers: Any = None
 
     def answer(self, name: str, part: Part) -> Any:
         found = super().answer(name, part)
@@ -84,6 +86,8 @@ class Wrapper(Declared):
         readout = self.answer("readout", part)
         # a readout that reads no final norm mounts none: the text model may have none
         text = tuple(m for m in TEXT_MOUNTS if m != "norm" or not hasattr(readout, "norm") or readout.norm)
+        if self.answer("layers", part) is not None:  # mounted from two lists (`Interleaved`)
+            text = tuple(m for m in text if m != "layers")
         mounts = {**{f"{self.text}.{mount}": mount for mount in text if self.text},
                   **{path: mount for mount, path in (("vision", self.vision), ("projector", self.projector)) if path}}
         given = found or {}
@@ -154,6 +158,7 @@ class Plugin:
     vlreg_suppressed_tokens = _answering("suppressed_tokens")
     vlreg_processor = _answering("processor")
     vlreg_readout = _answering("readout")
+    vlreg_layers = _answering("layers")
     vlreg_refuses = _answering("refuses")
 
     @hookimpl

@@ -35,6 +35,7 @@ class Family:
     suppressed_tokens: tuple[int, ...] = ()  # the wrapper's `vlreg_suppressed_tokens`
     processor: Callable | None = None  # the wrapper's `vlreg_processor`: ``adapt(processor)``, or None
     readout: Any = None  # the wrapper's `vlreg_readout`: a `Readout`, a sentence refusing the lens, or None
+    layers: Any = None  # the wrapper's `vlreg_layers`: an `Interleaved`, or None (the text model's ``layers``)
 
     @property
     def sentences(self) -> dict[str, str]:
@@ -61,10 +62,15 @@ def vision_config(config: Any) -> Any:
     """The config of ``config``'s vision part (`VISION_CONFIGS`), or None. Where it holds
     none, a plugin claiming a vision part of the wrapper's own model type
     (``Tower("fuyu")``) says the wrapper's config is the vision part's: a model with no
-    tower whose patch sizes sit on the top-level config (Fuyu's one linear map)."""
+    tower whose patch sizes sit on the top-level config (Fuyu's one linear map). An
+    encoder-decoder whose encoder holds the tower keeps its config in the encoder's
+    (``config.encoder.vision_config``: T5Gemma 2's)."""
     found = next((found for name in VISION_CONFIGS if (found := getattr(config, name, None)) is not None), None)
     if found is None and plugins.claimant("vision", config.model_type) is not None:
         return config
+    encoder = getattr(config, "encoder", None) if getattr(config, "is_encoder_decoder", False) else None
+    if found is None and encoder is not None:  # the tower is the encoder's (T5Gemma 2's)
+        return getattr(encoder, "vision_config", None)
     return found
 
 
@@ -105,12 +111,17 @@ def resolve(config: Any) -> Family:
     rename: dict = {}
     envoys: dict = {}
     refuses: dict[str, tuple] = {}
-    for kind, part in parts.items():
+    # the wrapper's mounts last: nnsight binds a model's keys in order, so a part's key, which
+    # names its own modules (SigLIP's ``encoder.layers``), never resolves through a mount
+    # (T5Gemma 2's ``encoder``, the encoder's text model)
+    for kind in sorted(parts, key=lambda kind: kind == "wrapper"):
         plugin = served[kind]
-        for key, alias in (plugins.call(plugin, "vlreg_rename", part=part) or {}).items():
+        for key, alias in (plugins.call(plugin, "vlreg_rename", part=parts[kind]) or {}).items():
             if rename.setdefault(key, alias) != alias:
                 raise ValueError(f"{plugins.describe(plugin)} renames {key!r} to {alias!r} for the {kind} part, "
                                  f"but another part of {config.model_type!r} renames it to {rename[key]!r}.")
+    for kind, part in parts.items():
+        plugin = served[kind]
         envoys.update(plugins.call(plugin, "vlreg_envoys", part=part) or {})
         prefix = "vision." if kind == "vision" else ""
         merge(refuses, plugins.refusals(kind, part.model_type), prefix)
@@ -132,5 +143,26 @@ def resolve(config: Any) -> Family:
         unserved=unserved, load_options=dict(wrapper("vlreg_load_options") or {}),
         suppressed_tokens=tuple(wrapper("vlreg_suppressed_tokens") or ()),
         processor=wrapper("vlreg_processor"), readout=wrapper("vlreg_readout"),
+        layers=wrapper("vlreg_layers"),
     )
 
+
+
+#: A ``rename`` key that starts with it names a path from the model's root alone
+#: (``{"/output": "lm_head"}``: GIT's readout is the root's ``output``, a name every BERT
+#: sublayer's child has too, where nnsight would bind the alias on every envoy holding it).
+#: nnsight resolves no such key (no module is named so), so it binds them nowhere itself.
+ROOT = "/"
+
+
+def bind_anchored(root: Any, rename: dict) -> None:
+    """Bind each root-anchored key's alias on ``root`` alone, to the module its path names
+    (walked by module name, so a child named as an nnsight value, ``output``, is reachable)."""
+    for key, alias in rename.items():
+        if not str(key).startswith(ROOT):
+            continue
+        found = root
+        for name in key[len(ROOT):].split("."):
+            found = found._child_map[name]
+        object.__setattr__(root, alias, found)
+        root._aliases[alias] = key[len(ROOT):]

@@ -105,6 +105,12 @@ def vlreg_readout(part: Part) -> Any:
 
 
 @hookspec(firstresult=True)
+def vlreg_layers(part: Part) -> Any:
+    """Where the text model keeps its blocks in two lists it runs in turn (IDEFICS's): a
+    `vlreg.plugin.Interleaved` naming them, so ``layers`` is both in call order. The wrapper's."""
+
+
+@hookspec(firstresult=True)
 def vlreg_refuses(part: Part) -> dict[str, Any] | None:
     """The part's refusal table (`vlreg.core.serving.refusals`), ``{name: reason}``: what of it
     is not served, or takes no write, and why. A name is a row as

@@ -13,7 +13,7 @@ from attrs import field, frozen
 
 from ..envoys.codes import CodeEmbedding
 from ..serving.sites import Site
-from .entries import Scatter
+from .scatter import Scatter
 
 
 def _codes(raw: Any) -> torch.Tensor:
@@ -54,11 +54,15 @@ class ImageCodes(Scatter):
     (`CodesVision`) is that call's input, one id per image token in mask order, so
     ``embed_tokens.weight[image_codes] == image_features``; written, the new ids are
     embedded, while an edit of the features, later, leaves the codes as they were. The
-    embedding serves each of its calls (`CodeEmbedding`).
+    embedding serves each of its calls (`CodeEmbedding`). ``per_image``: the forward embeds
+    each image's codes in a call of its own, from ``codes_call`` on, one an image in
+    ``pixel_values``' order (Apertus 1.5 tokenizes image by image); ``vision.image_codes`` is
+    then a list, an image's ids each, assigned as one.
     """
 
     embedder: str = field(kw_only=True)
     codes_call: int = field(default=1, kw_only=True)
+    per_image: bool = field(default=False, kw_only=True)
     told = {"image_codes": "the ids the text model's embedding reads"}
 
     def codes(self, vision: Any) -> Site:
@@ -69,8 +73,17 @@ class ImageCodes(Scatter):
 
     def embedder_calls(self, inputs: dict) -> int:
         """How many times one forward on ``inputs`` (the processor's encoding) calls the
-        embedder: once for the prompt, and once more for the codes where images are given."""
-        return self.codes_call + 1 if inputs.get("pixel_values") is not None else 1
+        embedder: once for the prompt, and once more for the codes (once an image, where
+        ``per_image``) where images are given."""
+        if inputs.get("pixel_values") is None:
+            return 1
+        return self.codes_call + (self.codes_calls(inputs) or 1)
+
+    def codes_calls(self, inputs: dict) -> int | None:
+        """How many calls of the embedder embed codes in one forward on ``inputs``, served as a
+        list (`At.calls`): one an image where ``per_image``; else ``None``, one call."""
+        pixels = inputs.get("pixel_values")
+        return int(pixels.shape[0]) if self.per_image and pixels is not None else None
 
     def envoys(self) -> dict:
         return {self.embedder: CodeEmbedding}

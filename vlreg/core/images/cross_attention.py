@@ -32,6 +32,19 @@ class CrossAttention(Entry):
     #: The wrapper runs the tower before it calls the text model, whose forward embeds the
     #: tokens, so the embeddings come after the image's values.
     order: tuple[str, ...] = ("vision", "token_embeddings")
+    #: Where the host makes the states itself (IDEFICS's text model runs the tower and the
+    #: perceiver in its own forward): the operation in the host's forward whose output they
+    #: are, read and written there, so an edit reaches every cross-attention block. Several
+    #: names: the first the host's forward has, where transformers versions name it apart
+    #: (``("image_hidden_states_view_1", "image_hidden_states_view_0")``: 5.23's forward has
+    #: an earlier ``.view`` in a branch, 5.25's only the one). ``None``: read at ``argument``.
+    operation: str | tuple[str, ...] | None = None
+    #: Whether the host's forward needs an image on every call (`Entry.needs_images`).
+    needs_images: bool = False
+    #: Where the placeholder's id is (``"config"``: the config field `Entry.token`;
+    #: ``"processor"``: the processor's attribute of that name, where the config has none,
+    #: as on IDEFICS, whose processor writes the placeholders itself).
+    token_on: str = "config"
     words = "the states the text model's cross-attention blocks read"
     features_layout = "rows"
 
@@ -42,7 +55,35 @@ class CrossAttention(Entry):
         """``image``'s positions in its row of the states."""
         return features[image.row, image.features]
 
+    def operation_in(self, vision: Any) -> str:
+        """The name of ``operation`` in the host's forward (the first of the names it has)."""
+        from nnsight.intervention.source import install_source
+
+        names = (self.operation,) if isinstance(self.operation, str) else self.operation
+        found = install_source(self.host_envoy(vision.root)).names
+        for name in names:
+            if name in found:
+                return name
+        raise TypeError(f"the forward of model.{self.host} has no operation {' or '.join(names)}: the family's "
+                        "CrossAttention names where the states are made for another transformers version")
+
+    def features_at(self, vision: Any) -> str:
+        if self.operation is None:
+            return super().features_at(vision)
+        return f"{self.host_envoy(vision.root).path}.source.{self.operation_in(vision)}.output"
+
+    def features_inside(self, vision: Any) -> Any:
+        return None if self.operation is None else self.host_envoy(vision.root)
+
+    def native_features(self, vision: Any, raw: Any) -> Any:
+        return super().native_features(vision, raw) if self.operation is None else raw
+
+    def write_features(self, vision: Any, raw: Any, new: torch.Tensor) -> Any:
+        return super().write_features(vision, raw, new) if self.operation is None else new.reshape(raw.shape)
+
     def read_features(self, vision: Any, raw: Any) -> torch.Tensor:
+        if self.operation is not None:  # made by the host itself: [batch, positions, width] already
+            return raw
         states = self.native_features(vision, raw)
         if states is None:
             raise Unavailable(

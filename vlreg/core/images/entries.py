@@ -27,11 +27,9 @@ from collections.abc import Mapping
 from typing import Any
 
 import torch
-from attrs import frozen
 
-from ..serving.refusals import Gate
 from ..serving.sites import Site
-from .arguments import _argument, _joined, _pieces, _shares_storage, _with_argument
+from .arguments import _argument, _shares_storage, _with_argument
 from .geometry import ImageGeometry, source_of
 
 
@@ -46,6 +44,9 @@ class Entry:
     host: str = ""
     argument: int | str = 1
     token: str = "image_token_id"  # the config field naming the placeholder's id (`Scatter.token`)
+    #: Whether the prompt holds the image's tokens (placeholders the features are written at,
+    #: or read at); not where the image's tokens are put before it (`Prefix`).
+    in_prompt: bool = True
     #: The root's values between the image-token mask and the blocks, in the order the
     #: forward computes them (`StandardizedTransformer.order`). An entry ``"vision.<value>"``
     #: places that tower value there, after the tower's others.
@@ -69,13 +70,26 @@ class Entry:
     #: Why one forward cannot carry images and videos together (``None``: it can); a trace
     #: whose invokes hold both is refused with it before the model runs.
     apart: str | None = None
+    #: The processor's output marking the image's tokens (1 at each), where no placeholder id
+    #: does (Kosmos-2's ``image_embeds_position_mask``: its image tokens are ordinary ids);
+    #: ``None``: the tokens are the placeholder's id (``token``).
+    marks: str | None = None
+    #: Where the factor the text model multiplies the scattered embeddings by, image tokens
+    #: included, sits on the root module (a dotted attribute path, Kosmos-2's
+    #: ``text_model.model.embed_scale``); ``None``: they are not scaled after the scatter.
+    scaled_by: str | None = None
 
     def token_mask(self, model: Any, inputs: Mapping, video: bool = False) -> torch.Tensor | None:
         """The image's tokens (``video``: the video's) in the model's keyword ``inputs``
-        (``None`` without ``input_ids``): every such mask vlreg reads is this one."""
+        (``None`` without ``input_ids``, or where neither the config names an image token nor a
+        processor output marks them, `marks`): every
+        such mask vlreg reads is this one."""
         ids = inputs.get("input_ids")
-        if ids is None:
+        if ids is None or (model.image_token_id is None and self.marks is None):
             return None
+        if self.marks is not None:  # no id marks them: the processor's mask does (none given: no image)
+            marked = inputs.get(self.marks)
+            return torch.zeros_like(ids, dtype=torch.bool) if marked is None or video else marked.to(ids.device) == 1
         if self.token_types is None:
             return ids == (model._module.config.video_token_id if video else model.image_token_id)
         kinds = inputs.get(self.token_types, torch.ones_like(ids))  # none given: every placeholder an image's
@@ -83,12 +97,23 @@ class Entry:
 
     def scale_of(self, model: Any) -> float:
         """The factor the first block receives the token embeddings times, outside the image
-        tokens (`Injections.scale`); 1 where the stream entering it holds them as they are."""
-        return 1.0
+        tokens (`Injections.scale`, `scaled_by`); 1 where the stream entering it holds them as they are."""
+        if self.scaled_by is None:
+            return 1.0
+        found = model._module
+        for name in self.scaled_by.split("."):
+            found = getattr(found, name)
+        return float(found)
 
     def mount(self, model: Any) -> None:
         """Put what the image passes through outside the tower under ``model.vision`` (a
         `QueryTokens`' Q-Former); most entries have nothing to mount."""
+
+    def nested(self, model: Any) -> list[tuple[str, Any]]:
+        """The calls inside the host's forward whose own operations the entry reads at, each
+        as its operation's location and the function it calls (`vlreg.core.serving.drilled`);
+        most entries read at the host's level, none."""
+        return []
 
     def not_patches(self) -> str | None:
         """Why an image token is not a patch or a block of patches of the tower (``None``:
@@ -168,18 +193,37 @@ class Entry:
         (`value.viewable`), so edits land on every family alike."""
         return _shares_storage(served, self.native_features(vision, raw))
 
-    def received(self, embeddings: torch.Tensor, features: torch.Tensor) -> torch.Tensor:
+    def received(self, model: Any, embeddings: torch.Tensor, features: torch.Tensor) -> torch.Tensor:
         """What the text model's first stack receives at the image tokens, from the token
         embeddings there and ``vision.image_features`` (rows alike): the features, which the
         entry writes over the placeholders' embeddings. An additive entry (`Scatter.added`)
-        receives their sum."""
+        receives their sum; a scaled one (`scaled_by`) that times the scale (the same float
+        multiply the model does, so the same bits)."""
+        written = self.written(embeddings, features)
+        return written if self.scaled_by is None else written * self.scale_of(model)
+
+    def written(self, embeddings: torch.Tensor, features: torch.Tensor) -> torch.Tensor:
+        """What the entry leaves at the image tokens before any scale: the features."""
         return features
 
     def of_image(self, features: torch.Tensor, image: ImageGeometry) -> torch.Tensor:
         """``image``'s rows of ``features`` (`vision.image_features` as served)."""
         return features[image.features]
 
+    def along(self, model: Any, embeddings: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        """What the first block receives outside the image tokens, from the token embeddings
+        (``[batch, seq, hidden]``, as ``token_embeddings`` serves them), at the positions of
+        its stream, which ``mask`` (the image-token mask) spans: the embeddings themselves
+        here; an entry that puts the image's tokens before the prompt's (`Prefix`) shifts
+        them past those, and says what the model adds to them first."""
+        return embeddings
+
     # -- what a trace must satisfy, and geometry -----------------------------------
+
+    def shifted(self, positions: torch.Tensor, shift: int) -> torch.Tensor:
+        """An image's positions in a batch row whose prompt the padding moved by ``shift``
+        (`ImageGeometry.placed`): moved with it, the image's tokens being the prompt's."""
+        return positions + shift
 
     def check_invokes(self, model: Any, invokes: list) -> None:
         """Refuse invokes this entry cannot take, before the model runs: a prompt without
@@ -217,166 +261,3 @@ class Entry:
             ))
             offset += count
         return found
-
-
-@frozen
-class Scatter(Entry):
-    """The wrapper writes the image features into the token embeddings.
-
-    ``host`` is the module (path from the model root, ``""`` for the root) whose
-    forward makes the call; ``operation`` is nnsight's name for the call in that
-    forward (``inputs_embeds_masked_scatter_0``); ``argument`` is the position of the
-    features among its arguments, or the name of the keyword that passes them
-    (``"image_hidden_states"`` for Idefics3's ``self.inputs_merger``). The host's
-    forward is source-instrumented when the model is built, because the tower runs
-    inside it: first touching it after reading a tower value would ask for a place the
-    model has already passed.
-    """
-
-    host: str
-    operation: str
-    argument: int | str = 1
-    #: Under ``generate``, the module (path from the root) whose output is the features,
-    #: where the host's forward does not write them there: an encoder-decoder's generate
-    #: (Florence-2's) embeds the prompt and writes the features in before its first step,
-    #: outside any forward, and hands the encoder the result. ``None``: the scatter runs
-    #: under generate as in a trace.
-    generation: str | None = None
-    #: The root's values between the image-token mask and the blocks (`Entry.order`):
-    #: here the host embeds the tokens, then runs the tower and writes the features in.
-    order: tuple[str, ...] = ("token_embeddings", "vision")
-    #: The module (path from the root) the scattered embeddings are handed to as
-    #: ``inputs_embeds``, where the first block does not receive them as they are (OPT's
-    #: decoder adds learned position embeddings first): `prompt_entry` reads them there.
-    #: ``None``: the first block's input is the stream as the scatter left it.
-    embeddings_to: str | None = None
-    #: Under ``generate``, the module (path from the root) each step calls, where the
-    #: wrapper's generate steps its text model instead of calling its own forward (BLIP-2's
-    #: hands ``language_model.generate`` the embeddings): the root's inputs are then never
-    #: reached under generate, and the positions a step computes are read off this module's.
-    #: ``None``: every step calls the root.
-    steps: str | None = None
-    #: Whether the wrapper's forward needs an image on every call (BLIP-2's runs its tower
-    #: unconditionally): a text-generation load, which has no processor, and a prompt
-    #: without an image are refused before the model runs.
-    needs_images: bool = False
-    #: The config field naming the id of the placeholder the features are written at
-    #: (InstructBLIP-Video's: ``video_token_id``; `StandardizedTransformer.image_token_id`).
-    token: str = "image_token_id"
-    #: The operation in the host's forward that writes a video's features in, with the same
-    #: arguments as ``operation`` (``inputs_embeds_masked_scatter_1`` on the Qwen line):
-    #: ``vision.video_features`` is read there. ``None``: the family serves no video value.
-    videos: str | None = None
-    token_types: str | None = None  # `Entry.token_types` (GLM's ``"mm_token_type_ids"``)
-    apart: str | None = None  # `Entry.apart`
-    #: A second tower (path from the root) whose output the projector reads beside the
-    #: tower's (DeepSeek-VL-Hybrid's high-resolution SAM tower), mounted at
-    #: ``model.vision.second_tower``, its values the tower's. ``None``: one tower.
-    second_tower: str | None = None
-    #: A tower (path from the root) only a video's frames run through (Video-LLaVA's
-    #: ``model.video_tower``, of the image tower's class), mounted at
-    #: ``model.vision.video_tower`` as `as_video_tower` of its class: its values are the
-    #: video's call's. ``None``: a video's frames run through the tower, or none is read.
-    video_tower: str | None = None
-    #: The operation in the host's forward whose output is the features the scatter *adds*
-    #: onto the placeholders' embeddings (Molmo 2's ``image_features_reshape_0``: its scatter
-    #: writes ``embeddings[mask] + features``): ``vision.image_features`` is read and written
-    #: there, the added part, and block 0 receives the sum (`received`). ``None``: the
-    #: scatter writes the features over the embeddings.
-    added: str | None = None
-
-    def mount(self, model: Any) -> None:
-        """Bind ``model.vision.second_tower`` and ``model.vision.video_tower`` to those towers'
-        envoys, the same objects as ``model.<path>`` (as a rename alias is), where there are."""
-        from ..envoys.towers import as_video_tower
-
-        vision = model.__dict__.get("vision")
-        if vision is None:
-            return
-        if self.second_tower is not None and "second_tower" not in vision.__dict__:
-            object.__setattr__(vision, "second_tower", model.get(self.second_tower))
-        if self.video_tower is not None and "video_tower" not in vision.__dict__:
-            tower = model.get(self.video_tower)
-            tower.__class__ = as_video_tower(type(tower))  # the image tower's class: its values become a video's
-            object.__setattr__(vision, "video_tower", tower)
-
-    def refuses(self) -> dict:
-        """Where the wrapper's generate steps its text model (``steps``), the model's own
-        inputs are never reached under generate: the values read off them refuse there."""
-        if self.steps is None:
-            return {}
-        return dict.fromkeys(("input_ids", "attention_mask", "vision.image_token_mask"), Gate(self._not_stepped))
-
-    def _not_stepped(self, asked: Any) -> str | None:
-        if not asked.run.generating:
-            return None
-        return (
-            f"under generate this wrapper's generate never calls its own forward (it runs the image's steps "
-            f"itself, then steps model.{self.steps}), so the model's inputs are never reached; read it in a trace"
-        )
-
-    def call(self, model: Any) -> tuple[str, int | str]:
-        """The call that writes the features in, from the root, and the features' argument:
-        ``("model.source.inputs_embeds_masked_scatter_0", 1)`` on Qwen2-VL."""
-        host = f"{self.host}." if self.host else ""
-        return f"{host}source.{self.operation}", self.argument
-
-    def video_features(self, vision: Any) -> Site | None:
-        if self.videos is None:
-            return None
-        # rows of the text model's width: LLaVA-NeXT-Video hands the scatter its features flattened to one axis
-        width = vision.root.hidden_size
-        # a copy where the features are not laid out for the reshape (Perception LM's pooling transposes them):
-        # the copy is written in and served as a view of it, as the image's features are (`views_features`)
-        return Site(f"{self.host_envoy(vision.root).path}.source.{self.videos}.input",
-                    lambda raw: _argument(raw, self.argument).reshape(-1, width),
-                    lambda raw, new: _with_argument(raw, self.argument, new),
-                    lambda served, raw: _shares_storage(served, _argument(raw, self.argument)))
-
-    def _generated(self, vision: Any) -> bool:
-        return self.generation is not None and vision.run.generating
-
-    def received(self, embeddings: torch.Tensor, features: torch.Tensor) -> torch.Tensor:
-        return features if self.added is None else embeddings + features
-
-    def _at_output(self, vision: Any) -> bool:
-        """Whether the features are an operation's or a module's output (not an argument)."""
-        return self.added is not None or self._generated(vision)
-
-    def features_at(self, vision: Any) -> str:
-        if self._generated(vision):
-            return f"{vision.root.get(self.generation).path}.output"
-        if self.added is not None:
-            host = f"{self.host}." if self.host else ""
-            return f"{vision.root.path}.{host}source.{self.added}.output"
-        return f"{vision.root.path}.{self.call(vision.root)[0]}.input"
-
-    def features_inside(self, vision: Any) -> Any:
-        return self.host_envoy(vision.root)
-
-    def native_features(self, vision: Any, raw: Any) -> Any:
-        return raw if self._at_output(vision) else _argument(raw, self.argument)
-
-    def read_features(self, vision: Any, raw: Any) -> torch.Tensor:
-        """The features, a row a token; where the call takes them as one tensor per image
-        (Ovis 2.5's ``_merge_visual_features``), those joined in order (a copy)."""
-        features = self.native_features(vision, raw)
-        if self.added is not None:  # flattened to one axis for the add: rows of the text model's width
-            return features.reshape(-1, vision.root.hidden_size)
-        if isinstance(features, (tuple, list)):
-            features = _joined(features)
-        return features.reshape(-1, features.shape[-1])
-
-    def write_features(self, vision: Any, raw: Any, new: torch.Tensor) -> Any:
-        if self._at_output(vision):
-            return new.reshape(raw.shape)
-        native = _argument(raw, self.argument)
-        if isinstance(native, (tuple, list)):  # cut back at each image's rows
-            new = _pieces(new.reshape(-1, new.shape[-1]), native)
-        return _with_argument(raw, self.argument, new)
-
-
-#: transformers' composite layout's image entry: ``model``'s first ``inputs_embeds.masked_scatter``.
-SCATTER = Scatter(host="model", operation="inputs_embeds_masked_scatter_0", argument=1)
-#: The same where a video is written in too, by ``model``'s second one (the Qwen VL and LLaVA video lines).
-VIDEO_SCATTER = Scatter(host="model", operation="inputs_embeds_masked_scatter_0", videos="inputs_embeds_masked_scatter_1")

@@ -237,7 +237,7 @@ def placed(model: Any, geometry: ImageGeometry) -> tuple[int, torch.Tensor]:
             f"model.vision.geometry(this invoke's prompt, its images), with the trace's processor options"
         )
     shift = (int(kept.nonzero()[0]) if kept.any() else 0) - lead
-    return geometry.row, geometry.positions + shift
+    return geometry.row, model.family.entry.shifted(geometry.positions, shift)
 
 
 def _grids(declared: Any) -> tuple[ImageGrid, ...]:

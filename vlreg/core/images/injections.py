@@ -9,7 +9,7 @@ import torch
 from attrs import frozen
 
 from .arguments import _shares_storage
-from .entries import Scatter
+from .scatter import Scatter
 
 
 @frozen

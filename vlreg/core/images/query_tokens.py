@@ -8,7 +8,7 @@ from typing import Any
 import torch
 from attrs import frozen
 
-from .entries import Scatter
+from .scatter import Scatter
 from .geometry import ImageGrid
 
 
@@ -38,19 +38,21 @@ class QueryTokens(Scatter):
     """
 
     order: tuple[str, ...] = ("vision", "token_embeddings", "vision.image_features")
-    #: The Q-Former's path from the root.
-    qformer: str = "qformer"
+    #: The Q-Former's path from the root; ``None``: the queries are the projector's own
+    #: (Kosmos-2's latent queries), with nothing to mount.
+    qformer: str | None = "qformer"
 
     def mount(self, model: Any) -> None:
         """Bind ``model.vision.qformer`` to the Q-Former's envoy, the same object as
         ``model.<qformer>`` (as a rename alias is), so its values count as the tower's."""
+        super().mount(model)
         vision = model.__dict__.get("vision")
-        if vision is not None and "qformer" not in vision.__dict__:
+        if vision is not None and self.qformer is not None and "qformer" not in vision.__dict__:
             object.__setattr__(vision, "qformer", model.get(self.qformer))
 
     def not_patches(self) -> str | None:
         return (
-            "the image tokens are the Q-Former's learned queries, each of which attends to every patch "
+            "the image tokens are learned queries (a Q-Former's, or a resampler's), each of which attends to every patch "
             "of the tower, not patches or blocks of them; read the tower's own values "
             "(model.vision.layers[i]) over its patches"
         )

@@ -344,6 +344,19 @@ def _shared_tower(asked: Asked) -> str | None:
     return None
 
 
+def _one_image_a_call(asked: Asked) -> str | None:
+    tower = asked.envoy.place.tower
+    if tower is None or not tower.per_image or not _tower_layout(asked):
+        return None
+    pixels = asked.run.inputs.get("pixel_values")
+    if pixels is None or int(pixels.shape[0]) < 2:
+        return None
+    return (
+        f"the tower runs on each image alone (a call an image), and this run holds {int(pixels.shape[0])} "
+        f"images; read tower values in a trace of one image (vision.image_features holds every image's)"
+    )
+
+
 def _whole_batch(asked: Asked) -> str | None:
     if _is_value(asked) and asked.group is not None and asked.value.layout_on(asked.envoy) == "whole":
         return (
@@ -355,7 +368,7 @@ def _whole_batch(asked: Asked) -> str | None:
 
 #: Asked last, in a run, in this order.
 RUN: tuple = (Gate(_later_step_of_once), Gate(_image_values), Gate(_replayed), Gate(_shared_tower),
-              Gate(_whole_batch))
+              Gate(_one_image_a_call), Gate(_whole_batch))
 
 
 def prefill_only(instead: str, call: str, whole: str) -> Gate:

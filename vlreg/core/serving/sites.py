@@ -39,14 +39,15 @@ class At:
       block: block k's is call k). ``None``: the next one.
     * ``calls``: a function of the envoy giving how many times this run calls the location (a
       projector run once per crop), read off the run's inputs: the value is then served as a
-      list, every call's in order, and assigned as one. ``None``: it is called once (the
-      first call is served).
+      list, every call's in order from ``occurrence``'s (or the first), and assigned as one.
+      ``None`` (or a function that gives ``None`` on this run): it is called once (the first
+      call, or ``occurrence``'s, is served).
     """
 
     path: "str | Callable[[Any], str]" = "output"
     inside: Callable[[Any], Any] | None = None
     occurrence: Callable[[Any], int] | None = None
-    calls: Callable[[Any], int] | None = None
+    calls: Callable[[Any], int | None] | None = None
 
     def location(self, envoy: Any) -> str:
         """The whole location on ``envoy``."""

@@ -155,8 +155,10 @@ class value(eproperty):
             return self
         obj.refuse(self.name)
         label = obj.label(self.name)
-        if self.at.calls is not None:
-            return [self._one(obj, owner, label, call) for call in range(self.at.calls(obj))]
+        calls = self._calls(obj)
+        if calls is not None:
+            first = self._pin(obj) or 0
+            return [self._one(obj, owner, label, first + call) for call in range(calls)]
         return self._one(obj, owner, label, self._pin(obj))
 
     def _one(self, obj: Any, owner: Any, label: str, occurrence: int | None) -> Any:
@@ -190,18 +192,23 @@ class value(eproperty):
         if reason is not None:
             raise ReadOnly(f"{obj.label(self.name)} cannot be written: {reason}")
         label, layout = obj.label(self.name), self.layout_on(obj)
-        if self.at.calls is not None:
-            calls = self.at.calls(obj)
+        calls = self._calls(obj)
+        if calls is not None:
             if not isinstance(new, (list, tuple)) or len(new) != calls:
                 raise ValueError(f"{label} is served per call ({calls} in this run): assign a list of {calls}")
+            first = self._pin(obj) or 0
             for call, each in enumerate(new):
-                with _in_order(obj, label, call):
+                with _in_order(obj, label, first + call):
                     super().__set__(obj, each)
             return
         with _in_order(obj, label, self._pin(obj)), _served_whole(obj, label, layout) as group:
             if group is not None:
                 new = splice(layout, eproperty.__get__(self, obj, type(obj)), group, obj.run, new)
             super().__set__(obj, new)
+
+    def _calls(self, obj: Any) -> int | None:
+        """How many calls of the location this run serves as a list, or ``None``: one, served alone."""
+        return None if self.at.calls is None else self.at.calls(obj)
 
     def _pin(self, obj: Any) -> int | None:
         """The occurrence of the location this read is pinned to: the value's own
@@ -228,7 +235,7 @@ class value(eproperty):
 class built(value):
     """A value whose `Site` a function of the envoy builds whole (the location, the view and
     its inverse): ``vision.image_features``, whose site the family's entry builds
-    (`Entry.features`). ``inside`` and ``occurrence`` are as `At`'s."""
+    (`Entry.features`). ``inside``, ``occurrence`` and ``calls`` are as `At`'s."""
 
     def __init__(
         self,
@@ -236,10 +243,11 @@ class built(value):
         *,
         inside: Callable[[Any], Any] | None = None,
         occurrence: Callable[[Any], int] | None = None,
+        calls: Callable[[Any], int | None] | None = None,
         layout: "str | Callable[[Any], str] | None" = None,
         description: str | None = None,
     ) -> None:
-        super().__init__(At(lambda envoy: site(envoy).location, inside=inside, occurrence=occurrence),
+        super().__init__(At(lambda envoy: site(envoy).location, inside=inside, occurrence=occurrence, calls=calls),
                          layout=layout, description=description)
         self.site = site  # type: ignore[method-assign]
         self(lambda envoy, raw: site(envoy).read(raw))

@@ -17,13 +17,14 @@ scatter with what a cross-attention family promises instead:
 * each cross-attention pattern sums to 1 over the image's positions (under eager);
 * every block's identity holds, a cross-attention block's with its gates:
   ``input + attention_gate * attention_output + mlp_gate * mlp_output == layer_output``
-  (times its ``text_row_mask``, where the family serves one);
+  (the sublayer its ``text_row_mask`` masks times it, where the family serves one);
 * the cross-attention blocks' values refuse on a prompt without an image, which the text
-  model runs without them.
+  model runs without them; where the entry needs an image on every call (IDEFICS's), such a
+  prompt is refused before the model runs.
 
 The tests that run a text prompt through the blocks run the image prompt instead where a
-cross-attention block is read (it does not run otherwise). Its blocks must include one
-before the first cross-attention block, and the last block should cross-attend, so the
+cross-attention block is read (it does not run otherwise). The first block may
+cross-attend (IDEFICS's does); the last block should cross-attend or follow one, so the
 suite's writes reach one.
 """
 
@@ -58,7 +59,7 @@ class CrossAttentionConformance(VisionConformance):
 
     def test_blocks_are_standard(self, model):
         crossing = model.cross_attention_layers
-        assert crossing and crossing[0] > 0, "a cross-attention family with a block before the first cross-attention one"
+        assert crossing and len(crossing) < len(model.layers), "blocks that cross-attend and blocks that do not"
         for index, block in enumerate(model.layers):
             assert isinstance(block, Layer) and isinstance(block.mlp, Mlp)
             mixers = [mixer.name for mixer in block.mixers if mixer.name in block.__dict__]
@@ -88,8 +89,11 @@ class CrossAttentionConformance(VisionConformance):
         assert model.vision.values()[-2:] == ["image_features", "video_features"]
         rows = list(model.support())
         assert rows[:3] == ["input_ids", "attention_mask", "vision.image_token_mask"]
-        # the wrapper runs the tower, then calls the text model, which embeds the tokens
-        assert rows.index("vision.tower_output") < rows.index("vision.image_features") < rows.index("token_embeddings")
+        assert rows.index("vision.tower_output") < rows.index("vision.image_features") < rows.index("input")
+        # Mllama's wrapper runs the tower, then calls the text model, which embeds the tokens;
+        # IDEFICS's text model embeds them, then runs the tower (`Entry.order`)
+        embedded_first = model.family.entry.order.index("token_embeddings") < model.family.entry.order.index("vision")
+        assert (rows.index("token_embeddings") < rows.index("vision.tower_output")) == embedded_first
         assert rows.index("token_embeddings") < rows.index("input") and rows[-1] == "logits"
 
     # -- the states -----------------------------------------------------------
@@ -103,13 +107,13 @@ class CrossAttentionConformance(VisionConformance):
             for block in self.cross_blocks(model):
                 keys.append(block.cross_attn.attention_keys.save())
                 values.append(block.cross_attn.attention_values.save())
-        assert features.dim() == 3 and features.shape[0] == mask.shape[0] and features.shape[-1] == model.hidden_size
+        assert features.dim() == 3 and features.shape[0] == mask.shape[0]
         assert int(mask.sum()) >= 1, "the prompt holds the image's placeholder"
         if self.projector_output_is_features:
             assert torch.equal(projected.reshape(features.shape), features)
         for block, k, v in zip(self.cross_blocks(model), keys, values):
             expected_keys, expected_values = block.cross_attn.project(features)
-            assert k.shape[2] == features.shape[1]
+            assert k.shape[2] == features.shape[1] and block.cross_attn.k_proj.in_features == features.shape[-1]
             torch.testing.assert_close(k, expected_keys)
             torch.testing.assert_close(v, expected_values)
 
@@ -160,10 +164,14 @@ class CrossAttentionConformance(VisionConformance):
         """Here they do not: block 0's input is the token embeddings whatever the states
         hold (the assignment lands in the cross-attention blocks instead)."""
         args, kwargs = self.image_input(model)
+        embedded_first = model.family.entry.order.index("token_embeddings") < model.family.entry.order.index("vision")
         with model.trace(*args, **kwargs):
+            if embedded_first:  # the text model embeds the tokens before it makes the states (IDEFICS's)
+                embeddings = model.token_embeddings.save()
             features = model.vision.image_features
             model.vision.image_features = torch.ones_like(features)
-            embeddings = model.token_embeddings.save()
+            if not embedded_first:
+                embeddings = model.token_embeddings.save()
             first = model.layers[0].input.save()
         assert torch.equal(first, embeddings)
 
@@ -218,7 +226,8 @@ class CrossAttentionConformance(VisionConformance):
         for block, x, mask, attention, mlp, out in rows:
             if isinstance(block, CrossAttentionLayer):
                 mask = 1.0 if mask is None else mask[..., None]
-                torch.testing.assert_close(x + block.attention_gate * attention + block.mlp_gate * mask * mlp, out)
+                attention, mlp = (attention * mask, mlp) if block.row_masked == "attention" else (attention, mlp * mask)
+                torch.testing.assert_close(x + block.attention_gate * attention + block.mlp_gate * mlp, out)
             else:
                 torch.testing.assert_close(x + attention + mlp, out)
 
@@ -240,7 +249,13 @@ class CrossAttentionConformance(VisionConformance):
 
     def test_text_prompt_on_an_image_load(self, model):
         """A prompt without an image runs the blocks that self-attend only: the
-        cross-attention blocks' values refuse before the model runs, saying why."""
+        cross-attention blocks' values refuse before the model runs, saying why. Where the
+        text model needs an image on every call, the prompt itself is refused so."""
+        if model.family.entry.needs_images:
+            with pytest.raises(ValueError, match="every prompt needs an image"):
+                with model.trace(self.text):
+                    model.logits.save()
+            return
         prompt = self.text_prompt(model)
         last_plain = [index for index in range(model.num_layers) if index not in model.cross_attention_layers][-1]
         with model.trace(prompt):
@@ -266,6 +281,10 @@ class CrossAttentionConformance(VisionConformance):
     def test_text_only_load_refuses_the_cross_attention_blocks(self, path):
         """Loaded for text generation, no image reaches the model, so its cross-attention
         blocks never run: their rows say so, and so does reading them."""
+        if not self.text_generation_load:  # refused before loading (`test_text_only_load_has_no_images`)
+            with pytest.raises(ValueError, match="task='image-text-to-text'"):
+                self.load(path, task=None)
+            return
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             text_only = self.load(path, task=None, attn_implementation="eager")

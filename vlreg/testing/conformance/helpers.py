@@ -10,6 +10,7 @@ from typing import Any, Iterator
 import pytest
 import torch
 
+from ...core.envoys.seq2seq import MergedAttention
 from ...core.envoys.standard import Standard
 from ...core.errors import Unavailable
 from ...core.envoys.text import Layer, Mlp
@@ -195,6 +196,20 @@ def attention_blocks(model: Any) -> list[Layer]:
     return [block for block in model.layers if "self_attn" in block.__dict__]
 
 
+def joined_keys(model: Any, block: Layer, into: list) -> None:
+    """Inside a trace, before ``block``'s values are read: append to ``into`` (a list made
+    outside the trace) what its attention weighs beside the block's own positions, after
+    them, saved: the encoder's output where the attention is a `MergedAttention`; nothing
+    where it weighs its own positions alone."""
+    if isinstance(block.self_attn, MergedAttention):
+        into.append(model.encoder.encoder_output.save())
+
+
+def joined_positions(joined: list) -> int:
+    """The key positions `joined_keys` saved: 0 where there were none."""
+    return int(joined[0].shape[1]) if joined else 0
+
+
 def mixer(block: Layer) -> Standard:
     """The block's sequence mixer: ``self_attn``, or on a hybrid model's other blocks
     another kind its class declares (``linear_attn``, ``mamba``, a family's own)."""
@@ -270,10 +285,15 @@ def lit_pixels_land_in_raster_blocks(model: StandardizedTransformer, sizes: Any,
             assert (row // merge) * grid.columns + column // merge == token, (size, token)
 
 
-def module_at(envoy: Any, path: str) -> torch.nn.Module:
-    """The module at the dotted ``path`` under ``envoy``, each step an envoy's name (a
+def envoy_at(envoy: Any, path: str) -> Any:
+    """The envoy at the dotted ``path`` under ``envoy``, each step an envoy's name (a
     rename's alias, as Fuyu's ``o_proj`` for ``dense``, or a native child, as Inkling 2's
     ``o_proj.linear`` on transformers 5.25)."""
     for name in path.split("."):
         envoy = getattr(envoy, name)
-    return envoy._module
+    return envoy
+
+
+def module_at(envoy: Any, path: str) -> torch.nn.Module:
+    """The module at the dotted ``path`` under ``envoy`` (`envoy_at`)."""
+    return envoy_at(envoy, path)._module

@@ -10,6 +10,7 @@ import pytest
 import torch
 
 from ...core.envoys.linear import LinearAttention
+from ...core.envoys.readout import unembedding
 from ...core.envoys.mamba import Mamba
 from ...core.envoys.standard import Standard
 from ...core.envoys.support import named
@@ -21,8 +22,9 @@ from ..kit import chat
 from ..sampling import repeat, sample
 from .gradients import GradientConformance
 from ...core.envoys.streams import MixingStreamsLayer
-from .helpers import (a_video_row, attention_blocks, image, module_at, refused_before_running, served_on_images, sublayer_output,
-                      sublayers, text_rows, writable_stream, write_value, written)
+from .helpers import (a_video_row, attention_blocks, image, joined_keys, joined_positions, module_at,
+                      refused_before_running, served_on_images, sublayer_output, sublayers, text_rows, writable_stream,
+                      write_value, written)
 from .remote import RemoteConformance
 from .attention import INTERIOR, AttentionInterior
 from .trust import TextTrust
@@ -155,7 +157,7 @@ class TextConformance(AttentionInterior, TextTrust, RemoteConformance, GradientC
         assert model.num_layers == len(model.layers) == sum(passes_of(block) for block in model.layers._children)
         assert sorted(dict.fromkeys(block.module_index for block in model.layers)) == list(range(len(model.layers._module)))
         assert tuple(model.embed_tokens.weight.shape) == (model.vocab_size, model.hidden_size)
-        assert model.lm_head.weight.shape[0] == model.vocab_size
+        assert unembedding(model).shape[0] == model.vocab_size
         for block in attention_blocks(model):
             attention = block.self_attn
             assert module_at(attention, self.o_proj).weight.shape[1] == attention.num_heads * attention.head_dim
@@ -336,13 +338,15 @@ class TextConformance(AttentionInterior, TextTrust, RemoteConformance, GradientC
         assert lazy.embed_tokens.weight.device.type == "meta"
         assert lazy._aliases == model._aliases
         prompt = self.text_prompt(model)
+        joined = []  # made outside the trace: names first bound inside one do not leave it
         with lazy.trace(prompt):
+            joined_keys(lazy, attention_blocks(lazy)[-1], joined)
             pattern = attention_blocks(lazy)[-1].self_attn.attention_probabilities.save()
             logits = lazy.logits.save()
         with model.trace(prompt):
             expected = model.logits.save()
         assert lazy.dispatched
-        assert pattern.shape[-1] == logits.shape[1]
+        assert pattern.shape[-1] == logits.shape[1] + joined_positions(joined)
         assert torch.equal(logits, expected)
 
     def test_device_map_auto_keeps_the_names(self, path, model):

@@ -197,7 +197,7 @@ class ScaleTrust:
 
     def test_placeholders_without_images_are_refused(self, model):
         """A prompt holding the image placeholder with no image would read it as text."""
-        if model.vision.writes_placeholders:
+        if model.vision.writes_placeholders or not model.family.entry.in_prompt:
             return  # its prompts hold none
         forwards = _forwards(model)
         with pytest.raises(ValueError, match="no images= was given"):

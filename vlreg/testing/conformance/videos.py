@@ -173,8 +173,10 @@ class VideoConformance:
     def test_the_geometry_places_each_video_token_in_its_frames(self, model):
         """``vision.geometry(prompt, videos=[...])``: each video token's frames and box, at the
         positions the trace's video mask marks, every frame passed covered, the boxes within the
-        frame; where the processor reports a grid of temporal patches (``video_grid_thw``), one
-        grid a temporal patch of ``temporal_patch_size`` frames, as many tokens as it makes. A
+        frame; where the processor reports a grid of temporal patches (``video_grid_thw``), the
+        grids patch after patch, each patch's covering its ``temporal_patch_size`` frames (one
+        grid a patch, or one a window where the tower runs in windows, Ovis 2.5's), as many
+        tokens as it makes. A
         family that declares no video grids refuses ``videos=`` by name."""
         if not self.serves_videos(model):
             pytest.skip(NO_VIDEOS)
@@ -199,30 +201,46 @@ class VideoConformance:
             (slices, rows, columns), = encoding["video_grid_thw"].tolist()
             processor = model.processor.video_processor
             fold, merge = processor.temporal_patch_size, processor.merge_size
-            assert len(geometry.grids) == slices and geometry.tokens == slices * rows * columns // merge ** 2
-            assert [grid.frames for grid in geometry.grids] == [
+            assert geometry.tokens == slices * rows * columns // merge ** 2
+            covered = [grid.frames for grid in geometry.grids]  # several grids a patch where it runs in windows
+            assert [one for k, one in enumerate(covered) if not k or one != covered[k - 1]] == [
                 (k * fold, min(k * fold + fold, len(video)) - 1) for k in range(slices)]
 
 
 def frame_helper_checks(case: Any, model: Any) -> dict:
     """`AnalysisConformance`'s checks of the frame helpers (`vlreg.analysis.videos`): where the
     family serves a video and declares its grids, each helper's scores have one column a grid
-    of the video's tokens; elsewhere each refuses before the model runs, naming ``videos=``."""
+    (or a token) of the video's tokens, and patching a frame gives one effect a block;
+    elsewhere each refuses before the model runs, naming ``videos=``."""
     served = (not model.vision.no_videos() and not model.support().get("vision.video_features")
               and model.family.video_grids is not None)
     width, height, frames = VideoConformance.video_frames
     video = [image(width, height, seed=index) for index in range(frames)]
+    other = [image(width, height, seed=50 + index) for index in range(frames)]
     options = case.options_with_videos()
 
-    def check(helper: Any) -> bool:
+    def check(helper: Any, holds: Any, *more: Any) -> bool:
         if not served:
             with refused_before_running(model, r"videos="):
-                helper(model, case.image_prompt(model), video)
+                helper(model, case.image_prompt(model), video, *more)
             return True
-        found = helper(model, chat(model, "video", text=case.question), video, **options)
-        return found.scores.shape[-1] == len(found.geometry.grids) == len(found.frames) and bool(found.scores.isfinite().all())
+        found = helper(model, chat(model, "video", text=case.question), video, *more, **options)
+        return bool(holds(found))
+
+    def per_grid(found: Any) -> bool:
+        return found.scores.shape[-1] == len(found.geometry.grids) == len(found.frames) and found.scores.isfinite().all()
+
+    def per_token(found: Any) -> bool:
+        return found.scores.shape == (found.geometry.tokens,) and found.frames.shape == (found.geometry.tokens, 2) \
+            and found.scores.isfinite().all()
+
+    def per_block(found: Any) -> bool:
+        return found.effects.shape == (len(model.prompt_layers),) and found.patched.shape[0] == len(found.layers) \
+            and found.effects.isfinite().all()
 
     from ... import analysis
 
-    return {"attention_to_frames": lambda: check(analysis.attention_to_frames),
-            "occlude_frames": lambda: check(analysis.occlude_frames)}
+    return {"attention_to_frames": lambda: check(analysis.attention_to_frames, per_grid),
+            "occlude_frames": lambda: check(analysis.occlude_frames, per_grid),
+            "occlude_video_tokens": lambda: check(analysis.occlude_video_tokens, per_token),
+            "patch_frame": lambda: check(analysis.patch_frame, per_block, other)}

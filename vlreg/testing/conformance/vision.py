@@ -8,6 +8,7 @@ import pytest
 import torch
 
 from ...core.envoys.patches import VisionAttention, VisionLayer, VisionMlp
+from ...core.envoys.seq2seq import with_decoder_start
 from ...core.envoys.vision import Vision
 from ...core.errors import Unavailable
 from ...core.host import plugins
@@ -163,8 +164,9 @@ class VisionConformance(VideoConformance, TextLoads, ScaleTrust, VisionTrust, Te
         assert mask.dtype == torch.bool and mask.shape == first.shape[:2]
         assert int(mask.sum()) == features.shape[0] > 0
         assert features.shape[1] == model.hidden_size
+        embeddings = model.family.entry.along(model, embeddings, mask)  # at the stream's positions (`Entry.along`)
         # the features, or what an additive entry makes of them and the embeddings (`Entry.received`)
-        assert torch.equal(first[mask], model.family.entry.received(embeddings[mask], features))
+        assert torch.equal(first[mask], model.family.entry.received(model, embeddings[mask], features))
         rewritten = torch.zeros_like(mask)
         if self.rewritten_tokens:  # not image tokens: their own rows, which no image value covers
             fields = (self.rewritten_tokens,) if isinstance(self.rewritten_tokens, str) else self.rewritten_tokens
@@ -201,13 +203,14 @@ class VisionConformance(VideoConformance, TextLoads, ScaleTrust, VisionTrust, Te
     def test_the_logits_are_the_models_own_forward_on_the_processors_encoding(self, model):
         """What a trace reads as ``logits`` is what the model's own forward returns, untraced,
         on the processor's encoding of the same prompt and images: vlreg's way in (chat
-        prompt, images, processor options) adds or drops nothing."""
+        prompt, images, processor options) adds or drops nothing but, on an encoder-decoder
+        whose call starts no decoder, the start generate gives it (`with_decoder_start`)."""
         prompt, images = self.image_prompt(model), self.images()
         with model.trace(prompt, images=images[:1]):
             logits = model.logits.save()
         encoding = model.processor(text=prompt, images=images[:1], return_tensors="pt").to(model._module.dtype)
         with torch.no_grad():
-            expected = model._module(**encoding).logits
+            expected = model._module(**with_decoder_start(model._module, (), dict(encoding))).logits
         # the same values; a model may return them upcast (NemotronH's are float32 in a bfloat16 model)
         torch.testing.assert_close(logits, expected, rtol=0, atol=0, check_dtype=False)
 
@@ -223,9 +226,11 @@ class VisionConformance(VideoConformance, TextLoads, ScaleTrust, VisionTrust, Te
             model.vision.image_features[:] = 0
             first = self.entry(model).save()
             ablated = model.logits.save()
+        embeddings = model.family.entry.along(model, embeddings, mask)
         zeros = torch.zeros_like(first[mask])
-        assert torch.equal(first[mask], model.family.entry.received(embeddings[mask], zeros))
-        start = int(mask[0].nonzero()[0])
+        assert torch.equal(first[mask], model.family.entry.received(model, embeddings[mask], zeros))
+        # on an encoder-decoder the logits are the decoder's, each reading the whole prompt: all move
+        start = int(mask[0].nonzero()[0]) if model.__dict__.get("encoder") is None else 0
         if self.image_block:
             kinds = model.processor(text=prompt, images=images, return_tensors="pt")[self.image_block][0]
             start = min(start, int(kinds.nonzero()[0]))
@@ -241,8 +246,9 @@ class VisionConformance(VideoConformance, TextLoads, ScaleTrust, VisionTrust, Te
             features = model.vision.image_features
             model.vision.image_features = torch.ones_like(features)
             first = self.entry(model).save()
+        embeddings = model.family.entry.along(model, embeddings, mask)
         ones = torch.ones_like(first[mask])
-        assert torch.equal(first[mask], model.family.entry.received(embeddings[mask], ones))
+        assert torch.equal(first[mask], model.family.entry.received(model, embeddings[mask], ones))
 
     # -- the tower ------------------------------------------------------------
 
