@@ -115,7 +115,7 @@ def test_coverage_marks_a_partial_type_with_its_reasons(capsys):
     assert main(["plugins", "--coverage", "--json"]) == 0
     rows = json.loads(capsys.readouterr().out)
     assert rows["fast_vlm"]["refuses"]["vision.layers"] == FASTVIT_BLOCKS and rows["qwen2_vl"]["refuses"] == {}
-    assert rows["kosmos-2"] == {"plugin": None, "refuses": {}, "declines": None}
+    assert rows["kosmos-2.5"] == {"plugin": None, "refuses": {}, "declines": None}
 
 
 #: The types refused by name (docs/surveys/coverage-iv.md §2; π0.5 is transformers 5.25's):

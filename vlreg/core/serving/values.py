@@ -38,8 +38,8 @@ from ..errors import OutOfOrder, ReadOnly
 from .batching import select, splice
 from .gradients import mark
 from .guards import read_only_view
+from .calls import drilled_occurrence, step_of
 from .sites import At, Site, model_inputs
-from ..envoys.blocks import drilled_occurrence, step_of
 
 class value(eproperty):
     """A standard value on a vlreg envoy.
@@ -213,7 +213,7 @@ class value(eproperty):
     def _pin(self, obj: Any) -> int | None:
         """The occurrence of the location this read is pinned to: the value's own
         (``At.occurrence``), else, on a looped block's call, that call's
-        (`vlreg.core.envoys.blocks.Call`), else none (the next)."""
+        (`vlreg.core.serving.calls.Call`), else none (the next)."""
         if self.at.occurrence is not None:
             return self.at.occurrence(obj)
         call = obj.__dict__.get("_vlreg_call")

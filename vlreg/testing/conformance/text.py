@@ -154,8 +154,9 @@ class TextConformance(AttentionInterior, TextTrust, RemoteConformance, GradientC
         `Layer.passes`), every block module among them."""
         from ...core.envoys.blocks import passes_of
 
-        assert model.num_layers == len(model.layers) == sum(passes_of(block) for block in model.layers._children)
-        assert sorted(dict.fromkeys(block.module_index for block in model.layers)) == list(range(len(model.layers._module)))
+        modules = {id(block._module): block for block in model.layers}  # a looped block's calls share its module
+        assert model.num_layers == len(model.layers) == sum(passes_of(block) for block in modules.values())
+        assert len(modules) == len(model.layers._module)
         assert tuple(model.embed_tokens.weight.shape) == (model.vocab_size, model.hidden_size)
         assert unembedding(model).shape[0] == model.vocab_size
         for block in attention_blocks(model):

@@ -190,7 +190,7 @@ class TextTrust:
         """A standard module the forward calls more than once (a projector run once per
         crop) serves every call, in order, or refuses: its ``output`` is never only the
         first call's without a word."""
-        from ...core.envoys.blocks import call_of
+        from ...core.serving.calls import call_of
 
         args, kwargs = self.order_input(model)
         counts = _calls(model, args, kwargs)
