@@ -25,6 +25,7 @@ from typing import Any, Callable
 from .core.envoys.interleaved import Interleaved
 from .core.envoys.calls import PerCall
 from .core.envoys.codes import CodeEmbedding, CodesVision
+from .core.envoys.vq_encoder import VqEncoder, resize_ratio_refusal
 from .core.envoys.cross import CrossAttentionLayer, CrossAttentionMixer
 from .core.envoys.experts import GroupRoutedMoe, MoeMlp, SharedExpertsAfter, VisionMoeMlp
 from .core.envoys.feature_layer import hidden_states_read_only
@@ -88,6 +89,7 @@ __all__ = [
     "QueryTokens",
     "ImageCodes",
     "CodesVision",
+    "VqEncoder",
     "CodeEmbedding",
     "Standard",
     "Layer",
@@ -100,7 +102,6 @@ __all__ = [
     "VisionMoeMlp",
     "SharedExpertsAfter",
     "GroupRoutedMoe",
-
     "ModalityExperts",
     "ExpertBank",
     "LinearAttention",
@@ -132,6 +133,7 @@ __all__ = [
     "as_second_tower",
     "patches",
     "config_size",
+    "resize_ratio_refusal",
     "variable_resolution",
     "hidden_states_read_only",
     "value",

@@ -24,35 +24,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from vlreg.plugin import CodesVision, Unavailable, config_size, modeling_envoys, patches, value
-
-NO_BLOCKS = (
-    "the vision tokenizer's encoder (model.vision_tokenizer.encoder) is convolutional, stages of resnet blocks at "
-    "falling resolutions and a middle block attending over the grid, none of them a transformer block; read them "
-    "natively, or read vision.tower_output and vision.image_codes"
-)
-NO_PATCHES = (
-    "the vision tokenizer's encoder has no patch embedding: its first convolution "
-    "(model.vision_tokenizer.encoder.conv_in) runs at every pixel; its first value on the grid of the image's codes "
-    "is vision.tower_output"
-)
+from vlreg.plugin import Unavailable, VqEncoder, config_size, modeling_envoys, patches, resize_ratio_refusal
 
 
-def _refused(name: str) -> property:
-    def refuse(vision: Any) -> int:
-        raise Unavailable(f"vision.{name} is unavailable: {NO_BLOCKS}")
-
-    return property(refuse)
-
-
-class Apertus1p5Vision(CodesVision):
+class Apertus1p5Vision(VqEncoder):
     """The encoder as a vision part with no blocks: its latents, then the codes."""
 
-    standard_children: dict = {}
+    encoder = "model.vision_tokenizer.encoder"
+    encoder_name = "the vision tokenizer's encoder"
     per_image = True
-    refuses = {"patch_embeddings": NO_PATCHES, "layers": NO_BLOCKS}
-
-    patch_embeddings = value("output", description="refused: the encoder embeds no patches")(lambda vision, raw: raw)
 
     tower_output = patches(
         "output", read=lambda raw: raw.flatten(2).transpose(1, 2),
@@ -68,17 +48,9 @@ class Apertus1p5Vision(CodesVision):
         return self.root._module.config.vision_config
 
     @property
-    def num_layers(self) -> int:
-        return 0
-
-    @property
     def patch_size(self) -> int:
         """Pixels a side of the processed image one cell (one code) stands for."""
         return self._vision_config.spatial_scale_factor
-
-    @property
-    def patch_embedding_size(self) -> int:
-        raise Unavailable(f"vision.patch_embedding_size is unavailable: {NO_PATCHES}")
 
     @property
     def image_size(self) -> int:
@@ -87,19 +59,9 @@ class Apertus1p5Vision(CodesVision):
             "of vision.patch_size within its pixel bounds (model.processor.image_processor.size)"
         )
 
-    num_heads = _refused("num_heads")
-    head_dim = _refused("head_dim")
-    qk_head_dim = _refused("qk_head_dim")
-    intermediate_size = _refused("intermediate_size")
-
     def image_refusal(self, width: int, height: int) -> str | None:
-        """An image more than 200 times as long one way as the other, which the processor
-        (Qwen2-VL's resize) refuses in its own words."""
-        ratio = max(width, height) / max(1, min(width, height))
-        if ratio <= 200:
-            return None
-        return (f"one side is {ratio:.0f} times the other, and the processor's resize takes at most 200: pad it "
-                f"closer to square, or cut it into pieces")
+        """The processor resizes as Qwen2-VL's does, and refuses what that refuses."""
+        return resize_ratio_refusal(width, height)
 
 
 envoys = modeling_envoys("apertus1p5", {"Apertus1p5VisionTokenizerEncoder": Apertus1p5Vision})

@@ -25,43 +25,17 @@ from typing import Any
 
 import torch
 
-from vlreg.plugin import CodesVision, Unavailable, config_size, patches, value
-
-NO_BLOCKS = (
-    "the VQ encoder (model.vqmodel.encoder) is convolutional, stages of resnet blocks at falling resolutions "
-    "and a middle block attending over the grid, none of them a transformer block; read them natively, or read "
-    "vision.tower_output and vision.image_codes"
-)
-NO_PATCHES = (
-    "the VQ encoder has no patch embedding: its first convolution (model.vqmodel.encoder.conv_in) runs at every "
-    "pixel; its first value on the grid of the image's codes is vision.tower_output"
-)
+from vlreg.plugin import Unavailable, VqEncoder, config_size, patches, resize_ratio_refusal
 
 
-def _refused(name: str) -> property:
-    def refuse(vision: Any) -> int:
-        raise Unavailable(f"vision.{name} is unavailable: {NO_BLOCKS}")
+class ChameleonVqEncoder(VqEncoder):
+    """Chameleon's and Emu3's VQ encoder (``model.vqmodel.encoder``)."""
 
-    return property(refuse)
-
-
-class VqEncoder(CodesVision):
-    """A VQ encoder as a vision part with no blocks: its latents, then the codes."""
-
-    standard_children: dict = {}
-    refuses = {"patch_embeddings": NO_PATCHES, "layers": NO_BLOCKS}
-
-    patch_embeddings = value("output", description="refused: the VQ encoder embeds no patches")(
-        lambda vision, raw: raw
-    )
+    encoder = "model.vqmodel.encoder"
 
     @property
     def _vision_config(self) -> Any:
         return self.root._module.config.vq_config
-
-    @property
-    def num_layers(self) -> int:
-        return 0
 
     @property
     def vision_hidden_size(self) -> int:
@@ -74,17 +48,8 @@ class VqEncoder(CodesVision):
         """Pixels a side of the processed image one cell (one code) stands for."""
         return 2 ** (len(self._vision_config.channel_multiplier) - 1)
 
-    @property
-    def patch_embedding_size(self) -> int:
-        raise Unavailable(f"vision.patch_embedding_size is unavailable: {NO_PATCHES}")
 
-    num_heads = _refused("num_heads")
-    head_dim = _refused("head_dim")
-    qk_head_dim = _refused("qk_head_dim")
-    intermediate_size = _refused("intermediate_size")
-
-
-class ChameleonVision(VqEncoder):
+class ChameleonVision(ChameleonVqEncoder):
     """Chameleon's encoder: ``[images, latent channels, rows, columns]``."""
 
     tower_output = patches(
@@ -105,7 +70,7 @@ def _frame(raw: torch.Tensor) -> torch.Tensor:
     return raw[:, 0]
 
 
-class Emu3Vision(VqEncoder):
+class Emu3Vision(ChameleonVqEncoder):
     """Emu3's encoder: ``[images, frames, latent channels, rows, columns]``, one frame an image."""
 
     tower_output = patches(
@@ -124,13 +89,8 @@ class Emu3Vision(VqEncoder):
         )
 
     def image_refusal(self, width: int, height: int) -> str | None:
-        """An image more than 200 times as long one way as the other, which Emu3's processor
-        (Qwen2-VL's resize) refuses in its own words."""
-        ratio = max(width, height) / max(1, min(width, height))
-        if ratio <= 200:
-            return None
-        return (f"one side is {ratio:.0f} times the other, and the processor's resize takes at most 200: pad it "
-                f"closer to square, or cut it into pieces")
+        """Emu3's processor resizes as Qwen2-VL's does, and refuses what that refuses."""
+        return resize_ratio_refusal(width, height)
 
 
 def envoys(part: Any) -> dict[type, type]:

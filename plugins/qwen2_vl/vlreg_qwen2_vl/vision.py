@@ -13,7 +13,7 @@ from typing import Callable
 
 from attrs import frozen
 
-from vlreg.plugin import PerImageAttention, Vision, config_size, variable_resolution
+from vlreg.plugin import PerImageAttention, Vision, config_size, resize_ratio_refusal, variable_resolution
 from vlreg.plugin import tower_envoys as standard_tower_envoys
 
 
@@ -45,13 +45,9 @@ class QwenVision(Vision):
         return getattr(self._vision_config, "window_size", None)
 
     def image_refusal(self, width: int, height: int) -> str | None:
-        """An image more than 200 times as long one way as the other, which the processor's
-        resize refuses in its own words (Qwen2-VL's and every processor built on it)."""
-        ratio = max(width, height) / max(1, min(width, height))
-        if ratio <= 200:
-            return None
-        return (f"one side is {ratio:.0f} times the other, and the processor's resize takes at most 200: pad it "
-                f"closer to square, or cut it into pieces")
+        """The processor's resize (Qwen2-VL's, and every processor built on it) refuses an
+        image far longer one way than the other, in its own words: refused before it runs."""
+        return resize_ratio_refusal(width, height)
 
 
 class QwenVisionAttention(PerImageAttention):
