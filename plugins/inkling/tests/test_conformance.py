@@ -20,8 +20,9 @@ TOWER = {
 }
 
 
-class TestInkling2(AnalysisConformance, VisionConformance):
-    checkpoint = "inkling2"
+class Inkling2Suite(AnalysisConformance, VisionConformance):
+    """What Inkling 2 and Inkling 2 Loop (tests/test_inkling2_loop.py) tell the suite alike."""
+
     native = composite(TOWER, projector="model.vision_tower.merger")
     unavailable = {
         "vision.self_attn.attention_scores": PER_CALL,
@@ -32,5 +33,9 @@ class TestInkling2(AnalysisConformance, VisionConformance):
     analysis_refuses = {helper: "one block's stream alone does not give" for helper in ("logit_lens", "project_on_vocab")}
     image_sizes = ((24, 16), (16, 32))
     supports_sdpa = False
+
+
+class TestInkling2(Inkling2Suite):
+    checkpoint = "inkling2"
     # transformers 5.25 gates the heads inside o_proj, before its own linear map
     o_proj = "o_proj.linear" if hasattr(modeling_inkling2, "Inkling2GatedOutputProjection") else "o_proj"

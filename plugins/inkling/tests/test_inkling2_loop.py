@@ -13,34 +13,16 @@ pytest.importorskip("transformers.models.inkling2_loop",
                     reason="inkling2_loop: not in this transformers release (5.25 adds it)")
 
 from vlreg.testing import chat  # noqa: E402
-from vlreg.testing.conformance import AnalysisConformance, VisionConformance, image  # noqa: E402
-from vlreg.testing.conformance.native import composite  # noqa: E402
+from vlreg.testing.conformance import image  # noqa: E402
+
+from .test_conformance import Inkling2Suite  # noqa: E402
 
 CHECKPOINT = "inkling2_loop"
-PER_CALL = "once per image"
-TOWER = {
-    "layers": "layers",
-    "patch_embed": "embeddings.patch_embedding",
-    "layers.0.self_attn": "layers.0.self_attn",
-    "layers.0.mlp": "layers.0.mlp",
-    "layers.0.input_layernorm": "layers.0.layernorm_before",
-    "layers.0.post_attention_layernorm": "layers.0.layernorm_after",
-}
 PICTURE = image(24, 16)
 
 
-class TestInkling2Loop(AnalysisConformance, VisionConformance):
+class TestInkling2Loop(Inkling2Suite):
     checkpoint = CHECKPOINT
-    native = composite(TOWER, projector="model.vision_tower.merger")
-    unavailable = {
-        "vision.self_attn.attention_scores": PER_CALL,
-        "vision.self_attn.attention_probabilities": PER_CALL,
-        "layers.0.attention_mix": "the first block's attention reads its input as it is",
-        "mlp.shared_expert_output": "no shared expert",
-    }
-    analysis_refuses = {helper: "one block's stream alone does not give" for helper in ("logit_lens", "project_on_vocab")}
-    image_sizes = ((24, 16), (16, 32))
-    supports_sdpa = False
     o_proj = "o_proj.linear"
 
 
