@@ -138,16 +138,23 @@ def _turn_end(model: Any) -> "tuple[str, str] | None":
     if cached is not False:
         return cached
     found = None
-    owner = model.processor if model.processor is not None else model.tokenizer
-    content: Any = [{"type": "text", "text": _MARK}] if model.processor is not None else _MARK
-    try:
-        closed, opened = (owner.apply_chat_template([{"role": "user", "content": content}], tokenize=False,
-                                                    add_generation_prompt=flag) for flag in (False, True))
+    # the processor's template, else the tokenizer's (IDEFICS keeps its there); the user's text as the
+    # owner's usual form first (a list of parts, a string), else the other, whichever the template writes out
+    parts = [{"type": "text", "text": _MARK}]
+    tried = [(model.processor, (parts, _MARK)), (model.tokenizer, (_MARK, parts))]
+    for owner, content in ((owner, content) for owner, forms in tried if getattr(owner, "chat_template", None)
+                           for content in forms):
+        try:
+            closed, opened = (owner.apply_chat_template([{"role": "user", "content": content}], tokenize=False,
+                                                        add_generation_prompt=flag) for flag in (False, True))
+        except Exception:  # a template that needs more than a user turn, or the other form of content
+            continue
+        if _MARK not in closed:
+            continue
         end, generation = closed[closed.rindex(_MARK) + len(_MARK):], opened[len(closed):]
         if end.strip() and generation.strip() and opened.startswith(closed):
             found = (end, generation)
-    except Exception:  # no chat template, or one that needs more than a user turn
-        found = None
+        break
     model.__dict__["_vlreg_turn_end"] = found
     return found
 
