@@ -110,7 +110,16 @@ def _paint(image, geometry, scores, *, grid, alpha, low, high, lines, zoom, mark
     marked = [] if mark is None else [mark] if isinstance(mark, int) else list(mark)
     if any(not 0 <= token < len(boxes) for token in marked):
         raise ValueError(f"mark={mark}: the grid drawn has tokens 0 to {len(boxes) - 1}")
-    every, boxes = geometry.boxes * zoom, boxes * zoom
+    return paint_boxes(image, geometry.boxes, boxes, scores, alpha=alpha, low=low, high=high, lines=lines, zoom=zoom,
+                       marked=marked, grey=grey)
+
+
+def paint_boxes(image, every, boxes, scores, *, alpha, low, high, lines, zoom, marked=(), grey=True) -> Image.Image:
+    """The image times ``zoom`` (a grey copy, with ``grey``) with ``scores`` painted over
+    ``boxes`` (``[n, 4]``, in the image's pixels), the pixels outside ``every`` box dimmed
+    (no token sees them), the tokens ``marked`` outlined: no frame. Boxes with a NaN edge or
+    score are not painted; where boxes overlap, the later one's score shows."""
+    every, boxes = every * zoom, boxes * zoom
     if zoom != 1:
         image = image.resize((image.width * zoom, image.height * zoom), Image.Resampling.NEAREST)
     shown = (~boxes.isnan().any(-1)) & ~scores.isnan()
