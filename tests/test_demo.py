@@ -19,7 +19,8 @@ from doc_blocks import IMAGES, different  # noqa: E402
 
 pytestmark = pytest.mark.heavy  # the demo, in a process and here: started first under make test
 
-PICTURES = ["occlusion.png", "logit-lens.png", "patching.png", "attention.png", "tower.png", "dictionary.png"]
+PICTURES = ["occlusion.png", "logit-lens.png", "patching.png", "attention.png", "tower.png", "dictionary.png",
+            "video-occlusion.png", "video-frames.png"]
 
 
 def test_the_demo_prints_the_same_twice_draws_the_docs_pictures_and_caches_nothing(tmp_path, monkeypatch, capsys):

@@ -1,7 +1,7 @@
 """``vlreg demo``: load the toy model (a small Qwen2-VL trained to name the colour of one
 shape in a scene, shipped with vlreg), trace a held-out scene, print what the model
 answered and what vlreg's helpers found, and with ``--out`` draw it onto the scene: the
-pictures of docs/seeing-into-the-image.md. Nothing is trained or cached, and the output
+pictures of docs/seeing-into-the-image.md, and of docs/videos.md (a video of the scene). Nothing is trained or cached, and the output
 is the same on every run; progress goes to stderr."""
 
 from __future__ import annotations
@@ -39,6 +39,21 @@ def demo_scene():
     from .testing import toy
 
     return next(s for s in toy.scenes(50) if s.target_box[1] >= 2 * toy.CELL and s.target_box[2] <= toy.SIDE - toy.CELL)
+
+
+def demo_video(example) -> tuple[str, list]:
+    """A video of the demo's scene and its prompt: two frames of the scene (one temporal
+    patch), then two of the scene with the asked shape's colour swapped for another
+    shape's (the swap `findings` patches from), the question asked about the video."""
+    from jinja2 import Template
+
+    from .testing.toy_scenes import CHAT_TEMPLATE
+
+    other = sorted(set(example.shapes) - {example.shape})[0]
+    swapped = example.recoloured(example.shapes[other][0])
+    messages = [{"role": "user", "content": [{"type": "text", "text": question(example)}, {"type": "video"}]}]
+    prompt = Template(CHAT_TEMPLATE).render(messages=messages, add_generation_prompt=True)
+    return prompt, [example.image, example.image, swapped.image, swapped.image]
 
 
 def progress(text: str) -> None:
@@ -187,11 +202,34 @@ def write_pictures(model, out: str | Path, example=None, found: dict | None = No
                                        title=f"the dictionary's {len(features)} features most active at the {shape}",
                                        label="activation (arbitrary units)"),
     }
+    pictures.update(video_pictures(model, example))
     written = []
     for name, picture in pictures.items():
         picture.save(out / name, optimize=True)
         written.append(out / name)
     return written
+
+
+def video_pictures(model, example) -> dict:
+    """A score over `demo_video`'s frames (the pictures of docs/videos.md): each video
+    token's occlusion as a strip of the frames, and each temporal patch's as bars under them."""
+    from . import analysis
+    from .pictures import caption
+    from .strips import frame_strip, strip
+
+    prompt, video = demo_video(example)
+    progress("the video: occluding each of its tokens, then each temporal patch")
+    tokens = analysis.occlude_video_tokens(model, prompt, video, batch=36)
+    patches = analysis.occlude_frames(model, prompt, video)
+    answer = model.tokenizer.decode(tokens.target)
+    about = {"zoom": ZOOM, "scale": 0.5, "caption": caption(model, question(example)),
+             "label": "drop of the logit (logits)"}
+    return {
+        "video-occlusion.png": strip(video, tokens.geometry, tokens.scores, **about,
+                                     title=f"occlusion over a video: the {answer!r} logit's drop with each token mean-ablated"),
+        "video-frames.png": frame_strip(video, patches.geometry, patches.scores, **about,
+                                        title=f"the {answer!r} logit's drop with each temporal patch's features zeroed"),
+    }
 
 
 def format_support(rows: dict[str, str | None]) -> str:
@@ -245,7 +283,7 @@ def run(out_dir: str | Path | None = None) -> None:
     print(format_support(model.support()))
     if out_dir is not None:
         written = write_pictures(model, out_dir, example, found)
-        print(f"pictures: {len(written)} overlays of the helpers' scores on the scene, in {Path(out_dir).resolve()} "
-              f"(docs/seeing-into-the-image.md shows them):")
+        print(f"pictures: {len(written)} overlays of the helpers' scores on the scene and a video of it, in "
+              f"{Path(out_dir).resolve()} (docs/seeing-into-the-image.md and docs/videos.md show them):")
         for path in written:
             print(f"  {path.name}")
