@@ -219,8 +219,9 @@ def video_pictures(model, example) -> dict:
 
     prompt, video = demo_video(example)
     progress("the video: occluding each of its tokens, then each temporal patch")
-    tokens = analysis.occlude_video_tokens(model, prompt, video, batch=36)
-    patches = analysis.occlude_frames(model, prompt, video)
+    uncapped = {"cap_pixels_per_frame": False}  # transformers' present default, said so: it warns otherwise
+    tokens = analysis.occlude_video_tokens(model, prompt, video, batch=36, **uncapped)
+    patches = analysis.occlude_frames(model, prompt, video, **uncapped)
     answer = model.tokenizer.decode(tokens.target)
     about = {"zoom": ZOOM, "scale": 0.5, "caption": caption(model, question(example)),
              "label": "drop of the logit (logits)"}
