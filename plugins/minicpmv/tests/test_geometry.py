@@ -6,7 +6,7 @@
 * a small image is its source image alone;
 * a video is each frame cut as an image is, frame after frame: its source frame, then its
   slices, each grid as many tokens as the processor's ``target_sizes_videos`` row makes and
-  over its own frame;
+  over its own frame, as the options the processor runs with cut it;
 * a token reads exactly its own rows of the last block: raising the rows `patch_block` names
   for one token (in that block's rows, 2 x 2 patches each after the ``vit_merger``, 1 in
   MiniCPM-OCR's ``"4x"`` mode) moves that token's features and no other's.
@@ -64,6 +64,8 @@ def test_a_video_is_each_frame_cut_as_an_image_is(model):
     for first in (0, 5):
         frame = geometry.grids[first:first + 5]
         assert [torch.equal(one.boxes, other.boxes) for one, other in zip(frame, still.grids)] == [True] * 5
+    (whole,) = model.vision.geometry(prompt, videos=[video], slice_mode=False)  # the option reaches the video's cut
+    assert [(grid.label, grid.frames) for grid in whole.grids] == [("frame", (0, 0)), ("frame", (1, 1))]
 
 
 def test_a_token_reads_exactly_its_rows_of_the_last_block(model):
