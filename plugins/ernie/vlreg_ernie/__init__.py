@@ -18,6 +18,9 @@ projector's output written into the token embeddings by ``model``'s first
   ``text_experts`` and ``vision_experts`` (`text`).
 * A video's mask and features are served at the second scatter (`vlreg.plugin.VIDEO_SCATTER`);
   its frames run through the tower in a call of their own, whose values are refused by name.
+  Its geometry is the Qwen ViT's, a grid a pair of frames: the processor resizes every frame
+  whole and counts frames in ``video_grid_thw``, the resampler folds each pair into one token
+  (the last frame repeated where the count is odd).
 """
 
 from vlreg.plugin import VIDEO_SCATTER, Plugin, Text, Tower, Wrapper, adapter
@@ -25,7 +28,6 @@ from vlreg.plugin import VIDEO_SCATTER, Plugin, Text, Tower, Wrapper, adapter
 from . import text, vision
 
 QWEN_VIT = adapter("qwen_vit")
-
 
 
 def builders():
@@ -36,7 +38,8 @@ def builders():
 
 plugin = Plugin(
     Wrapper("ernie4_5_vl_moe", projector="model.resampler_model", entry=VIDEO_SCATTER,
-            image_grids=lambda part: QWEN_VIT.image_grids),
+            image_grids=lambda part: QWEN_VIT.image_grids,
+            video_grids=lambda part: QWEN_VIT.video_grids(t_counts_frames=True)),
     Text("ernie4_5_vl_moe_text", rename=text.RENAME, envoys=text.envoys),
     Tower("ernie4_5_vl_moe_vision", rename=QWEN_VIT.tower_rename, envoys=vision.envoys),
     checkpoints=builders,

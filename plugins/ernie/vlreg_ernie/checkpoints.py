@@ -5,8 +5,9 @@ reads its placeholder and marker tokens off the tokenizer (``image_token``,
 ``image_start_token``, ...), as the published tokenizer names them. The chat template writes
 turns as ERNIE 4.5-VL's does (``User: ``, ``Assistant: ``) and each image as
 ``Picture k:<|IMAGE_START|><|IMAGE_PLACEHOLDER|><|IMAGE_END|>`` without the count; nothing here
-depends on more than its placeholders. The video processor draws no timestamps on frames (the
-published one does, with a font file the builder would need).
+depends on more than its placeholders. The video processor resizes frames between the same
+pixel counts as the image processor (it takes them as ``size``), and draws no timestamps on
+frames (the published one does, with a font file the builder would need).
 """
 
 from __future__ import annotations
@@ -44,7 +45,8 @@ def build_ernie4_5_vl_moe(path: Path, **overrides: Any) -> Path:
                         pad_token="<unk>", extra_special_tokens=ROLES)
         return Ernie4_5_VLMoeProcessor(
             image_processor=Ernie4_5_VLMoeImageProcessor(**pixels), tokenizer=tok,
-            video_processor=Ernie4_5_VLMoeVideoProcessor(**pixels, draw_on_frames=False), chat_template=CHAT_TEMPLATE)
+            video_processor=Ernie4_5_VLMoeVideoProcessor(size={"shortest_edge": MIN_PIXELS, "longest_edge": MAX_PIXELS},
+                                                         draw_on_frames=False), chat_template=CHAT_TEMPLATE)
 
     text = {**TINY_TEXT, "mlp_layer_types": ["dense", "sparse"], "moe_num_experts": 4, "moe_k": 2,
             "moe_intermediate_size": [32, 16], "moe_num_shared_experts": 1, "tie_word_embeddings": False,

@@ -4,6 +4,9 @@
   order the processor writes them; each grid's boxes tile the whole image (the source image)
   or its own part of it (a slice), and the grids count the mask's tokens;
 * a small image is its source image alone;
+* a video is each frame cut as an image is, frame after frame: its source frame, then its
+  slices, each grid as many tokens as the processor's ``target_sizes_videos`` row makes and
+  over its own frame, as the options the processor runs with cut it;
 * a token reads exactly its own rows of the last block: raising the rows `patch_block` names
   for one token (in that block's rows, 2 x 2 patches each after the ``vit_merger``, 1 in
   MiniCPM-OCR's ``"4x"`` mode) moves that token's features and no other's.
@@ -46,6 +49,23 @@ def test_a_small_image_is_its_source_image_alone(model):
     (geometry,) = model.vision.geometry(chat(model, text="Read it."), [image(30, 20)])
     (grid,) = geometry.grids
     assert grid.label == "source image" and grid.covered.all() and area(grid.boxes) == pytest.approx(600)
+
+
+def test_a_video_is_each_frame_cut_as_an_image_is(model):
+    video = [image(112, 84, seed=k) for k in range(2)]
+    prompt = chat(model, "video", text="Read it.")
+    (geometry,) = model.vision.geometry(prompt, videos=[video])
+    (still,) = model.vision.geometry(chat(model, text="Read it."), [video[0]])
+    labels = ["frame", "slice 0,0", "slice 0,1", "slice 1,0", "slice 1,1"]
+    assert [grid.label for grid in geometry.grids] == labels * 2
+    assert [grid.frames for grid in geometry.grids] == [(0, 0)] * 5 + [(1, 1)] * 5
+    sizes = model.processor(text=[prompt], videos=[video], return_tensors="pt")["target_sizes_videos"]
+    assert [grid.tokens * grid.fold**2 for grid in geometry.grids] == sizes.prod(-1).tolist()
+    for first in (0, 5):
+        frame = geometry.grids[first:first + 5]
+        assert [torch.equal(one.boxes, other.boxes) for one, other in zip(frame, still.grids)] == [True] * 5
+    (whole,) = model.vision.geometry(prompt, videos=[video], slice_mode=False)  # the option reaches the video's cut
+    assert [(grid.label, grid.frames) for grid in whole.grids] == [("frame", (0, 0)), ("frame", (1, 1))]
 
 
 def test_a_token_reads_exactly_its_rows_of_the_last_block(model):

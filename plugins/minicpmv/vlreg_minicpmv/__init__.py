@@ -9,13 +9,13 @@ embeddings by its first ``masked_scatter``, a video's by its second), and the Qw
 model (``qwen3_5_text``, served by vlreg-qwen3-vl). MiniCPM-V 4.7 differs in its position ids
 alone (Canvas M-RoPE), nothing vlreg names; MiniCPM-OCR in its default ``downsample_mode``
 (``"4x"``: no merge mid-tower, 2 x 2 patches a token) and its image processor. An image is its
-source image and its slices (`geometry`).
+source image and its slices, a video's every frame the same (`geometry`).
 """
 
 from vlreg.plugin import VIDEO_SCATTER, Plugin, Tower, Wrapper
 
 from . import vision
-from .geometry import image_grids
+from .geometry import image_grids, video_grids
 
 
 def builders():
@@ -27,7 +27,7 @@ def builders():
 
 plugin = Plugin(
     Wrapper(("minicpmv4_6", "minicpmv4_7", "minicpm_ocr"), projector="model.merger", entry=VIDEO_SCATTER,
-            image_grids=lambda part: image_grids),
+            image_grids=lambda part: image_grids, video_grids=lambda part: video_grids),
     Tower(tuple(vision.TOWERS), rename=vision.rename, envoys=vision.envoys),
     checkpoints=builders,
 )

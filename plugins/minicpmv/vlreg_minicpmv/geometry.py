@@ -1,4 +1,4 @@
-"""Where MiniCPM-V's image tokens sit: an image's source image, then its slices.
+"""Where MiniCPM-V's image and video tokens sit: an image's source image, then its slices.
 
 The image processor resizes each image whole (the source image) and, where it is larger than
 ``scale_resolution`` squared, also cuts a resize of it into ``rows`` x ``columns`` equal
@@ -8,14 +8,16 @@ tokens: 4 x 4 patches a token (``downsample_mode="16x"``: the tower's ``vit_merg
 projector's 2 x 2 merge), or 2 x 2 (``"4x"``: the projector's alone). The processor writes
 the tokens in that order, the source image's first, then the slices' row by row, so an image
 is a grid per source image and slice, each token's box the pixels of the original image its
-patches cover (the resize undone).
+patches cover (the resize undone). The video processor cuts each frame the same way, frame
+after frame (``target_sizes_videos``), so a video is that, a frame at a time.
 """
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from functools import partial
+from typing import Any, Callable, Sequence
 
-from vlreg.plugin import ImageGrid, box_grid
+from vlreg.plugin import ImageGrid, VideoGrid, box_grid, frame_size
 
 
 def fold(image_processor: Any) -> int:
@@ -27,29 +29,64 @@ def image_grids(encoding: Any, images: Sequence[Any], processor: Any) -> list[li
     """Each image's grids: its source image, then its slices in raster order (labelled
     ``"slice r,c"``)."""
     settings = processor.image_processor
-    patch, side = settings.patch_size, fold(settings)
     sizes = encoding["target_sizes"].tolist()
     found, unit = [], 0
     for image in images:
-        width, height = image.size
-        cut = settings.get_sliced_grid((height, width), settings.max_slice_nums, settings.scale_resolution) \
-            if settings.slice_mode else None
-        rows, columns = cut if cut is not None else (0, 0)
-        grids = [_grid(sizes[unit], patch, side, width, height, 0, 0, "source image")]
-        for index in range(rows * columns):  # equal parts of a resize of the whole image
-            r, c = divmod(index, columns)
-            grids.append(_grid(sizes[unit + 1 + index], patch, side, width, height, c * width / columns,
-                               r * height / rows, f"slice {r},{c}", slices=(rows, columns)))
-        unit += 1 + rows * columns
+        grids = _picture(settings, sizes[unit:], *image.size, "source image", ImageGrid)
+        unit += len(grids)
         found.append(grids)
     return found
 
 
-def _grid(size: list[int], patch: int, side: int, width: float, height: float, left: float, top: float, label: str,
-          slices: tuple[int, int] = (1, 1)) -> ImageGrid:
+def video_grids(encoding: Any, videos: Sequence[Any], processor: Any) -> list[list[VideoGrid]]:
+    """Each video's grids, frame by frame: the video processor cuts every frame as the image
+    processor cuts an image, so a frame is its source frame (labelled ``"frame"``), then its
+    slices, each grid over that frame alone."""
+    settings = processor.video_processor
+    sizes = encoding["target_sizes_videos"].tolist()
+    cuts = [_cut(settings, *frame_size(video[0])) for video in videos]
+    expected = sum(len(video) * (1 + rows * columns) for video, (rows, columns) in zip(videos, cuts))
+    if expected != len(sizes):
+        raise ValueError(
+            f"the video processor made {len(sizes)} source frames and slices, where cutting each frame given makes "
+            f"{expected} (it sampled or stacked frames): pass do_sample_frames=False and stack_frames=1, so each "
+            "token's frame is one you passed")
+    found, unit = [], 0
+    for video in videos:
+        grids = []
+        for k, frame in enumerate(video):
+            one = _picture(settings, sizes[unit:], *frame_size(frame), "frame", partial(VideoGrid, frames=(k, k)))
+            grids, unit = grids + one, unit + len(one)
+        found.append(grids)
+    return found
+
+
+def _cut(settings: Any, width: int, height: int) -> tuple[int, int]:
+    """The rows and columns of slices ``settings`` cut a picture into; ``(0, 0)``: none."""
+    cut = settings.get_sliced_grid((height, width), settings.max_slice_nums, settings.scale_resolution) \
+        if settings.slice_mode else None
+    return tuple(cut) if cut is not None else (0, 0)
+
+
+def _picture(settings: Any, sizes: list, width: int, height: int, label: str, kind: Callable) -> list:
+    """One image's or frame's grids (``kind`` makes each): its source, then the slices
+    ``settings`` cuts it into, from ``sizes`` (the processor's ``target_sizes`` rows, this
+    picture's first)."""
+    patch, side = settings.patch_size, fold(settings)
+    rows, columns = _cut(settings, width, height)
+    grids = [_grid(kind, sizes[0], patch, side, width, height, 0, 0, label)]
+    for index in range(rows * columns):  # equal parts of a resize of the whole picture
+        r, c = divmod(index, columns)
+        grids.append(_grid(kind, sizes[1 + index], patch, side, width, height, c * width / columns,
+                           r * height / rows, f"slice {r},{c}", slices=(rows, columns)))
+    return grids
+
+
+def _grid(kind: Callable, size: list[int], patch: int, side: int, width: float, height: float, left: float,
+          top: float, label: str, slices: tuple[int, int] = (1, 1)) -> ImageGrid:
     """A unit of ``size`` patches, ``side`` x ``side`` a token, over ``width`` x ``height``
     pixels of the original cut into ``slices`` (rows, columns), this unit's corner at
     (``left``, ``top``)."""
     rows, columns = size[0] // side, size[1] // side
     cell_w, cell_h = width / slices[1] / columns, height / slices[0] / rows
-    return ImageGrid(rows, columns, box_grid(rows, columns, cell_w, cell_h, left, top), label=label, fold=side)
+    return kind(rows, columns, box_grid(rows, columns, cell_w, cell_h, left, top), label=label, fold=side)

@@ -33,14 +33,16 @@ def qwen_image_grids(encoding: Any, images: Sequence[Any], processor: Any) -> li
     return grids
 
 
-def qwen_video_grids(times: str | None = None) -> Any:
+def qwen_video_grids(times: str | None = None, t_counts_frames: bool = False) -> Any:
     """`vlreg_video_grids` for a Qwen-like video processor (``video_grid_thw`` ``[t, h, w]``,
     ``temporal_patch_size`` frames folded into each token, ``merge_size``): per video, one
     `VideoGrid` per temporal patch, covering the frames it folds (the processor repeats the
     last frame to fill the last patch), each token over a square of the frame resized whole.
     ``times``: a pattern whose group is the time the processor writes at each temporal patch,
     in order (Qwen3-VL's ``<1.0 seconds>``, GLM's number after each frame), read off the
-    prompt as encoded; ``None``: the processor writes none."""
+    prompt as encoded; ``None``: the processor writes none. ``t_counts_frames``: ``t`` counts
+    frames, not temporal patches (ERNIE 4.5-VL's: its tower reads each frame alone, its
+    projector folds each pair of frames into one token)."""
 
     def grids(encoding: Any, videos: Sequence[Any], processor: Any) -> list[list[VideoGrid]]:
         vision = processor.video_processor
@@ -48,6 +50,7 @@ def qwen_video_grids(times: str | None = None) -> Any:
         seconds = _written(encoding, processor, times)
         found, chunk = [], 0
         for (slices, height, width), video in zip(encoding["video_grid_thw"].tolist(), videos):
+            slices = slices // fold if t_counts_frames else slices
             frames = list(video)
             if not (slices - 1) * fold < len(frames) <= slices * fold:
                 raise ValueError(

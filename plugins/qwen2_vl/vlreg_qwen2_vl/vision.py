@@ -71,9 +71,10 @@ class QwenViT:
     * ``tower_rename``: the tower's names (``blocks``, ``attn``, ``norm1``, ``norm2``);
     * ``refuses``: the wrapper's refusal table (the merger runs inside the tower, so the
       tower's output takes no write);
-    * ``video_grids``: ``video_grids(times=None)`` gives `vlreg_video_grids` for a
-      ``Qwen2VLVideoProcessor``-like video processor (``times``: the pattern of the time it
-      writes at each temporal patch).
+    * ``video_grids``: ``video_grids(times=None, t_counts_frames=False)`` gives
+      `vlreg_video_grids` for a ``Qwen2VLVideoProcessor``-like video processor (``times``:
+      the pattern of the time it writes at each temporal patch; ``t_counts_frames``: its
+      ``video_grid_thw`` counts frames, ERNIE 4.5-VL's).
     """
 
     Vision: type

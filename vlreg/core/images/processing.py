@@ -60,26 +60,27 @@ def encode(processor: Any, prompt: "str | Sequence[str]", images: Sequence[Any],
 
 
 def configured(processor: Any, options: dict) -> Any:
-    """``processor`` as it runs with ``options``: a copy whose image processor holds them,
-    so a family's grids, which read the image processor's settings (``size``, tiling),
-    describe what the processor does with these options. ``processor`` itself is left
-    as it is."""
+    """``processor`` as it runs with ``options``: a copy whose image and video processors
+    hold them, so a family's grids, which read those processors' settings (``size``, tiling,
+    MiniCPM-V's slices of a frame), describe what the processor does with these options.
+    ``processor`` itself is left as it is."""
     if not options:
         return processor
     import copy
 
-    image_processor = processor.image_processor
-    flat = {key: value for key, value in options.items()
-            if key in processor_options(processor, "images_kwargs") and key != "images_kwargs"}
-    flat.update(options.get("images_kwargs") or {})
     changed = copy.copy(processor)
-    if flat:
-        changed.image_processor = type(image_processor).from_dict({**image_processor.to_dict(), **flat})
+    for kind, part in (("images_kwargs", "image_processor"), ("videos_kwargs", "video_processor")):
+        settings = getattr(processor, part, None)
+        flat = {key: value for key, value in options.items() if key in processor_options(processor, kind) and key != kind}
+        flat.update(options.get(kind) or {})
+        if not flat or settings is None:
+            continue
+        setattr(changed, part, type(settings).from_dict({**settings.to_dict(), **flat}))
         # A processor's own defaults for its image processor (InternVL's and Aya Vision's
         # crop_to_patches=True) win over the image processor's settings; the options win over both.
-        defaults = getattr(processor, "images_kwargs", None)
+        defaults = getattr(processor, kind, None)
         if isinstance(defaults, dict):
-            changed.images_kwargs = {**defaults, **{key: value for key, value in flat.items() if key in defaults}}
+            setattr(changed, kind, {**defaults, **{key: value for key, value in flat.items() if key in defaults}})
     return changed
 
 

@@ -176,8 +176,9 @@ class VideoConformance:
         frame; where the processor reports a grid of temporal patches (``video_grid_thw``), the
         grids patch after patch, each patch's covering its ``temporal_patch_size`` frames (one
         grid a patch, or one a window where the tower runs in windows, Ovis 2.5's), as many
-        tokens as it makes. A
-        family that declares no video grids refuses ``videos=`` by name."""
+        tokens as it makes (its ``t`` counting temporal patches, or frames where the projector
+        folds them, ERNIE 4.5-VL's). A family that declares no video grids refuses ``videos=``
+        by name."""
         if not self.serves_videos(model):
             pytest.skip(NO_VIDEOS)
         prompt, video, options = chat(model, "video", text=self.question), self.video(seed=6), self.options_with_videos()
@@ -201,10 +202,11 @@ class VideoConformance:
             (slices, rows, columns), = encoding["video_grid_thw"].tolist()
             processor = model.processor.video_processor
             fold, merge = processor.temporal_patch_size, processor.merge_size
-            assert geometry.tokens == slices * rows * columns // merge ** 2
+            patches = slices if geometry.tokens == slices * rows * columns // merge ** 2 else slices // fold
+            assert geometry.tokens == patches * rows * columns // merge ** 2
             covered = [grid.frames for grid in geometry.grids]  # several grids a patch where it runs in windows
             assert [one for k, one in enumerate(covered) if not k or one != covered[k - 1]] == [
-                (k * fold, min(k * fold + fold, len(video)) - 1) for k in range(slices)]
+                (k * fold, min(k * fold + fold, len(video)) - 1) for k in range(patches)]
 
 
 def frame_helper_checks(case: Any, model: Any) -> dict:
