@@ -44,13 +44,12 @@ def _boxes(vision: Any, size: tuple[int, int], height: int, width: int) -> torch
 
 def kimi_image_grids(encoding: Any, images: Sequence[Any], processor: Any) -> list[ImageGrid]:
     """One grid per image, its tokens' boxes undoing the processor's resize and padding."""
-    grids = []
+    vision, grids = processor.image_processor, []
     for (frames, height, width), image in zip(encoding["image_grid_thw"].tolist(), images):
         if frames != 1:
             raise ValueError(f"an image of {frames} frames: only still images (t = 1) have a grid here")
-        merge = processor.image_processor.merge_size
-        grids.append(ImageGrid(height // merge, width // merge, _boxes(processor.image_processor, image.size,
-                                                                       height, width)))
+        boxes = _boxes(vision, image.size, height, width)
+        grids.append(ImageGrid(height // vision.merge_size, width // vision.merge_size, boxes))
     return grids
 
 
@@ -58,18 +57,17 @@ def kimi_video_grids(encoding: Any, videos: Sequence[Any], processor: Any) -> li
     """Per video, one grid a chunk, covering the first to the last frame it pools (of the
     frames as passed: the processor's sampling followed), with the chunk's written start time."""
     vision = processor.video_processor
-    merge, chunk = vision.merge_size, vision.temporal_patch_size
-    chunks = encoding["video_grid_thw"].tolist()  # a row a chunk, the videos' in order
+    chunks = encoding["video_grid_thw"].tolist()  # a row a chunk, [frames, h, w], the videos' in order
     text = "".join(processor.tokenizer.decode(row) for row in encoding["input_ids"])
     seconds = [int(h) * 3600 + int(m) * 60 + float(s) for h, m, s in CHUNK_TIME.findall(text)]
-    seconds = seconds if len(seconds) == len(chunks) else [None] * len(chunks)
-    rows, found = iter(zip(chunks, seconds)), []
+    rows, found = iter(zip(chunks, seconds if len(seconds) == len(chunks) else [None] * len(chunks))), []
     for index, video in enumerate(videos):
-        kept, grids = kept_frames(encoding, index, video), []
-        for start in range(0, len(kept), chunk):
+        kept, grids, start = kept_frames(encoding, index, video), [], 0
+        while start < len(kept):
             (frames, height, width), time = next(rows)
             boxes = _boxes(vision, frame_size(video[0]), height, width)
-            grids.append(VideoGrid(height // merge, width // merge, boxes,
+            grids.append(VideoGrid(height // vision.merge_size, width // vision.merge_size, boxes,
                                    frames=(kept[start], kept[start + frames - 1]), seconds=time))
+            start += frames
         found.append(grids)
     return found
