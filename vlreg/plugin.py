@@ -59,7 +59,7 @@ from .core.images.injections import Injections
 from .core.images.prefix import Prefix
 from .core.images.query_tokens import QueryTokens
 from .core.images.geometry import ImageGrid, box_grid, clip_boxes, tile_grids
-from .core.images.video_geometry import VideoGrid, frame_grids, frame_size
+from .core.images.video_geometry import VideoGrid, frame_grids, frame_size, kept_frames
 from .core.serving.refusals import IMAGES, Gate, prefill_only, read_only
 from .core.serving.sites import At, Site
 from .core.serving.values import argument, copied, first, returned, value, with_first
@@ -155,6 +155,7 @@ __all__ = [
     "VideoGrid",
     "frame_grids",
     "frame_size",
+    "kept_frames",
     "box_grid",
     "clip_boxes",
     "tile_grids",

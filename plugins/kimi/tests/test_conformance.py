@@ -24,5 +24,7 @@ class TestKimiK25(ExpertsConformance, AnalysisConformance, VisionConformance):
     }
     unavailable = no_patterns("once per image")
     renormalized = False  # sigmoid scores within the best groups, renormalized and scaled (GroupRoutedMoe.route)
+    # a chunk of 4 frames pooled into one grid, then a chunk of the fifth alone
+    pooled_video_chunks, video_frames = True, (56, 56, 5)
     # 112 x 84 is 4 x 3 tokens; 300 x 100 pads its height to 112 (its last row of tokens half over padding)
     image_sizes = ((112, 84), (300, 100))

@@ -4,10 +4,12 @@ undone by the geometry."""
 
 import pytest
 import torch
+from PIL import Image
 
 from vlreg.plugin import adapter
 from vlreg.testing import chat, load
-from vlreg.testing.conformance import image, lit_pixels_land_in_raster_blocks
+from vlreg.testing.conformance import image, lit, lit_pixels_land_in_raster_blocks
+from vlreg_kimi import SPLITS_FRAMES
 
 #: 112 x 84 fits (4 x 3 tokens); 300 x 100 is padded below (its last row of tokens half over
 #: the padding); 400 x 300 is shrunk to the budget of 144 patches.
@@ -57,3 +59,31 @@ def test_the_tower_is_published_as_the_kimi_vit_adapter(model):
     kimi_vit = adapter("kimi_vit")
     assert type(model.vision) is kimi_vit.Vision and type(model.vision.layers[0].self_attn) is kimi_vit.Attention
     assert kimi_vit.tower_rename["attn"] == "self_attn" and kimi_vit.image_grids is model.family.image_grids
+
+
+
+@pytest.mark.skipif(SPLITS_FRAMES, reason="transformers before 5.25 cannot run a Kimi K2.5 video (refused by name)")
+def test_a_lit_pixel_in_a_kept_frame_lands_in_its_chunk_in_the_token_whose_box_holds_it(model):
+    """Sampled at 12 of 24 frames a second, the processor keeps every other frame, chunks them
+    4 at a time and pads each as an image: each grid covers its chunk's first to last kept
+    frame, written at its first frame's time, and a white pixel at a token's box's centre in
+    one of those frames lands in that frame's patches of that chunk, in one of the token's four."""
+    sampled = {"do_sample_frames": True, "fps": 12, "video_metadata": [{"fps": 24, "total_num_frames": 10}]}
+    width, height, merge = 100, 60, 2  # padded to 112 x 84: the last column of tokens part over padding
+    prompt = chat(model, "video", text=None)
+    (geometry,) = model.vision.geometry(prompt, videos=[[image(width, height)] * 10], **sampled)
+    assert [grid.frames for grid in geometry.grids] == [(0, 6), (8, 8)]
+    assert [grid.seconds for grid in geometry.grids] == pytest.approx([0, 8 / 24], abs=1e-3)
+    chunk = model.processor.video_processor.temporal_patch_size
+    for index, grid in enumerate(geometry.grids):
+        for frame in sorted(set(grid.frames)):
+            for token in range(0, grid.tokens, 3):
+                x0, y0, x1, y1 = grid.boxes[token].tolist()
+                shot = lit(width, height, (x0 + x1) / 2, (y0 + y1) / 2)
+                video = [shot if k == frame else Image.new("RGB", (width, height)) for k in range(10)]
+                encoding = model.processor(text=prompt, videos=[video], return_tensors="pt", **sampled)
+                _, rows, columns = encoding["video_grid_thw"][0].tolist()
+                patch = int(encoding["pixel_values_videos"].flatten(1).amax(-1).argmax())
+                kept, (row, column) = patch // (rows * columns), divmod(patch % (rows * columns), columns)
+                assert frame == 2 * kept and kept // chunk == index  # the kept frame's patches, in this chunk
+                assert (row // merge) * grid.columns + column // merge == token

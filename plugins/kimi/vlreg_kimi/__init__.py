@@ -10,8 +10,9 @@ first ``inputs_embeds.masked_scatter``, a video's with its second.
 Videos run through the same tower and projector, each chunk of ``temporal_patch_size`` frames
 pooled into one grid of tokens, and are written at the second scatter (`VIDEO_SCATTER`):
 ``vision.video_token_mask`` and ``vision.video_features`` are served on transformers 5.25 (before
-it, transformers' forward fails on a video of more than one frame: refused by name). No video
-grids are declared, so ``vision.geometry(videos=...)`` is refused by name. The forward embeds the
+it, transformers' forward fails on a video of more than one frame: refused by name). Their grids
+(`geometry.kimi_video_grids`) follow the processor's sampling: a grid a chunk, over the first to
+the last frame it pools, with the chunk's written start time. The forward embeds the
 prompt with the image and video placeholders replaced by token 0, so ``embed_tokens``' output
 at the image tokens is token 0's embedding until the scatter writes the image there.
 
@@ -25,7 +26,7 @@ from packaging.version import Version
 from vlreg.plugin import SCATTER, VIDEO_SCATTER, Plugin, Tower, Wrapper
 
 from . import vision
-from .geometry import kimi_image_grids
+from .geometry import kimi_image_grids, kimi_video_grids
 
 #: What families on Kimi's tower share, published as the adapter "kimi_vit".
 KIMI_VIT = vision.KimiViT(Vision=vision.KimiVision, Attention=vision.KimiVisionAttention,
@@ -51,7 +52,7 @@ def builders():
 plugin = Plugin(
     Wrapper("kimi_k25", projector="model.mm_projector", entry=SCATTER if SPLITS_FRAMES else VIDEO_SCATTER,
             refuses={"videos": VIDEOS} if SPLITS_FRAMES else {},
-            image_grids=lambda part: kimi_image_grids),
+            image_grids=lambda part: kimi_image_grids, video_grids=lambda part: kimi_video_grids),
     Tower("kimi_k25_vision", rename=vision.TOWER_RENAME, envoys=vision.envoys),
     adapters={"kimi_vit": KIMI_VIT},
     checkpoints=builders,

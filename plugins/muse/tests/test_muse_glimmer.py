@@ -4,11 +4,12 @@ that multiplies the logits before capping them."""
 
 import pytest
 import torch
+from PIL import Image
 
 from vlreg.analysis import project_on_vocab
 from vlreg.plugin import adapter
 from vlreg.testing import chat, load
-from vlreg.testing.conformance import image, lit_pixels_land_in_raster_blocks
+from vlreg.testing.conformance import image, lit, lit_pixels_land_in_raster_blocks
 
 #: 112 x 84 is 4 x 3 tokens as it is; 300 x 100 is stretched to 6 x 2; 400 x 300 shrunk to 4 x 3.
 SIZES = ((112, 84), (300, 100), (400, 300))
@@ -77,3 +78,31 @@ def test_the_readout_multiplies_then_caps(model):
 
 def test_the_tower_blocks_are_kimis(model):
     assert type(model.vision.layers[0].self_attn) is adapter("kimi_vit").Attention
+
+
+def test_a_lit_pixel_in_a_kept_frame_lands_in_its_temporal_patch_in_the_token_whose_box_holds_it(model):
+    """At its 2 frames a second of a 4-a-second video, the processor keeps 4 of 10 frames
+    (evenly: 0, 3, 6, 9), folds them 2 at a time and stretches each as an image: each grid
+    covers its patch's two kept frames, written at the first's time, and a white pixel at a
+    token's box's centre in one of them lands in that frame's half of one of the token's four
+    patches, in that temporal patch."""
+    sampled = {"return_metadata": True, "video_metadata": [{"fps": 4, "total_num_frames": 10}]}
+    width, height, merge = 100, 60, 2  # stretched to 84 x 56: 3 x 2 tokens
+    prompt = chat(model, "video", text=None)
+    (geometry,) = model.vision.geometry(prompt, videos=[[image(width, height)] * 10], **sampled)
+    assert [grid.frames for grid in geometry.grids] == [(0, 3), (6, 9)]
+    assert [grid.seconds for grid in geometry.grids] == [0, 6 / 4]
+    fold = model.processor.video_processor.temporal_patch_size
+    for index, grid in enumerate(geometry.grids):
+        for frame in grid.frames:
+            for token in range(0, grid.tokens, 2):
+                x0, y0, x1, y1 = grid.boxes[token].tolist()
+                shot = lit(width, height, (x0 + x1) / 2, (y0 + y1) / 2)
+                video = [shot if k == frame else Image.new("RGB", (width, height)) for k in range(10)]
+                encoding = model.processor(text=prompt, videos=[video], return_tensors="pt", **sampled)
+                _, rows, columns = encoding["video_grid_thw"][0].tolist()
+                pixels = encoding["pixel_values_videos"]  # a row a patch: its frames one after the other
+                at, half = divmod(int(pixels.argmax()), pixels.shape[1])
+                patch, (row, column) = at // (rows * columns), divmod(at % (rows * columns), columns)
+                assert patch == index and frame == grid.frames[half // (pixels.shape[1] // fold)]
+                assert (row // merge) * grid.columns + column // merge == token

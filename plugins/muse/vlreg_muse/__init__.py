@@ -17,7 +17,9 @@ Videos run through the same tower and projector and are written at the second sc
 (`VIDEO_SCATTER`): ``vision.video_token_mask`` and ``vision.video_features`` are served. Trace
 them with ``return_metadata=True``: transformers' Muse processor writes a video's prompt from
 the metadata its video processor returns only when asked (without it the processor raises
-``KeyError: 'video_metadata'``). No video grids are declared.
+``KeyError: 'video_metadata'``). Their grids (`geometry.muse_video_grids`) follow the
+processor's sampling: a grid a temporal patch, over the two frames it folds, with the time the
+processor writes before it.
 
 MuseSparkForConditionalGeneration is Glimmer's layout, tower and readout, over a
 ``muse_spark_text`` model whose residual adds are gated and whose MLPs route to experts in a
@@ -33,7 +35,7 @@ import torch
 from vlreg.plugin import VIDEO_SCATTER, Plugin, Readout, Text, Tower, Wrapper, adapter
 
 from . import text, vision
-from .geometry import muse_image_grids
+from .geometry import muse_image_grids, muse_video_grids
 
 def softcapped(model: Any, logits: torch.Tensor) -> torch.Tensor:
     """``lm_head``'s output as the wrapper returns it: times ``output_multiplier``, then
@@ -63,9 +65,9 @@ def builders():
 
 plugin = Plugin(
     Wrapper("muse_glimmer", projector="model.vision_adapter", entry=VIDEO_SCATTER, readout=READOUT,
-            image_grids=lambda part: muse_image_grids),
+            image_grids=lambda part: muse_image_grids, video_grids=lambda part: muse_video_grids),
     Wrapper("muse_spark", projector="model.vision_adapter", entry=VIDEO_SCATTER, refuses={"audio": AUDIO},
-            readout=READOUT, image_grids=lambda part: muse_image_grids),
+            readout=READOUT, image_grids=lambda part: muse_image_grids, video_grids=lambda part: muse_video_grids),
     Text("muse_glimmer_text", envoys=text.glimmer_envoys),
     Text("muse_spark_text", envoys=text.spark_envoys),
     Tower("muse_glimmer_vision", rename=adapter("kimi_vit").tower_rename, envoys=vision.envoys),

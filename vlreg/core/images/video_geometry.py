@@ -5,8 +5,10 @@ one `VideoGrid` per run of tokens the processor writes (on the Qwen line, one pe
 patch: 2 frames folded into each token), each a rows x columns raster of tokens with the
 first and last frame of the video the user passed that the tokens cover, their box in those
 frames' pixels, and the time the processor writes before them, where it writes one.
-`video_geometry` runs the processor on a prompt, its images and its videos, finds the video
-tokens in the encoding (`Entry.token_mask`) and hands each video its run of them.
+`video_geometry` runs the processor on a prompt, its images and its videos, asking for each
+video's metadata so a family's grids can say which of the passed frames the processor kept
+(`kept_frames`), finds the video tokens in the encoding (`Entry.token_mask`) and hands each
+video its run of them.
 """
 
 from __future__ import annotations
@@ -99,6 +101,15 @@ def frame_grids(video: Sequence[Any], rows: int, columns: int, fold: int | None 
     return grids
 
 
+def kept_frames(encoding: Any, index: int, video: Sequence[Any]) -> list[int]:
+    """The frames of video ``index`` the processor kept, as indices into ``video`` as passed, in
+    order: its ``video_metadata``'s ``frames_indices`` where it sampled them (`video_geometry`
+    asks for the metadata), else every frame."""
+    metadata = (encoding.get("video_metadata") or [None] * (index + 1))[index]
+    indices = getattr(metadata, "frames_indices", None)
+    return list(range(len(video))) if indices is None else [int(k) for k in indices]
+
+
 def video_geometry(model: Any, prompt: Any, images: Any, videos: Sequence[Any], **options: Any) -> list:
     """Each image's `ImageGeometry` (in the order given), then each video's `VideoGeometry`.
     Runs the processor only, as the trace does, with ``images`` and ``videos`` together."""
@@ -119,8 +130,9 @@ def video_geometry(model: Any, prompt: Any, images: Any, videos: Sequence[Any], 
     videos = list(videos)
     media = {"images": list(images)} if images else {}  # a processor may take no empty list of images
     several = isinstance(prompt, (list, tuple))
-    encoding = processor(text=list(prompt) if several else prompt, **media, videos=videos, **options,
-                         **({"padding": True} if several else {}), return_tensors="pt")
+    encoding = processor(text=list(prompt) if several else prompt, **media, videos=videos,
+                         **{**options, "return_metadata": True}, **({"padding": True} if several else {}),
+                         return_tensors="pt")
     pictures = [as_pil(image) for image in images or []]
     found = model.family.entry.place(model, encoding, [_grids(grids) for grids in model.family.image_grids(
         encoding, pictures, processor)], pictures) if pictures else []  # the images', in the same encoding

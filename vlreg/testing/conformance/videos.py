@@ -15,6 +15,7 @@ import pytest
 import torch
 
 from ...core.errors import Unavailable
+from ...core.images.video_geometry import kept_frames
 
 from ..kit import chat
 from .helpers import image, refused_before_running
@@ -35,6 +36,10 @@ class VideoConformance:
     #: with ``videos=`` (Muse's processor writes a video's prompt from metadata it returns only
     #: with ``return_metadata=True``).
     video_options: ClassVar[dict] = {}
+    #: Whether each row of the processor's ``video_grid_thw`` is a chunk of ``t`` frames the
+    #: tower pools into one ``h / merge`` x ``w / merge`` grid (Kimi K2.5's), not ``t`` temporal
+    #: patches of ``temporal_patch_size`` frames, a grid each (the Qwen line's).
+    pooled_video_chunks: ClassVar[bool] = False
 
     def options_with_videos(self) -> dict:
         return {**(self.processor_options or {}), **self.video_options}
@@ -175,10 +180,11 @@ class VideoConformance:
         positions the trace's video mask marks, every frame passed covered, the boxes within the
         frame; where the processor reports a grid of temporal patches (``video_grid_thw``), the
         grids patch after patch, each patch's covering its ``temporal_patch_size`` frames (one
-        grid a patch, or one a window where the tower runs in windows, Ovis 2.5's), as many
-        tokens as it makes (its ``t`` counting temporal patches, or frames where the projector
-        folds them, ERNIE 4.5-VL's). A family that declares no video grids refuses ``videos=``
-        by name."""
+        grid a patch, or one a window where the tower runs in windows, Ovis 2.5's; its ``t``
+        counting temporal patches, or frames where the projector folds them, ERNIE 4.5-VL's), or
+        chunk after chunk, each covering the frames it pools (`pooled_video_chunks`), of the frames
+        the processor kept (its own sampling, read from its metadata), as many tokens as it makes.
+        A family that declares no video grids refuses ``videos=`` by name."""
         if not self.serves_videos(model):
             pytest.skip(NO_VIDEOS)
         prompt, video, options = chat(model, "video", text=self.question), self.video(seed=6), self.options_with_videos()
@@ -197,16 +203,24 @@ class VideoConformance:
         assert set(range(len(video))) == {k for first, last in frames.tolist() for k in range(first, last + 1)}
         over = boxes[~boxes.isnan().any(-1)]
         assert len(over) and (over[:, :2] >= 0).all() and (over[:, 2] <= width + 1e-6).all() and (over[:, 3] <= height + 1e-6).all()
-        encoding = model.processor(text=[prompt], videos=[video], return_tensors="pt", **options)
+        encoding = model.processor(text=[prompt], videos=[video], return_tensors="pt",
+                                   **{**options, "return_metadata": True})
         if "video_grid_thw" in encoding:
-            (slices, rows, columns), = encoding["video_grid_thw"].tolist()
-            processor = model.processor.video_processor
+            processor, kept = model.processor.video_processor, kept_frames(encoding, 0, video)
             fold, merge = processor.temporal_patch_size, processor.merge_size
-            patches = slices if geometry.tokens == slices * rows * columns // merge ** 2 else slices // fold
-            assert geometry.tokens == patches * rows * columns // merge ** 2
+            if self.pooled_video_chunks:  # a row a chunk of frames, pooled into one grid
+                chunks = encoding["video_grid_thw"].tolist()
+                starts = [sum(frames for frames, _, _ in chunks[:k]) for k in range(len(chunks))]
+                tokens = sum(rows * columns for _, rows, columns in chunks) // merge ** 2
+                expected = [(kept[start], kept[start + frames - 1]) for start, (frames, _, _) in zip(starts, chunks)]
+            else:  # a grid a temporal patch of `temporal_patch_size` frames
+                (slices, rows, columns), = encoding["video_grid_thw"].tolist()
+                patches = slices if geometry.tokens == slices * rows * columns // merge ** 2 else slices // fold
+                tokens = patches * rows * columns // merge ** 2
+                expected = [(kept[k * fold], kept[min(k * fold + fold, len(kept)) - 1]) for k in range(patches)]
+            assert geometry.tokens == tokens
             covered = [grid.frames for grid in geometry.grids]  # several grids a patch where it runs in windows
-            assert [one for k, one in enumerate(covered) if not k or one != covered[k - 1]] == [
-                (k * fold, min(k * fold + fold, len(video)) - 1) for k in range(patches)]
+            assert [one for k, one in enumerate(covered) if not k or one != covered[k - 1]] == expected
 
 
 def frame_helper_checks(case: Any, model: Any) -> dict:
