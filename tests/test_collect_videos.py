@@ -169,3 +169,12 @@ def test_the_collect_pages_video_section_runs_as_written(tmp_path, monkeypatch):
     namespace: dict = {}
     wrong = mismatches(found, [run(block, namespace, "collect-videos") for block in found])
     assert not wrong, "\n".join(wrong)
+
+
+def test_the_feature_site_refuses_a_store_with_videos_by_name(store, folder, tmp_path):
+    from vlreg import features
+
+    with pytest.raises(ValueError, match=r"rows of 3 videos \(first: 'a.mp4'\).*crops of images only"):
+        features.build(store, tmp_path / "site", folder, directions={"a": torch.ones(64)},
+                       value="vision.video_features", progress=False)
+    assert not (tmp_path / "site").exists()
