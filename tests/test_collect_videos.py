@@ -13,6 +13,7 @@ from PIL import Image
 from vlreg.cli import main
 from vlreg.collect import collect, open_store
 from vlreg.testing import build, load
+from vlreg.testing.server import ServerBackend
 
 av = pytest.importorskip("av", reason="the video extra is not installed (pip install 'vlreg[video]')")
 
@@ -128,6 +129,24 @@ def test_frames_reads_that_many_evenly_numbered_as_the_file_and_a_rerun_keeps_th
     again = collect(qwen, ["layers[1].layer_output"], [folder / "more" / "c.mp4"], out, prompt=QUESTION, at="all",
                     frames=2, progress=False)
     assert again.images == 0 and again.already == 1
+
+
+def test_the_command_line_and_a_remote_trace_give_the_same_rows(qwen, folder, tmp_path):
+    """``--frames 2`` from the shell, and each video's trace sent as a remote request (run by
+    what arrives, as an NDIF model actor runs it): the rows and frames of the library's run."""
+    here = tmp_path / "here"
+    collect(qwen, ["layers[1].layer_output"], folder / "more", here, prompt=QUESTION, frames=2, progress=False)
+    assert main(["collect", str(build("qwen2_vl")), "--images", str(folder / "more"), "--values",
+                 "layers[1].layer_output", "--out", str(tmp_path / "shell"), "--prompt", QUESTION, "--frames", "2",
+                 "--attn-implementation", "eager"]) == 0
+    collect(qwen, ["layers[1].layer_output"], folder / "more", tmp_path / "server", prompt=QUESTION, frames=2,
+            progress=False, remote=ServerBackend(qwen))
+    expected = open_store(here)
+    assert expected.index.frame.unique(dim=0).tolist() == [[0, 5]]
+    for other in ("shell", "server"):
+        store = open_store(tmp_path / other)
+        assert torch.allclose(store["layers[1].layer_output"][:], expected["layers[1].layer_output"][:], atol=1e-5)
+        assert torch.equal(store.index.frame, expected.index.frame), other
 
 
 def test_refused_before_the_model_runs(qwen, folder, tmp_path, monkeypatch):
