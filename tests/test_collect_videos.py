@@ -59,7 +59,7 @@ def folder(tmp_path_factory):
     write_video(found / "a.mp4", (84, 56), 4, 1)
     write_video(found / "b.mkv", (56, 56), 3, 2)
     (found / "more").mkdir()
-    write_video(found / "more" / "c.mp4", (56, 84), 6, 3)
+    write_video(found / "more" / "c.mkv", (56, 84), 6, 3)
     picture = numpy.random.default_rng(7).integers(0, 256, (56, 56, 3), numpy.uint8)
     Image.fromarray(picture).save(found / "still.png")
     return found
@@ -74,11 +74,11 @@ def store(qwen, folder, tmp_path_factory):
 
 
 def test_a_videos_rows_are_its_trace_and_its_frames_the_geometrys(qwen, folder, store):
-    assert store.images == ["a.mp4", "b.mkv", "more/c.mp4", "still.png"]
+    assert store.images == ["a.mp4", "b.mkv", "more/c.mkv", "still.png"]
     assert set(store.prompts.values()) == {prompt_of(qwen, "video"), prompt_of(qwen, "image")}
     index = store.index
     prompt = prompt_of(qwen, "video")
-    for name in ["a.mp4", "b.mkv", "more/c.mp4"]:
+    for name in ["a.mp4", "b.mkv", "more/c.mkv"]:
         frames = decoded(folder / name)
         with torch.no_grad(), qwen.trace(prompt, videos=[frames]):
             mask = qwen.vision.video_token_mask.save()
@@ -109,14 +109,15 @@ def test_an_image_beside_the_videos_is_collected_as_an_image(qwen, folder, store
 
 
 def test_frames_reads_that_many_evenly_numbered_as_the_file_and_a_rerun_keeps_them(qwen, folder, tmp_path):
-    """``frames=2`` of c.mp4's 6 are its first and last (0 and 5): one temporal patch over
-    both, the rows a trace of those two frames. A rerun with another count is refused;
+    """``frames=2`` of c.mkv's 6 (Matroska: its header does not count them, so they are
+    counted) are its first and last (0 and 5): one temporal patch over both, the rows a
+    trace of those two frames. A rerun with another count is refused;
     with the same, it adds nothing. At ``"all"`` the text's rows cover no frame."""
     out = tmp_path / "two"
-    collect(qwen, ["layers[1].layer_output"], [folder / "more" / "c.mp4"], out, prompt=QUESTION, at="all",
+    collect(qwen, ["layers[1].layer_output"], [folder / "more" / "c.mkv"], out, prompt=QUESTION, at="all",
             frames=2, progress=False)
     store = open_store(out)
-    frames = decoded(folder / "more" / "c.mp4")
+    frames = decoded(folder / "more" / "c.mkv")
     with torch.no_grad(), qwen.trace(prompt_of(qwen, "video"), videos=[[frames[0], frames[5]]]):
         mask = qwen.vision.video_token_mask.save()
         last = qwen.layers[1].layer_output.save()
@@ -124,9 +125,9 @@ def test_frames_reads_that_many_evenly_numbered_as_the_file_and_a_rerun_keeps_th
     assert store.index.frame[mask[0]].unique(dim=0).tolist() == [[0, 5]]
     assert (store.index.frame[~mask[0]] == -1).all() and store.index.box[~mask[0]].isnan().all()
     with pytest.raises(ValueError, match=r"frames: 2, not 3"):
-        collect(qwen, ["layers[1].layer_output"], [folder / "more" / "c.mp4"], out, prompt=QUESTION, at="all",
+        collect(qwen, ["layers[1].layer_output"], [folder / "more" / "c.mkv"], out, prompt=QUESTION, at="all",
                 frames=3, progress=False)
-    again = collect(qwen, ["layers[1].layer_output"], [folder / "more" / "c.mp4"], out, prompt=QUESTION, at="all",
+    again = collect(qwen, ["layers[1].layer_output"], [folder / "more" / "c.mkv"], out, prompt=QUESTION, at="all",
                     frames=2, progress=False)
     assert again.images == 0 and again.already == 1
 
