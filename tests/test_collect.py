@@ -350,3 +350,19 @@ def test_remote_batches_come_back_as_the_local_rows(qwen, folder, tmp_path):
         assert torch.equal(store.index.box.nan_to_num(-1), here.index.box.nan_to_num(-1))
         for name in values:
             assert torch.allclose(store[name][:], here[name][:], atol=1e-6), (made, name)
+
+
+def test_a_video_on_a_model_that_reads_none_stops_or_is_skipped_as_asked(llava, folder, tmp_path):
+    """LLaVA-Interleave's config has no video token: a folder's video file is refused by
+    name before any work, or left out under on_error='skip' (the file is not decoded, so
+    this needs no PyAV)."""
+    mixed = tmp_path / "mixed"
+    mixed.mkdir()
+    (mixed / "photo.png").write_bytes((folder / "photo0.png").read_bytes())
+    (mixed / "clip.mp4").write_bytes(b"never decoded")
+    with pytest.raises(ValueError, match=r"video clip.mp4 is a video, and this model reads none: .*no video token"):
+        collect(llava, ["layers[0].layer_output"], mixed, tmp_path / "never", progress=False)
+    assert not (tmp_path / "never").exists()
+    summary = collect(llava, ["layers[0].layer_output"], mixed, tmp_path / "store", on_error="skip", progress=False)
+    assert summary.images == 1 and [name for name, _ in summary.skipped] == ["clip.mp4"]
+    assert open_store(tmp_path / "store").images == ["photo.png"]

@@ -67,7 +67,7 @@ def test_an_image_without_a_label_is_refused_unless_its_rows_get_a_value(store):
 
 def test_the_index_as_a_table_and_a_dataset(store):
     table = store.index.table()
-    assert table.columns.tolist() == ["row", "image", "token", "x0", "y0", "x1", "y1", "prompt"] and len(table) == len(store)
+    assert table.columns.tolist() == ["row", "image", "token", "x0", "y0", "x1", "y1", "prompt", "first_frame", "last_frame"] and len(table) == len(store)
     for row in (0, 37, len(store) - 1):
         record = store.index[row]
         assert (table.image[row], int(table.token[row]), tuple(table.loc[row, ["x0", "y0", "x1", "y1"]]),

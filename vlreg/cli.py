@@ -93,7 +93,7 @@ def _collect_parser(commands: Any) -> None:
         "collect", help="values at every image of a folder into a store (resumable; each torchrun process its share)")
     collect.add_argument("checkpoint", help="a checkpoint folder (or a hub id)")
     collect.add_argument("--images", required=True,
-                         help="a folder of images (read recursively), or a folder datasets' save_to_disk wrote")
+                         help="a folder of images and videos (read recursively), or a folder datasets' save_to_disk wrote")
     collect.add_argument("--values", nargs="+", required=True, metavar="NAME",
                          help="standard value names, as in a trace: 'layers[0].layer_output' vision.image_features")
     collect.add_argument("--out", required=True, help="the store's folder (a rerun adds the images it lacks)")
@@ -107,6 +107,8 @@ def _collect_parser(commands: Any) -> None:
                                                            "(default: as the model computes)")
     collect.add_argument("--on-error", default="stop", choices=("stop", "skip"),
                          help="an unreadable image: stop (default), or skip it and name it at the end")
+    collect.add_argument("--frames", type=int, default=None, help="frames read from each video file, evenly spaced "
+                         "from its first to its last (default: every frame; videos need pip install 'vlreg[video]')")
     collect.add_argument("--shard-images", type=int, default=None, help="images per shard (default: ~256 MiB of rows)")
     collect.add_argument("--image-column", default="image", help="a dataset's image column (default: image)")
     collect.add_argument("--prompt-column", default=None, help="a dataset's column of each image's question")

@@ -1,7 +1,7 @@
 """``vlreg collect``: load the checkpoint, check the input, collect into the store.
 
 The images' folder is checked before the model loads (an empty folder, an unreadable file
-under ``--on-error stop``), so a mistake costs no load. Under ``torchrun`` a CUDA device is
+under ``--on-error stop``, a video file without PyAV), so a mistake costs no load. Under ``torchrun`` a CUDA device is
 the process's own (``cuda:LOCAL_RANK``). With ``--remote`` the model is built here without
 its weights (the server holds them) and each batch is traced there.
 """
@@ -27,7 +27,7 @@ def run(arguments: argparse.Namespace) -> int:
         for item in items(images):
             why = unreadable(item) if arguments.on_error == "stop" else None
             if why is not None:
-                raise ValueError(f"image {item.name} cannot be read ({why}): fix or remove it, or pass --on-error skip")
+                raise ValueError(f"{item.kind} {item.name} cannot be read ({why}): fix or remove it, or pass --on-error skip")
     from .. import StandardizedTransformer
 
     device = arguments.device
@@ -40,7 +40,8 @@ def run(arguments: argparse.Namespace) -> int:
     collect(model, arguments.values, images, arguments.out, prompt=arguments.prompt, at=arguments.at,
                     batch=arguments.batch, dtype=arguments.store_dtype, on_error=arguments.on_error,
                     shard_images=arguments.shard_images, image_column=arguments.image_column,
-                    prompt_column=arguments.prompt_column, key_column=arguments.key_column, remote=remote)
+                    prompt_column=arguments.prompt_column, key_column=arguments.key_column, remote=remote,
+                    frames=arguments.frames)
     return 0
 
 

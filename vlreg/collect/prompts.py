@@ -7,7 +7,9 @@ processor keeps none, the tokenizer's: BLIP-2's) places the image before it (the
 be empty: the image alone), as the README's first trace writes it. A prompt must then hold
 exactly one image, since `collect` gives each prompt one. Where the processor writes each
 image's placeholders itself (`Vision.writes_placeholders`: Florence-2, BLIP-2), a prompt
-holds none: a task token (``"<CAPTION>"``) or plain text is the whole prompt.
+holds none: a task token (``"<CAPTION>"``) or plain text is the whole prompt. A video's
+prompt is made the same way with the video in the image's place, and must hold exactly one
+video placeholder (``<|video_pad|>``) and no image's.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from typing import Any
 
 from ..core.images.placeholders import placeholder_token
 from .sources import Item
+from .videos import video_placeholder
 
 
 def source(prompt: Any, prompt_column: str | None) -> str:
@@ -53,15 +56,27 @@ class Prompts:
         tokenizer = getattr(model.processor, "tokenizer", None)
         special = set(getattr(tokenizer, "all_special_tokens", ()))
         special |= {added.content for added in getattr(tokenizer, "added_tokens_decoder", {}).values() if added.special}
-        self.special = sorted(special | ({self.token} if self.token else set()))
-        self._full: dict[str, str] = {}
+        self.video = video_placeholder(model)
+        self.special = sorted(special | {token for token in (self.token, self.video) if token})
+        self._full: dict[tuple[str, str], str] = {}
 
-    def full(self, text: str) -> str:
-        if text not in self._full:
-            self._full[text] = self._check(self._wrap(text), text)
-        return self._full[text]
+    def full(self, text: str, kind: str = "image") -> str:
+        """The prompt ``text`` gives a file of ``kind`` (``"image"`` or ``"video"``)."""
+        if (text, kind) not in self._full:
+            self._full[text, kind] = (self._check(self._wrap(text), text) if kind == "image"
+                                      else self._check_video(self._wrap(text, "video")))
+        return self._full[text, kind]
 
-    def _wrap(self, text: str) -> str:
+    def _check_video(self, full: str) -> str:
+        counts = {token: full.count(token) for token in (self.video, self.token) if token}
+        if self.video is None or counts[self.video] != 1 or counts.get(self.token):
+            raise ValueError(f"the prompt {full!r} is given a video, so it must hold one video placeholder "
+                             f"({self.video}) and no image's ({self.token}): pass the question alone for the chat "
+                             f"template to place the video before it, or a function of the file's record that "
+                             f"gives each file its own prompt")
+        return full
+
+    def _wrap(self, text: str, kind: str = "image") -> str:
         if any(token in text for token in self.special):
             return text
         templated = next((part for part in (self.model.processor, getattr(self.model.processor, "tokenizer", None))
@@ -71,7 +86,7 @@ class Prompts:
                 return text  # the processor puts the image before it
             raise ValueError(f"the processor has no chat template to place the image before {text!r}: pass a full "
                              f"prompt that holds the image token ({self.token})")
-        content = [{"type": "image"}] + ([{"type": "text", "text": text}] if text else [])
+        content = [{"type": kind}] + ([{"type": "text", "text": text}] if text else [])
         return templated.apply_chat_template([{"role": "user", "content": content}], add_generation_prompt=True,
                                              tokenize=False)
 

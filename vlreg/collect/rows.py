@@ -27,6 +27,10 @@ trace of each alone gives; where they do not, the batch runs as groups of one sh
 Where the image reaches the text model by cross-attention (Mllama), its rows are the
 positions of the states the cross-attention blocks read (`ImageGeometry.positions`), not
 tokens of the text.
+
+A video runs alone, one trace a video (`Batches.video`): its rows are read at
+``vision.video_token_mask``, its features are ``vision.video_features``, and each row's
+frames are the geometry's (`VideoGeometry.frames`), as the file numbers its frames.
 """
 
 from __future__ import annotations
@@ -46,11 +50,14 @@ from .sites import Site, _not_in_stream, picked, read
 @frozen(eq=False)
 class Rows:
     """One image's rows: ``values[name]`` is ``[rows, width]``; ``token`` ``[rows]``,
-    ``box`` ``[rows, 4]`` (float32, NaN where a row covers no pixels)."""
+    ``box`` ``[rows, 4]`` (float32, NaN where a row covers no pixels); ``frame``
+    ``[rows, 2]``: a video's rows' first and last frame, -1 where a row covers none (an
+    image's rows: ``None``)."""
 
     values: dict
     token: torch.Tensor
     box: torch.Tensor
+    frame: torch.Tensor | None = None
 
 
 class Batches:
@@ -62,6 +69,7 @@ class Batches:
         self.kind = sites[0].kind if all(site.kind == "tower" for site in sites) else "tokens"
         self.alone = False  # tower values whose batch layout is not one entry per image
         self.grouped = False  # a batch split by its images' pixel shapes (a processor that pads pixels)
+        self.videos = 0  # videos run, each alone
         self.cross = _not_in_stream(model) is not None
         self._geometry: dict = {}
         self._shapes: dict = {}
@@ -91,6 +99,40 @@ class Batches:
         if self.cross and self.at == "image":  # the states at the image's positions; the text's are the stream's
             return self._cross(images, prompts, saved)
         return self._tokens(images, prompts, mask.bool(), image_mask, saved)
+
+    def video(self, clip: Any, prompt: str) -> Rows:
+        """One video's rows, from a trace of its prompt with it alone; its tokens' boxes and
+        frames from its geometry (kept per prompt, frame size and frame count)."""
+        from .videos import keep_every_frame
+
+        options = keep_every_frame(self.model)
+        self.videos += 1
+        model, sites, at, dtype = self.model, self.sites, self.at, self.dtype
+        with torch.no_grad(), model.trace(prompt, videos=[clip.frames], **options, **_remote(self.remote)) as tracer:
+            saved = nnsight.save(read(model, sites, at, dtype, video=True))
+            tracer.stop()
+        mask, video_mask, *saved = [tensor.cpu() for tensor in saved]
+        if dtype is not None:
+            saved = self._in_range(saved)
+        real = mask.bool()
+        where = picked(real, video_mask, at)
+        count = int(where.sum())
+        values = {site.name: tensor for site, tensor in zip(sites, saved)}
+        token = torch.arange(count) if at == "image" else (real.long().cumsum(-1) - 1)[where]
+        box = torch.full((count, 4), math.nan, dtype=torch.float32)
+        frame = torch.full((count, 2), -1, dtype=torch.int64)
+        if at in ("image", "all") and model.family.video_grids is not None:  # else: no grids declared, no frames
+            key = (prompt, clip.size, len(clip.frames))
+            if key not in self._geometry:
+                (self._geometry[key],) = model.vision.geometry(prompt, videos=[clip.frames], **options)
+            geometry = self._geometry[key]
+            lit = video_mask[where]
+            if int(lit.sum()) != geometry.tokens:
+                raise RuntimeError(f"the trace holds {int(lit.sum())} video tokens for this video, but its geometry "
+                                   f"gives {geometry.tokens}")
+            box[lit] = geometry.boxes.float()
+            frame[lit] = torch.tensor(clip.numbers)[geometry.frames]
+        return Rows(values, token, box, frame)
 
     def _in_range(self, saved: list) -> list:
         """The values as stored, after refusing one the store's dtype cannot hold: a finite

@@ -23,27 +23,17 @@ from typing import Any, Sequence
 import torch
 from attrs import field, frozen
 
-from .identity import identity
+from .manifest import manifest as make_manifest
+from .manifest import open_held
 from .prompts import Prompts, prompt_id, text_of
 from .prompts import source as prompt_source
 from .rows import Batches, Rows
-from .sites import Site, resolve
+from .sites import resolve
 from .sources import items as image_items
 from .sources import load, too_small, unreadable
-from .store import (
-    FORMAT,
-    MANIFEST,
-    SHARDS,
-    read_manifest,
-    remove_leftovers,
-    shard_paths,
-    shards,
-    write_manifest,
-    write_shard,
-)
+from .store import SHARDS, remove_leftovers, shards, write_shard
+from .videos import check_frames, no_videos
 
-#: A shard's size when ``shard_images`` is not given: about this many bytes of rows.
-SHARD_BYTES = 256 * 2**20
 ON_ERROR = ("stop", "skip")
 
 
@@ -96,6 +86,7 @@ def collect(
     key_column: str | None = None,
     progress: bool = True,
     remote: bool = False,
+    frames: int | None = None,
     rank: int | None = None,
     world_size: int | None = None,
 ) -> Summary:
@@ -104,8 +95,10 @@ def collect(
     Args:
         model: A `StandardizedTransformer` loaded with ``task="image-text-to-text"``.
         values: Standard value names, as in a trace (``"layers[0].layer_output"``).
-        images: A folder (its image files, recursively, sorted), a list of files or PIL
-            images, a mapping of names to either, or a Hugging Face ``datasets.Dataset``.
+        images: A folder (its image and video files, recursively, sorted), a list of files
+            or PIL images, a mapping of names to either, or a Hugging Face ``datasets.Dataset``.
+            A video file (``.mp4``, ``.webm``, ...) is decoded with PyAV (``vlreg[video]``)
+            and run alone, its rows at its video tokens.
         out: The store's folder (made if absent; a rerun adds the images it lacks).
         prompt: The text each image is asked with (the chat template places the image
             before it), a full prompt holding the processor's image token, or a function
@@ -125,6 +118,9 @@ def collect(
             address) or nnsight's local rehearsal (``"local"``); the rows come back and
             are written here. Load the model with ``dispatch=False`` to keep the weights
             on the server.
+        frames: The frames read from each video: ``None``, every frame; ``n``, ``n`` of
+            them evenly spaced from the first to the last. The index's ``frame`` column
+            numbers them as the file does.
         rank, world_size: This process's share (default: ``RANK``, ``WORLD_SIZE``).
 
     Returns the run's `Summary`. Everything the input already tells is checked before
@@ -132,27 +128,33 @@ def collect(
     manifest.
     """
     _check(model, on_error, batch)
+    check_frames(frames)
     rank, world_size = _share(rank, world_size)
     started = time.perf_counter()
     sites = resolve(model, values, at)
     store_dtype = _dtype(dtype)
     items = image_items(images, image_column=image_column, key_column=key_column)
+    videos = no_videos(model) if any(item.kind == "video" for item in items) else None
+    if any(item.kind == "video" for item in items) and not videos and any(site.kind == "tower" for site in sites):
+        raise ValueError("tower values are not collected over videos: their rows are the frames' patches, which no "
+                         "index here places; collect vision.video_features or a text value, or leave the videos out")
     chosen = Prompts(model, at)
-    full = {item.name: chosen.full(text_of(item, prompt, prompt_column)) for item in items}
+    full = {item.name: chosen.full(text_of(item, prompt, prompt_column), item.kind) for item in items
+            if item.kind == "image" or not videos}
     refusal = getattr(model.__dict__.get("vision"), "image_refusal", None)
-    skipped = _unreadable(items, on_error, refusal)
+    skipped = _unreadable(items, on_error, refusal, videos)
     readable = [item for item in items if item.name not in dict(skipped)]
     folder = Path(out)
-    manifest = _manifest(model, sites, at, prompt_source(prompt, prompt_column), store_dtype, shard_images,
-                         readable, full, batch, remote)
-    held = _open(folder, manifest, full)
+    manifest = make_manifest(model, sites, at, prompt_source(prompt, prompt_column), store_dtype, shard_images,
+                             readable, full, batch, remote, frames)
+    held = open_held(folder, manifest, full)
     mine, already = _share_of(items, readable, held, manifest["shard_images"], rank, world_size)
     batches = Batches(model, sites, at, store_dtype, remote)
     added_images = added_rows = 0
     bar = _bar(sum(len(group) for group in mine), progress and rank == 0, rank, world_size)
     try:
         for group in mine:
-            done, failed = _group(batches, group, full, batch, on_error, bar, refusal)
+            done, failed = _group(batches, group, full, batch, on_error, bar, refusal, frames)
             skipped += failed
             if done:
                 _write(folder, done, full)
@@ -176,6 +178,8 @@ def _notes(batches: Batches) -> tuple[str, ...]:
     notes = []
     if batches.alone:
         notes.append("tower values ran one image a forward: the tower's batch is not one entry per image here")
+    if batches.videos:
+        notes.append(f"{batches.videos} videos ran one a forward, each alone")
     if batches.grouped:
         notes.append("batches ran in groups of images of one pixel shape: this processor pads a batch's pixels to "
                      "its largest image, which the tower would see")
@@ -191,17 +195,18 @@ def _check(model: Any, on_error: str, batch: Any) -> None:
         raise ValueError("collect runs images through the model: load it with task='image-text-to-text'")
 
 
-def _unreadable(items: list, on_error: str, refusal: Any = None) -> list:
-    """The image files whose headers do not read, or whose size the model refuses
-    (`Vision.image_refusal`), as ``(name, why)``: refused under ``on_error="stop"``, before
-    any work."""
+def _unreadable(items: list, on_error: str, refusal: Any = None, videos: str | None = None) -> list:
+    """The image and video files whose headers do not read, or whose size the model refuses
+    (`Vision.image_refusal`), and the videos where the model reads none (``videos``, why),
+    as ``(name, why)``: refused under ``on_error="stop"``, before any work."""
     skipped = []
     for item in items:
-        why = unreadable(item, refusal)
+        why = unreadable(item, refusal, videos)
         if why is not None:
             if on_error == "stop":
-                what = f"is {why}:" if "too small or too thin" in why else f"cannot be read ({why}): fix or"
-                raise ValueError(f"image {item.name} {what} remove it, or pass on_error='skip' (--on-error skip) to "
+                readable = "too small or too thin" in why or "reads none" in why
+                what = f"is {why}:" if readable else f"cannot be read ({why}): fix or"
+                raise ValueError(f"{item.kind} {item.name} {what} remove it, or pass on_error='skip' (--on-error skip) to "
                                  f"leave it out")
             skipped.append((item.name, why))
     return skipped
@@ -222,30 +227,33 @@ def _share_of(items: list, readable: list, held: dict, shard: int, rank: int, wo
 
 
 def _group(batches: Batches, group: list, full: dict, size: int, on_error: str, bar: Any,
-           refusal: Any = None) -> tuple[list, list]:
-    """Every image of ``group`` through the model, ``size`` at a time: ``(position, item,
-    Rows)`` in order, and the images that failed to load or that the model refuses (under
-    ``on_error="skip"``)."""
+           refusal: Any = None, frames: int | None = None) -> tuple[list, list]:
+    """Every image of ``group`` through the model, ``size`` at a time, and every video
+    alone: ``(position, item, Rows)`` in order, and the files that failed to load or that
+    the model refuses (under ``on_error="skip"``)."""
     done: list[tuple[int, Any, Rows]] = []
     failed: list = []
     for start in range(0, len(group), size):
         chunk, pictures = [], []
         for position, item in group[start : start + size]:
             try:
-                picture = load(item)
-            except Exception as error:  # PIL's decode errors are of several kinds
+                picture = load(item, frames)
+            except Exception as error:  # PIL's and FFmpeg's decode errors are of several kinds
                 if on_error == "stop":
-                    raise ValueError(f"image {item.name} cannot be read ({type(error).__name__}: {error}): fix or "
+                    raise ValueError(f"{item.kind} {item.name} cannot be read ({type(error).__name__}: {error}): fix or "
                                      f"remove it and run again (the shards written so far are kept), or pass "
                                      f"on_error='skip'") from error
                 failed.append((item.name, f"{type(error).__name__}: {error}"))
                 continue
             why = too_small(refusal, *picture.size)
             if why and on_error == "stop":
-                raise ValueError(f"image {item.name} is {why}; remove it, or pass on_error='skip' to leave it out "
+                raise ValueError(f"{item.kind} {item.name} is {why}; remove it, or pass on_error='skip' to leave it out "
                                  f"(the shards written so far are kept)")
             if why:
                 failed.append((item.name, why))
+                continue
+            if item.kind == "video":
+                done.append((position, item, batches.video(picture, full[item.name])))
                 continue
             pictures.append(picture)
             chunk.append((position, item))
@@ -253,7 +261,7 @@ def _group(batches: Batches, group: list, full: dict, size: int, on_error: str, 
             found = batches.run(pictures, [full[item.name] for _, item in chunk])
             done += [(position, item, rows) for (position, item), rows in zip(chunk, found)]
         bar.update(len(group[start : start + size]))
-    return done, failed
+    return sorted(done, key=lambda found: found[0]), failed
 
 
 def _write(folder: Path, done: list, full: dict) -> None:
@@ -267,91 +275,12 @@ def _write(folder: Path, done: list, full: dict) -> None:
                                       for i, (_, _, rows) in enumerate(done)])
     tensors["__token__"] = torch.cat([rows.token for _, _, rows in done]).to(torch.int64)
     tensors["__box__"] = torch.cat([rows.box for _, _, rows in done]).to(torch.float32)
+    tensors["__frame__"] = torch.cat([torch.full((len(rows.token), 2), -1) if rows.frame is None else rows.frame
+                                      for _, _, rows in done]).to(torch.int64)
     ids = [prompt_id(full[name]) for name in names]
     texts = {pid: full[name] for pid, name in zip(ids, names)}
     write_shard(folder / SHARDS, f"{first:010d}-{digest}", tensors,
                       {"images": names, "prompts": ids, "prompt_texts": texts})
-
-
-def _open(folder: Path, manifest: dict, full: dict) -> dict[str, str]:
-    """The store's images (name -> prompt id) after checking it was made as this run
-    would make it; a new store gets its manifest."""
-    found = read_manifest(folder)
-    if found is not None and not shard_paths(folder):
-        found = None  # a store that holds nothing yet (its first run died before a shard landed) is new
-    if found is None:
-        ours = (MANIFEST, SHARDS)
-        if folder.exists() and any(not p.name.startswith(".") and p.name not in ours for p in folder.iterdir()):
-            raise ValueError(f"{folder} is a folder with files in it but no {MANIFEST}: collect into a new or "
-                             f"empty folder, or into a store collect made")
-        write_manifest(folder, manifest)
-        return {}
-    differences = [f"{key}: {_show(found.get(key))}, not {_show(manifest[key])}"
-                   for key in ("format", "values", "at", "prompt", "dtype", "model")
-                   if _compared(key, found.get(key)) != _compared(key, manifest[key])]
-    if differences:
-        raise ValueError(f"the store at {folder} was made with other settings ({'; '.join(differences)}): collect "
-                         f"into another folder, or pass what it was made with to add images to it")
-    manifest.update(shard_images=found["shard_images"])
-    held = {}
-    for shard in shards(folder):
-        for name, pid in zip(shard.images, shard.prompts):
-            if name in full and prompt_id(full[name]) != pid:
-                raise ValueError(f"the store at {folder} holds image {name} asked with the prompt "
-                                 f"{shard.prompt_texts[pid]!r}, not {full[name]!r}: collect into another folder")
-            held[name] = pid
-    return held
-
-
-def _compared(key: str, value: Any) -> Any:
-    if key == "model" and isinstance(value, dict):
-        return {k: v for k, v in value.items() if k != "path"}  # a moved checkpoint is the same model
-    return value
-
-
-def _show(value: Any) -> str:
-    return json.dumps(_compared("model", value) if isinstance(value, dict) else value)
-
-
-def _manifest(model: Any, sites: list[Site], at: str, prompt: str, dtype: Any, shard_images: int | None,
-              items: list, full: dict, batch: int, remote: Any) -> dict:
-    from .. import __version__
-
-    shard = shard_images or _shard_size(model, sites, at, items, full, batch, dtype)
-    return {
-        "format": FORMAT,
-        "vlreg": __version__,
-        "values": [site.name for site in sites],
-        "at": at,
-        "prompt": prompt,
-        "dtype": str(dtype or model.dtype).removeprefix("torch."),
-        "model": identity(model, local=not remote),
-        "shard_images": int(shard),
-    }
-
-
-def _shard_size(model: Any, sites: list[Site], at: str, items: list, full: dict, batch: int, dtype: Any) -> int:
-    """Images per shard for about `SHARD_BYTES` of rows, from the first image's geometry
-    and the values' widths (an estimate: a shard's size only bounds memory and what a
-    killed run loses), a multiple of ``batch``; the same in every process."""
-    try:
-        first = items[0]
-        tokens = model.vision.geometry(full[first.name], [load(first)])[0].tokens
-    except Exception:  # no image to measure by (an unreadable one is handled when its batch runs)
-        tokens = 1024
-    rows = {"image": tokens, "text": 4 * tokens, "all": 5 * tokens, "last": 1}[at]
-    width = 0
-    for site in sites:
-        if site.name == "logits":
-            width += model.vocab_size
-        elif site.kind == "tower":
-            width += model.vision.vision_hidden_size
-            rows = max(rows, 4 * tokens)
-        else:
-            width += model.hidden_size
-    itemsize = (dtype or model.dtype).itemsize
-    images = max(1, SHARD_BYTES // max(1, rows * width * itemsize))
-    return max(batch, images // batch * batch)
 
 
 def _dtype(dtype: Any) -> torch.dtype | None:

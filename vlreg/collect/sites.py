@@ -9,7 +9,9 @@ be a row of the model's `support()` that this load serves. Three kinds:
   ``mlp.mlp_output``, ``token_embeddings``, ``logits``): a row per position ``at`` picks;
   on an encoder-decoder (Florence-2) the prompt's blocks are the encoder's
   (``encoder.layers[i]``, ``encoder.input_embeddings``), and the decoder's are refused;
-* **features**, ``vision.image_features``: a row per image token (``at="image"`` only);
+* **features**, ``vision.image_features`` (or ``vision.video_features``: one column, each
+  file's features at its own tokens, an image's or a video's): a row per image or video
+  token (``at="image"`` only);
 * **tower** values (``vision.patch_embeddings``, ``vision.tower_output``, a tower block's
   stream values): a row per position of the tower's own sequence for the image (its
   crops' patches in the tower's order, class tokens included), ``at="image"`` only.
@@ -30,6 +32,7 @@ AT = ("image", "text", "all", "last")
 STREAM = ("input", "output", "layer_output", "attention_output", "mlp_output")
 TOWER = ("patch_embeddings", "tower_output")
 ROOT = ("token_embeddings", "logits")
+FEATURES = ("vision.image_features", "vision.video_features")
 PART = re.compile(r"^([A-Za-z_]\w*)(?:\[(-?\d+)\])?$")
 
 
@@ -59,6 +62,9 @@ def resolve(model: Any, names: Sequence[str], at: str) -> list[Site]:
         site = _site(model, given, walk)
         sites.setdefault(site.name, site)
     found = sorted(sites.values(), key=lambda site: site.order)
+    if all(name in sites for name in FEATURES):
+        raise ValueError("vision.image_features and vision.video_features are one column in a store (each file's "
+                         "features at its tokens: an image's or a video's): name one of them")
     kinds = {site.kind for site in found}
     if "tower" in kinds and kinds != {"tower"}:
         tower = [s.name for s in found if s.kind == "tower"]
@@ -99,7 +105,7 @@ def _site(model: Any, given: str, walk: dict) -> Site:
     if reason:
         raise ValueError(f"{given!r} is unavailable on this model: {reason}")
     tower = name.startswith("vision.")
-    if name == "vision.image_features":
+    if name in FEATURES:
         kind = "features"
     elif tower and (value in TOWER or (path[1:2] and path[1].startswith("layers[") and value in STREAM)):
         kind = "tower"
@@ -152,19 +158,21 @@ def _unknown(model: Any, given: str) -> str:
             f"{hint}")
 
 
-def read(model: Any, sites: Sequence[Site], at: str, dtype: Any) -> list:
-    """Inside a trace: the attention mask, the image-token mask and each site's rows: a
+def read(model: Any, sites: Sequence[Site], at: str, dtype: Any, video: bool = False) -> list:
+    """Inside a trace: the attention mask, the image-token mask (with ``video``, the
+    video-token mask, and the features are the video's) and each site's rows: a
     stream value at the positions ``at`` picks (``[rows, width]``, rows in batch-row then
     position order), the features whole, a tower value whole (split per image after);
     with ``dtype``, each value in it, then each value's largest finite magnitude (what
     the store's dtype must hold). Save the list (``nnsight.save``): a remote trace sends
     back saved names only."""
     mask = model.attention_mask
-    image = model.vision.image_token_mask
+    image = model.vision.video_token_mask if video else model.vision.image_token_mask
     found, peaks = [mask, image], []
     where = picked(mask.bool(), image, at)
     for site in sites:
-        value = getattr(site.envoy, site.value)
+        value = getattr(site.envoy, ("video_features" if video else "image_features") if site.kind == "features"
+                        else site.value)
         if site.kind == "stream":
             value = value[where]
         elif value.dim() == 2 and site.kind == "tower":

@@ -1,11 +1,12 @@
-"""Where `collect`'s images come from: a folder, a list, a mapping, or a Hugging Face dataset.
+"""Where `collect`'s images and videos come from: a folder, a list, a mapping, or a Hugging Face dataset.
 
 Each becomes a list of `Item`: a unique name (the key the store records: a file's path
 relative to the folder, a path as given, a list's position, a mapping's key, a dataset's
 key column or row number), a way to load the image when its batch runs (so memory holds
 one batch of images, whatever the number), and the record a prompt function is given.
 Files are checked before any work by opening their headers (`unreadable`); an image that
-fails to decode later is handled the same way, by the run's ``on_error``.
+fails to decode later is handled the same way, by the run's ``on_error``. A file with a
+video's extension (`videos.VIDEO_EXTENSIONS`) is a video item, decoded into a `Clip`.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from typing import Any, Callable, Mapping
 from attrs import field, frozen
 
 from ..core.images.processing import as_rgb
+from .videos import decode, is_video, probe
 
 
 @frozen
@@ -25,6 +27,7 @@ class Item:
     load: Callable[[], Any] = field(eq=False, repr=False)
     record: dict = field(factory=dict, eq=False, repr=False)
     file: Path | None = None
+    kind: str = "image"  # or "video": a video file
 
 
 def image_extensions() -> set[str]:
@@ -50,7 +53,7 @@ def items(images: Any, *, image_column: str = "image", key_column: str | None = 
     if not found:
         raise ValueError(f"no images in {images!r}: there is nothing to collect" if not isinstance(images, (str, os.PathLike))
                          else f"no images in {images}: it holds no file with an image extension "
-                              f"(.png, .jpg, .jpeg, .webp, ...)")
+                              f"(.png, .jpg, .jpeg, .webp, ...) or a video's (.mp4, .webm, .mkv, ...)")
     names: dict[str, int] = {}
     for item in found:
         if item.name in names:
@@ -60,12 +63,25 @@ def items(images: Any, *, image_column: str = "image", key_column: str | None = 
     return found
 
 
-def unreadable(item: Item, refusal: Callable[[int, int], "str | None"] | None = None) -> str | None:
-    """Why ``item``'s file cannot be read as an image (its header), or cannot run on the
-    model (``refusal`` of its size, as the EXIF orientation turns it: `Vision.image_refusal`),
-    or ``None``; images in memory and dataset rows are decoded when their batch runs."""
+def unreadable(item: Item, refusal: Callable[[int, int], "str | None"] | None = None,
+               videos: str | None = None) -> str | None:
+    """Why ``item``'s file cannot be read as an image or a video (its header), or cannot
+    run on the model (``refusal`` of its size, as the EXIF orientation turns it:
+    `Vision.image_refusal`; ``videos``, why the model reads no video), or ``None``; images in
+    memory and dataset rows are decoded when their batch runs. A video met without PyAV
+    raises, naming the extra to install."""
     if item.file is None:
         return None
+    if item.kind == "video":
+        if videos:
+            return f"a video, and this model reads none: {videos}"
+        try:
+            width, height = probe(item.file, item.name)
+        except ImportError:
+            raise
+        except Exception as error:  # FFmpeg's errors, or no video stream
+            return f"{type(error).__name__}: {error}"
+        return too_small(refusal, width, height)
     from PIL import Image
 
     try:
@@ -84,11 +100,15 @@ def too_small(refusal: Callable[[int, int], "str | None"] | None, width: int, he
     return f"{width} x {height} pixels, too small or too thin for this model: {why}" if why else None
 
 
-def load(item: Item) -> Any:
+def load(item: Item, frames: int | None = None) -> Any:
     """The image, decoded, RGB as a trace makes a PIL image (`as_rgb`: transparency over
     white, 16-bit grey scaled to 8 bits), so its rows are a trace's of the same file: files
-    are oriented by their EXIF tag, as transformers' ``load_image`` does."""
+    are oriented by their EXIF tag, as transformers' ``load_image`` does. A video item is
+    its `Clip` (``frames`` of them evenly spaced, or every frame)."""
     from PIL import Image, ImageOps
+
+    if item.kind == "video":
+        return decode(item.file, item.name, frames)
 
     image = item.load()
     if not isinstance(image, Image.Image):
@@ -122,7 +142,8 @@ def _folder(folder: Path) -> list[Item]:
     if folder.is_file():
         return [_file(str(folder), folder)]
     extensions = image_extensions()
-    files = sorted(path for path in folder.rglob("*") if path.is_file() and path.suffix.lower() in extensions
+    files = sorted(path for path in folder.rglob("*") if path.is_file()
+                   and (path.suffix.lower() in extensions or is_video(path))
                    and not any(part.startswith(".") for part in path.relative_to(folder).parts))
     return [_file(path.relative_to(folder).as_posix(), path) for path in files]
 
@@ -130,6 +151,8 @@ def _folder(folder: Path) -> list[Item]:
 def _file(name: str, path: Path) -> Item:
     from PIL import Image
 
+    if is_video(path):
+        return Item(name, lambda: None, {"image": name}, path, "video")
     return Item(name, lambda: Image.open(path), {"image": name}, path)
 
 

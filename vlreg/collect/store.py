@@ -7,8 +7,9 @@ A store is a folder::
 
 Each shard holds, for its images in order, one ``[rows, width]`` tensor per value (named
 as the value is, ``"layers[0].layer_output"``) and the index: ``__image__`` (the row's image,
-numbered within the shard), ``__token__`` and ``__box__`` (``[rows, 4]``, float32, NaN where a
-row covers no pixels). Its header's metadata names the images and their prompts' ids (and
+numbered within the shard), ``__token__``, ``__box__`` (``[rows, 4]``, float32, NaN where a
+row covers no pixels) and ``__frame__`` (``[rows, 2]``, int64: a video's row's first and last
+frame, -1 where a row covers no frame; absent from stores made before videos). Its header's metadata names the images and their prompts' ids (and
 the prompts). A shard is written to a hidden temporary name, flushed to disk and renamed,
 so a shard that exists is whole: a run killed mid-way leaves at most a temporary file,
 which nothing reads (a later run of `collect` removes it).
@@ -34,7 +35,7 @@ from attrs import frozen
 FORMAT = "vlreg-store-1"
 MANIFEST = "manifest.json"
 SHARDS = "shards"
-INDEX = ("__image__", "__token__", "__box__")
+INDEX = ("__image__", "__token__", "__box__", "__frame__")
 
 #: safetensors' dtype names (its header format).
 DTYPES = {"F64": torch.float64, "F32": torch.float32, "F16": torch.float16, "BF16": torch.bfloat16,
@@ -206,25 +207,31 @@ class Record:
     its token (among the image's tokens in sequence order; for ``at="text"``/``"all"``/
     ``"last"``, its position in the prompt; for a tower value, its row in the tower's
     sequence for that image), the pixels it covers ``(x0, y0, x1, y1)`` (NaN where it
-    covers none), and the id of the prompt (a key of `Store.prompts`)."""
+    covers none), the id of the prompt (a key of `Store.prompts`), and, from a video, the
+    first and last frame the row covers, as the file numbers them (``(-1, -1)``: none)."""
 
     image: str
     token: int
     box: tuple[float, float, float, float]
     prompt: str
+    frame: tuple[int, int] = (-1, -1)
 
 
 class Index:
     """One record per row, aligned with every value's rows.
 
-    ``token`` (``[rows]``), ``box`` (``[rows, 4]``) and ``image_id`` (``[rows]``: the row's
-    image as a number into `Store.images`) are tensors; ``image`` and ``prompt`` give
+    ``token`` (``[rows]``), ``box`` (``[rows, 4]``), ``frame`` (``[rows, 2]``: a video's
+    row's first and last frame, -1 elsewhere) and ``image_id`` (``[rows]``: the row's image
+    or video as a number into `Store.images`) are tensors; ``image`` and ``prompt`` give
     each row's image name and prompt id; ``index[i]`` is a `Record`."""
 
     def __init__(self, store: "Store") -> None:
         self._store = store
         self.token = Column("__token__", store._shards)[:].long()
         self.box = Column("__box__", store._shards)[:]
+        self.frame = torch.cat([shard.tensor("__frame__") if "__frame__" in shard.tensors
+                                else torch.full((shard.rows, 2), -1, dtype=torch.int64) for shard in store._shards]
+                               ) if store._shards else torch.empty(0, 2, dtype=torch.int64)
         offsets, parts = 0, []
         for shard in store._shards:
             parts.append(shard.tensor("__image__").long() + offsets)
@@ -265,7 +272,8 @@ class Index:
     def __getitem__(self, row: int) -> Record:
         number = int(self.image_id[row])
         box = tuple(float(x) for x in self.box[row])
-        return Record(self._store.images[number], int(self.token[row]), box, self._store.image_prompts[number])
+        return Record(self._store.images[number], int(self.token[row]), box, self._store.image_prompts[number],
+                      tuple(int(x) for x in self.frame[row]))
 
 
 class Store:

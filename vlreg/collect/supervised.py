@@ -88,7 +88,8 @@ def examples(store: Any, name: str, size: int, *, shuffle: bool = False, seed: i
 
 def table(index: Any) -> Any:
     """The index as a pandas DataFrame: ``row``, ``image``, ``token``, ``x0``, ``y0``,
-    ``x1``, ``y1``, ``prompt`` (the prompt's id; `Store.prompts` has its text)."""
+    ``x1``, ``y1``, ``prompt`` (the prompt's id; `Store.prompts` has its text), and
+    ``first_frame``, ``last_frame`` (a video's row's frames; -1 elsewhere)."""
     try:
         import pandas
     except ImportError:
@@ -96,7 +97,8 @@ def table(index: Any) -> Any:
     box = index.box.double().numpy()
     return pandas.DataFrame({"row": range(len(index)), "image": index.image, "token": index.token.numpy(),
                              "x0": box[:, 0], "y0": box[:, 1], "x1": box[:, 2], "y1": box[:, 3],
-                             "prompt": index.prompt})
+                             "prompt": index.prompt, "first_frame": index.frame[:, 0].numpy(),
+                             "last_frame": index.frame[:, 1].numpy()})
 
 
 def dataset(index: Any) -> Any:

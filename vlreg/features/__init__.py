@@ -62,7 +62,12 @@ def build(store: Any, out: "str | os.PathLike", images: Any, *, dictionary: Any 
     if column.shape[1] != reader.directions.shape[1]:
         raise ValueError(f"{value} is {column.shape[1]} wide, the {'dictionary' if dictionary is not None else 'directions'} "
                          f"{reader.directions.shape[1]}")
-    load = {item.name: item.load for item in items(images, image_column=image_column, key_column=key_column)}
+    given = items(images, image_column=image_column, key_column=key_column)
+    videos = [item.name for item in given if item.kind == "video" and item.name in store.images]
+    if videos:
+        raise ValueError(f"the store holds rows of {len(videos)} videos (first: {videos[0]!r}), and the feature site "
+                         "shows crops of images only: collect the images into a store of their own to browse them")
+    load = {item.name: item.load for item in given}
     missing = [name for name in store.images if name not in load]
     if missing:
         raise ValueError(f"{len(missing)} of the store's images are not among the images given (first: {missing[0]!r}): "
