@@ -5,7 +5,8 @@ merge_size`` (32 pixels) and reports its grid of patches, ``image_grid_thw``; th
 each 2 x 2 block of patches into a token, blocks in raster order, ends each row of tokens with a
 newline token and puts a begin token before the image and an end token after it. So an image's
 grids, in sequence order: the begin token, the ``h / 2`` x ``w / 2 + 1`` rows (the last column
-the newlines, over no pixels), the end token.
+the newlines, over no pixels), the end token. HY-V4-VL's merger writes the rows alone
+(`hy_v4_image_grids`).
 """
 
 from __future__ import annotations
@@ -19,18 +20,27 @@ from vlreg.plugin import ImageGrid, box_grid
 NOWHERE = float("nan")
 
 
+def _rows_with_newlines(grid: Any, image: Any, patch: int, merge: int) -> ImageGrid:
+    """An image's ``h / 2`` x ``w / 2 + 1`` token rows, the last column the newlines."""
+    _, height, width = grid
+    rows, columns = height // merge, width // merge
+    side = patch * merge
+    boxes = box_grid(rows, columns, side * image.size[0] / (width * patch), side * image.size[1] / (height * patch))
+    newline = torch.full((rows, 1, 4), NOWHERE, dtype=torch.float64)
+    with_newlines = torch.cat([torch.as_tensor(boxes).reshape(rows, columns, 4), newline], dim=1).reshape(-1, 4)
+    return ImageGrid(rows, columns + 1, with_newlines, label="image", fold=merge)
+
+
 def hunyuan_image_grids(encoding: Any, images: Sequence[Any], processor: Any) -> list[list[ImageGrid]]:
     vision = processor.image_processor
-    patch, merge = vision.patch_size, vision.merge_size
-    found = []
-    for (frames, height, width), image in zip(encoding["image_grid_thw"].tolist(), images):
-        rows, columns = height // merge, width // merge
-        side = patch * merge
-        boxes = box_grid(rows, columns, side * image.size[0] / (width * patch), side * image.size[1] / (height * patch))
-        newline = torch.full((rows, 1, 4), NOWHERE, dtype=torch.float64)
-        with_newlines = torch.cat([torch.as_tensor(boxes).reshape(rows, columns, 4), newline], dim=1).reshape(-1, 4)
-        mark = torch.full((1, 4), NOWHERE)
-        found.append([ImageGrid(1, 1, mark, label="begin"),
-                      ImageGrid(rows, columns + 1, with_newlines, label="image", fold=merge),
-                      ImageGrid(1, 1, mark, label="end")])
-    return found
+    mark = torch.full((1, 4), NOWHERE)
+    return [[ImageGrid(1, 1, mark, label="begin"), _rows_with_newlines(grid, image, vision.patch_size, vision.merge_size),
+             ImageGrid(1, 1, mark, label="end")]
+            for grid, image in zip(encoding["image_grid_thw"].tolist(), images)]
+
+
+def hy_v4_image_grids(encoding: Any, images: Sequence[Any], processor: Any) -> list[list[ImageGrid]]:
+    """HY-V4-VL's: the rows with their newlines alone (its merger writes no begin or end token)."""
+    vision = processor.image_processor
+    return [[_rows_with_newlines(grid, image, vision.patch_size, vision.merge_size)]
+            for grid, image in zip(encoding["image_grid_thw"].tolist(), images)]
