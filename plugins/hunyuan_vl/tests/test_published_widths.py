@@ -55,7 +55,7 @@ class TestHyV4VL(PublishedWidths):
         "vision.num_layers": 40, "vision.vision_hidden_size": 1536, "vision.num_heads": 16, "vision.head_dim": 96,
         "vision.patch_size": 16, "vision.spatial_merge_size": 2, "projector.proj_out.weight.shape": (6144, 6144, 1, 1),
     }
-    refused = {**TestHunYuanVL.refused, "videos": "does not yet serve HY-V4-VL's video values",
+    refused = {**TestHunYuanVL.refused,
                **{f"layers.{k}.self_attn.indexer_scores": "this block runs no indexer"
                   for k, kind in enumerate(config().text_config.indexer_types if config else ()) if kind == "shared"}}
     aliases = TestHunYuanVL.aliases

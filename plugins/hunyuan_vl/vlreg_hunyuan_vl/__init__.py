@@ -18,15 +18,16 @@ tower and its layout (its tower ``hy_v4_vl_vision`` served as HunYuan-VL's), wit
 differences: its merger projects each frame's 2 x 2 blocks straight to the text width and writes
 each row's newline but no begin or end token; its text model (``hy_v4_vl_text``, `text`) is
 HY-V4's: hyper-connection streams, gated latent attention with sinks whose keys a DSA indexer
-selects, experts; and it reads videos, whose values are refused by name (`HY_V4_VIDEOS`).
+selects, experts; and it reads videos, each frame through the tower and merger as an image,
+written in by ``model``'s second ``masked_scatter`` (`VIDEO_SCATTER`; `geometry.hy_v4_video_grids`).
 """
 
 import attrs
 
-from vlreg.plugin import SCATTER, Plugin, Text, Tower, Wrapper, read_only
+from vlreg.plugin import VIDEO_SCATTER, Plugin, Text, Tower, Wrapper, read_only
 
 from . import text, vision
-from .geometry import hunyuan_image_grids, hy_v4_image_grids
+from .geometry import hunyuan_image_grids, hy_v4_image_grids, hy_v4_video_grids
 
 #: The merger runs inside the tower and reads the last block's stream before the tower
 #: returns it: a write to the tower's output reaches nothing.
@@ -36,14 +37,6 @@ READ_ONLY = {
         "edit vision.layers[-1].layer_output, the same stream before the merger"
     )
 }
-
-
-#: HY-V4-VL's videos reach the model but none of their values are served.
-HY_V4_VIDEOS = (
-    "a video's frames reach the model (its logits and text values are served), but vlreg does not yet serve "
-    "HY-V4-VL's video values (the merger's per-frame rows, the second scatter); pass the frames as images=[...] "
-    "to read them"
-)
 
 
 def builders():
@@ -60,9 +53,9 @@ plugin = Plugin(
     # the text model repeats the embeddings the scatter left into its streams: they are read
     # where it is handed them
     Wrapper("hy_v4_vl", vision="model.vision_tower", projector="model.vision_tower.patch_merger",
-            entry=attrs.evolve(SCATTER, embeddings_to="model.language_model"),
-            refuses={**READ_ONLY, "videos": HY_V4_VIDEOS}, envoys=vision.hy_v4_wrapper_envoys,
-            image_grids=lambda part: hy_v4_image_grids),
+            entry=attrs.evolve(VIDEO_SCATTER, embeddings_to="model.language_model"),
+            refuses=READ_ONLY, envoys=vision.hy_v4_wrapper_envoys,
+            image_grids=lambda part: hy_v4_image_grids, video_grids=lambda part: hy_v4_video_grids),
     Text("hy_v4_vl_text", envoys=text.hy_v4_envoys),
     Tower("hy_v4_vl_vision", rename=vision.RENAME, envoys=vision.hy_v4_envoys),
     checkpoints=builders,

@@ -80,7 +80,8 @@ def build_hy_v4_vl(path: Path, **overrides: Any) -> Path:
     return tiny(
         path, HYV4VLConfig,
         lambda tok: HYV4VLProcessor(image_processor=HYV4VLImageProcessor(size=SIZE), tokenizer=tok,
-                                    video_processor=HYV4VLVideoProcessor(), chat_template=V4_CHAT_TEMPLATE),
+                                    video_processor=HYV4VLVideoProcessor(size=SIZE),
+                                    chat_template=V4_CHAT_TEMPLATE),
         tokens=V4_TOKENS, roles={"bos_token": "<s>", "eos_token": "</s>", "pad_token": "<pad>",
                                  "image_token": V4_IMAGE, "video_token": V4_VIDEO},
         text=HY_V4_TEXT,

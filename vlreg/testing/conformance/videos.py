@@ -35,6 +35,9 @@ class VideoConformance:
     #: with ``videos=`` (Muse's processor writes a video's prompt from metadata it returns only
     #: with ``return_metadata=True``).
     video_options: ClassVar[dict] = {}
+    #: Whether each row of a frame's tokens ends with a newline token over no pixels (HY-V4-VL's
+    #: merger writes one), which the count of a video's tokens from its patch grid then adds.
+    video_row_newlines: ClassVar[bool] = False
 
     def options_with_videos(self) -> dict:
         return {**(self.processor_options or {}), **self.video_options}
@@ -201,7 +204,7 @@ class VideoConformance:
             (slices, rows, columns), = encoding["video_grid_thw"].tolist()
             processor = model.processor.video_processor
             fold, merge = processor.temporal_patch_size, processor.merge_size
-            assert geometry.tokens == slices * rows * columns // merge ** 2
+            assert geometry.tokens == slices * rows // merge * (columns // merge + self.video_row_newlines)
             covered = [grid.frames for grid in geometry.grids]  # several grids a patch where it runs in windows
             assert [one for k, one in enumerate(covered) if not k or one != covered[k - 1]] == [
                 (k * fold, min(k * fold + fold, len(video)) - 1) for k in range(slices)]
