@@ -199,17 +199,25 @@ def reduce_depth(config: Any, fields: dict[str, Any]) -> None:
             config.layer_types = list(layer_types)[:value]
 
 
-def save(path: str | os.PathLike, config: Any, processor: Any, generation: Any = None, dtype: Any = None) -> Path:
+def save(path: str | os.PathLike, config: Any, processor: Any, generation: Any = None, dtype: Any = None,
+         weights: Callable[[Any], None] | None = None) -> Path:
     """Write a checkpoint folder: random weights for ``config`` (seeded, so a builder
     writes the same weights each time), the processor with its tokenizer and chat
-    template, and the generation config (a `GenerationConfig`, or a file to copy)."""
+    template, and the generation config (a `GenerationConfig`, or a file to copy).
+    ``weights(model)``, where given, sets weights before they are written, under
+    ``torch.no_grad`` and the same seed: parameters transformers starts at a constant (a
+    gate at zero, a sink per head) that a test must see vary."""
     import torch
     from transformers import AutoModelForImageTextToText
 
     path = Path(path)
     torch.manual_seed(0)
     options = {"dtype": dtype} if dtype is not None else {}
-    AutoModelForImageTextToText.from_config(config, **options).eval().save_pretrained(path)
+    model = AutoModelForImageTextToText.from_config(config, **options).eval()
+    if weights is not None:
+        with torch.no_grad():
+            weights(model)
+    model.save_pretrained(path)
     processor.save_pretrained(path)
     if isinstance(generation, (str, os.PathLike)):
         if Path(generation).exists():

@@ -35,6 +35,7 @@ def tiny(
     stops: dict[str, str] | None = None,
     special_at_root: bool = False,
     dtype: Any = None,
+    weights: Callable[[Any], None] | None = None,
 ) -> Path:
     """Write a tiny checkpoint to ``path`` and return it.
 
@@ -47,7 +48,8 @@ def tiny(
     of ``ids`` (``{"image_token_index": "<image>"}``: the token's id; a tuple of tokens, their ids), ``fields``, the special
     ids too where ``special_at_root``, and last ``overrides``, a builder's keyword arguments
     (``text_config`` and ``vision_config`` dicts update those parts). The generation config
-    carries the special ids that are set; the weights are random (`save`), in ``dtype``.
+    carries the special ids that are set; the weights are random (`save`), in ``dtype``, then
+    set by ``weights(model)`` where given (`save`).
     """
     from transformers import GenerationConfig
 
@@ -63,7 +65,7 @@ def tiny(
                                 for field, token in (ids or {}).items()},
                    **{**(fields or {}), **(special if special_at_root else {}), **overrides})
     generation = GenerationConfig(**{name: value for name, value in special.items() if value is not None})
-    return save(Path(path), found, processor(tok), generation, dtype)
+    return save(Path(path), found, processor(tok), generation, dtype, weights)
 
 
 def _literal(text: str) -> str:

@@ -12,12 +12,22 @@ image (``model.vision_tower.patch_merger``, `PerCall`). ``model``'s first
 Each image's tokens are a begin token, then each row of 2 x 2 patch blocks followed by a
 newline token, then an end token, all at the image placeholder and all written by the merger
 (`geometry`): the begin, newline and end tokens cover no pixels. The model reads no videos.
+
+HY-V4-VL (``hy_v4_vl``, HYV4VLForConditionalGeneration, transformers 5.25) keeps HunYuan-VL's
+tower and its layout (its tower ``hy_v4_vl_vision`` served as HunYuan-VL's), with three
+differences: its merger projects each frame's 2 x 2 blocks straight to the text width and writes
+each row's newline but no begin or end token; its text model (``hy_v4_vl_text``, `text`) is
+HY-V4's: hyper-connection streams, gated latent attention with sinks whose keys a DSA indexer
+selects, experts; and it reads videos, each frame through the tower and merger as an image,
+written in by ``model``'s second ``masked_scatter`` (`VIDEO_SCATTER`; `geometry.hy_v4_video_grids`).
 """
 
-from vlreg.plugin import Plugin, Text, Tower, Wrapper, read_only
+import attrs
+
+from vlreg.plugin import VIDEO_SCATTER, Plugin, Text, Tower, Wrapper, read_only
 
 from . import text, vision
-from .geometry import hunyuan_image_grids
+from .geometry import hunyuan_image_grids, hy_v4_image_grids, hy_v4_video_grids
 
 #: The merger runs inside the tower and reads the last block's stream before the tower
 #: returns it: a write to the tower's output reaches nothing.
@@ -30,9 +40,9 @@ READ_ONLY = {
 
 
 def builders():
-    from .checkpoints import build_hunyuan_vl
+    from .checkpoints import build_hunyuan_vl, build_hy_v4_vl
 
-    return {"hunyuan_vl": build_hunyuan_vl}
+    return {"hunyuan_vl": build_hunyuan_vl, "hy_v4_vl": build_hy_v4_vl}
 
 
 plugin = Plugin(
@@ -40,5 +50,13 @@ plugin = Plugin(
             refuses=READ_ONLY, envoys=vision.wrapper_envoys, image_grids=lambda part: hunyuan_image_grids),
     Text("hunyuan_vl_text", envoys=text.envoys),
     Tower("hunyuan_vl_vision", rename=vision.RENAME, envoys=vision.envoys),
+    # the text model repeats the embeddings the scatter left into its streams: they are read
+    # where it is handed them
+    Wrapper("hy_v4_vl", vision="model.vision_tower", projector="model.vision_tower.patch_merger",
+            entry=attrs.evolve(VIDEO_SCATTER, embeddings_to="model.language_model"),
+            refuses=READ_ONLY, envoys=vision.hy_v4_wrapper_envoys,
+            image_grids=lambda part: hy_v4_image_grids, video_grids=lambda part: hy_v4_video_grids),
+    Text("hy_v4_vl_text", envoys=text.hy_v4_envoys),
+    Tower("hy_v4_vl_vision", rename=vision.RENAME, envoys=vision.hy_v4_envoys),
     checkpoints=builders,
 )

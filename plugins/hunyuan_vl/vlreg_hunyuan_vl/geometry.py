@@ -5,7 +5,8 @@ merge_size`` (32 pixels) and reports its grid of patches, ``image_grid_thw``; th
 each 2 x 2 block of patches into a token, blocks in raster order, ends each row of tokens with a
 newline token and puts a begin token before the image and an end token after it. So an image's
 grids, in sequence order: the begin token, the ``h / 2`` x ``w / 2 + 1`` rows (the last column
-the newlines, over no pixels), the end token.
+the newlines, over no pixels), the end token. HY-V4-VL's merger writes the rows alone
+(`hy_v4_image_grids`), and a video's frames each as an image (`hy_v4_video_grids`).
 """
 
 from __future__ import annotations
@@ -14,23 +15,54 @@ from typing import Any, Sequence
 
 import torch
 
-from vlreg.plugin import ImageGrid, box_grid
+from vlreg.plugin import ImageGrid, VideoGrid, box_grid, frame_size
 
 NOWHERE = float("nan")
 
 
+def _boxes_with_newlines(grid: Any, size: tuple[int, int], patch: int, merge: int) -> tuple[int, int, torch.Tensor]:
+    """A frame's ``h / 2`` x ``w / 2 + 1`` token rows and their boxes in a ``size`` picture,
+    the last column the newlines (over no pixels)."""
+    _, height, width = grid
+    rows, columns = height // merge, width // merge
+    side = patch * merge
+    boxes = box_grid(rows, columns, side * size[0] / (width * patch), side * size[1] / (height * patch))
+    newline = torch.full((rows, 1, 4), NOWHERE, dtype=torch.float64)
+    return rows, columns + 1, torch.cat([torch.as_tensor(boxes).reshape(rows, columns, 4), newline], dim=1).reshape(-1, 4)
+
+
+def _rows_with_newlines(grid: Any, image: Any, patch: int, merge: int) -> ImageGrid:
+    """An image's token rows, each ended by its newline."""
+    rows, columns, boxes = _boxes_with_newlines(grid, image.size, patch, merge)
+    return ImageGrid(rows, columns, boxes, label="image", fold=merge)
+
+
 def hunyuan_image_grids(encoding: Any, images: Sequence[Any], processor: Any) -> list[list[ImageGrid]]:
     vision = processor.image_processor
-    patch, merge = vision.patch_size, vision.merge_size
+    mark = torch.full((1, 4), NOWHERE)
+    return [[ImageGrid(1, 1, mark, label="begin"), _rows_with_newlines(grid, image, vision.patch_size, vision.merge_size),
+             ImageGrid(1, 1, mark, label="end")]
+            for grid, image in zip(encoding["image_grid_thw"].tolist(), images)]
+
+
+def hy_v4_image_grids(encoding: Any, images: Sequence[Any], processor: Any) -> list[list[ImageGrid]]:
+    """HY-V4-VL's: the rows with their newlines alone (its merger writes no begin or end token)."""
+    vision = processor.image_processor
+    return [[_rows_with_newlines(grid, image, vision.patch_size, vision.merge_size)]
+            for grid, image in zip(encoding["image_grid_thw"].tolist(), images)]
+
+
+def hy_v4_video_grids(encoding: Any, videos: Sequence[Any], processor: Any) -> list[list[VideoGrid]]:
+    """HY-V4-VL's videos: per video, one grid a frame (the video processor folds no frames
+    together, ``temporal_patch_size`` 1, and samples none unless asked), its rows each ended by
+    a newline, as an image's."""
+    vision = processor.video_processor
     found = []
-    for (frames, height, width), image in zip(encoding["image_grid_thw"].tolist(), images):
-        rows, columns = height // merge, width // merge
-        side = patch * merge
-        boxes = box_grid(rows, columns, side * image.size[0] / (width * patch), side * image.size[1] / (height * patch))
-        newline = torch.full((rows, 1, 4), NOWHERE, dtype=torch.float64)
-        with_newlines = torch.cat([torch.as_tensor(boxes).reshape(rows, columns, 4), newline], dim=1).reshape(-1, 4)
-        mark = torch.full((1, 4), NOWHERE)
-        found.append([ImageGrid(1, 1, mark, label="begin"),
-                      ImageGrid(rows, columns + 1, with_newlines, label="image", fold=merge),
-                      ImageGrid(1, 1, mark, label="end")])
+    for grid, video in zip(encoding["video_grid_thw"].tolist(), videos):
+        frames = list(video)
+        if grid[0] != len(frames):
+            raise ValueError(f"the video processor kept {grid[0]} frames of the {len(frames)} given (it sampled "
+                             "them): pass do_sample_frames=False to keep every frame, so each grid's frame is yours")
+        rows, columns, boxes = _boxes_with_newlines(grid, frame_size(frames[0]), vision.patch_size, vision.merge_size)
+        found.append([VideoGrid(rows, columns, boxes, fold=vision.merge_size, frames=(k, k)) for k in range(grid[0])])
     return found

@@ -52,3 +52,11 @@ envoys = tower_envoys(
     vision=HunYuanVLVision, attention=HunYuanVLVisionAttention)
 
 wrapper_envoys = modeling_envoys("hunyuan_vl", {"HunYuanVLVisionPatchMerger": Merger})
+
+#: HY-V4-VL's tower (``HYV4VLVisionModel``, transformers 5.25): HunYuan-VL's, its merger
+#: (``patch_merger``) projecting straight to the text width and writing no begin or end token.
+hy_v4_envoys = tower_envoys(
+    "hy_v4_vl", ("HYV4VLVisionModel", "HYV4VLVisionBlock", "HYV4VLVisionAttention", "HYV4VLVisionMLP"),
+    vision=HunYuanVLVision, attention=HunYuanVLVisionAttention)
+
+hy_v4_wrapper_envoys = modeling_envoys("hy_v4_vl", {"HYV4VLVisionPatchMerger": Merger})

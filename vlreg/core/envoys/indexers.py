@@ -89,18 +89,19 @@ def _selection_at(attention: Any) -> str:
     if _runs_indexer(attention):
         return f"{attention.path}.{attention.indexer_module}.output"
     if attention.shared_at is not None:
-        return f"{attention.path}.source.{attention.shared_at}.input"
+        side = "output" if attention.shared_selection is None else "input"
+        return f"{attention.path}.source.{attention.shared_at}.{side}"
     return f"{attention.path}.input"
 
 
 def _read_selection(attention: Any, raw: Any) -> Any:
-    if _runs_indexer(attention):
+    if _runs_indexer(attention) or attention.shared_selection is None:
         return raw
     return raw[1][attention.shared_selection]
 
 
 def _write_selection(attention: Any, raw: Any, new: Any) -> Any:
-    if _runs_indexer(attention):
+    if _runs_indexer(attention) or attention.shared_selection is None:
         return new
     args, kwargs = raw
     return args, {**kwargs, attention.shared_selection: new}
@@ -122,8 +123,10 @@ class SparseAttention(Attention):
     scores_operation: ClassVar[str | None] = None
     #: The keyword argument a reusing block's selection is read at: the attention's own
     #: (``shared_at`` None), or that of the call ``shared_at`` names in its forward (where the
-    #: selection is read after the latents, as a running indexer's would be).
-    shared_selection: ClassVar[str] = "prev_topk_indices"
+    #: selection is read after the latents, as a running indexer's would be); ``None``: the
+    #: selection is the output of the operation ``shared_at`` names (an assignment of it, such
+    #: as nnsight's ``topk_indices_1`` for ``topk_indices = prev_topk_indices``).
+    shared_selection: ClassVar[str | None] = "prev_topk_indices"
     shared_at: ClassVar[str | None] = None
 
     indexer_scores = value(

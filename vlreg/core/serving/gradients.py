@@ -178,14 +178,16 @@ def _geometry(source: torch.Tensor) -> tuple:
 
 def lay(geometry: tuple, grad: torch.Tensor, private: bool) -> torch.Tensor:
     """The source's gradient laid over the source's span of storage, flat (a copy if
-    ``private``): a view of the source at storage position ``p`` reads it at ``p - start``."""
+    ``private``): a view of the source at storage position ``p`` reads it at ``p - start``.
+    Where several of the source's elements share a position (an ``expand``ed tensor), their
+    gradients add up there, as they do for the tensor it was expanded from."""
     shape, stride, offset, start, span, dense = geometry
     if dense and grad.is_contiguous():
         flat = grad.reshape(-1)
         return flat.clone() if private else flat
     room = grad.new_zeros(span)
-    room.as_strided(shape, stride, offset - start).copy_(grad)
-    return room
+    positions = torch.arange(span, device=grad.device).as_strided(shape, stride, offset - start)
+    return room.index_add_(0, positions.reshape(-1), grad.reshape(-1))
 
 
 def strided(room: torch.Tensor, tensor: torch.Tensor, geometry: tuple) -> torch.Tensor:

@@ -338,6 +338,12 @@ def _duals(raw: Any, grads: dict) -> dict[int, torch.Tensor]:
     """Each tensor of ``raw`` as a dual number whose tangent is its gradient (zeros where
     none arrived): a value's view of them then carries, as its tangent, that view applied
     to the gradients, with every index the view computes taken from the values (a router's
-    top-k slots), not from the gradients."""
-    return {id(t): forward_ad.make_dual(t.detach(), grads.get(id(t), torch.zeros_like(t)))
+    top-k slots), not from the gradients. An ``expand``ed tensor (elements sharing memory),
+    which a dual cannot be made of, is copied first: its values are the same."""
+    return {id(t): forward_ad.make_dual(_unshared(t.detach()), grads.get(id(t), torch.zeros_like(t)))
             for t in tensors(raw) if carries(t)}
+
+
+def _unshared(tensor: torch.Tensor) -> torch.Tensor:
+    shared = any(stride == 0 and size > 1 for size, stride in zip(tensor.shape, tensor.stride()))
+    return tensor.clone() if shared else tensor

@@ -40,6 +40,9 @@ class VideoConformance:
     #: tower pools into one ``h / merge`` x ``w / merge`` grid (Kimi K2.5's), not ``t`` temporal
     #: patches of ``temporal_patch_size`` frames, a grid each (the Qwen line's).
     pooled_video_chunks: ClassVar[bool] = False
+    #: Whether each row of a frame's tokens ends with a newline token over no pixels (HY-V4-VL's
+    #: merger writes one), which the count of a video's tokens from its patch grid then adds.
+    video_row_newlines: ClassVar[bool] = False
 
     def options_with_videos(self) -> dict:
         return {**(self.processor_options or {}), **self.video_options}
@@ -215,8 +218,9 @@ class VideoConformance:
                 expected = [(kept[start], kept[start + frames - 1]) for start, (frames, _, _) in zip(starts, chunks)]
             else:  # a grid a temporal patch of `temporal_patch_size` frames
                 (slices, rows, columns), = encoding["video_grid_thw"].tolist()
-                patches = slices if geometry.tokens == slices * rows * columns // merge ** 2 else slices // fold
-                tokens = patches * rows * columns // merge ** 2
+                per_patch = rows // merge * (columns // merge + self.video_row_newlines)
+                patches = slices if geometry.tokens == slices * per_patch else slices // fold
+                tokens = patches * per_patch
                 expected = [(kept[k * fold], kept[min(k * fold + fold, len(kept)) - 1]) for k in range(patches)]
             assert geometry.tokens == tokens
             covered = [grid.frames for grid in geometry.grids]  # several grids a patch where it runs in windows
