@@ -1,7 +1,8 @@
 """What `run` measures in fresh processes: the time to import each stack, to build each
 wrapper on the meta device (the full geometry and the largest published ones, with the
 memory a build adds), the peak memory a workload adds over the loaded model, and ``make
-demo``'s time. A smoke run (`SMOKE`) runs the same code in its own process instead."""
+demo``'s time. A smoke run (`SMOKE`) runs the same code (``make demo``'s command) in its own
+process instead."""
 
 from __future__ import annotations
 
@@ -109,22 +110,44 @@ def large_builds(repeats: int) -> dict:
 
 def demo(repeats: int) -> dict:
     """``make demo``'s command (``vlreg demo --out``) in a fresh process with an empty
-    cache, as after ``make install``: wall and CPU seconds, medians over ``repeats``."""
+    cache, as after ``make install``: wall and CPU seconds, medians over ``repeats``. A smoke
+    run calls the same command in this process (tests/test_demo.py runs it fresh)."""
     import resource
     import tempfile
 
     walls, cpus = [], []
     for _ in range(repeats):
         with tempfile.TemporaryDirectory() as scratch:
-            environment = {**os.environ, "VLREG_CACHE": str(Path(scratch) / "cache")}
-            before = resource.getrusage(resource.RUSAGE_CHILDREN)
+            cache, out = str(Path(scratch) / "cache"), str(Path(scratch) / "out")
+            who = resource.RUSAGE_SELF if SMOKE else resource.RUSAGE_CHILDREN
+            before = resource.getrusage(who)
             start = time.perf_counter()
-            subprocess.run([sys.executable, "-m", "vlreg", "demo", "--out", str(Path(scratch) / "out")], env=environment,
-                           capture_output=True, text=True, check=True)
+            if SMOKE:
+                _demo_here(cache, out)
+            else:
+                subprocess.run([sys.executable, "-m", "vlreg", "demo", "--out", out], env={**os.environ, "VLREG_CACHE": cache},
+                               capture_output=True, text=True, check=True)
             walls.append(time.perf_counter() - start)
-            after = resource.getrusage(resource.RUSAGE_CHILDREN)
+            after = resource.getrusage(who)
             cpus.append(after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime)
     return {"wall (s)": statistics.median(walls), "cpu (s)": statistics.median(cpus), "runs": repeats}
+
+
+def _demo_here(cache: str, out: str) -> None:
+    """``vlreg demo --out out`` in this process, its cache at ``cache``, what it prints kept."""
+    from vlreg.cli import main
+
+    before = os.environ.get("VLREG_CACHE")
+    os.environ["VLREG_CACHE"] = cache
+    try:
+        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+            if main(["demo", "--out", out]) != 0:
+                raise RuntimeError("vlreg demo failed")
+    finally:
+        if before is None:
+            del os.environ["VLREG_CACHE"]
+        else:
+            os.environ["VLREG_CACHE"] = before
 
 
 def startup(path: Path, repeats: int) -> dict:

@@ -10,6 +10,7 @@ built-in plugin is; not installed, in this process with the plugin taken out of 
 
 from __future__ import annotations
 
+import functools
 import importlib
 import json
 import os
@@ -38,6 +39,16 @@ def served_by(name: str) -> list[tuple[str, str]]:
     return sorted(key for key, served in plugins.claims().items() if served is plugin)
 
 
+@functools.cache
+def defaults(wrapper: str):
+    """A wrapper's default config, built once a process (the search for a part's wrapper
+    would otherwise build each of ~90 configs again for every part asked). Its parts are
+    read each time: they can depend on the plugins loaded (`vision_config`)."""
+    from transformers import AutoConfig
+
+    return AutoConfig.for_model(wrapper)
+
+
 def config_with(kind: str, model_type: str, wrappers: list[str]):
     """A transformers config whose ``kind`` part is ``model_type``: a wrapper's defaults,
     else the defaults of a served wrapper that has that part, else LLaVA's with it."""
@@ -46,7 +57,7 @@ def config_with(kind: str, model_type: str, wrappers: list[str]):
     if kind == "wrapper":
         return AutoConfig.for_model(model_type)
     for wrapper in wrappers:
-        config = AutoConfig.for_model(wrapper)
+        config = defaults(wrapper)
         part = parts_of(config).get(kind)
         if part is not None and part.model_type == model_type:
             return config

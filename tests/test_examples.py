@@ -23,16 +23,24 @@ DISTRIBUTION = "vlreg-vipllava-example"
 STREAMS = EXAMPLES / "streams"
 
 
+def pip_install(target, *folders):
+    """``pip install --no-deps --target`` of ``folders``, offline: built with the setuptools
+    installed here where there is one (an isolated build would install it again first)."""
+    isolation = [] if find_spec("setuptools") is None else ["--no-build-isolation"]
+    return subprocess.run(
+        [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-index", *isolation, "--target", str(target),
+         *map(str, folders)],
+        capture_output=True, text=True, timeout=600,
+    )
+
+
 @pytest.fixture(scope="module")
 def env(tmp_path_factory):
     """The environment of a process in which the examples are pip-installed, as a user would."""
     # Named site-packages: while nnsight's remote="local" deserializes a request it keeps
     # only such folders importable, as a server keeps what is installed there.
     target = tmp_path_factory.mktemp("installed") / "site-packages"
-    installed = subprocess.run(
-        [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(target), str(EXAMPLE), str(STREAMS)],
-        capture_output=True, text=True, timeout=600,
-    )
+    installed = pip_install(target, EXAMPLE, STREAMS)
     assert installed.returncode == 0, installed.stderr
     return {**os.environ, "PYTHONPATH": os.pathsep.join([str(target), os.environ.get("PYTHONPATH", "")])}
 
@@ -43,10 +51,15 @@ def run(env, *command, **options):
     return done.stdout
 
 
-#: Commands of the CLI, run in one process where the example is installed (`vlreg.cli.main`
-#: is what ``vlreg`` runs): a list ``["build", name, folder]`` builds a checkpoint instead.
-CLI = """
+#: One process where the examples are installed: pytest's verbose run of the folders after
+#: argv[2], then the CLI's commands (`vlreg.cli.main` is what ``vlreg`` runs; a list ``["build",
+#: name, folder]`` builds a checkpoint instead), what each printed written as JSON to argv[2]:
+#: one import of torch and the plugins, not one a command. pytest first: its plugins must load
+#: before nnsight is imported (anyio's fails on the ``save`` nnsight gives every object).
+PROCESS = """
 import contextlib, io, json, sys
+import pytest
+failed = pytest.main(["-v", "-p", "no:cacheprovider", *sys.argv[3:]])
 from vlreg.cli import main
 from vlreg.testing import build
 said = {}
@@ -58,19 +71,37 @@ for command in json.loads(sys.argv[1]):
     with contextlib.redirect_stdout(out):
         assert main(command) == 0, command
     said[" ".join(command)] = out.getvalue()
-print(json.dumps(said))
+with open(sys.argv[2], "w") as file:
+    json.dump(said, file)
+sys.exit(failed)
 """
 
 
 @pytest.fixture(scope="module")
-def vlreg(env, tmp_path_factory):
-    """What ``vlreg <command>`` prints, for the commands these tests read, in a process
-    where the example is installed; ``vlreg("checkpoint")`` is the VipLLaVA checkpoint built there."""
-    checkpoint = str(tmp_path_factory.mktemp("vipllava") / "vipllava")
+def ran(env, tmp_path_factory):
+    """The CLI's output and the examples' own tests (the streams example's only where
+    vlreg-qwen3-vl, which it overrides, is), in one process where the examples are installed."""
+    scratch = tmp_path_factory.mktemp("examples")
+    checkpoint, said = str(scratch / "vipllava"), scratch / "said.json"
     commands = [["plugins", "--all", "--json"], ["plugins"], ["plugins", "--coverage"], ["build", "vipllava", checkpoint],
                 ["inspect", checkpoint, "--json"]]
-    said = json.loads(run(env, sys.executable, "-c", CLI, json.dumps(commands)).strip().splitlines()[-1])
+    folders = [EXAMPLE / "tests"] + ([STREAMS / "tests"] if find_spec("vlreg_qwen3_vl") is not None else [])
+    report = run(env, sys.executable, "-c", PROCESS, json.dumps(commands), str(said), *map(str, folders), cwd=scratch)
+    return checkpoint, json.loads(said.read_text()), report
+
+
+@pytest.fixture(scope="module")
+def vlreg(ran):
+    """What ``vlreg <command>`` prints, for the commands these tests read, in a process
+    where the example is installed; ``vlreg("checkpoint")`` is the VipLLaVA checkpoint built there."""
+    checkpoint, said, _ = ran
     return lambda *command: checkpoint if command == ("checkpoint",) else said[" ".join(command)]
+
+
+@pytest.fixture(scope="module")
+def examples_tests(ran):
+    """pytest's verbose report of the examples' own tests, run where they are installed."""
+    return ran[2]
 
 
 def test_it_is_listed_with_its_distribution(vlreg):
@@ -95,15 +126,6 @@ def test_it_serves_vipllava_with_the_llava_plugins_tower_and_text(vlreg):
     assert "vlreg-llava" in parts["vision"]["plugin"] and "vlreg-llava" in parts["text"]["plugin"]
     assert report["support"]["vision.image_features"] is None
     assert "edit vision.layers[1].layer_output" in report["read_only"]["vision.tower_output"]
-
-
-@pytest.fixture(scope="module")
-def examples_tests(env, tmp_path_factory):
-    """pytest's verbose report of the examples' own tests, run once in a process where they
-    are installed (the streams example's only where vlreg-qwen3-vl, which it overrides, is)."""
-    folders = [EXAMPLE / "tests"] + ([STREAMS / "tests"] if find_spec("vlreg_qwen3_vl") is not None else [])
-    return run(env, sys.executable, "-m", "pytest", "-v", "-p", "no:cacheprovider", *map(str, folders),
-               cwd=tmp_path_factory.mktemp("examples"))
 
 
 def test_it_passes_its_own_tests_and_the_conformance_suite(examples_tests):

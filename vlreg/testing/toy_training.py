@@ -143,7 +143,8 @@ def _patches(embed: Any, pixels: torch.Tensor) -> torch.Tensor:
 def train(path: "str | os.PathLike", recipe: dict | None = None, threads: int = 1) -> dict:
     """Train the toy from scratch on fresh scenes and save it to ``path``; returns what is
     also written to ``toy.json`` (the recipe and its key, seconds, threads, the torch and
-    transformers versions, held-out accuracy on 300 scenes). On one thread (the default)
+    transformers versions, held-out accuracy on the recipe's ``held_out`` scenes, 300 where it
+    names none). On one thread (the default)
     the weights are the same on any machine's core count; more threads are faster and
     give other bits."""
     import transformers
@@ -186,7 +187,7 @@ def train(path: "str | os.PathLike", recipe: dict | None = None, threads: int = 
         seconds = time.perf_counter() - started
         del embed.forward
         model.eval()
-        accuracy = _accuracy(model, proc, scenes(300, recipe=recipe))
+        accuracy = _accuracy(model, proc, scenes(recipe.get("held_out", 300), recipe=recipe))
     finally:
         torch.set_num_threads(before)
     model.config._attn_implementation = "eager"

@@ -2,8 +2,17 @@
 
 from vlreg.testing.conformance import AnalysisConformance, ExpertsConformance, VisionConformance, no_patterns
 from vlreg.testing.conformance.native import QWEN_VIT, composite
+from vlreg_qwen_omni.checkpoints import PIXELS
 
 QWEN = composite(QWEN_VIT, vision="model.visual", projector="model.visual.merger")
+
+
+def tiny_videos(patch: int) -> dict:
+    """The tiny processor's frame sizes, passed with each video: the omni processors' own call
+    defaults (128 to 768 merge blocks a frame) override the video processor's saved sizes, and
+    would make the tests' 56-pixel frames 288 tokens (an occlusion sweep of 18 forwards)."""
+    low, high = PIXELS[patch]
+    return {"size": {"shortest_edge": low, "longest_edge": high}}
 
 
 class TestQwen2_5OmniThinker(AnalysisConformance, VisionConformance):
@@ -15,6 +24,7 @@ class TestQwen2_5OmniThinker(AnalysisConformance, VisionConformance):
     unavailable = no_patterns("once per window on a windowed block")
     image_sizes = ((112, 168), (168, 112))
     projector_output_is_features = False
+    video_options = tiny_videos(14)
 
 
 class TestQwen3OmniMoeThinker(ExpertsConformance, VisionConformance):
@@ -31,3 +41,4 @@ class TestQwen3OmniMoeThinker(ExpertsConformance, VisionConformance):
         "layers.1.deepstack_output": "not served on this family yet",
     }
     image_sizes = ((128, 96), (64, 128))
+    video_options = tiny_videos(16)
