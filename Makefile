@@ -84,7 +84,7 @@ $(REMOTE_STAMP): pyproject.toml $(PLUGINS)
 	$(REMOTE_PY) -m pip install -q --upgrade pip
 	$(REMOTE_PY) -m pip install -q torch==2.14.1 torchvision==0.29.1
 	$(REMOTE_PY) -m pip install -q -e '.[test]' $(addprefix -e ,$(dir $(PLUGINS)))
-	$(REMOTE_PY) -m pip install -q --ignore-requires-python 'ndif[api,ray]==0.1.2' 'ray[default]==2.60.0'
+	$(REMOTE_PY) -m pip install -q --ignore-requires-python 'ndif[api,ray]==0.1.2' 'ray[default]==2.60.0' 'moto[server]==5.2.6'
 	$(REMOTE_PY) -m pip check
 	touch $(REMOTE_STAMP)
 

@@ -5,7 +5,8 @@ against it, stop every process it started.
 
 The stack is ndif's own: Redis, a Ray head, ndif's controller actor, its API under
 gunicorn (which spawns the queue dispatcher), and one model actor per model, deployed
-by the controller when the first request for it arrives. Two classes are replaced
+by the controller when the first request for it arrives; and an S3-compatible object
+store (moto's server) for the results too large to come back on the response. Two classes are replaced
 (`ndif_cpu`): the model actor loads on the CPU, and the controller carries a shim of
 ndif for nnsight 0.8.1. So the run proves vlreg's traces through NDIF's queue,
 serialization and actors, on a CPU actor; it does not prove NDIF's GPU placement (the

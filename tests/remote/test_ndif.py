@@ -176,6 +176,63 @@ def test_a_result_past_the_inline_cap_comes_back_through_the_object_store(model,
     assert isinstance(arrivals[-1], (bytes, bytearray)), "a small result should come back inline"
 
 
+def stream_gradient(model, remote) -> torch.Tensor:
+    """A block's gradient of one logit, the gradient started at the token embeddings (the
+    server's weights are frozen: ndif's model actor loads them with requires_grad_(False))."""
+    with model.trace(chat(model), images=[image(112, 84)], remote=remote):
+        model.token_embeddings.requires_grad_()
+        stream = model.layers[1].layer_output
+        with model.logits[0, -1, 5].backward():
+            grad = stream.grad.save()
+    return grad
+
+
+@pytest.mark.parametrize("model", ["qwen2_vl"], indirect=True)
+def test_gradients_through_the_server_are_the_local_ones_or_refused_by_name(model, sandboxed):
+    """Trusted, a block's ``.grad`` read on the server is the local one, and the features'
+    ``.grad`` (the tower's weights frozen there, the features computed before the embeddings'
+    start) is refused in vlreg's words, sent back as the server's error. Sandboxed, every
+    ``.grad`` is refused by name: the backward runs in the actor, out of the runner's reach."""
+    here = stream_gradient(model, False)
+    model._module.zero_grad(set_to_none=True)
+    assert here.abs().sum() > 0
+    with pytest.raises(Exception, match=r"gradients are not served where the trace's block runs apart .* sandbox"):
+        stream_gradient(model, URL)
+    sandboxed.undo()
+    torch.testing.assert_close(stream_gradient(model, URL), here)
+    with pytest.raises(Exception, match=r"vision.image_features.grad is unavailable: .* frozen"):
+        with model.trace(chat(model), images=[image(112, 84)], remote=URL):
+            model.token_embeddings.requires_grad_()
+            features = model.vision.image_features
+            with model.logits[0, -1, 5].backward():
+                nnsight.save(features.grad)
+
+
+@pytest.mark.parametrize("model", ["qwen2_vl"], indirect=True)
+@pytest.mark.parametrize("way", ["trusted", "sandboxed"])
+def test_collects_batches_through_the_server_are_the_local_rows(model, way, request, tmp_path):
+    """`vlreg.collect(..., remote=URL)`: each batch's trace runs on the server, the rows,
+    index and boxes are the local run's."""
+    from vlreg.collect import collect, open_store
+
+    if way == "sandboxed":
+        request.getfixturevalue("sandboxed")
+    folder = tmp_path / "images"
+    folder.mkdir()
+    for index in range(3):
+        image(112, 84, seed=index).save(folder / f"photo{index}.png")
+    values = ["vision.image_features", "layers[1].layer_output"]
+    for where, remote in (("here", False), ("there", URL)):
+        collect(model, values, folder, tmp_path / where, prompt="What is shown?", batch=2, progress=False,
+                remote=remote)
+    here, there = open_store(tmp_path / "here"), open_store(tmp_path / "there")
+    assert there.images == here.images and len(here.images) == 3
+    assert torch.equal(there.index.token, here.index.token)
+    assert torch.equal(there.index.box.nan_to_num(-1), here.index.box.nan_to_num(-1))
+    for name in values:
+        torch.testing.assert_close(there[name][:], here[name][:], msg=lambda message: f"{name}: {message}")
+
+
 def environment(model, remote) -> list:
     """The names of the environment variables the block sees where it runs."""
     with model.trace(chat(model), images=[image(112, 84)], remote=remote):
