@@ -218,6 +218,38 @@ def test_gradients_under_remote_local_are_the_local_ones(model):
     assert features.abs().sum() > 0
 
 
+def stream_gradient(model, start: bool):
+    """A block's gradient, the gradient started at the token embeddings if ``start``."""
+    with model.trace(chat(model), images=[image(112, 84)]):
+        if start:
+            model.token_embeddings.requires_grad_()
+        stream = model.layers[1].layer_output
+        with model.logits[0, -1, 5].backward():
+            grad = stream.grad.save()
+    return grad
+
+
+def test_a_frozen_model_serves_the_streams_gradients_from_the_token_embeddings_on(model):
+    """As an NDIF model actor loads a model (weights frozen): a metric with no gradient is
+    refused naming what to do; after ``model.token_embeddings.requires_grad_()`` a block's
+    gradient is the unfrozen model's, and the image's values, computed before it, refuse."""
+    expected = stream_gradient(model, start=False)
+    model._module.zero_grad(set_to_none=True)
+    model._module.requires_grad_(False)
+    try:
+        with refused_before_the_backward(model, r"frozen .* model.token_embeddings.requires_grad_\(\) first"):
+            stream_gradient(model, start=False)
+        torch.testing.assert_close(stream_gradient(model, start=True), expected)
+        with refused_before_the_backward(model, r"vision.image_features.grad is unavailable: .* frozen"):
+            with model.trace(chat(model), images=[image(112, 84)]):
+                model.token_embeddings.requires_grad_()
+                features = model.vision.image_features
+                with model.logits[0, -1, 5].backward():
+                    features.grad
+    finally:
+        model._module.requires_grad_(True)
+
+
 def test_gradients_of_an_offloaded_model_are_the_in_memory_ones(model, tmp_path):
     """The tower on disk (accelerate loads its weights for each forward): its blocks', the
     features' and the text blocks' gradients are the in-memory model's."""

@@ -152,6 +152,23 @@ def test_every_analysis_helper_that_runs_traces_takes_remote(model):
             assert all(torch.equal(a, b) for a, b in pairs), f"{name} under remote={remote!r}"
 
 
+def test_the_gradient_helpers_are_refused_before_they_are_sent_to_a_server(model):
+    """An NDIF model actor loads the weights frozen, so a helper that backpropagates from its
+    own metric gets no gradient there: sending it is refused here, by name (nothing listens
+    at the host: a request sent would fail otherwise). remote="local" still runs it."""
+    prompt, images = chat(model), [image(112, 84)]
+    helpers = {
+        "attribution_patching": lambda **how: analysis.attribution_patching(model, prompt, images, images, **how),
+        "saliency": lambda **how: analysis.saliency(model, prompt, images, target=5, **how),
+        "integrated_gradients": lambda **how: analysis.integrated_gradients(model, prompt, images, target=5, **how),
+        "relevancy": lambda **how: analysis.relevancy(model, prompt, images, target=5, **how),
+    }
+    for name, call in helpers.items():
+        for remote in (True, "http://127.0.0.1:9"):
+            with pytest.raises(Unavailable, match=f"^{name} cannot run on an NDIF server: it takes gradients"):
+                call(remote=remote)
+
+
 def test_dictionary_helpers_take_remote_and_a_dictionary_attaches_again_where_it_arrives(model):
     from vlreg.dictionaries import Dictionary, feature_maps, selectivity
 

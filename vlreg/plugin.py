@@ -60,6 +60,7 @@ from .core.images.prefix import Prefix
 from .core.images.query_tokens import QueryTokens
 from .core.images.geometry import ImageGrid, box_grid, clip_boxes, tile_grids
 from .core.images.video_geometry import VideoGrid, frame_grids, frame_size, kept_frames
+from .core.serving.drilled import inside
 from .core.serving.refusals import IMAGES, Gate, prefill_only, read_only
 from .core.serving.sites import At, Site
 from .core.serving.values import argument, copied, first, returned, value, with_first
@@ -137,6 +138,7 @@ __all__ = [
     "variable_resolution",
     "hidden_states_read_only",
     "value",
+    "inside",
     "At",
     "Site",
     "argument",

@@ -5,7 +5,8 @@ against it, stop every process it started.
 
 The stack is ndif's own: Redis, a Ray head, ndif's controller actor, its API under
 gunicorn (which spawns the queue dispatcher), and one model actor per model, deployed
-by the controller when the first request for it arrives. Two classes are replaced
+by the controller when the first request for it arrives; and an S3-compatible object
+store (moto's server) for the results too large to come back on the response. Two classes are replaced
 (`ndif_cpu`): the model actor loads on the CPU, and the controller carries a shim of
 ndif for nnsight 0.8.1. So the run proves vlreg's traces through NDIF's queue,
 serialization and actors, on a CPU actor; it does not prove NDIF's GPU placement (the
@@ -38,6 +39,12 @@ ROOT = HERE.parents[1]
 BIN = Path(sys.executable).parent  # the venv with ndif, ray, vlreg and the plugins
 
 API = "127.0.0.1:8001"
+STORE = "127.0.0.1:9000"  # the object store (moto's S3 server)
+#: ndif returns a result inline on the response when it fits Redis's pub/sub buffers
+#: (``RedisProvider.max_publish_bytes``: the soft limit, or half the hard one); stock Redis
+#: allows 8 MiB. Lowered so that a tiny model's long-prompt result passes it and goes
+#: through the object store, while the other tests' results still come back inline.
+INLINE_CAP = 256 << 10
 REDIS_PORT = 6379
 RAY_PORT = 6385
 RAY_CLIENT_PORT = 10001
@@ -65,7 +72,7 @@ class Stack:
             "RAY_USAGE_STATS_ENABLED": "0",
             "NDIF_REDIS_URL": f"redis://127.0.0.1:{REDIS_PORT}",
             "NDIF_RAY_ADDRESS": f"ray://127.0.0.1:{RAY_CLIENT_PORT}",
-            "NDIF_OBJECT_STORE_URL": "http://127.0.0.1:9000",  # nothing there: results come back inline
+            "NDIF_OBJECT_STORE_URL": f"http://{STORE}",  # uploads, and the presigned urls the client gets
             "NDIF_CONTROLLER_IMPORT_PATH": "ndif_cpu.Controller",
             "NDIF_MODEL_IMPORT_PATH": "ndif_cpu.CPUModelActor",
             "NDIF_DEFAULT_DTYPE": "float32",  # what the local runs it is compared with load in
@@ -98,7 +105,10 @@ class Stack:
         self.start(
             "redis", "redis-server", "--bind", "127.0.0.1", "--port", str(REDIS_PORT),
             "--save", "", "--appendonly", "no", "--dir", str(self.scratch),
+            "--client-output-buffer-limit", f"pubsub {2 * INLINE_CAP} {INLINE_CAP} 60",
         )
+        host, port = STORE.split(":")
+        self.start("store", str(BIN / "moto_server"), "-H", host, "-p", port)
         self.start(
             "ray", "ray", "start", "--head", "--block",
             "--node-ip-address=127.0.0.1", f"--port={RAY_PORT}", f"--ray-client-server-port={RAY_CLIENT_PORT}",
@@ -107,6 +117,7 @@ class Stack:
             "--resources=" + json.dumps({"head": 10, "cuda_memory_bytes": 8 * GiB, "cpu_memory_bytes": 8 * GiB}),
             f"--temp-dir={self.scratch / 'ray'}", "--disable-usage-stats",
         )
+        self.wait("the object store", lambda: self.answers(f"http://{STORE}/"))
         self.wait("Ray", self.ray_ready)
         # ndif's controller launcher: schedules the detached controller actor and exits.
         self.run(
@@ -128,7 +139,11 @@ class Stack:
 
     def api_connected(self) -> bool:
         """Whether ``/connected`` answers 200: the dispatcher reached Ray and found the controller."""
-        probe = f"import urllib.request; urllib.request.urlopen('http://{API}/connected', timeout=5)"
+        return self.answers(f"http://{API}/connected")
+
+    def answers(self, url: str) -> bool:
+        """Whether ``url`` answers 200, asked from inside the namespace."""
+        probe = f"import urllib.request; urllib.request.urlopen({url!r}, timeout=5)"
         check = subprocess.run(self._in_namespace([str(BIN / "python"), "-c", probe]), capture_output=True, timeout=60)
         return check.returncode == 0
 
@@ -211,7 +226,10 @@ def main(argv: list[str]) -> int:
         started = time.monotonic()
         stack.up()
         print(f"[test-remote] NDIF up in {time.monotonic() - started:.0f} s", flush=True)
-        env = {**os.environ, "VLREG_NDIF_URL": f"http://{API}"}
+        env = {
+            **os.environ, "VLREG_NDIF_URL": f"http://{API}",
+            "VLREG_NDIF_STORE": f"http://{STORE}", "VLREG_NDIF_INLINE_CAP": str(INLINE_CAP),
+        }
         code = subprocess.run(stack._in_namespace(command), env=env, cwd=ROOT, timeout=COMMAND_TIMEOUT).returncode
         passed = code == 0
         return code

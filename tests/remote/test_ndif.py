@@ -19,6 +19,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+import urllib.parse
 import urllib.request
 
 import nnsight
@@ -64,24 +65,19 @@ def status(model) -> list:
     ]
 
 
-def reads(model, remote, attention: bool = True) -> dict:
-    """Image values, a block's value and (unless ``attention=False``) its attention
-    pattern, the logits."""
+def reads(model, remote) -> dict:
+    """Image values, a block's attention pattern and value, the logits."""
     with model.trace(chat(model), images=[image(112, 84)], remote=remote):
         mask = model.vision.image_token_mask.save()
         patches = model.vision.patch_embeddings.save()
         features = model.vision.image_features.save()
-        if attention:
-            pattern = model.layers[1].self_attn.attention_probabilities.save()
+        pattern = model.layers[1].self_attn.attention_probabilities.save()
         block = model.layers[1].layer_output.save()
         logits = model.logits.save()
-    values = {
+    return {
         "image_token_mask": mask, "patch_embeddings": patches, "image_features": features,
-        "layer_output": block, "logits": logits,
+        "attention_probabilities": pattern, "layer_output": block, "logits": logits,
     }
-    if attention:
-        values["attention_probabilities"] = pattern
-    return values
 
 
 def ablated(model, remote) -> torch.Tensor:
@@ -113,10 +109,9 @@ def test_the_server_ran_them_on_its_model_actor_for_vlregs_key(model):
 
 
 def test_reads_through_the_sandbox_match_the_local_trace(model, sandboxed):
-    """All but the attention pattern: the sandbox's runner builds its own copy of the
-    model from the key, and there ``self_attn.attention_probabilities`` is not bound
-    (AttributeError in the runner; docs/remote.md says so)."""
-    here, there = reads(model, False, attention=False), reads(model, URL, attention=False)
+    """The attention pattern too: the runner drills into the attention function over the
+    socket (``vlreg.plugin.inside``), as the model actor does in its own process."""
+    here, there = reads(model, False), reads(model, URL)
     assert set(there) == set(here)
     for name, local in here.items():
         torch.testing.assert_close(there[name], local, msg=lambda message: f"{name}: {message}")
@@ -124,6 +119,118 @@ def test_reads_through_the_sandbox_match_the_local_trace(model, sandboxed):
 
 def test_an_image_features_edit_through_the_sandbox_matches_the_local_edit(model, sandboxed):
     torch.testing.assert_close(ablated(model, URL), ablated(model, False))
+
+
+STORE = os.environ.get("VLREG_NDIF_STORE")
+INLINE_CAP = int(os.environ.get("VLREG_NDIF_INLINE_CAP", "0"))  # bytes ndif returns on the response itself
+
+
+@pytest.fixture
+def arrivals(monkeypatch) -> list:
+    """What each COMPLETED response carried, as the client got it: the result's bytes
+    (inline) or the presigned url it downloads the result from (the object store)."""
+    carried = []
+    download = nnsight_remote.RemoteBackend.download_result
+
+    def recording(backend, data):
+        carried.append(data)
+        return download(backend, data)
+
+    monkeypatch.setattr(nnsight_remote.RemoteBackend, "download_result", recording)
+    return carried
+
+
+def stored(url: str) -> int:
+    """The size of the object a presigned url names, asked of the object store itself."""
+    import boto3
+
+    bucket, key = urllib.parse.urlsplit(url).path.lstrip("/").split("/", 1)
+    store = boto3.client("s3", endpoint_url=STORE, region_name="us-east-1",
+                         aws_access_key_id="vlreg", aws_secret_access_key="vlreg")
+    return store.head_object(Bucket=bucket, Key=key)["ContentLength"]
+
+
+@pytest.mark.parametrize("model", ["qwen2_vl"], indirect=True)
+@pytest.mark.parametrize("way", ["trusted", "sandboxed"])
+def test_a_result_past_the_inline_cap_comes_back_through_the_object_store(model, way, arrivals, request):
+    """A block's stream over a long prompt (about 2,000 tokens: 0.5 MB, twice the cap the
+    server's Redis sets) is uploaded to the object store and downloaded from it, and is the
+    local value; a small result of the same model still comes back on the response."""
+    if way == "sandboxed":
+        request.getfixturevalue("sandboxed")
+    prompt = chat(model, text="describe the picture in detail " * 100)
+
+    def stream(remote):
+        with model.trace(prompt, images=[image(112, 84)], remote=remote):
+            values = model.layers[1].layer_output.save()
+        return values
+
+    here, there = stream(False), stream(URL)
+    assert here.nbytes > 2 * INLINE_CAP
+    (url,) = arrivals
+    assert isinstance(url, str) and url.startswith(f"{STORE}/"), url
+    assert stored(url) > INLINE_CAP
+    torch.testing.assert_close(there, here)
+
+    reads(model, URL)
+    assert isinstance(arrivals[-1], (bytes, bytearray)), "a small result should come back inline"
+
+
+def stream_gradient(model, remote) -> torch.Tensor:
+    """A block's gradient of one logit, the gradient started at the token embeddings (the
+    server's weights are frozen: ndif's model actor loads them with requires_grad_(False))."""
+    with model.trace(chat(model), images=[image(112, 84)], remote=remote):
+        model.token_embeddings.requires_grad_()
+        stream = model.layers[1].layer_output
+        with model.logits[0, -1, 5].backward():
+            grad = stream.grad.save()
+    return grad
+
+
+@pytest.mark.parametrize("model", ["qwen2_vl"], indirect=True)
+def test_gradients_through_the_server_are_the_local_ones_or_refused_by_name(model, sandboxed):
+    """Trusted, a block's ``.grad`` read on the server is the local one, and the features'
+    ``.grad`` (the tower's weights frozen there, the features computed before the embeddings'
+    start) is refused in vlreg's words, sent back as the server's error. Sandboxed, every
+    ``.grad`` is refused by name: the backward runs in the actor, out of the runner's reach."""
+    here = stream_gradient(model, False)
+    model._module.zero_grad(set_to_none=True)
+    assert here.abs().sum() > 0
+    with pytest.raises(Exception, match=r"gradients are not served where the trace's block runs apart .* sandbox"):
+        stream_gradient(model, URL)
+    sandboxed.undo()
+    torch.testing.assert_close(stream_gradient(model, URL), here)
+    with pytest.raises(Exception, match=r"vision.image_features.grad is unavailable: .* frozen"):
+        with model.trace(chat(model), images=[image(112, 84)], remote=URL):
+            model.token_embeddings.requires_grad_()
+            features = model.vision.image_features
+            with model.logits[0, -1, 5].backward():
+                nnsight.save(features.grad)
+
+
+@pytest.mark.parametrize("model", ["qwen2_vl"], indirect=True)
+@pytest.mark.parametrize("way", ["trusted", "sandboxed"])
+def test_collects_batches_through_the_server_are_the_local_rows(model, way, request, tmp_path):
+    """`vlreg.collect(..., remote=URL)`: each batch's trace runs on the server, the rows,
+    index and boxes are the local run's."""
+    from vlreg.collect import collect, open_store
+
+    if way == "sandboxed":
+        request.getfixturevalue("sandboxed")
+    folder = tmp_path / "images"
+    folder.mkdir()
+    for index in range(3):
+        image(112, 84, seed=index).save(folder / f"photo{index}.png")
+    values = ["vision.image_features", "layers[1].layer_output"]
+    for where, remote in (("here", False), ("there", URL)):
+        collect(model, values, folder, tmp_path / where, prompt="What is shown?", batch=2, progress=False,
+                remote=remote)
+    here, there = open_store(tmp_path / "here"), open_store(tmp_path / "there")
+    assert there.images == here.images and len(here.images) == 3
+    assert torch.equal(there.index.token, here.index.token)
+    assert torch.equal(there.index.box.nan_to_num(-1), here.index.box.nan_to_num(-1))
+    for name in values:
+        torch.testing.assert_close(there[name][:], here[name][:], msg=lambda message: f"{name}: {message}")
 
 
 def environment(model, remote) -> list:

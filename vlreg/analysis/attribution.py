@@ -63,7 +63,7 @@ class Attribution:
 Metric = Callable[[torch.Tensor], torch.Tensor]
 
 
-@remotely()
+@remotely(gradients=True)
 @takes_processor_options
 def attribution_patching(
     model: Any,

@@ -41,7 +41,7 @@ class Relevancy:
     geometry: list[ImageGeometry]
 
 
-@remotely()
+@remotely(gradients=True)
 @takes_processor_options
 def relevancy(
     model: Any,

@@ -148,7 +148,7 @@ def _metric(model: Any, logits: torch.Tensor, metric: Metric | None, target: Any
     return logits[wanted], wanted
 
 
-@remotely()
+@remotely(gradients=True)
 @takes_processor_options
 def saliency(
     model: Any,
@@ -196,7 +196,7 @@ def _takes_pixels_failed() -> None:
     )
 
 
-@remotely()
+@remotely(gradients=True)
 @takes_processor_options
 def integrated_gradients(
     model: Any,

@@ -79,19 +79,33 @@ def model_key(model: Any, key: Any) -> str:
     return key()
 
 
-def remotely(model_of: Any = None) -> Any:
+def remotely(model_of: Any = None, gradients: bool = False) -> Any:
     """Give a helper that runs traces a ``remote=`` keyword (``True``, a host, or ``"local"``):
     the whole helper then runs beside the server's model, in one ``model.session(remote=...)``,
     and what it returns is sent back. Its traces, its tower cache, the readout it applies
     after a trace and the geometry it computes are then all the server's: nothing of this
     process serves it. ``model_of`` maps the helper's first argument to the model (a
-    dictionary's model); by default it is the model."""
+    dictionary's model); by default it is the model.
+
+    ``gradients``: the helper backpropagates from a metric of its own traces, which has no
+    gradient on an NDIF server (its model actor loads the weights frozen), so sending it to a
+    server (``True`` or a host) is refused here, before anything is sent; ``"local"`` and a
+    backend a test passes still run it."""
 
     def decorate(helper: Any) -> Any:
         @functools.wraps(helper)
         def run(*args: Any, remote: Any = False, **kwargs: Any) -> Any:
             if not remote:
                 return helper(*args, **kwargs)
+            if gradients and (remote is True or (isinstance(remote, str) and remote != "local")):
+                from .errors import Unavailable
+
+                raise Unavailable(
+                    f"{helper.__name__} cannot run on an NDIF server: it takes gradients, and NDIF's model actor "
+                    f"loads the weights frozen (requires_grad_(False)), so its metrics carry none there. Run it "
+                    f"where the model is loaded, or read .grad in a remote trace of your own after "
+                    f"model.token_embeddings.requires_grad_() (docs/remote.md)"
+                )
             model = args[0] if model_of is None else model_of(args[0])
             return on_server(model, remote, run, args, kwargs)
 

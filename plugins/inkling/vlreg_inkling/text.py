@@ -23,7 +23,7 @@ from typing import Any
 
 from nnsight.intervention.util import first_input, replace_first_input
 
-from vlreg.plugin import (At, Attention, Layer, Mlp, MoeMlp, SharedExpertsAfter, argument, copied, eager_only,
+from vlreg.plugin import (At, Attention, Layer, Mlp, MoeMlp, SharedExpertsAfter, argument, copied, eager_only, inside,
                           modeling_envoys, read_only, returned, value)
 
 
@@ -46,7 +46,7 @@ def _heads(attention: Any, flat: Any) -> Any:
 
 def _inside(operation: str):
     """The location of ``operation`` inside the attention function the block calls."""
-    return lambda attention: f"{getattr(attention.source, attention.interface).source.prefix}.{operation}"
+    return lambda attention: inside(getattr(attention.source, attention.interface), operation)
 
 
 def _joined(index: int, description: str) -> value:

@@ -30,6 +30,7 @@ from vlreg.plugin import (
     VisionMlp,
     as_patches,
     eager_only,
+    inside,
     modeling_envoys,
     patches,
     returned,
@@ -68,8 +69,8 @@ def _positions(vision: Any) -> str:
     """The resampling of the position grid, two calls down the embedding's forward; its
     first call is the first image's. nnsight sources nested calls in the trace, by
     waiting for each call to start, so this must run before the embedding does."""
-    embed = vision.patch_embed.source.self_embed_image_0.source.self__embed_packed_patches_0.source
-    return f"{embed.prefix}.self__interpolate_position_embedding_0.output"
+    embed = vision.patch_embed.source.self_embed_image_0.source.self__embed_packed_patches_0
+    return inside(embed, "self__interpolate_position_embedding_0.output")
 
 
 def _projection(vision: Any) -> str:

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
+from ..serving.drilled import inside
 from ..serving.sites import At
 from ..serving.values import returned, value, with_first
 from .patches import VisionMlp
@@ -76,8 +77,7 @@ def _experts_call(mlp: Any) -> str:
     """The weighted slot outputs inside the experts function the module dispatches to
     (known only at the call, so drilled in the trace)."""
     experts = getattr(mlp, mlp.experts_module)
-    drilled = getattr(experts.source, mlp.experts_interface).source
-    return f"{drilled.prefix}.weighted_out_view_0.output"
+    return inside(getattr(experts.source, mlp.experts_interface), "weighted_out_view_0.output")
 
 
 class MoeMlp(Mlp):

@@ -55,6 +55,7 @@ import importlib.util
 import sys
 from typing import Any, ClassVar
 
+from ..serving.drilled import inside
 from ..serving.refusals import Gate, prefill_only, read_only
 from ..serving.values import argument, returned, value
 from .standard import Standard
@@ -114,10 +115,10 @@ def _inside_scan(operation: str) -> Any:
     the mixer's call and it (known only when the call is made, so drilled in the trace)."""
 
     def locate(mixer: Any) -> str:
-        drilled = getattr(mixer.source, mixer.scan).source
-        for call in mixer.scan_through:
-            drilled = getattr(drilled, call).source
-        return f"{drilled.prefix}.{operation}"
+        call = getattr(mixer.source, mixer.scan)
+        for through in mixer.scan_through:
+            call = getattr(call.source, through)
+        return inside(call, operation)
 
     return locate
 

@@ -11,6 +11,7 @@ from typing import Any, Callable, ClassVar
 from nnsight.intervention.util import first_input, replace_first_input
 
 from ..errors import Unavailable
+from ..serving.drilled import inside
 from ..serving.values import argument, returned, value
 from .mixers import Mixer, bind, with_mixers
 from .standard import Standard
@@ -179,8 +180,7 @@ def _inside_call(operation: str) -> Callable[[Any], str]:
     """
 
     def locate(attention: Any) -> str:
-        drilled = getattr(attention.source, attention.interface).source
-        return f"{drilled.prefix}.{operation}"
+        return inside(getattr(attention.source, attention.interface), operation)
 
     return locate
 

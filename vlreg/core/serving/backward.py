@@ -24,7 +24,7 @@ from nnsight.intervention import backward as native
 from nnsight.intervention.interleaver import Mediator, OutOfOrderError
 
 from ..errors import OutOfOrder, Unavailable
-from .gradients import ACTIVE, Source, found, lay, strided, worker
+from .gradients import ACTIVE, FROZEN, Source, found, lay, strided, worker
 from .guards import read_only_view
 
 _NativeTracer = native.__dict__.setdefault("_vlreg_native_tracer", native.BackwardTracer)
@@ -174,6 +174,13 @@ class BackwardTracer(_NativeTracer):
         super().__init__(tensor, fn, *args, **kwargs)
 
     def execute(self, code: Any) -> None:
+        if _apart():
+            raise Unavailable(
+                "gradients are not served where the trace's block runs apart from the model: ndif's sandbox runner "
+                "(where NDIF runs a request whose key is not trusted) drives the forward in the model actor's "
+                "process, and the backward runs there after it, out of the block's reach (ndif 0.1.2 serves no "
+                ".grad in its sandbox). Send the trace with a trusted key, or take gradients where the model is loaded"
+            )
         if not self.tensor.requires_grad:
             reason = _no_metric_gradient()
             if reason is not None:
@@ -192,6 +199,14 @@ class BackwardTracer(_NativeTracer):
             ACTIVE.pop()
 
 
+def _apart() -> bool:
+    """Whether this trace's block runs under an interleaver other than nnsight's own: ndif's
+    sandbox runner's, which hands each value over a socket from a forward run in another
+    process, where no hook of this one reaches the backward."""
+    interleaver = getattr(worker(), "interleaver", None)
+    return interleaver is not None and not type(interleaver).__module__.startswith("nnsight.")
+
+
 def _edge(tensor: Any) -> Any:
     source = found(tensor) if isinstance(tensor, torch.Tensor) else None
     return source.edge if source is not None and source.edge is not None else tensor
@@ -208,7 +223,7 @@ def _no_metric_gradient() -> str | None:
     elif not torch.is_grad_enabled():
         why = "the trace runs without gradient tracking (under torch.no_grad())"
     else:
-        why = "nothing it is computed from requires a gradient (weights frozen with requires_grad_(False))"
+        why = f"nothing it is computed from requires a gradient ({FROZEN})"
     return (f"the metric has no gradient, so a backward from it cannot give one: {why}. Take gradients in a "
             f"model.trace run with gradients on (no torch.no_grad() around it), of a metric computed from its "
             f"values (model.logits)")

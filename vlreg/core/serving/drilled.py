@@ -1,6 +1,6 @@
-"""Calls inside a forward whose own operations a value is read at (`Scatter.assigned`:
-Kosmos-2's ``forward_embedding``, which its text model's forward calls), instrumented as each
-run starts.
+"""Calls inside a forward whose own operations a value is read at: located by drilling in the
+trace (`inside`), or, for an entry read inside one (`Scatter.assigned`: Kosmos-2's
+``forward_embedding``, which its text model's forward calls), instrumented as each run starts.
 
 nnsight instruments such a nested call only when a worker first asks for it, and it can ask
 only before the call runs: a value read inside it after another value of the same call (the
@@ -16,6 +16,18 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from nnsight.intervention.source import instrument, make_op
+
+
+def inside(call: Any, operation: str) -> str:
+    """The location of ``operation`` (``"nn_functional_dropout_0.output"``) inside the function
+    ``call`` (an operation of a ``.source``) calls, which is known only when the call is made.
+
+    ``call.source`` drills into it, in the trace, as nnsight does; the location is then named
+    from the call's own path, never from the drilled object's ``prefix``: ndif's sandbox
+    runner drills with a stand-in for nnsight's ``Source`` that keeps its prefix private, and
+    a value located through it raised ``AttributeError`` there (docs/remote.md)."""
+    call.source
+    return f"{call.path}.source.{operation}"
 
 
 def drilled(model: Any, fn: Any) -> Any:

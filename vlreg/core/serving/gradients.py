@@ -45,6 +45,13 @@ ACTIVE: list = native.__dict__.setdefault("_vlreg_active", [])
 _numbers = native.__dict__.setdefault("_vlreg_numbers", itertools.count())
 
 
+#: What a model whose weights are frozen lets a user do (an NDIF deployment loads them so).
+FROZEN = ("weights frozen with requires_grad_(False), as an NDIF model actor loads them; let the weights require "
+          "gradients, or, where they cannot (a server), call model.token_embeddings.requires_grad_() first in the "
+          "trace: the text stream's values from there on carry gradients, the image's values before it do not "
+          "(docs/remote.md)")
+
+
 class Source:
     """What `mark` records on a served tensor (and on its source, labelled as a view of the
     first value served from it): its label, its source's number (``None`` where it carries
@@ -82,8 +89,7 @@ class Source:
                     "gradients; trace without replaying the cache")
         if not self.tracked:
             return "it was computed without gradient tracking (under torch.no_grad()); trace without it"
-        return ("it was computed from tensors none of which require a gradient (weights frozen with "
-                "requires_grad_(False)); let the weights require gradients")
+        return f"it was computed from tensors none of which require a gradient ({FROZEN})"
 
 
 def _dropped() -> None:
