@@ -10,7 +10,7 @@ from typing import Any
 import torch
 
 from vlreg.plugin import (At, Attention, GroupRoutedMoe, Layer, LatentAttention, Mlp, MixingStreamsLayer,
-                          SparseAttention, adapter, eager_only, modeling_envoys, returned, value)
+                          SparseAttention, adapter, eager_only, inside, modeling_envoys, returned, value)
 
 GATED = adapter("gated_attention")
 
@@ -111,8 +111,8 @@ def _joined(index: int, description: str, copy: bool = False) -> value:
         joined[index] = new
         return (joined, *rest), kwargs
 
-    inside = At(lambda a: f"{getattr(a.source, a.interface).source.prefix}.torch_cat_0.input", inside=lambda a: a)
-    served = value(inside, description=description)(
+    site = At(lambda a: inside(getattr(a.source, a.interface), "torch_cat_0.input"), inside=lambda a: a)
+    served = value(site, description=description)(
         lambda attention, raw: raw[0][0][index].clone() if copy else raw[0][0][index]).writes(rebuild)
     return served.transform(lambda attention, view, raw: rebuild(attention, raw, view)) if copy else served
 
