@@ -9,7 +9,7 @@ import torch
 
 from vlreg.plugin import GroupRoutedMoe, Mlp, MoeMlp
 from vlreg.testing import chat, load
-from vlreg.testing.conformance import image
+from vlreg.testing.conformance import image, sampled_frames_land_in_merge_blocks
 from vlreg_glm4v.checkpoints import MOE
 from vlreg_glm4v.text import SandwichAttention, SandwichMlp
 
@@ -154,3 +154,14 @@ def test_a_videos_tokens_are_told_from_an_images_by_the_processors_token_types(m
     with pytest.raises(ValueError, match="images and videos in one trace.*mm_token_type_ids"):
         with model.trace(chat(model, "video", "image"), images=PICTURES, videos=[frames]):
             model.logits.save()
+
+
+def test_a_lit_pixel_in_a_kept_frame_lands_in_its_temporal_patch_in_the_token_whose_box_holds_it(model):
+    """At 2 frames a second of a 4-a-second clip of 10 frames (3 seconds to GLM, which counts
+    the last frame's second whole), GLM's processor keeps 6 (0, 2, 4, 6, 8, 9), folds them 2 at a
+    time and writes the whole second of each patch's first frame after it: each grid covers
+    its patch's kept frames, at that second."""
+    sampled = {"do_sample_frames": True, "fps": 2, "video_metadata": [{"fps": 4, "total_num_frames": 10}]}
+    geometry = sampled_frames_land_in_merge_blocks(model, 10, **sampled)
+    assert [grid.frames for grid in geometry.grids] == [(0, 2), (4, 6), (8, 9)]
+    assert [grid.seconds for grid in geometry.grids] == [0, 1, 2]

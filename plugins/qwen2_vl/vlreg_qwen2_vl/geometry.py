@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 from typing import Any, Sequence
 
-from vlreg.plugin import ImageGrid, VideoGrid, box_grid, frame_size
+from vlreg.plugin import ImageGrid, VideoGrid, box_grid, frame_size, kept_frames
 
 
 def qwen_image_grids(encoding: Any, images: Sequence[Any], processor: Any) -> list[ImageGrid]:
@@ -36,8 +36,9 @@ def qwen_image_grids(encoding: Any, images: Sequence[Any], processor: Any) -> li
 def qwen_video_grids(times: str | None = None, t_counts_frames: bool = False) -> Any:
     """`vlreg_video_grids` for a Qwen-like video processor (``video_grid_thw`` ``[t, h, w]``,
     ``temporal_patch_size`` frames folded into each token, ``merge_size``): per video, one
-    `VideoGrid` per temporal patch, covering the frames it folds (the processor repeats the
-    last frame to fill the last patch), each token over a square of the frame resized whole.
+    `VideoGrid` per temporal patch, covering the first to the last frame it folds, of the
+    frames as passed (`kept_frames`: the processor's sampling followed; it repeats the last
+    kept frame to fill the last patch), each token over a square of the frame resized whole.
     ``times``: a pattern whose group is the time the processor writes at each temporal patch,
     in order (Qwen3-VL's ``<1.0 seconds>``, GLM's number after each frame), read off the
     prompt as encoded; ``None``: the processor writes none. ``t_counts_frames``: ``t`` counts
@@ -49,18 +50,14 @@ def qwen_video_grids(times: str | None = None, t_counts_frames: bool = False) ->
         patch, merge, fold = vision.patch_size, vision.merge_size, vision.temporal_patch_size
         seconds = _written(encoding, processor, times)
         found, chunk = [], 0
-        for (slices, height, width), video in zip(encoding["video_grid_thw"].tolist(), videos):
+        for index, ((slices, height, width), video) in enumerate(zip(encoding["video_grid_thw"].tolist(), videos)):
             slices = slices // fold if t_counts_frames else slices
-            frames = list(video)
-            if not (slices - 1) * fold < len(frames) <= slices * fold:
-                raise ValueError(
-                    f"the video processor kept {slices * fold} frames of the {len(frames)} given (it sampled them): "
-                    "pass do_sample_frames=False to keep every frame, so each token's frames are the ones you passed")
+            kept = kept_frames(encoding, index, video)
             rows, columns, side = height // merge, width // merge, patch * merge
-            (frame_width, frame_height) = frame_size(frames[0])
+            (frame_width, frame_height) = frame_size(video[0])
             x_scale, y_scale = frame_width / (width * patch), frame_height / (height * patch)
             boxes = box_grid(rows, columns, side * x_scale, side * y_scale)
-            found.append([VideoGrid(rows, columns, boxes, frames=(k * fold, min(k * fold + fold, len(frames)) - 1),
+            found.append([VideoGrid(rows, columns, boxes, frames=(kept[k * fold], kept[min(k * fold + fold, len(kept)) - 1]),
                                     seconds=seconds[chunk + k] if seconds else None) for k in range(slices)])
             chunk += slices
         return found

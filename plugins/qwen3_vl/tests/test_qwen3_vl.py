@@ -5,7 +5,7 @@ import torch
 
 from vlreg import StandardizedTransformer, Unavailable
 from vlreg.testing import build, chat
-from vlreg.testing.conformance import image
+from vlreg.testing.conformance import image, sampled_frames_land_in_merge_blocks
 
 CHECKPOINT = "qwen3_vl"
 
@@ -113,3 +113,13 @@ def test_a_part_is_served_by_its_own_model_type_whatever_wrapper_hosts_it():
         found = plugin.vlreg_envoys(Part(kind, config.model_type, config, cosmos))
         assert all(cls.__module__ == qwen3_vl.__name__ for cls in found), kind
     assert plugin.vlreg_envoys(Part("wrapper", "cosmos3_omni", cosmos, cosmos)) is None
+
+
+def test_a_lit_pixel_in_a_kept_frame_lands_in_its_temporal_patch_in_the_token_whose_box_holds_it(model):
+    """At 2 frames a second of a 4-a-second clip of 10 frames, Qwen3-VL's processor keeps 5
+    (evenly: 0, 2, 4, 7, 9), folds them 2 at a time (the last patch its last frame twice) and
+    writes each patch's mean time: each grid covers its patch's kept frames, at that time."""
+    sampled = {"do_sample_frames": True, "fps": 2, "video_metadata": [{"fps": 4, "total_num_frames": 10}]}
+    geometry = sampled_frames_land_in_merge_blocks(model, 10, **sampled)
+    assert [grid.frames for grid in geometry.grids] == [(0, 2), (4, 7), (9, 9)]
+    assert [grid.seconds for grid in geometry.grids] == [0.2, 1.4, 2.2]  # (0 + 2) / 2 / 4 s, as it rounds

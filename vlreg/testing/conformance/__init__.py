@@ -15,7 +15,7 @@ from .cross import CrossAttentionConformance
 from .experts import ExpertsConformance
 from .gradients import GradientConformance
 from .helpers import (at_each_step, centres, geometry_beside_grid_thw, image, lit, lit_pixels_land_in_raster_blocks,
-                      moved_features, no_patterns, patch_block, taken_sizes)
+                      moved_features, no_patterns, patch_block, sampled_frames_land_in_merge_blocks, taken_sizes)
 from .linear import LinearAttentionConformance
 from .mamba import MambaConformance
 from .modality import ModalityExpertsConformance
@@ -29,4 +29,4 @@ __all__ = ["TextConformance", "VisionConformance", "ExpertsConformance", "Modali
            "CrossAttentionConformance", "AnalysisConformance", "RemoteConformance", "PublishedWidths",
            "GradientConformance", "VideoConformance", "at_each_step", "centres", "geometry_beside_grid_thw", "image", "lit", "lit_pixels_land_in_raster_blocks",
            "moved_features",
-           "no_patterns", "patch_block", "taken_sizes"]
+           "no_patterns", "patch_block", "sampled_frames_land_in_merge_blocks", "taken_sizes"]

@@ -297,3 +297,43 @@ def envoy_at(envoy: Any, path: str) -> Any:
 def module_at(envoy: Any, path: str) -> torch.nn.Module:
     """The module at the dotted ``path`` under ``envoy`` (`envoy_at`)."""
     return envoy_at(envoy, path)._module
+
+
+def sampled_frames_land_in_merge_blocks(model: StandardizedTransformer, frames: int, **sampled: Any) -> Any:
+    """For a Qwen-like video processor (``video_grid_thw`` ``[t, h, w]``, ``temporal_patch_size``
+    kept frames folded into each patch, patches in merge-block order) told to sample
+    (``sampled``: ``do_sample_frames=True`` and the clip's ``video_metadata``): a black clip of
+    ``frames`` frames, as an array, as a user's decoded clip is. Each grid covers the kept
+    frames its temporal patch folds (the processor's own ``frames_indices``), a trace's video
+    mask counts the geometry's tokens, and a white pixel at a token's box's centre in a kept
+    frame lands in that frame's part of one of the token's patches, in that grid's temporal
+    patch. Returns the geometry."""
+    import numpy
+
+    from ..kit import chat
+
+    width, height, merge = 100, 60, model.processor.video_processor.merge_size
+    fold = model.processor.video_processor.temporal_patch_size
+    assert fold == 2  # a grid's (first, last) frames are then the patch's two
+    prompt, clip = chat(model, "video", text=None), numpy.zeros((frames, height, width, 3), dtype=numpy.uint8)
+    (geometry,) = model.vision.geometry(prompt, videos=[clip], **sampled)
+    encoding = model.processor(text=prompt, videos=[clip], return_tensors="pt", return_metadata=True, **sampled)
+    kept = [int(k) for k in encoding["video_metadata"][0].frames_indices]
+    assert [grid.frames for grid in geometry.grids] == [(kept[k], kept[min(k + fold, len(kept)) - 1])
+                                                        for k in range(0, len(kept), fold)]
+    with model.trace(prompt, videos=[clip], **sampled):
+        mask = model.vision.video_token_mask.save()
+    assert int(mask.sum()) == geometry.tokens
+    for index, grid in enumerate(geometry.grids):
+        for frame in sorted(set(grid.frames)):
+            for token in range(0, grid.tokens, 2):
+                x0, y0, x1, y1 = grid.boxes[token].tolist()
+                shot = clip.copy()
+                shot[frame, int((y0 + y1) / 2), int((x0 + x1) / 2)] = 255
+                pixels = model.processor(text=prompt, videos=[shot], return_tensors="pt", **sampled)["pixel_values_videos"]
+                at, feature = divmod(int(pixels.argmax()), pixels.shape[1])
+                per_patch = pixels.shape[0] // len(geometry.grids)
+                assert at // per_patch == index and (at % per_patch) // merge ** 2 == token
+                plane = pixels.shape[1] // (3 * fold)  # a row: channel, then the patch's frames, then pixels
+                assert grid.frames[(feature % (fold * plane)) // plane] == frame
+    return geometry
