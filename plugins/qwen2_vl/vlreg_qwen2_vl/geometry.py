@@ -57,8 +57,9 @@ def qwen_video_grids(times: str | None = None, t_counts_frames: bool = False) ->
             (frame_width, frame_height) = frame_size(video[0])
             x_scale, y_scale = frame_width / (width * patch), frame_height / (height * patch)
             boxes = box_grid(rows, columns, side * x_scale, side * y_scale)
-            found.append([VideoGrid(rows, columns, boxes, frames=(kept[k * fold], kept[min(k * fold + fold, len(kept)) - 1]),
-                                    seconds=seconds[chunk + k] if seconds else None) for k in range(slices)])
+            spans = [(kept[k * fold], kept[min(k * fold + fold, len(kept)) - 1]) for k in range(slices)]
+            found.append([VideoGrid(rows, columns, boxes, frames=span, seconds=seconds[chunk + k] if seconds else None)
+                          for k, span in enumerate(spans)])
             chunk += slices
         return found
 

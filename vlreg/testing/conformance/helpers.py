@@ -330,7 +330,8 @@ def sampled_frames_land_in_merge_blocks(model: StandardizedTransformer, frames: 
                 x0, y0, x1, y1 = grid.boxes[token].tolist()
                 shot = clip.copy()
                 shot[frame, int((y0 + y1) / 2), int((x0 + x1) / 2)] = 255
-                pixels = model.processor(text=prompt, videos=[shot], return_tensors="pt", **sampled)["pixel_values_videos"]
+                encoding = model.processor(text=prompt, videos=[shot], return_tensors="pt", **sampled)
+                pixels = encoding["pixel_values_videos"]
                 at, feature = divmod(int(pixels.argmax()), pixels.shape[1])
                 per_patch = pixels.shape[0] // len(geometry.grids)
                 assert at // per_patch == index and (at % per_patch) // merge ** 2 == token
