@@ -14,14 +14,15 @@ recipe is what the run tests.
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import pwd
 import re
 from pathlib import Path
 
-import pgserver._commands
-
-BIN = pgserver._commands.POSTGRES_BIN_PATH
+#: pgserver's bundled PostgreSQL (found, not imported: importing pgserver sets up its own
+#: server manager, which is not used here).
+BIN = Path(importlib.util.find_spec("pgserver").origin).parent / "pginstall" / "bin"
 PORT = 5432
 DATABASE = "ndif"
 ROLE, PASSWORD = "ndifapi", "vlreg-test-only"  # the API's read-only role; the superuser is `postgres`
