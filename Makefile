@@ -74,19 +74,21 @@ bench: $(STAMP)
 
 # The NDIF server's own venv, so .venv and make test never see it. ndif 0.1.2 says
 # Python >= 3.12, but its sources run on 3.11 beside this stack (pip check is clean);
-# vlreg and the plugins are in it too, since the model actor builds vlreg's model, and moto's S3
-# server, the object store results too large to return inline go through.
+# vlreg and the plugins are in it too, since the model actor builds vlreg's model, moto's S3
+# server, the object store results too large to return inline go through, and pgserver's
+# PostgreSQL with ndif's postgres extra (asyncpg), the keys database that turns ndif's auth on.
 # Ray is pinned at the release the harness was measured with (ndif leaves it open).
 REMOTE_VENV := .venv-remote
 REMOTE_PY := $(REMOTE_VENV)/bin/python
-# The stamp is named for what the venv holds, so an older .venv-remote (no object store) installs again.
-REMOTE_STAMP := $(REMOTE_VENV)/.vlreg-installed-with-store
+# The stamp is named for what the venv holds, so an older .venv-remote (no keys database) installs again.
+REMOTE_STAMP := $(REMOTE_VENV)/.vlreg-installed-with-keys
 $(REMOTE_STAMP): pyproject.toml $(PLUGINS)
 	test -x $(REMOTE_PY) || $(PYTHON) -m venv $(REMOTE_VENV)
 	$(REMOTE_PY) -m pip install -q --upgrade pip
 	$(REMOTE_PY) -m pip install -q torch==2.14.1 torchvision==0.29.1
 	$(REMOTE_PY) -m pip install -q -e '.[test]' $(addprefix -e ,$(dir $(PLUGINS)))
-	$(REMOTE_PY) -m pip install -q --ignore-requires-python 'ndif[api,ray]==0.1.2' 'ray[default]==2.60.0' 'moto[server]==5.2.6'
+	$(REMOTE_PY) -m pip install -q --ignore-requires-python 'ndif[api,ray,postgres]==0.1.2' 'ray[default]==2.60.0' \
+		'moto[server]==5.2.6' 'pgserver==0.1.4'
 	$(REMOTE_PY) -m pip check
 	touch $(REMOTE_STAMP)
 

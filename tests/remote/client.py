@@ -11,10 +11,11 @@ got, and exits 1 if any answer was not its own. Run by `test_ndif.py`, N at a ti
 from __future__ import annotations
 
 import json
+import os
 import sys
 import uuid
 
-import nnsight.intervention.backends.remote as nnsight_remote
+import nnsight
 import torch
 
 from vlreg.testing import chat, load
@@ -49,10 +50,8 @@ def fail(model, picture, words, remote):
 
 
 def main(index: int, url: str, checkpoint: str, sandboxed: bool) -> int:
-    if sandboxed:
-        from test_ndif import UntrustedRequest
-
-        nnsight_remote.RequestModel = UntrustedRequest
+    if sandboxed:  # an ordinary key: ndif's auth sends its requests to the sandbox
+        nnsight.CONFIG.API.APIKEY = os.environ["VLREG_NDIF_UNTRUSTED_KEY"]
     model = load(checkpoint, dtype=torch.float32)  # the same folder, so the same key and deployment
     picture, factor = image(112, 84, seed=index), float(index + 2)
     words = f"client {index} fails on purpose ({uuid.uuid4().hex})"

@@ -3,7 +3,8 @@ against it, stop every process it started.
 
     python tests/remote/server.py [command ...]    # default: pytest tests/remote
 
-The stack is ndif's own: Redis, a Ray head, ndif's controller actor, its API under
+The stack is ndif's own: Postgres with ndif's keys tables (`keys`), so that auth is on
+as in a deployment, Redis, a Ray head, ndif's controller actor, its API under
 gunicorn (which spawns the queue dispatcher), and one model actor per model, deployed
 by the controller when the first request for it arrives; and an S3-compatible object
 store (moto's server) for the results too large to come back on the response. Two classes are replaced
@@ -18,7 +19,8 @@ Everything runs in a network namespace of its own with only loopback, and binds
 started in its own process group and stopped by group, SIGTERM then SIGKILL; then any
 process still in the namespace (all of them ours) is killed by PID and the namespace
 deleted, on success, failure or interrupt alike. The command runs inside the
-namespace with ``VLREG_NDIF_URL`` set to the API; it and the start-up are bounded in
+namespace with ``VLREG_NDIF_URL`` set to the API and ``NDIF_API_KEY`` to the trusted
+key (``VLREG_NDIF_UNTRUSTED_KEY``: the ordinary one); it and the start-up are bounded in
 time.
 """
 
@@ -33,6 +35,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+import keys
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
@@ -64,6 +68,7 @@ class Stack:
         self.logs = self.scratch / "logs"
         self.logs.mkdir()
         self.processes: dict[str, subprocess.Popen] = {}
+        self.keys: dict[str, str] = {}  # each researcher's API key, by email (`keys_database`)
         self.env = {
             **os.environ,
             "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}",
@@ -84,15 +89,18 @@ class Stack:
 
     # -- starting ---------------------------------------------------------------
 
-    def run(self, *argv: str, timeout: float = 60, **env: str) -> None:
-        """Run a short command inside the namespace, to completion."""
-        subprocess.run(self._in_namespace(argv), env={**self.env, **env}, check=True, timeout=timeout)
+    def run(self, *argv: str, timeout: float = 60, stdin: str | None = None, **env: str) -> str:
+        """Run a short command inside the namespace, to completion; its output."""
+        done = subprocess.run(self._in_namespace(argv), env={**self.env, **env}, check=True, timeout=timeout,
+                              input=stdin, stdout=subprocess.PIPE, text=True)
+        return done.stdout
 
-    def start(self, name: str, *argv: str) -> None:
+    def start(self, name: str, *argv: str, **env: str) -> None:
         """Start a long-running process in the namespace, in a process group of its own."""
         log = open(self.logs / f"{name}.log", "wb")
         self.processes[name] = subprocess.Popen(
-            self._in_namespace(argv), env=self.env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+            self._in_namespace(argv), env={**self.env, **env}, stdout=log, stderr=subprocess.STDOUT,
+            start_new_session=True,
         )
         log.close()
 
@@ -102,6 +110,7 @@ class Stack:
     def up(self) -> None:
         subprocess.run(["ip", "netns", "add", self.namespace], check=True)
         self.run("ip", "link", "set", "lo", "up")
+        self.keys = self.keys_database()
         self.start(
             "redis", "redis-server", "--bind", "127.0.0.1", "--port", str(REDIS_PORT),
             "--save", "", "--appendonly", "no", "--dir", str(self.scratch),
@@ -127,8 +136,24 @@ class Stack:
         self.start(
             "api", "gunicorn", "--config", "python:ndif.services.api.gunicorn_conf",
             "--bind", API, "--workers", "1", "ndif.services.api.app:app",
+            NDIF_POSTGRES_URL=keys.url(),  # auth on: only the API reads the keys
         )
         self.wait("the API's dispatcher connected to Ray and the controller", self.api_connected)
+
+    def keys_database(self) -> dict[str, str]:
+        """Start Postgres with ndif's keys tables, make the rows of docs/remote.md's recipe,
+        and return each researcher's API key by email."""
+        data = self.scratch / "postgres"
+        data.mkdir()
+        keys.hand_over(data)
+        self.run(*keys.initdb(data), timeout=120)
+        self.start("postgres", *keys.server(data))
+        ready = [str(keys.BIN / "pg_isready"), "-q", "-h", str(data), "-p", str(keys.PORT)]
+        self.wait("Postgres", lambda: subprocess.run(self._in_namespace(ready), timeout=30).returncode == 0)
+        self.run(*keys.psql(data), stdin=keys.TABLES)
+        self.run(*keys.psql(data, keys.DATABASE), stdin=keys.recipe())
+        listed = self.run(*keys.psql(data, keys.DATABASE), "-At", "-F", " ", "-c", keys.keys_query())
+        return dict(line.split() for line in listed.splitlines())
 
     def ray_ready(self) -> bool:
         check = subprocess.run(
@@ -228,6 +253,7 @@ def main(argv: list[str]) -> int:
         print(f"[test-remote] NDIF up in {time.monotonic() - started:.0f} s", flush=True)
         env = {
             **os.environ, "VLREG_NDIF_URL": f"http://{API}",
+            "NDIF_API_KEY": stack.keys[keys.TRUSTED], "VLREG_NDIF_UNTRUSTED_KEY": stack.keys[keys.ORDINARY],
             "VLREG_NDIF_STORE": f"http://{STORE}", "VLREG_NDIF_INLINE_CAP": str(INLINE_CAP),
         }
         code = subprocess.run(stack._in_namespace(command), env=env, cwd=ROOT, timeout=COMMAND_TIMEOUT).returncode

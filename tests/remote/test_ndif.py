@@ -7,8 +7,10 @@ serializes it, NDIF's API queues it, the dispatcher hands it to the model actor 
 controller deployed for the model key, which rebuilds the model from the key (vlreg's
 class, for vlreg's models), runs the block and sends the saved values back.
 
-The model actor is ndif's sandboxing one: a trusted request runs in the actor, an
-untrusted one (``sandboxed``) in a fresh runner process holding a weightless copy of the
+Auth is on, as in a deployment: each request carries an API key from the server's keys
+database (``NDIF_API_KEY``, a key with the ``trusted`` tag, unless a test says otherwise).
+The model actor is ndif's sandboxing one: a trusted request runs in the actor, one with an
+ordinary key (``sandboxed``) in a fresh runner process holding a weightless copy of the
 model built from the same key, in lockstep with the actor's forward.
 """
 
@@ -18,6 +20,7 @@ import json
 import os
 import subprocess
 import sys
+import uuid
 from pathlib import Path
 import urllib.parse
 import urllib.request
@@ -26,7 +29,6 @@ import nnsight
 import nnsight.intervention.backends.remote as nnsight_remote
 import pytest
 import torch
-from nnsight.schema.request import RequestModel
 
 from vlreg.testing import chat
 from vlreg.testing.conformance import image
@@ -39,18 +41,14 @@ pytestmark = pytest.mark.skipif(URL is None, reason="needs make test-remote's se
 CHECKPOINTS = ("qwen2_vl", "llava_interleave")
 
 
-class UntrustedRequest(RequestModel):
-    """nnsight's envelope with ndif's ``trusted`` field set False: what ndif's auth
-    stamps on a request whose key lacks the ``trusted`` tag. With auth off (no
-    Postgres), ndif honours the client's own ``trusted=False`` (``validate_request``)."""
-
-    trusted: bool = False
+UNTRUSTED_KEY = os.environ.get("VLREG_NDIF_UNTRUSTED_KEY")  # a key without the `trusted` tag
 
 
 @pytest.fixture
 def sandboxed(monkeypatch):
-    """Requests sent in this test run in ndif's sandbox, not in the model actor."""
-    monkeypatch.setattr(nnsight_remote, "RequestModel", UntrustedRequest)
+    """Requests sent in this test carry an ordinary key, so they run in ndif's sandbox, not
+    in the model actor (ndif's auth decides that from the key, whatever the client asks)."""
+    monkeypatch.setattr(nnsight.CONFIG.API, "APIKEY", UNTRUSTED_KEY)
     return monkeypatch
 
 
@@ -119,6 +117,26 @@ def test_reads_through_the_sandbox_match_the_local_trace(model, sandboxed):
 
 def test_an_image_features_edit_through_the_sandbox_matches_the_local_edit(model, sandboxed):
     torch.testing.assert_close(ablated(model, URL), ablated(model, False))
+
+
+@pytest.mark.parametrize("model", ["qwen2_vl"], indirect=True)
+@pytest.mark.parametrize(
+    "key, status, says",
+    [(None, 401, "Missing or invalid API key"), ("not-a-key", 400, "Invalid API key format: 'not-a-key'"),
+     (str(uuid.uuid4()), 403, "Invalid API key.")],
+    ids=["missing", "malformed", "unknown"],
+)
+def test_a_request_without_a_known_key_is_refused_in_ndifs_words(model, key, status, says, monkeypatch):
+    """What the user sees is nnsight's RemoteError carrying ndif's own sentence, the HTTP
+    status behind it, raised through vlreg's trace unchanged: neither masked nor rephrased."""
+    monkeypatch.setattr(nnsight.CONFIG.API, "APIKEY", key)
+    with pytest.raises(nnsight_remote.RemoteError) as refused:
+        reads(model, URL)
+    assert type(refused.value) is nnsight_remote.RemoteError
+    answer = refused.value.__cause__.response
+    assert answer.status_code == status
+    assert says in answer.json()["detail"]
+    assert str(refused.value) == f"Failed to send request: {answer.json()['detail']}"
 
 
 STORE = os.environ.get("VLREG_NDIF_STORE")
@@ -242,8 +260,9 @@ def environment(model, remote) -> list:
 
 @pytest.mark.parametrize("model", ["qwen2_vl"], indirect=True)
 def test_the_sandbox_keeps_the_operators_environment_from_the_block(model, sandboxed):
-    """A trusted block runs in the model actor and sees the operator's settings; a
-    sandboxed one runs in ndif's runner, which starts with a short allowlist of them."""
+    """A block sent with the trusted key runs in the model actor and sees the operator's
+    settings; one sent with an ordinary key runs in ndif's runner, which starts with a short
+    allowlist of them. So the key, through ndif's auth, is what puts a trace in the sandbox."""
     assert "NDIF_REDIS_URL" not in environment(model, URL)
     sandboxed.undo()
     assert "NDIF_REDIS_URL" in environment(model, URL)
