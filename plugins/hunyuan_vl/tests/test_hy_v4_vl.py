@@ -68,3 +68,35 @@ def test_each_heads_sink_takes_what_the_probabilities_lack(model):
     assert sinks[0, :, 0, 0].unique().numel() == sinks.shape[1], "each head has its own sink"
     taken = torch.softmax(torch.cat([scores, sinks], dim=-1), dim=-1)[..., -1]
     torch.testing.assert_close(1 - probabilities.sum(-1), taken)
+
+
+def test_a_lit_pixel_in_a_kept_frame_lands_in_its_frame_in_the_token_whose_box_holds_it(model):
+    """At 2 frames a second of a 4-a-second clip of 10 frames, HY-V4-VL's video processor keeps
+    5 (evenly: 0, 2, 4, 7, 9) and reads each alone as an image, patches row by row: each grid is
+    one kept frame, a trace's video mask counts the geometry's tokens, and a white pixel at a
+    token's box's centre in a kept frame lands in that frame's patches, in one of the token's."""
+    import numpy
+
+    sampled = {"do_sample_frames": True, "fps": 2, "video_metadata": [{"fps": 4, "total_num_frames": 10}]}
+    width, height, merge = 100, 60, model.processor.video_processor.merge_size
+    prompt, clip = chat(model, "video", text=None), numpy.zeros((10, height, width, 3), dtype=numpy.uint8)
+    (geometry,) = model.vision.geometry(prompt, videos=[clip], **sampled)
+    kept = model.processor(text=prompt, videos=[clip], return_metadata=True, **sampled)["video_metadata"][0]
+    assert [grid.frames for grid in geometry.grids] == [(k, k) for k in kept.frames_indices] == [
+        (0, 0), (2, 2), (4, 4), (7, 7), (9, 9)]
+    with model.trace(prompt, videos=[clip], **sampled):
+        mask = model.vision.video_token_mask.save()
+    assert int(mask.sum()) == geometry.tokens
+    for index, grid in enumerate(geometry.grids):
+        (frame, _) = grid.frames
+        for token in range(0, grid.tokens, 2):
+            if grid.covered[token]:  # not a row's newline
+                x0, y0, x1, y1 = grid.boxes[token].tolist()
+                shot = clip.copy()
+                shot[frame, int((y0 + y1) / 2), int((x0 + x1) / 2)] = 255
+                encoding = model.processor(text=prompt, videos=[shot], return_tensors="pt", **sampled)
+                _, rows, columns = encoding["video_grid_thw"][0].tolist()
+                pixels = encoding["pixel_values_videos"]  # a row a patch, frame after frame, row by row
+                at = int(pixels.argmax()) // pixels.shape[1]
+                row, column = divmod(at % (rows * columns), columns)
+                assert at // (rows * columns) == index and (row // merge) * grid.columns + column // merge == token

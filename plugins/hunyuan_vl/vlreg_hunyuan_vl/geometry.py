@@ -6,7 +6,7 @@ each 2 x 2 block of patches into a token, blocks in raster order, ends each row 
 newline token and puts a begin token before the image and an end token after it. So an image's
 grids, in sequence order: the begin token, the ``h / 2`` x ``w / 2 + 1`` rows (the last column
 the newlines, over no pixels), the end token. HY-V4-VL's merger writes the rows alone
-(`hy_v4_image_grids`), and a video's frames each as an image (`hy_v4_video_grids`).
+(`hy_v4_image_grids`), and a video's kept frames each as an image (`hy_v4_video_grids`).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from typing import Any, Sequence
 
 import torch
 
-from vlreg.plugin import ImageGrid, VideoGrid, box_grid, frame_size
+from vlreg.plugin import ImageGrid, VideoGrid, box_grid, frame_size, kept_frames
 
 NOWHERE = float("nan")
 
@@ -53,16 +53,16 @@ def hy_v4_image_grids(encoding: Any, images: Sequence[Any], processor: Any) -> l
 
 
 def hy_v4_video_grids(encoding: Any, videos: Sequence[Any], processor: Any) -> list[list[VideoGrid]]:
-    """HY-V4-VL's videos: per video, one grid a frame (the video processor folds no frames
-    together, ``temporal_patch_size`` 1, and samples none unless asked), its rows each ended by
-    a newline, as an image's."""
+    """HY-V4-VL's videos: per video, one grid a temporal patch, over the first to the last kept
+    frame it folds (`kept_frames`: the processor's sampling followed, where it is asked to
+    sample; ``temporal_patch_size`` 1 by default, so a grid a kept frame), its rows each ended
+    by a newline, as an image's."""
     vision = processor.video_processor
-    found = []
-    for grid, video in zip(encoding["video_grid_thw"].tolist(), videos):
-        frames = list(video)
-        if grid[0] != len(frames):
-            raise ValueError(f"the video processor kept {grid[0]} frames of the {len(frames)} given (it sampled "
-                             "them): pass do_sample_frames=False to keep every frame, so each grid's frame is yours")
-        rows, columns, boxes = _boxes_with_newlines(grid, frame_size(frames[0]), vision.patch_size, vision.merge_size)
-        found.append([VideoGrid(rows, columns, boxes, fold=vision.merge_size, frames=(k, k)) for k in range(grid[0])])
+    fold, found = vision.temporal_patch_size, []
+    for index, (grid, video) in enumerate(zip(encoding["video_grid_thw"].tolist(), videos)):
+        kept = kept_frames(encoding, index, video)
+        rows, columns, boxes = _boxes_with_newlines(grid, frame_size(video[0]), vision.patch_size, vision.merge_size)
+        found.append([VideoGrid(rows, columns, boxes, fold=vision.merge_size,
+                                frames=(kept[k * fold], kept[min(k * fold + fold, len(kept)) - 1]))
+                      for k in range(grid[0])])
     return found

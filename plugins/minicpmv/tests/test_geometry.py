@@ -79,3 +79,54 @@ def test_a_token_reads_exactly_its_rows_of_the_last_block(model):
             rows = patch_block(grid, token, first, fold)
             assert moved_features(model, prompt, pictures, 0, rows) == [geometry.span(number).start + token]
         first += grid.tokens * fold**2
+
+
+def test_a_lit_pixel_in_a_kept_frame_lands_in_that_frames_units_in_the_token_whose_box_holds_it(model):
+    """A 4-a-second clip of 10 frames (2.5 s), sampled: the video processor keeps a frame a
+    second (0, 4, 8) and cuts each as an image, its source frame and slices a unit each, the
+    units' patches side by side in ``pixel_values_videos`` (each unit's patches one after the
+    other, a patch ``patch_size`` columns). Each grid is one unit of one kept frame, a trace's
+    video mask counts the geometry's tokens, and a white pixel at a token's box's centre in a
+    kept frame lands in that token's patches of the grid's unit and in no other frame's units."""
+    import numpy
+
+    sampled = {"do_sample_frames": True, "video_metadata": [{"fps": 4, "total_num_frames": 10, "duration": 2.5}]}
+    width, height, patch = 112, 84, model.processor.video_processor.patch_size
+    prompt, clip = chat(model, "video", text="Read it."), numpy.zeros((10, height, width, 3), dtype=numpy.uint8)
+    (geometry,) = model.vision.geometry(prompt, videos=[clip], **sampled)
+    kept = model.processor(text=prompt, videos=[clip], return_metadata=True, **sampled)["video_metadata"][0]
+    assert kept.frames_indices == [0, 4, 8]
+    assert [grid.frames for grid in geometry.grids] == [(k, k) for k in (0, 4, 8) for _ in range(5)]
+    with model.trace(prompt, videos=[clip], **sampled):
+        mask = model.vision.video_token_mask.save()
+    assert int(mask.sum()) == geometry.tokens
+    for index, grid in enumerate(geometry.grids):
+        (frame, _) = grid.frames
+        for token in range(0, grid.tokens, 3):
+            x0, y0, x1, y1 = grid.boxes[token].tolist()
+            shot = clip.copy()
+            shot[frame, int((y0 + y1) / 2), int((x0 + x1) / 2)] = 255
+            encoding = model.processor(text=prompt, videos=[shot], return_tensors="pt", **sampled)
+            pixels, sizes = encoding["pixel_values_videos"][0], encoding["target_sizes_videos"].tolist()
+            ends = numpy.cumsum([rows * columns * patch for rows, columns in sizes])
+            starts = [0, *ends[:-1]]
+            unit = pixels[..., starts[index]:ends[index]]
+            spot = int(unit.flatten(0, 1).max(0).values.argmax()) // patch  # the brightest patch of the unit
+            row, column = divmod(spot, sizes[index][1])
+            assert (row // grid.fold) * grid.columns + column // grid.fold == token
+            others = [k for k, other in enumerate(geometry.grids) if other.frames != grid.frames]
+            assert all(pixels[..., starts[k]:ends[k]].max() < unit.max() for k in others)
+
+
+def test_stacked_frames_are_refused_by_name(model):
+    """With ``stack_frames`` > 1 the processor tiles each second's extra frames into one picture:
+    a token there has no box in one frame, so the video's geometry is refused, saying why."""
+    import numpy
+
+    from vlreg.plugin import Unavailable
+
+    sampled = {"do_sample_frames": True, "stack_frames": 2,
+               "video_metadata": [{"fps": 4, "total_num_frames": 10, "duration": 2.5}]}
+    clip = numpy.zeros((10, 84, 112, 3), dtype=numpy.uint8)
+    with pytest.raises(Unavailable, match="stack_frames=2.*tiles each second's extra frames"):
+        model.vision.geometry(chat(model, "video", text="Read it."), videos=[clip], **sampled)

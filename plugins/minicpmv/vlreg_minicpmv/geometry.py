@@ -8,8 +8,9 @@ tokens: 4 x 4 patches a token (``downsample_mode="16x"``: the tower's ``vit_merg
 projector's 2 x 2 merge), or 2 x 2 (``"4x"``: the projector's alone). The processor writes
 the tokens in that order, the source image's first, then the slices' row by row, so an image
 is a grid per source image and slice, each token's box the pixels of the original image its
-patches cover (the resize undone). The video processor cuts each frame the same way, frame
-after frame (``target_sizes_videos``), so a video is that, a frame at a time.
+patches cover (the resize undone). The video processor cuts each frame it keeps (it samples
+by default) the same way, frame after frame (``target_sizes_videos``), so a video is that, a
+kept frame at a time.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from __future__ import annotations
 from functools import partial
 from typing import Any, Callable, Sequence
 
-from vlreg.plugin import ImageGrid, VideoGrid, box_grid, frame_size
+from vlreg.plugin import ImageGrid, Unavailable, VideoGrid, box_grid, frame_size, kept_frames
 
 
 def fold(image_processor: Any) -> int:
@@ -39,23 +40,31 @@ def image_grids(encoding: Any, images: Sequence[Any], processor: Any) -> list[li
 
 
 def video_grids(encoding: Any, videos: Sequence[Any], processor: Any) -> list[list[VideoGrid]]:
-    """Each video's grids, frame by frame: the video processor cuts every frame as the image
-    processor cuts an image, so a frame is its source frame (labelled ``"frame"``), then its
-    slices, each grid over that frame alone."""
+    """Each video's grids, kept frame by kept frame (`kept_frames`: the processor's sampling
+    followed, each frame an index into the video as passed): the video processor cuts every
+    frame as the image processor cuts an image, so a frame is its source frame (labelled
+    ``"frame"``), then its slices, each grid over that frame alone. Stacked frames
+    (``stack_frames`` > 1) are refused: the processor tiles each second's extra frames into
+    one picture, lines between them, and resizes and slices that, so a token there can span
+    two frames and has no box in any one frame passed."""
     settings = processor.video_processor
+    if (settings.stack_frames or 1) > 1:
+        raise Unavailable(
+            f"vision.geometry(videos=...) is unavailable with stack_frames={settings.stack_frames}: MiniCPM-V's video "
+            "processor tiles each second's extra frames into one picture, so a token there can cover parts of two "
+            "frames and has no box in one frame; pass stack_frames=1 (each kept frame then read alone)")
     sizes = encoding["target_sizes_videos"].tolist()
+    kept = [kept_frames(encoding, index, video) for index, video in enumerate(videos)]
     cuts = [_cut(settings, *frame_size(video[0])) for video in videos]
-    expected = sum(len(video) * (1 + rows * columns) for video, (rows, columns) in zip(videos, cuts))
+    expected = sum(len(frames) * (1 + rows * columns) for frames, (rows, columns) in zip(kept, cuts))
     if expected != len(sizes):
-        raise ValueError(
-            f"the video processor made {len(sizes)} source frames and slices, where cutting each frame given makes "
-            f"{expected} (it sampled or stacked frames): pass do_sample_frames=False and stack_frames=1, so each "
-            "token's frame is one you passed")
+        raise ValueError(f"the video processor made {len(sizes)} source frames and slices, where cutting each kept "
+                         f"frame makes {expected}: vlreg does not know this video processor's layout")
     found, unit = [], 0
-    for video in videos:
+    for video, frames in zip(videos, kept):
         grids = []
-        for k, frame in enumerate(video):
-            one = _picture(settings, sizes[unit:], *frame_size(frame), "frame", partial(VideoGrid, frames=(k, k)))
+        for k in frames:
+            one = _picture(settings, sizes[unit:], *frame_size(video[k]), "frame", partial(VideoGrid, frames=(k, k)))
             grids, unit = grids + one, unit + len(one)
         found.append(grids)
     return found
