@@ -9,7 +9,6 @@ from PIL import Image
 from vlreg.plugin import adapter
 from vlreg.testing import chat, load
 from vlreg.testing.conformance import image, lit, lit_pixels_land_in_raster_blocks
-from vlreg_kimi import SPLITS_FRAMES
 
 #: 112 x 84 fits (4 x 3 tokens); 300 x 100 is padded below (its last row of tokens half over
 #: the padding); 400 x 300 is shrunk to the budget of 144 patches.
@@ -62,7 +61,6 @@ def test_the_tower_is_published_as_the_kimi_vit_adapter(model):
 
 
 
-@pytest.mark.skipif(SPLITS_FRAMES, reason="transformers before 5.25 cannot run a Kimi K2.5 video (refused by name)")
 def test_a_lit_pixel_in_a_kept_frame_lands_in_its_chunk_in_the_token_whose_box_holds_it(model):
     """Sampled at 12 of 24 frames a second, the processor keeps every other frame, chunks them
     4 at a time and pads each as an image: each grid covers its chunk's first to last kept
