@@ -85,3 +85,16 @@ def test_a_lit_pixel_in_a_kept_frame_lands_in_its_chunk_in_the_token_whose_box_h
                 kept, (row, column) = patch // (rows * columns), divmod(patch % (rows * columns), columns)
                 assert frame == 2 * kept and kept // chunk == index  # the kept frame's patches, in this chunk
                 assert (row // merge) * grid.columns + column // merge == token
+
+
+def test_a_chunk_a_frame_is_served_on_every_transformers(model):
+    """``temporal_patch_size=1`` (what the refusal before transformers 5.25 offers) makes each
+    frame its own chunk and grid: the trace serves each frame's tokens, where the geometry
+    places them."""
+    prompt, video = chat(model, "video", text=None), [image(56, 56, seed=k) for k in range(3)]
+    (geometry,) = model.vision.geometry(prompt, videos=[video], temporal_patch_size=1)
+    with model.trace(prompt, videos=[video], temporal_patch_size=1):
+        mask = model.vision.video_token_mask.save()
+        features = model.vision.video_features.save()
+    assert [grid.frames for grid in geometry.grids] == [(0, 0), (1, 1), (2, 2)]
+    assert features.shape[0] == int(mask.sum()) == geometry.tokens == 3 * 2 * 2  # 56 pixels: 2 x 2 tokens a frame
