@@ -25,7 +25,7 @@ from .host.family import Family, bind_anchored, resolve
 from .images.entries import Entry
 from .images.geometry import image_geometry
 from .images.video_geometry import video_geometry
-from .images.inputs import check_invokes, in_weights_dtype, takes_flat
+from .images.inputs import check_encoding, check_invokes, in_weights_dtype, takes_flat
 from .images.invokes import combine
 from .images.options import encode_invoke, processing, refuse_unknown, route, same_options, split
 from .images.processing import MEDIA, configured, for_processor
@@ -256,6 +256,7 @@ class StandardizedTransformer(TextSizes, TransformersModel):
             options = same_options(routed)
             invokes = combine(configured(self.processor, options), invokes, options, flat=takes_flat(self))
         args, kwargs = super()._batch(invokes, fn)
+        check_encoding(self, kwargs)
         kwargs = in_weights_dtype(kwargs, self._module.dtype)
         if getattr(fn, "__name__", "") != "generate":  # generate starts the decoder itself
             kwargs = with_decoder_start(self._module, args, kwargs)

@@ -9,7 +9,6 @@ from PIL import Image
 from vlreg.plugin import adapter
 from vlreg.testing import chat, load
 from vlreg.testing.conformance import image, lit, lit_pixels_land_in_raster_blocks
-from vlreg_kimi import SPLITS_FRAMES
 
 #: 112 x 84 fits (4 x 3 tokens); 300 x 100 is padded below (its last row of tokens half over
 #: the padding); 400 x 300 is shrunk to the budget of 144 patches.
@@ -62,7 +61,6 @@ def test_the_tower_is_published_as_the_kimi_vit_adapter(model):
 
 
 
-@pytest.mark.skipif(SPLITS_FRAMES, reason="transformers before 5.25 cannot run a Kimi K2.5 video (refused by name)")
 def test_a_lit_pixel_in_a_kept_frame_lands_in_its_chunk_in_the_token_whose_box_holds_it(model):
     """Sampled at 12 of 24 frames a second, the processor keeps every other frame, chunks them
     4 at a time and pads each as an image: each grid covers its chunk's first to last kept
@@ -87,3 +85,16 @@ def test_a_lit_pixel_in_a_kept_frame_lands_in_its_chunk_in_the_token_whose_box_h
                 kept, (row, column) = patch // (rows * columns), divmod(patch % (rows * columns), columns)
                 assert frame == 2 * kept and kept // chunk == index  # the kept frame's patches, in this chunk
                 assert (row // merge) * grid.columns + column // merge == token
+
+
+def test_a_chunk_a_frame_is_served_on_every_transformers(model):
+    """``temporal_patch_size=1`` (what the refusal before transformers 5.25 offers) makes each
+    frame its own chunk and grid: the trace serves each frame's tokens, where the geometry
+    places them."""
+    prompt, video = chat(model, "video", text=None), [image(56, 56, seed=k) for k in range(3)]
+    (geometry,) = model.vision.geometry(prompt, videos=[video], temporal_patch_size=1)
+    with model.trace(prompt, videos=[video], temporal_patch_size=1):
+        mask = model.vision.video_token_mask.save()
+        features = model.vision.video_features.save()
+    assert [grid.frames for grid in geometry.grids] == [(0, 0), (1, 1), (2, 2)]
+    assert features.shape[0] == int(mask.sum()) == geometry.tokens == 3 * 2 * 2  # 56 pixels: 2 x 2 tokens a frame

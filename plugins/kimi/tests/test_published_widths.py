@@ -12,7 +12,6 @@ import transformers
 
 from vlreg.plugin import GroupRoutedMoe, LatentAttention
 from vlreg.testing.conformance import PublishedWidths
-from vlreg_kimi import SPLITS_FRAMES
 
 PER_CALL = "once per image"
 
@@ -32,8 +31,7 @@ class TestKimiK25(PublishedWidths):
         "vision.intermediate_size": 4304, "vision.patch_size": 14, "vision.spatial_merge_size": 2,
         "projector.in_proj.weight.shape": (4608, 4608),
     }
-    refused = {"vision.self_attn.attention_scores": PER_CALL, "vision.self_attn.attention_probabilities": PER_CALL,
-               **({"videos": "before 5.25 cannot run"} if SPLITS_FRAMES else {})}
+    refused = {"vision.self_attn.attention_scores": PER_CALL, "vision.self_attn.attention_probabilities": PER_CALL}
     read_only = ["vision.image_token_mask"]
 
     def test_latent_attention_and_the_routed_blocks(self, model):

@@ -8,9 +8,11 @@ of patches); ``model``'s forward writes the projected tokens into the embeddings
 first ``inputs_embeds.masked_scatter``, a video's with its second.
 
 Videos run through the same tower and projector, each chunk of ``temporal_patch_size`` frames
-pooled into one grid of tokens, and are written at the second scatter (`VIDEO_SCATTER`):
-``vision.video_token_mask`` and ``vision.video_features`` are served on transformers 5.25 (before
-it, transformers' forward fails on a video of more than one frame: refused by name). Their grids
+pooled into one grid of tokens, and are written at the second scatter (`VIDEO_SCATTER`), where
+``vision.video_token_mask`` and ``vision.video_features`` are served. Before transformers 5.25,
+transformers' forward fails on a chunk of more than one frame: a trace refuses such a video by
+name before the model runs (`vision.KimiVision.encoding_refusal`), and serves a video whose every
+chunk is one frame (a video of one frame, or ``temporal_patch_size=1``). Their grids
 (`geometry.kimi_video_grids`) follow the processor's sampling: a grid a chunk, over the first to
 the last frame it pools, with the chunk's written start time. The forward embeds the
 prompt with the image and video placeholders replaced by token 0, so ``embed_tokens``' output
@@ -20,27 +22,17 @@ It publishes the tower's envoy classes, names and image grids as the adapter ``"
 (`vision.KimiViT`), for the families built on Kimi's blocks (Muse Glimmer, Muse Spark).
 """
 
-import transformers
-from packaging.version import Version
-
-from vlreg.plugin import SCATTER, VIDEO_SCATTER, Plugin, Tower, Wrapper
+from vlreg.plugin import VIDEO_SCATTER, Plugin, Tower, Wrapper
 
 from . import vision
 from .geometry import kimi_image_grids, kimi_video_grids
+from .vision import SPLITS_FRAMES
+
+__all__ = ["KIMI_VIT", "SPLITS_FRAMES", "builders", "plugin"]
 
 #: What families on Kimi's tower share, published as the adapter "kimi_vit".
 KIMI_VIT = vision.KimiViT(Vision=vision.KimiVision, Attention=vision.KimiVisionAttention,
                           tower_rename=vision.TOWER_RENAME, image_grids=kimi_image_grids)
-
-#: transformers before 5.25 splits a video's projected tokens by every frame's patches, though the
-#: tower pooled the frames of each chunk into one grid: its forward fails on a video of more than
-#: one frame, so before 5.25 videos are refused by name.
-SPLITS_FRAMES = Version(transformers.__version__) < Version("5.25")
-VIDEOS = (
-    "transformers before 5.25 cannot run a Kimi K2.5 video of more than one frame (get_image_features splits "
-    "the projected tokens by every frame's patches after the tower pooled each chunk of frames into one grid): "
-    "install transformers 5.25, or pass the frames as images=[...]"
-)
 
 
 def builders():
@@ -50,8 +42,7 @@ def builders():
 
 
 plugin = Plugin(
-    Wrapper("kimi_k25", projector="model.mm_projector", entry=SCATTER if SPLITS_FRAMES else VIDEO_SCATTER,
-            refuses={"videos": VIDEOS} if SPLITS_FRAMES else {},
+    Wrapper("kimi_k25", projector="model.mm_projector", entry=VIDEO_SCATTER,
             image_grids=lambda part: kimi_image_grids, video_grids=lambda part: kimi_video_grids),
     Tower("kimi_k25_vision", rename=vision.TOWER_RENAME, envoys=vision.envoys),
     adapters={"kimi_vit": KIMI_VIT},

@@ -27,11 +27,24 @@ from __future__ import annotations
 from typing import Any
 
 import torch
+import transformers
 from attrs import frozen
+from packaging.version import Version
 
 from vlreg.plugin import At, VisionLayer, VisionMlp, adapter, as_patches, config_size, modeling_envoys, returned, value
 
 QWEN_VIT = adapter("qwen_vit")
+
+#: transformers before 5.25 splits a video's projected tokens by every frame's patches, though the
+#: tower pooled the frames of each chunk into one grid: its forward fails on a chunk of more than
+#: one frame (a chunk a frame, as in a video of one frame, runs), so before 5.25 a trace refuses it.
+SPLITS_FRAMES = Version(transformers.__version__) < Version("5.25")
+CHUNKS = (
+    "transformers before 5.25 cannot run a Kimi K2.5 video chunk of more than one frame (its get_image_features "
+    "splits the projected tokens by every frame's patches after the tower pooled each chunk of frames into one "
+    "grid), and the processor made a chunk of {frames} frames: install transformers 5.25, or pass the frames as "
+    "images=[...], or pass temporal_patch_size=1 (a chunk a frame, each its own grid of tokens)"
+)
 
 #: The tower's names, from the tower: none is a name a text block has.
 TOWER_RENAME = {"attn": "self_attn", "norm1": "input_layernorm", "norm2": "post_attention_layernorm"}
@@ -86,6 +99,12 @@ class KimiVision(QWEN_VIT.Vision):
         return int(self._vision_config.merge_kernel_size[0])
 
     window_size = None
+
+    def encoding_refusal(self, encoding: Any) -> str | None:
+        """Before transformers 5.25, a video chunk of more than one frame (`SPLITS_FRAMES`)."""
+        grids = encoding.get("video_grid_thw") if SPLITS_FRAMES else None
+        frames = int(grids[:, 0].max()) if grids is not None and len(grids) else 1
+        return CHUNKS.format(frames=frames) if frames > 1 else None
 
     def to_scatter_order(self, tensor: torch.Tensor, grid_thw: Any, dim: int = -2) -> torch.Tensor:
         """``tensor`` (rows of patches in the tower's raster order along ``dim``: a block's

@@ -274,6 +274,15 @@ class Vision(Standard):
         and the geometry refuse it before the processor runs."""
         return None
 
+    def encoding_refusal(self, encoding: Any) -> str | None:
+        """Why the model cannot run what the processor made of a trace's inputs (``encoding``:
+        the processor's output as the forward takes it, ``video_grid_thw`` ...), saying what
+        can, or ``None``: a limit of transformers' forward that only the processed input shows
+        (Kimi K2.5's on transformers before 5.25: a chunk of several frames). A trace refuses
+        it after the processor runs and before the model does; the geometry, which runs no
+        model, serves it."""
+        return None
+
     def layer_fold(self, index: int) -> int:
         """How many of the tower's patches, along a side, one row of block ``index``'s stream
         holds: 1, unless the tower merges patches between its blocks (MiniCPM-V's ``vit_merger``

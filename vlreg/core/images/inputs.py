@@ -58,6 +58,15 @@ def check_invokes(model: Any, invokes: list) -> None:
                 f"images=[...] with it, or load with task='text-generation' (the default) to trace text alone")
 
 
+def check_encoding(model: Any, encoding: dict) -> None:
+    """Refuse, after the processor and before the model, an encoding the family says its
+    forward cannot run (`Vision.encoding_refusal`)."""
+    vision = model.__dict__.get("vision")
+    why = vision.encoding_refusal(encoding) if vision is not None else None
+    if why:
+        raise ValueError(f"this input cannot run on {type(model._module).__name__}: {why}")
+
+
 def _reads_videos(processor: Any) -> None:
     """Refuse ``videos=`` where the processor has no video processor: it would drop the
     frames and the trace would run on the text alone."""

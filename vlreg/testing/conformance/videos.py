@@ -234,7 +234,7 @@ def frame_helper_checks(case: Any, model: Any) -> dict:
     elsewhere each refuses before the model runs, naming ``videos=``."""
     served = (not model.vision.no_videos() and not model.support().get("vision.video_features")
               and model.family.video_grids is not None)
-    width, height, frames = VideoConformance.video_frames
+    width, height, frames = case.video_frames  # the family's video, as the video checks pass it
     video = [image(width, height, seed=index) for index in range(frames)]
     other = [image(width, height, seed=50 + index) for index in range(frames)]
     options = case.options_with_videos()
