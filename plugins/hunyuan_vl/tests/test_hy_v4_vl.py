@@ -16,7 +16,7 @@ frames end each row with a newline, as an image's.
 import pytest
 import torch
 
-pytest.importorskip("transformers.models.hy_v4_vl", reason="hy_v4_vl: not in this transformers release (5.25 adds it)")
+pytest.importorskip("transformers.models.hy_v4_vl", reason="hy_v4_vl: not in this transformers release (5.24 adds it)")
 
 from vlreg.testing import chat  # noqa: E402
 from vlreg.testing.conformance import (AnalysisConformance, VisionConformance, geometry_beside_grid_thw,  # noqa: E402

@@ -34,7 +34,7 @@ class TestHunYuanVL(PublishedWidths):
 
 
 @pytest.mark.skipif(not hasattr(transformers, "HYV4VLConfig"),
-                    reason="hy_v4_vl: not in this transformers release (5.25 adds it)")
+                    reason="hy_v4_vl: not in this transformers release (5.24 adds it)")
 class TestHyV4VL(PublishedWidths):
     """``HYV4VLConfig()``'s defaults (no published checkpoint was at hand): 78 text blocks 6144
     wide over 4 hyper-connection streams, latent attention of 64 heads (queries through a

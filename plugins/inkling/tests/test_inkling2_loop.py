@@ -10,7 +10,7 @@ import pytest
 import torch
 
 pytest.importorskip("transformers.models.inkling2_loop",
-                    reason="inkling2_loop: not in this transformers release (5.25 adds it)")
+                    reason="inkling2_loop: not in this transformers release (5.24 adds it)")
 
 from vlreg.testing import chat  # noqa: E402
 from vlreg.testing.conformance import image  # noqa: E402

@@ -32,7 +32,7 @@ class TestInkling2(PublishedWidths):
 
 
 @pytest.mark.skipif(not hasattr(transformers, "Inkling2LoopConfig"),
-                    reason="inkling2_loop: not in this transformers release (5.25 adds it)")
+                    reason="inkling2_loop: not in this transformers release (5.24 adds it)")
 class TestInkling2Loop(PublishedWidths):
     """``Inkling2LoopConfig()``'s defaults (Inkling-2-Mini's, by its docstring): 24 text blocks
     2304 wide, blocks 6 to 17 looped 3 passes, so 48 block calls (``num_layers``, as
